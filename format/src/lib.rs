@@ -1,0 +1,111 @@
+//! What ferrocomp's host and GPU kernels must agree on, in one `no_std` crate so the two sides
+//! cannot drift apart: algorithm ids, per-chunk status codes, output bounds, and the bitstreams
+//! themselves as plain functions over byte slices (the CPU path, the test oracle, and the
+//! reference the warp-cooperative GPU kernels are checked against).
+#![no_std]
+
+pub mod crc32;
+pub mod lz4;
+
+/// Compression algorithms, by the id written in the native container header.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Standard LZ4 blocks (the lz4 "block format").
+    Lz4 = 1,
+}
+
+impl Algorithm {
+    /// The algorithm with header id `id`, if there is one.
+    pub fn from_id(id: u8) -> Option<Self> {
+        match id {
+            1 => Some(Self::Lz4),
+            _ => None,
+        }
+    }
+
+    /// Lower-case name, as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Lz4 => "lz4",
+        }
+    }
+}
+
+/// The outcome of one chunk of a batched GPU call, written by the kernels into a device array.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// The chunk was processed.
+    Success = 0,
+    /// The compressed stream ended in the middle of a sequence.
+    Truncated = 1,
+    /// A match referred to bytes before the start of the output (or had offset zero).
+    BadOffset = 2,
+    /// The output buffer given for the chunk is too small for what the stream decodes to.
+    OutputTooSmall = 3,
+    /// The chunk is larger than the algorithm's maximum chunk size.
+    ChunkTooLarge = 4,
+    /// The compressed stream has bytes after its last sequence, or is otherwise malformed.
+    Malformed = 5,
+}
+
+impl Status {
+    /// The status with code `code`; unknown codes read as `Malformed`.
+    pub fn from_code(code: u32) -> Self {
+        match code {
+            0 => Self::Success,
+            1 => Self::Truncated,
+            2 => Self::BadOffset,
+            3 => Self::OutputTooSmall,
+            4 => Self::ChunkTooLarge,
+            _ => Self::Malformed,
+        }
+    }
+
+    /// What the status means, in a few words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Success => "ok",
+            Self::Truncated => "compressed stream is truncated",
+            Self::BadOffset => "match offset points before the start of the output",
+            Self::OutputTooSmall => "output buffer is too small for the decoded chunk",
+            Self::ChunkTooLarge => "chunk exceeds the maximum chunk size",
+            Self::Malformed => "compressed stream is malformed",
+        }
+    }
+}
+
+/// Element type of the input, as nvCOMP's `data_type` option: matches start and end on
+/// element boundaries, which suits arrays of fixed-width numbers.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum DataType {
+    /// Bytes (nvCOMP's `char`/`uchar`): no alignment. The default.
+    #[default]
+    Char = 0,
+    /// 16-bit elements (`short`/`ushort`).
+    Short = 1,
+    /// 32-bit elements (`int`/`uint`).
+    Int = 2,
+    /// 64-bit elements (`longlong`/`ulonglong`).
+    LongLong = 3,
+}
+
+impl DataType {
+    /// The data type with id `id`, if there is one.
+    pub fn from_id(id: u8) -> Option<Self> {
+        match id {
+            0 => Some(Self::Char),
+            1 => Some(Self::Short),
+            2 => Some(Self::Int),
+            3 => Some(Self::LongLong),
+            _ => None,
+        }
+    }
+
+    /// Width of one element in bytes.
+    pub fn width(self) -> usize {
+        1 << (self as u8)
+    }
+}

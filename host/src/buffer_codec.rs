@@ -1,0 +1,689 @@
+//! The one-buffer codec: splits a buffer into chunks, runs the batched codec over them on the
+//! GPU (or the CPU when there is none) and frames the result as one of the [`Bitstream`]s.
+//! Its scratch is kept and reused from call to call.
+
+use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, PinnedBuffer};
+use crate::batch::{Chunks, Results};
+use crate::checksum::{ChecksumPolicy, crc32_async};
+use crate::codec::Options;
+use crate::codec::lz4::blocks;
+use crate::container::{Bitstream, Checksums, FIXED_HEADER_LEN, Frame, native_header_len_from_fixed};
+use crate::error::{ChecksumPart, Error, Result};
+use crate::gpu::{Gpu, Stream};
+use ferrocomp_format::Status;
+use ferrocomp_format::crc32::crc32;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+/// Default uncompressed chunk size: 64 KiB, as nvCOMP's.
+pub const DEFAULT_CHUNK_SIZE: usize = 1 << 16;
+/// Host data moves through the GPU in pieces of about this many bytes (progress is reported
+/// after each).
+const SEGMENT_BYTES: usize = 64 << 20;
+
+/// How a [`BufferCodec`] chunks, frames and checksums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Uncompressed bytes per chunk (native bitstream only; the others hold one chunk).
+    pub chunk_size: usize,
+    /// The framing of the compressed bytes.
+    pub bitstream: Bitstream,
+    /// Whether checksums are written and checked.
+    pub checksum: ChecksumPolicy,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { chunk_size: DEFAULT_CHUNK_SIZE, bitstream: Bitstream::Native, checksum: ChecksumPolicy::default() }
+    }
+}
+
+/// Compresses and decompresses whole buffers, on the GPU when it has one, else on the CPU,
+/// writing the same bitstream either way.
+///
+/// ```
+/// use ferrocomp::{BufferCodec, Config, Options};
+/// let codec = BufferCodec::new(Options::default(), Config::default(), None)?; // CPU
+/// let data = b"to be or not to be, that is the question; to be or not to be".repeat(100);
+/// let compressed = codec.compress(&data)?;
+/// assert!(compressed.len() < data.len() / 10);
+/// assert_eq!(codec.decompress(&compressed)?, data);
+/// # Ok::<(), ferrocomp::Error>(())
+/// ```
+pub struct BufferCodec {
+    options: Options,
+    config: Config,
+    gpu: Option<Gpu>,
+    scratch: Mutex<Option<Scratch>>,
+}
+
+/// Per-chunk results of compressing a run of chunks.
+struct Compressed {
+    sizes: Vec<usize>,
+    checksums: Checksums,
+}
+
+impl BufferCodec {
+    /// A codec for `options` framed by `config`, on `gpu` (or the CPU for `None`).
+    pub fn new(options: Options, config: Config, gpu: Option<Gpu>) -> Result<Self> {
+        let max = options.codec().max_chunk_size();
+        if config.chunk_size == 0 || config.chunk_size > max {
+            return Err(Error::InvalidArgument(format!("chunk size {} is outside 1..={max}", config.chunk_size)));
+        }
+        Ok(Self { options, config, gpu, scratch: Mutex::new(None) })
+    }
+
+    /// The GPU it runs on, if any.
+    pub fn gpu(&self) -> Option<&Gpu> {
+        self.gpu.as_ref()
+    }
+
+    /// Compresses host bytes.
+    pub fn compress(&self, input: &[u8]) -> Result<Vec<u8>> {
+        self.compress_with_progress(input, &mut |_| {})
+    }
+
+    /// Compresses host bytes, calling `progress` with the input bytes done so far.
+    pub fn compress_with_progress(&self, input: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Vec<u8>> {
+        let (chunk_size, count) = self.chunking(input.len())?;
+        let segment_chunks = (SEGMENT_BYTES / chunk_size).max(1);
+        let mut data = Vec::with_capacity(input.len() / 2);
+        let mut compressed = Compressed { sizes: Vec::with_capacity(count), checksums: self.new_checksums(count) };
+        for first in (0..count).step_by(segment_chunks) {
+            let start = first * chunk_size;
+            let segment = &input[start..(start + segment_chunks * chunk_size).min(input.len())];
+            let part = match &self.gpu {
+                Some(gpu) => self.compress_segment_gpu(gpu, segment, chunk_size, &mut data)?,
+                None => self.compress_segment_cpu(segment, chunk_size, &mut data)?,
+            };
+            compressed.append(part);
+            progress(start + segment.len());
+        }
+        let mut out = self.frame_for(input.len(), chunk_size, &compressed).header(self.config.bitstream);
+        out.extend_from_slice(&data);
+        Ok(out)
+    }
+
+    /// Decompresses host bytes. `Raw` streams decode to the size their block walks to.
+    pub fn decompress(&self, compressed: &[u8]) -> Result<Vec<u8>> {
+        self.decompress_with_progress(compressed, &mut |_| {})
+    }
+
+    /// Decompresses host bytes, calling `progress` with the output bytes done so far.
+    pub fn decompress_with_progress(&self, compressed: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Vec<u8>> {
+        let frame = self.read_frame(compressed)?;
+        self.check_checksum_policy(&frame)?;
+        let mut out = vec![0u8; frame.total_size];
+        let segment_chunks = (SEGMENT_BYTES / frame.chunk_size).max(1);
+        let offsets = frame.compressed_offsets();
+        for first in (0..frame.count()).step_by(segment_chunks) {
+            let chunks = first..(first + segment_chunks).min(frame.count());
+            let out_start = first * frame.chunk_size;
+            let out_end = (chunks.end * frame.chunk_size).min(frame.total_size);
+            let in_start = offsets[first];
+            let in_end = offsets[chunks.end - 1] + frame.compressed_sizes[chunks.end - 1];
+            let segment = frame.segment(chunks);
+            let (input, output) = (&compressed[in_start..in_end], &mut out[out_start..out_end]);
+            match &self.gpu {
+                Some(gpu) => self.decompress_segment_gpu(gpu, &segment, first, input, output)?,
+                None => self.decompress_segment_cpu(&segment, first, input, output)?,
+            }
+            progress(out_end);
+        }
+        Ok(out)
+    }
+
+    /// Compresses device bytes into a new device buffer, on the GPU.
+    pub fn compress_device(&self, input: DeviceView<'_, u8>, stream: &Stream) -> Result<DeviceBuffer<u8>> {
+        let gpu = self.require_gpu()?;
+        let (chunk_size, _) = self.chunking(input.len())?;
+        let mut guard = self.scratch.lock().unwrap();
+        let compressed = self.compress_chunks_gpu(gpu, &mut guard, input, chunk_size, stream)?;
+        let header = self.frame_for(input.len(), chunk_size, &compressed).header(self.config.bitstream);
+        let total: usize = compressed.sizes.iter().sum();
+        let mut out = gpu.alloc::<u8>(header.len() + total)?;
+        gpu.copy_to_device_sync(&header, out.view_mut())?;
+        let scratch = guard.as_mut().expect("scratch was prepared");
+        self.pack_gpu(gpu, scratch, &compressed.sizes, out.address() + header.len() as u64, stream)?;
+        stream.synchronize()?;
+        Ok(out)
+    }
+
+    /// Decompresses device bytes into a new device buffer, on the GPU.
+    pub fn decompress_device(&self, compressed: DeviceView<'_, u8>, stream: &Stream) -> Result<DeviceBuffer<u8>> {
+        let gpu = self.require_gpu()?;
+        let frame = self.read_frame_device(gpu, compressed, stream)?;
+        let mut out = gpu.alloc::<u8>(frame.total_size)?;
+        self.decompress_frame_gpu(gpu, &frame, 0, compressed, out.view_mut(), stream)?;
+        Ok(out)
+    }
+
+    /// Decompresses device bytes into the caller's device memory; returns the bytes written.
+    /// Fails, writing nothing, if `output` is smaller than the stream's decompressed size.
+    pub fn decompress_device_into(
+        &self,
+        compressed: DeviceView<'_, u8>,
+        output: DeviceViewMut<'_, u8>,
+        stream: &Stream,
+    ) -> Result<usize> {
+        let gpu = self.require_gpu()?;
+        let frame = self.read_frame_device(gpu, compressed, stream)?;
+        if output.len() < frame.total_size {
+            return Err(Error::InvalidArgument(format!(
+                "output holds {} bytes, the stream decodes to {}",
+                output.len(),
+                frame.total_size
+            )));
+        }
+        self.decompress_frame_gpu(gpu, &frame, 0, compressed, output, stream)?;
+        Ok(frame.total_size)
+    }
+
+    /// Describes a compressed host buffer: its algorithm, sizes and chunks.
+    pub fn read_frame(&self, compressed: &[u8]) -> Result<Frame> {
+        match self.config.bitstream {
+            Bitstream::Native => Frame::parse_native(compressed, compressed.len()),
+            Bitstream::WithUncompressedSize => Frame::parse_with_size(self.options, compressed, compressed.len()),
+            Bitstream::Raw => {
+                let size = self
+                    .options
+                    .codec()
+                    .decompressed_size_cpu(compressed)
+                    .map_err(|status| Error::Chunk { chunk: 0, status })?;
+                Frame::raw(self.options, size as u64, compressed.len())
+            }
+        }
+    }
+
+    /// Chunk size and count for `len` input bytes.
+    fn chunking(&self, len: usize) -> Result<(usize, usize)> {
+        if self.config.bitstream == Bitstream::Native {
+            return Ok((self.config.chunk_size, len.div_ceil(self.config.chunk_size)));
+        }
+        let max = self.options.codec().max_chunk_size();
+        if len > max {
+            return Err(Error::InvalidArgument(format!(
+                "{len} bytes is over the {max}-byte limit of a single-chunk ({:?}) bitstream; use the native one",
+                self.config.bitstream
+            )));
+        }
+        Ok((len.max(1), 1))
+    }
+
+    fn new_checksums(&self, count: usize) -> Checksums {
+        let computes = self.config.checksum.computes() && self.config.bitstream == Bitstream::Native;
+        let table = || computes.then(|| Vec::with_capacity(count));
+        Checksums { uncompressed: table(), compressed: table() }
+    }
+
+    fn frame_for(&self, total_size: usize, chunk_size: usize, compressed: &Compressed) -> Frame {
+        Frame {
+            options: self.options,
+            chunk_size,
+            total_size,
+            compressed_sizes: compressed.sizes.clone(),
+            data_offset: 0,
+            checksums: compressed.checksums.clone(),
+        }
+    }
+
+    fn require_gpu(&self) -> Result<&Gpu> {
+        self.gpu.as_ref().ok_or(Error::NoDevice)
+    }
+
+    fn check_checksum_policy(&self, frame: &Frame) -> Result<()> {
+        if self.config.checksum.requires() {
+            if frame.checksums.uncompressed.is_none() {
+                return Err(Error::ChecksumMissing(ChecksumPart::Uncompressed));
+            }
+            if frame.checksums.compressed.is_none() {
+                return Err(Error::ChecksumMissing(ChecksumPart::Compressed));
+            }
+        }
+        Ok(())
+    }
+
+    /// The checksums a decode must verify.
+    fn checksums_to_verify<'f>(&self, frame: &'f Frame) -> (Option<&'f [u32]>, Option<&'f [u32]>) {
+        if !self.config.checksum.verifies() {
+            return (None, None);
+        }
+        (frame.checksums.uncompressed.as_deref(), frame.checksums.compressed.as_deref())
+    }
+
+    // ---- CPU ----
+
+    fn compress_segment_cpu(&self, segment: &[u8], chunk_size: usize, data: &mut Vec<u8>) -> Result<Compressed> {
+        let codec = self.options.codec();
+        let inputs: Vec<&[u8]> = chunks_of(segment, chunk_size);
+        let outputs = parallel_map(&inputs, |i, input| {
+            let mut out = vec![0u8; codec.max_compressed_chunk_size(input.len())];
+            let size = codec.compress_cpu(input, &mut out).map_err(|status| Error::Chunk { chunk: i, status })?;
+            out.truncate(size);
+            Ok(out)
+        })?;
+        let mut compressed =
+            Compressed { sizes: Vec::with_capacity(inputs.len()), checksums: self.new_checksums(inputs.len()) };
+        for (input, output) in inputs.iter().zip(&outputs) {
+            compressed.sizes.push(output.len());
+            if let Some(crcs) = &mut compressed.checksums.uncompressed {
+                crcs.push(crc32(input));
+            }
+            if let Some(crcs) = &mut compressed.checksums.compressed {
+                crcs.push(crc32(output));
+            }
+            data.extend_from_slice(output);
+        }
+        Ok(compressed)
+    }
+
+    fn decompress_segment_cpu(
+        &self,
+        segment: &Frame,
+        first_chunk: usize,
+        compressed: &[u8],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let codec = segment.options.codec();
+        let offsets = segment.compressed_offsets();
+        let (verify_uncompressed, verify_compressed) = self.checksums_to_verify(segment);
+        let outputs: Vec<&mut [u8]> = out.chunks_mut(segment.chunk_size).collect();
+        let jobs: Vec<_> = outputs.into_iter().enumerate().map(|(i, out)| Mutex::new((i, out))).collect();
+        parallel_map(&jobs, |_, job| {
+            let mut job = job.lock().unwrap();
+            let (i, ref mut out) = *job;
+            let chunk = first_chunk + i;
+            let input = &compressed[offsets[i]..offsets[i] + segment.compressed_sizes[i]];
+            if let Some(crcs) = verify_compressed {
+                check_crc(chunk, ChecksumPart::Compressed, crcs[i], crc32(input))?;
+            }
+            let size = codec.decompress_cpu(input, out).map_err(|status| Error::Chunk { chunk, status })?;
+            if size != out.len() {
+                return Err(Error::ChunkSize { chunk, expected: out.len(), actual: size });
+            }
+            if let Some(crcs) = verify_uncompressed {
+                check_crc(chunk, ChecksumPart::Uncompressed, crcs[i], crc32(out))?;
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    // ---- GPU ----
+
+    fn compress_segment_gpu(
+        &self,
+        gpu: &Gpu,
+        segment: &[u8],
+        chunk_size: usize,
+        data: &mut Vec<u8>,
+    ) -> Result<Compressed> {
+        let stream = gpu.stream()?;
+        let mut guard = self.scratch.lock().unwrap();
+        let input = Scratch::staged_input(gpu, &mut guard, segment)?;
+        let input = unsafe { DeviceView::from_raw(input, segment.len()) };
+        let compressed = self.compress_chunks_gpu(gpu, &mut guard, input, chunk_size, &stream)?;
+        let scratch = guard.as_mut().expect("scratch was prepared");
+        let total: usize = compressed.sizes.iter().sum();
+        let packed = scratch.packed.address();
+        self.pack_gpu(gpu, scratch, &compressed.sizes, packed, &stream)?;
+        stream.synchronize()?;
+        let start = data.len();
+        data.resize(start + total, 0);
+        gpu.copy_to_host_sync(scratch.packed.view(), &mut data[start..])?;
+        Ok(compressed)
+    }
+
+    fn decompress_segment_gpu(
+        &self,
+        gpu: &Gpu,
+        segment: &Frame,
+        first_chunk: usize,
+        compressed: &[u8],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let stream = gpu.stream()?;
+        let input = gpu.upload(compressed)?;
+        let mut output = gpu.alloc::<u8>(out.len())?;
+        self.decompress_frame_gpu(gpu, segment, first_chunk, input.view(), output.view_mut(), &stream)?;
+        gpu.copy_to_host_sync(output.view(), out)
+    }
+
+    /// Compresses the chunks of `input`; chunk `i` is left at `staging + i * bound`.
+    fn compress_chunks_gpu(
+        &self,
+        gpu: &Gpu,
+        guard: &mut Option<Scratch>,
+        input: DeviceView<'_, u8>,
+        chunk_size: usize,
+        stream: &Stream,
+    ) -> Result<Compressed> {
+        let codec = self.options.codec();
+        let count = input.len().div_ceil(chunk_size).max(1);
+        let chunk_bytes = chunk_size.min(input.len());
+        let bound = codec.max_compressed_chunk_size(chunk_bytes);
+        let scratch = Scratch::ensure(gpu, guard, count, count * bound, count * bound)?;
+        for i in 0..count {
+            scratch.host_addresses[i] = input.address() + (i * chunk_size) as u64;
+            scratch.host_sizes[i] = (input.len() - (i * chunk_size).min(input.len())).min(chunk_size);
+            scratch.host_addresses[count + i] = scratch.staging.address() + (i * bound) as u64;
+        }
+        stream.copy_to_device(&scratch.host_addresses[..2 * count], scratch.addresses.address())?;
+        stream.copy_to_device(&scratch.host_sizes[..count], scratch.sizes.address())?;
+        let (inputs, outputs) = halves(&scratch.addresses, count);
+        let inputs = Chunks::new(inputs, scratch.sizes.view().slice(0, count));
+        let results = Results { sizes: scratch.result_sizes.view_mut(), statuses: scratch.statuses.view_mut() };
+        let scratch_bytes = unsafe { DeviceViewMut::from_raw(0, 0) };
+        unsafe { codec.compress_async(gpu, inputs, outputs, bound, scratch_bytes, results, stream)? };
+        let computes = self.config.checksum.computes() && self.config.bitstream == Bitstream::Native;
+        if computes {
+            let compressed = Chunks::new(outputs, scratch.result_sizes.view().slice(0, count));
+            unsafe {
+                crc32_async(gpu, inputs, scratch.crcs_uncompressed.view_mut(), stream)?;
+                crc32_async(gpu, compressed, scratch.crcs_compressed.view_mut(), stream)?;
+            }
+        }
+        stream.copy_to_host(scratch.result_sizes.address(), &mut scratch.host_result_sizes[..count])?;
+        stream.copy_to_host(scratch.statuses.address(), &mut scratch.host_statuses[..count])?;
+        if computes {
+            stream.copy_to_host(scratch.crcs_uncompressed.address(), &mut scratch.host_crcs[..count])?;
+            stream.copy_to_host(scratch.crcs_compressed.address(), &mut scratch.host_crcs[count..2 * count])?;
+        }
+        stream.synchronize()?;
+        if let Some(chunk) = scratch.host_statuses[..count].iter().position(|&s| s != Status::Success as u32) {
+            return Err(Error::Chunk { chunk, status: Status::from_code(scratch.host_statuses[chunk]) });
+        }
+        let crcs = |range: std::ops::Range<usize>| computes.then(|| scratch.host_crcs[range].to_vec());
+        Ok(Compressed {
+            sizes: scratch.host_result_sizes[..count].to_vec(),
+            checksums: Checksums { uncompressed: crcs(0..count), compressed: crcs(count..2 * count) },
+        })
+    }
+
+    /// Copies the chunks [`Self::compress_chunks_gpu`] left in staging, back to back, to `dst`.
+    fn pack_gpu(&self, gpu: &Gpu, scratch: &mut Scratch, sizes: &[usize], dst: u64, stream: &Stream) -> Result<()> {
+        let count = sizes.len();
+        let mut at = dst;
+        for (i, &size) in sizes.iter().enumerate() {
+            scratch.host_addresses[i] = at;
+            at += size as u64;
+        }
+        // Sources (staging) are still in the second half of the address array.
+        stream.copy_to_device(&scratch.host_addresses[..count], scratch.addresses.address())?;
+        let (dsts, srcs) = halves(&scratch.addresses, count);
+        let (srcs, dsts, sizes_at) = (srcs.address(), dsts.address(), scratch.result_sizes.address());
+        let args = [
+            &srcs as *const _ as *mut c_void,
+            &dsts as *const _ as *mut _,
+            &sizes_at as *const _ as *mut _,
+            &count as *const _ as *mut _,
+        ];
+        const WARPS: u32 = 8;
+        unsafe { gpu.launch(gpu.kernels().gather, blocks(count, WARPS), WARPS * 32, 0, stream, &args) }
+    }
+
+    /// Reads the frame of a compressed device buffer (copying its header to the host).
+    fn read_frame_device(&self, gpu: &Gpu, compressed: DeviceView<'_, u8>, stream: &Stream) -> Result<Frame> {
+        let prefix_len = |len: usize| len.min(compressed.len());
+        match self.config.bitstream {
+            Bitstream::Native => {
+                let mut fixed = vec![0u8; prefix_len(FIXED_HEADER_LEN)];
+                gpu.copy_to_host_sync(compressed, &mut fixed)?;
+                if fixed.len() < FIXED_HEADER_LEN {
+                    return Frame::parse_native(&fixed, compressed.len());
+                }
+                let header_len = native_header_len_from_fixed(&fixed)?;
+                let mut header = vec![0u8; prefix_len(header_len)];
+                gpu.copy_to_host_sync(compressed, &mut header)?;
+                Frame::parse_native(&header, compressed.len())
+            }
+            Bitstream::WithUncompressedSize => {
+                let mut prefix = vec![0u8; prefix_len(8)];
+                gpu.copy_to_host_sync(compressed, &mut prefix)?;
+                Frame::parse_with_size(self.options, &prefix, compressed.len())
+            }
+            Bitstream::Raw => {
+                let size = self.raw_size_gpu(gpu, compressed, stream)?;
+                Frame::raw(self.options, size as u64, compressed.len())
+            }
+        }
+    }
+
+    /// The decompressed size of a raw single-block stream, found by walking it on the GPU.
+    fn raw_size_gpu(&self, gpu: &Gpu, compressed: DeviceView<'_, u8>, stream: &Stream) -> Result<usize> {
+        let mut guard = self.scratch.lock().unwrap();
+        let scratch = Scratch::ensure(gpu, &mut guard, 1, 0, 0)?;
+        scratch.host_addresses[0] = compressed.address();
+        scratch.host_sizes[0] = compressed.len();
+        stream.copy_to_device(&scratch.host_addresses[..1], scratch.addresses.address())?;
+        stream.copy_to_device(&scratch.host_sizes[..1], scratch.sizes.address())?;
+        let inputs = Chunks::new(scratch.addresses.view().slice(0, 1), scratch.sizes.view().slice(0, 1));
+        let results = Results { sizes: scratch.result_sizes.view_mut(), statuses: scratch.statuses.view_mut() };
+        unsafe { self.options.codec().decompressed_sizes_async(gpu, inputs, results, stream)? };
+        stream.copy_to_host(scratch.result_sizes.address(), &mut scratch.host_result_sizes[..1])?;
+        stream.copy_to_host(scratch.statuses.address(), &mut scratch.host_statuses[..1])?;
+        stream.synchronize()?;
+        match Status::from_code(scratch.host_statuses[0]) {
+            Status::Success => Ok(scratch.host_result_sizes[0]),
+            status => Err(Error::Chunk { chunk: 0, status }),
+        }
+    }
+
+    /// Decodes every chunk of `frame` (in `compressed`) into `output`, checking sizes and the
+    /// checksums the policy asks for.
+    #[allow(clippy::too_many_arguments)]
+    fn decompress_frame_gpu(
+        &self,
+        gpu: &Gpu,
+        frame: &Frame,
+        first_chunk: usize,
+        compressed: DeviceView<'_, u8>,
+        output: DeviceViewMut<'_, u8>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.check_checksum_policy(frame)?;
+        let count = frame.count();
+        if count == 0 {
+            return Ok(());
+        }
+        let mut guard = self.scratch.lock().unwrap();
+        let scratch = Scratch::ensure(gpu, &mut guard, count, 0, 0)?;
+        let offsets = frame.compressed_offsets();
+        for i in 0..count {
+            scratch.host_addresses[i] = compressed.address() + offsets[i] as u64;
+            scratch.host_sizes[i] = frame.compressed_sizes[i];
+            scratch.host_addresses[count + i] = output.address() + (i * frame.chunk_size) as u64;
+            scratch.host_sizes[count + i] = frame.uncompressed_size(i);
+        }
+        scratch.host_first_failure[0] = u32::MAX;
+        stream.copy_to_device(&scratch.host_addresses[..2 * count], scratch.addresses.address())?;
+        stream.copy_to_device(&scratch.host_sizes[..2 * count], scratch.sizes.address())?;
+        stream.copy_to_device(&scratch.host_first_failure[..], scratch.first_failure.address())?;
+        let (inputs, outputs) = halves(&scratch.addresses, count);
+        let inputs = Chunks::new(inputs, scratch.sizes.view().slice(0, count));
+        let outputs = Chunks::new(outputs, scratch.sizes.view().slice(count, count));
+        let results = Results { sizes: scratch.result_sizes.view_mut(), statuses: scratch.statuses.view_mut() };
+        let codec = frame.options.codec();
+        let (verify_uncompressed, verify_compressed) = self.checksums_to_verify(frame);
+        unsafe {
+            let scratch_bytes = DeviceViewMut::from_raw(0, 0);
+            codec.decompress_async(
+                gpu,
+                inputs,
+                outputs,
+                scratch_bytes,
+                results,
+                Some(scratch.first_failure.view_mut()),
+                stream,
+            )?;
+            if verify_compressed.is_some() {
+                crc32_async(gpu, inputs, scratch.crcs_compressed.view_mut(), stream)?;
+            }
+            if verify_uncompressed.is_some() {
+                let decoded = Chunks::new(outputs.addresses, scratch.result_sizes.view().slice(0, count));
+                crc32_async(gpu, decoded, scratch.crcs_uncompressed.view_mut(), stream)?;
+            }
+        }
+        stream.copy_to_host(scratch.first_failure.address(), &mut scratch.host_first_failure[..])?;
+        stream.copy_to_host(scratch.result_sizes.address(), &mut scratch.host_result_sizes[..count])?;
+        stream.copy_to_host(scratch.crcs_uncompressed.address(), &mut scratch.host_crcs[..count])?;
+        stream.copy_to_host(scratch.crcs_compressed.address(), &mut scratch.host_crcs[count..2 * count])?;
+        stream.synchronize()?;
+        let first_failure = scratch.host_first_failure[0] as usize;
+        if first_failure != u32::MAX as usize {
+            let mut status = [0u32];
+            gpu.copy_to_host_sync(scratch.statuses.view().slice(first_failure, 1), &mut status)?;
+            let chunk = first_chunk + first_failure;
+            return Err(Error::Chunk { chunk, status: Status::from_code(status[0]) });
+        }
+        for i in 0..count {
+            let chunk = first_chunk + i;
+            let (expected, actual) = (frame.uncompressed_size(i), scratch.host_result_sizes[i]);
+            if actual != expected {
+                return Err(Error::ChunkSize { chunk, expected, actual });
+            }
+            if let Some(crcs) = verify_compressed {
+                check_crc(chunk, ChecksumPart::Compressed, crcs[i], scratch.host_crcs[count + i])?;
+            }
+            if let Some(crcs) = verify_uncompressed {
+                check_crc(chunk, ChecksumPart::Uncompressed, crcs[i], scratch.host_crcs[i])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Compressed {
+    fn append(&mut self, part: Compressed) {
+        self.sizes.extend(part.sizes);
+        for (all, part) in [
+            (&mut self.checksums.uncompressed, part.checksums.uncompressed),
+            (&mut self.checksums.compressed, part.checksums.compressed),
+        ] {
+            if let (Some(all), Some(part)) = (all, part) {
+                all.extend(part);
+            }
+        }
+    }
+}
+
+fn check_crc(chunk: usize, part: ChecksumPart, expected: u32, actual: u32) -> Result<()> {
+    if expected == actual { Ok(()) } else { Err(Error::ChecksumMismatch { chunk, part, expected, actual }) }
+}
+
+/// `data` cut into `chunk_size` pieces (one empty piece for empty data).
+fn chunks_of(data: &[u8], chunk_size: usize) -> Vec<&[u8]> {
+    if data.is_empty() { vec![data] } else { data.chunks(chunk_size).collect() }
+}
+
+/// `f` over `items` on all cores, results in order; the first error wins.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> Result<R> + Sync) -> Result<Vec<R>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
+    let per_thread = items.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(per_thread)
+            .enumerate()
+            .map(|(t, group)| {
+                let f = &f;
+                scope.spawn(move || {
+                    group.iter().enumerate().map(|(j, item)| f(t * per_thread + j, item)).collect::<Result<Vec<R>>>()
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(items.len());
+        for handle in handles {
+            out.extend(handle.join().expect("CPU worker panicked")?);
+        }
+        Ok(out)
+    })
+}
+
+/// The address array as written for a call of `count` chunks: inputs, then outputs.
+fn halves(addresses: &DeviceBuffer<u64>, count: usize) -> (DeviceView<'_, u64>, DeviceView<'_, u64>) {
+    let all = addresses.view();
+    (all.slice(0, count), all.slice(count, count))
+}
+
+/// Device and pinned arrays reused across calls, grown when a call needs more.
+struct Scratch {
+    chunks: usize,
+    staging_bytes: usize,
+    input_bytes: usize,
+    /// Chunk addresses: inputs in the first half, outputs in the second.
+    addresses: DeviceBuffer<u64>,
+    /// Chunk sizes: inputs in the first half, output capacities in the second.
+    sizes: DeviceBuffer<usize>,
+    result_sizes: DeviceBuffer<usize>,
+    statuses: DeviceBuffer<u32>,
+    crcs_uncompressed: DeviceBuffer<u32>,
+    crcs_compressed: DeviceBuffer<u32>,
+    first_failure: DeviceBuffer<u32>,
+    /// Where compressed chunks land, one bound apart.
+    staging: DeviceBuffer<u8>,
+    /// Where compressed chunks are packed before going to the host.
+    packed: DeviceBuffer<u8>,
+    /// Where host input is uploaded.
+    input: DeviceBuffer<u8>,
+    host_addresses: PinnedBuffer<u64>,
+    host_sizes: PinnedBuffer<usize>,
+    host_result_sizes: PinnedBuffer<usize>,
+    host_statuses: PinnedBuffer<u32>,
+    host_crcs: PinnedBuffer<u32>,
+    host_first_failure: PinnedBuffer<u32>,
+}
+
+impl Scratch {
+    /// The scratch, grown to hold `chunks` chunks, `staging_bytes` of compressed staging and
+    /// `packed_bytes` of packed output.
+    fn ensure<'s>(
+        gpu: &Gpu,
+        slot: &'s mut Option<Scratch>,
+        chunks: usize,
+        staging_bytes: usize,
+        packed_bytes: usize,
+    ) -> Result<&'s mut Scratch> {
+        let fits =
+            slot.as_ref().is_some_and(|s| s.chunks >= chunks && s.staging_bytes >= staging_bytes.max(packed_bytes));
+        if !fits {
+            let (old_chunks, old_staging, input_bytes) =
+                slot.as_ref().map_or((0, 0, 0), |s| (s.chunks, s.staging_bytes, s.input_bytes));
+            let (chunks, staging_bytes) = (chunks.max(old_chunks), staging_bytes.max(packed_bytes).max(old_staging));
+            *slot = None; // free before allocating anew
+            let pinned = gpu.allocators().pinned;
+            *slot = Some(Scratch {
+                chunks,
+                staging_bytes,
+                input_bytes,
+                addresses: gpu.alloc(2 * chunks)?,
+                sizes: gpu.alloc(2 * chunks)?,
+                result_sizes: gpu.alloc(chunks)?,
+                statuses: gpu.alloc(chunks)?,
+                crcs_uncompressed: gpu.alloc(chunks)?,
+                crcs_compressed: gpu.alloc(chunks)?,
+                first_failure: gpu.alloc(1)?,
+                staging: gpu.alloc(staging_bytes)?,
+                packed: gpu.alloc(staging_bytes)?,
+                input: gpu.alloc(input_bytes)?,
+                host_addresses: PinnedBuffer::new(&pinned, 2 * chunks)?,
+                host_sizes: PinnedBuffer::new(&pinned, 2 * chunks)?,
+                host_result_sizes: PinnedBuffer::new(&pinned, chunks)?,
+                host_statuses: PinnedBuffer::new(&pinned, chunks)?,
+                host_crcs: PinnedBuffer::new(&pinned, 2 * chunks)?,
+                host_first_failure: PinnedBuffer::new(&pinned, 1)?,
+            });
+        }
+        Ok(slot.as_mut().unwrap())
+    }
+
+    /// Uploads `data` into the reused input buffer; returns its device address.
+    fn staged_input(gpu: &Gpu, slot: &mut Option<Scratch>, data: &[u8]) -> Result<u64> {
+        let scratch = Scratch::ensure(gpu, slot, 1, 0, 0)?;
+        if scratch.input_bytes < data.len() {
+            scratch.input = gpu.alloc(data.len())?;
+            scratch.input_bytes = data.len();
+        }
+        gpu.copy_to_device_sync(data, scratch.input.view_mut())?;
+        Ok(scratch.input.address())
+    }
+}

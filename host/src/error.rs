@@ -1,0 +1,65 @@
+//! The errors ferrocomp returns: each says what was wrong and, for data, which chunk.
+
+use ferrocomp_format::Status;
+
+/// Result with ferrocomp's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A cust call failed.
+    #[error("CUDA: {0}")]
+    Cuda(#[from] cust::error::CudaError),
+    /// A raw CUDA driver call failed.
+    #[error("CUDA driver call {call} failed with error {code}")]
+    Driver { call: &'static str, code: u32 },
+    /// No CUDA device (or no driver) is present.
+    #[error("no CUDA device is available")]
+    NoDevice,
+    /// One chunk could not be processed.
+    #[error("chunk {chunk}: {}", status.describe())]
+    Chunk { chunk: usize, status: Status },
+    /// A chunk decoded to a size other than the one the container declares.
+    #[error("chunk {chunk}: decoded to {actual} bytes, the container declares {expected}")]
+    ChunkSize { chunk: usize, expected: usize, actual: usize },
+    /// A chunk's CRC-32 does not match the one stored in the container.
+    #[error("chunk {chunk}: CRC-32 of its {part} bytes is {actual:#010x}, the container stores {expected:#010x}")]
+    ChecksumMismatch { chunk: usize, part: ChecksumPart, expected: u32, actual: u32 },
+    /// The checksum policy requires checksums the container does not have.
+    #[error("checksum policy requires checksums, but the container has none for {0} bytes")]
+    ChecksumMissing(ChecksumPart),
+    /// The container (header, chunk table, sizes) is malformed.
+    #[error("invalid container: {0}")]
+    Container(String),
+    /// An argument is out of range.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+/// Which bytes of a chunk a checksum covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChecksumPart {
+    /// The chunk before compression.
+    Uncompressed,
+    /// The chunk as stored.
+    Compressed,
+}
+
+impl std::fmt::Display for ChecksumPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Uncompressed => "uncompressed",
+            Self::Compressed => "compressed",
+        })
+    }
+}
+
+/// Turns a raw driver result into a [`Result`], naming the call.
+pub(crate) fn check(call: &'static str, result: cust::sys::CUresult) -> Result<()> {
+    match result {
+        cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
+        cust::sys::CUresult::CUDA_ERROR_NO_DEVICE => Err(Error::NoDevice),
+        other => Err(Error::Driver { call, code: other as u32 }),
+    }
+}

@@ -1,0 +1,42 @@
+//! # ferrocomp
+//!
+//! GPU compression in Rust. Kernels are written in Rust (`kernels-gpu`, compiled to PTX by
+//! rustc's NVPTX backend) and launched through cust. Every codec has:
+//! - a batched API in nvCOMP's shape ([`BatchCodec`]): device arrays of chunk addresses and
+//!   sizes in, compressed chunks, sizes and a status per chunk out, all asynchronous on a stream;
+//! - a one-buffer codec over it ([`BufferCodec`]): chunking, the native container with
+//!   optional CRC-32s, raw and size-prefixed bitstreams;
+//! - a CPU path writing the same bitstream, used when there is no GPU.
+//!
+//! LZ4 output is standard LZ4 blocks, readable by liblz4 and lz4_flex; their blocks decode here.
+//!
+//! ```no_run
+//! use ferrocomp::{BufferCodec, Config, Gpu, Options};
+//! let gpu = Gpu::new(0)?;
+//! let stream = gpu.stream()?;
+//! let codec = BufferCodec::new(Options::default(), Config::default(), Some(gpu.clone()))?;
+//! let input = gpu.upload(&vec![7u8; 1 << 20])?;
+//! let compressed = codec.compress_device(input.view(), &stream)?;
+//! let restored = codec.decompress_device(compressed.view(), &stream)?;
+//! assert_eq!(gpu.download(restored.view())?, vec![7u8; 1 << 20]);
+//! # Ok::<(), ferrocomp::Error>(())
+//! ```
+
+pub mod alloc;
+pub mod batch;
+pub mod buffer_codec;
+pub mod checksum;
+pub mod codec;
+pub mod container;
+pub mod error;
+pub mod gpu;
+
+pub use alloc::{DeviceBuffer, DeviceView, DeviceViewMut};
+pub use batch::{BatchCodec, Chunks, Results};
+pub use buffer_codec::{BufferCodec, Config, DEFAULT_CHUNK_SIZE};
+pub use checksum::ChecksumPolicy;
+pub use codec::{Lz4, Options};
+pub use container::{Bitstream, Frame};
+pub use error::{ChecksumPart, Error, Result};
+pub use ferrocomp_format::{Algorithm, DataType, Status};
+pub use gpu::{Gpu, Stream};

@@ -1,0 +1,28 @@
+//! ferrocomp's GPU kernels. Built for `nvptx64-nvidia-cuda` by the host crate's build script,
+//! which embeds the PTX.
+//!
+//! Each kernel body is a function generic over [`Warp`]: on the GPU that is the hardware warp
+//! ([`gpu::HardwareWarp`]); on the host it is [`emulated::EmulatedWarp`], 32 threads in lockstep,
+//! so the very code that runs on the GPU is tested on machines without one.
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
+
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
+pub mod copy;
+pub mod crc32;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod emulated;
+#[cfg(target_arch = "nvptx64")]
+pub mod gpu;
+pub mod lz4;
+pub mod warp;
+
+pub use warp::Warp;
+
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    gpu::trap()
+}

@@ -1,0 +1,359 @@
+//! LZ4 on the GPU: one warp per chunk.
+//!
+//! Compression follows `ferrocomp_format::lz4::compress` step for step (the lanes look at
+//! [`BATCH`] positions at once) and so writes the same bytes. Decompression walks the sequences
+//! with the format crate's `Reader` in every lane (the loads broadcast) and copies literals and
+//! matches 32 bytes at a time.
+
+use crate::warp::{WARP_SIZE, Warp};
+use core::slice;
+use ferrocomp_format::lz4::{
+    self, BATCH, HASH_ENTRIES, LAST_LITERALS, MAX_CHUNK_SIZE, MatchRules, Reader, candidate, hash,
+};
+use ferrocomp_format::{DataType, Status};
+
+/// Bytes of shared memory each warp of the compress kernel needs (its hash table).
+pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = HASH_ENTRIES * 2;
+
+#[inline(always)]
+unsafe fn read_u32(data: *const u8, at: usize) -> u32 {
+    unsafe { u32::from_le_bytes([*data.add(at), *data.add(at + 1), *data.add(at + 2), *data.add(at + 3)]) }
+}
+
+#[inline(always)]
+unsafe fn bytes_equal(data: *const u8, a: usize, b: usize, len: usize) -> bool {
+    (0..len).all(|i| unsafe { *data.add(a + i) == *data.add(b + i) })
+}
+
+/// Compresses the `n` bytes at `input` into `out` (room for `capacity` bytes) as one LZ4 block;
+/// returns the compressed size. `table` is this warp's [`HASH_ENTRIES`]-entry scratch.
+///
+/// # Safety
+/// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes and `table` for
+/// [`HASH_ENTRIES`] entries, none of them written by anyone else meanwhile.
+pub unsafe fn compress_chunk<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    out: *mut u8,
+    capacity: usize,
+    table: *mut u16,
+    data_type: DataType,
+) -> Result<usize, Status> {
+    if n > MAX_CHUNK_SIZE {
+        return Err(Status::ChunkTooLarge);
+    }
+    let lane = warp.lane() as usize;
+    for slot in (lane..HASH_ENTRIES).step_by(WARP_SIZE as usize) {
+        unsafe { *table.add(slot) = 0 };
+    }
+    warp.sync();
+    let rules = MatchRules::new(data_type);
+    let mut writer = WarpWriter { warp, out, capacity, len: 0 };
+    let mut anchor = 0;
+    if let Some(last_start) = rules.last_start(n) {
+        let mut pos = 0;
+        while pos <= last_start {
+            let p = pos + lane * rules.width;
+            let active = p <= last_start;
+            let (slot, entry) = if active {
+                let slot = hash(unsafe { read_u32(input, p) });
+                (slot as u32, unsafe { *table.add(slot) })
+            } else {
+                (u32::MAX - lane as u32, 0) // a value no other lane holds
+            };
+            warp.sync();
+            let peers = warp.match_any(slot);
+            if active && 31 - peers.leading_zeros() == lane as u32 {
+                unsafe { *table.add(slot as usize) = p as u16 };
+            }
+            warp.sync();
+            let found = if active { candidate(p, entry) } else { None }
+                .filter(|&c| unsafe { bytes_equal(input, c, p, rules.min_len) });
+            let matched = warp.ballot(found.is_some());
+            let found = found.unwrap_or(0) as u32;
+
+            let mut cursor = pos;
+            loop {
+                let first_lane = (cursor - pos).div_ceil(rules.width);
+                if first_lane >= BATCH {
+                    break;
+                }
+                let eligible = matched & (u32::MAX << first_lane);
+                if eligible == 0 {
+                    break;
+                }
+                let f = eligible.trailing_zeros();
+                let p = pos + f as usize * rules.width;
+                let c = warp.shuffle(found, f) as usize;
+                let forward = common_forward(warp, input, p, c, n - LAST_LITERALS);
+                let len = forward - forward % rules.width;
+                let back = common_backward(warp, input, p, c, anchor);
+                let back = back - back % rules.width;
+                unsafe { writer.sequence(input.add(anchor), p - back - anchor, p - c, len + back)? };
+                cursor = p + len;
+                anchor = cursor;
+            }
+            pos = cursor.max(pos + BATCH * rules.width);
+        }
+    }
+    unsafe { writer.last_literals(input.add(anchor), n - anchor)? };
+    Ok(writer.len)
+}
+
+/// Length of the common run of `data[p..]` and `data[c..]`, not reaching `end`; 32 bytes a step.
+#[inline(always)]
+fn common_forward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, end: usize) -> usize {
+    let mut len = 0;
+    loop {
+        let i = len + warp.lane() as usize;
+        let equal = p + i < end && unsafe { *data.add(p + i) == *data.add(c + i) };
+        let differs = warp.ballot(!equal);
+        if differs != 0 {
+            return len + differs.trailing_zeros() as usize;
+        }
+        len += WARP_SIZE as usize;
+    }
+}
+
+/// Length of the common run ending before `p` and `c`, not reaching before `anchor` or 0.
+#[inline(always)]
+fn common_backward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, anchor: usize) -> usize {
+    let limit = (p - anchor).min(c);
+    let mut len = 0;
+    loop {
+        let i = len + warp.lane() as usize;
+        let equal = i < limit && unsafe { *data.add(p - 1 - i) == *data.add(c - 1 - i) };
+        let differs = warp.ballot(!equal);
+        if differs != 0 {
+            return len + differs.trailing_zeros() as usize;
+        }
+        len += WARP_SIZE as usize;
+    }
+}
+
+/// Appends sequences to a chunk's output: lane 0 writes the headers, all lanes the literals.
+struct WarpWriter<'w, W> {
+    warp: &'w W,
+    out: *mut u8,
+    capacity: usize,
+    len: usize,
+}
+
+impl<W: Warp> WarpWriter<'_, W> {
+    unsafe fn sequence(
+        &mut self,
+        literals: *const u8,
+        count: usize,
+        offset: usize,
+        match_len: usize,
+    ) -> Result<(), Status> {
+        let trailer_at = self.len + lz4::literal_header_len(count) + count;
+        let end = trailer_at + lz4::match_trailer_len(match_len);
+        if end > self.capacity {
+            return Err(Status::OutputTooSmall);
+        }
+        unsafe { self.literals(literals, count, match_len) };
+        if self.warp.lane() == 0 {
+            let trailer = unsafe { slice::from_raw_parts_mut(self.out.add(trailer_at), end - trailer_at) };
+            lz4::write_match_trailer(trailer, offset, match_len);
+        }
+        self.len = end;
+        Ok(())
+    }
+
+    unsafe fn last_literals(&mut self, literals: *const u8, count: usize) -> Result<(), Status> {
+        let end = self.len + lz4::literal_header_len(count) + count;
+        if end > self.capacity {
+            return Err(Status::OutputTooSmall);
+        }
+        unsafe { self.literals(literals, count, 0) };
+        self.len = end;
+        Ok(())
+    }
+
+    /// Token, literal-length bytes and the literals themselves, at `self.len`.
+    unsafe fn literals(&mut self, literals: *const u8, count: usize, match_len: usize) {
+        let header = lz4::literal_header_len(count);
+        if self.warp.lane() == 0 {
+            let out = unsafe { slice::from_raw_parts_mut(self.out.add(self.len), header) };
+            lz4::write_literal_header(out, count, match_len);
+        }
+        let dst = unsafe { self.out.add(self.len + header) };
+        for i in (self.warp.lane() as usize..count).step_by(WARP_SIZE as usize) {
+            unsafe { *dst.add(i) = *literals.add(i) };
+        }
+    }
+}
+
+/// Decompresses the LZ4 block of `in_len` bytes at `block` into `out` (room for `capacity`
+/// bytes); returns the decompressed size.
+///
+/// # Safety
+/// `block` must be readable for `in_len` bytes and `out` writable for `capacity` bytes, and
+/// not written by anyone else meanwhile.
+pub unsafe fn decompress_chunk<W: Warp>(
+    warp: &W,
+    block: *const u8,
+    in_len: usize,
+    out: *mut u8,
+    capacity: usize,
+) -> Result<usize, Status> {
+    let block = unsafe { slice::from_raw_parts(block, in_len) };
+    let lane = warp.lane() as usize;
+    let mut reader = Reader::new(block);
+    let mut written = 0;
+    while let Some(seq) = reader.next()? {
+        if seq.literals > capacity - written {
+            return Err(Status::OutputTooSmall);
+        }
+        for i in (lane..seq.literals).step_by(WARP_SIZE as usize) {
+            unsafe { *out.add(written + i) = block[seq.literals_at + i] };
+        }
+        written += seq.literals;
+        let Some((offset, len)) = seq.matched else {
+            return Ok(written);
+        };
+        if offset == 0 || offset > written {
+            return Err(Status::BadOffset);
+        }
+        if len > capacity - written {
+            return Err(Status::OutputTooSmall);
+        }
+        warp.sync(); // the bytes this match copies are visible to every lane
+        // Byte i of the match repeats byte (i mod offset) of the `offset` bytes before it.
+        let offset = offset as u32;
+        let step = WARP_SIZE % offset;
+        let mut phase = lane as u32 % offset;
+        let src = unsafe { out.add(written - offset as usize) };
+        let dst = unsafe { out.add(written) };
+        for i in (lane..len).step_by(WARP_SIZE as usize) {
+            unsafe { *dst.add(i) = *src.add(phase as usize) };
+            phase += step;
+            if phase >= offset {
+                phase -= offset;
+            }
+        }
+        written += len;
+    }
+    Err(Status::Truncated)
+}
+
+/// Kernel entry points: the batched arrays are nvCOMP's (device arrays of pointers and sizes).
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use super::*;
+    use crate::gpu::{HardwareWarp, atomic_min_u32, dynamic_shared_memory, thread};
+
+    /// Compresses chunk `i` of `count` into `outputs[i]` (room for `capacity` bytes each),
+    /// writing `out_sizes[i]` and `statuses[i]`. One warp per chunk; dynamic shared memory of
+    /// `COMPRESS_SHARED_BYTES_PER_WARP` per warp.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn lz4_compress(
+        inputs: *const *const u8,
+        in_sizes: *const usize,
+        outputs: *const *mut u8,
+        capacity: usize,
+        out_sizes: *mut usize,
+        statuses: *mut u32,
+        count: usize,
+        data_type: u32,
+    ) {
+        let chunk = HardwareWarp::index_in_grid() as usize;
+        if chunk >= count {
+            return;
+        }
+        let warp = HardwareWarp;
+        let table =
+            unsafe { dynamic_shared_memory::<u16>().add(HardwareWarp::index_in_block() as usize * HASH_ENTRIES) };
+        let data_type = DataType::from_id(data_type as u8).unwrap_or_default();
+        let result = unsafe {
+            compress_chunk(
+                &warp,
+                *inputs.add(chunk),
+                *in_sizes.add(chunk),
+                *outputs.add(chunk),
+                capacity,
+                table,
+                data_type,
+            )
+        };
+        if warp.lane() == 0 {
+            unsafe { finish(chunk, result, out_sizes, statuses, core::ptr::null_mut()) };
+        }
+    }
+
+    /// Decompresses chunk `i` of `count` into `outputs[i]` (room for `capacities[i]` bytes),
+    /// writing `out_sizes[i]` and `statuses[i]`; `first_failure`, if not null, is lowered to the
+    /// index of the first chunk that failed. One warp per chunk.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn lz4_decompress(
+        inputs: *const *const u8,
+        in_sizes: *const usize,
+        outputs: *const *mut u8,
+        capacities: *const usize,
+        out_sizes: *mut usize,
+        statuses: *mut u32,
+        count: usize,
+        first_failure: *mut u32,
+    ) {
+        let chunk = HardwareWarp::index_in_grid() as usize;
+        if chunk >= count {
+            return;
+        }
+        let warp = HardwareWarp;
+        let result = unsafe {
+            decompress_chunk(
+                &warp,
+                *inputs.add(chunk),
+                *in_sizes.add(chunk),
+                *outputs.add(chunk),
+                *capacities.add(chunk),
+            )
+        };
+        if warp.lane() == 0 {
+            unsafe { finish(chunk, result, out_sizes, statuses, first_failure) };
+        }
+    }
+
+    /// Finds the decompressed size of chunk `i` of `count` by walking its sequences. One
+    /// thread per chunk.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn lz4_decompressed_sizes(
+        inputs: *const *const u8,
+        in_sizes: *const usize,
+        out_sizes: *mut usize,
+        statuses: *mut u32,
+        count: usize,
+    ) {
+        let chunk = thread::index_1d() as usize;
+        if chunk >= count {
+            return;
+        }
+        let block = unsafe { slice::from_raw_parts(*inputs.add(chunk), *in_sizes.add(chunk)) };
+        unsafe { finish(chunk, lz4::decompressed_size(block), out_sizes, statuses, core::ptr::null_mut()) };
+    }
+
+    /// Records one chunk's outcome (size 0 on failure).
+    unsafe fn finish(
+        chunk: usize,
+        result: Result<usize, Status>,
+        sizes: *mut usize,
+        statuses: *mut u32,
+        first_failure: *mut u32,
+    ) {
+        let (size, status) = match result {
+            Ok(size) => (size, Status::Success),
+            Err(status) => (0, status),
+        };
+        unsafe {
+            *sizes.add(chunk) = size;
+            if !statuses.is_null() {
+                *statuses.add(chunk) = status as u32;
+            }
+            if status != Status::Success && !first_failure.is_null() {
+                atomic_min_u32(first_failure, chunk as u32);
+            }
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! The warp operations kernel bodies are written against.
+
+/// Lanes in a warp.
+pub const WARP_SIZE: u32 = 32;
+
+/// One warp of 32 lanes executing together. Every lane must make each call (full-mask
+/// semantics), so kernel bodies keep their control flow uniform around them.
+pub trait Warp {
+    /// This lane's index, 0..32.
+    fn lane(&self) -> u32;
+    /// Waits for all lanes; memory written before it is visible to every lane after it.
+    fn sync(&self);
+    /// Bit `i` set where lane `i`'s predicate is true.
+    fn ballot(&self, predicate: bool) -> u32;
+    /// `value` as held by lane `src_lane`.
+    fn shuffle(&self, value: u32, src_lane: u32) -> u32;
+    /// Bit `i` set where lane `i` holds the same `value` as this lane.
+    fn match_any(&self, value: u32) -> u32;
+
+    /// XOR of `value` over all lanes, in every lane.
+    fn reduce_xor(&self, mut value: u32) -> u32 {
+        let mut distance = WARP_SIZE / 2;
+        while distance > 0 {
+            value ^= self.shuffle(value, self.lane() ^ distance);
+            distance /= 2;
+        }
+        value
+    }
+}

@@ -4,6 +4,7 @@
 # (downloaded and unpacked into .cache/, never installed). Prints the environment to `source`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
 cache="$root/.cache"
 mkdir -p "$cache"
 

@@ -1,1 +1,225 @@
-fn main() {}
+//! `ferrocomp`: compresses and decompresses files on the GPU, or on the CPU without one.
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ferrocomp::{Bitstream, BufferCodec, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Gpu, Lz4, Options};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Inputs larger than this get a progress bar.
+const PROGRESS_THRESHOLD: usize = 64 << 20;
+
+#[derive(Parser)]
+#[command(name = "ferrocomp", version, about = "GPU compression (falls back to the CPU without a CUDA device)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Print the device, sizes, ratio and throughput.
+    #[arg(short, long, global = true)]
+    verbose: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compress IN into OUT.
+    Compress {
+        #[command(flatten)]
+        common: Common,
+        /// Uncompressed bytes per chunk (native bitstream): bytes, or with a K, KiB, M or MiB suffix.
+        #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
+        chunk_size: usize,
+        /// Element type of the input; matches align to its width.
+        #[arg(long, value_enum, default_value_t = DataTypeArg::Char)]
+        data_type: DataTypeArg,
+    },
+    /// Decompress IN into OUT.
+    Decompress {
+        #[command(flatten)]
+        common: Common,
+        /// Expected decompressed size; fails if the stream decodes to another.
+        #[arg(long, value_parser = parse_size)]
+        size: Option<usize>,
+    },
+}
+
+/// Arguments of both commands.
+#[derive(Args)]
+struct Common {
+    /// Algorithm (a native stream is decompressed with the one its header names).
+    #[arg(short, long, value_enum, default_value_t = AlgorithmArg::Lz4)]
+    algorithm: AlgorithmArg,
+    /// Framing of the compressed bytes.
+    #[arg(long, value_enum, default_value_t = BitstreamArg::Native)]
+    bitstream: BitstreamArg,
+    /// Whether CRC-32s are stored (compress) and checked (decompress).
+    #[arg(long, value_enum, default_value_t = ChecksumArg::NoComputeNoVerify)]
+    checksum: ChecksumArg,
+    /// Run on the CPU even if a CUDA device is present.
+    #[arg(long)]
+    cpu: bool,
+    /// File to read.
+    input: PathBuf,
+    /// File to write (only once the whole operation has succeeded).
+    output: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum AlgorithmArg {
+    Lz4,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BitstreamArg {
+    /// ferrocomp's chunked container, naming its algorithm.
+    Native,
+    /// one standard block, nothing else.
+    Raw,
+    /// the uncompressed size (u64, little-endian), then one standard block.
+    WithSize,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ChecksumArg {
+    NoComputeNoVerify,
+    ComputeNoVerify,
+    NoComputeVerifyIfPresent,
+    ComputeVerifyIfPresent,
+    ComputeVerify,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DataTypeArg {
+    Char,
+    Short,
+    Int,
+    #[value(name = "longlong")]
+    LongLong,
+}
+
+impl Common {
+    fn config(&self, chunk_size: usize) -> Config {
+        let bitstream = match self.bitstream {
+            BitstreamArg::Native => Bitstream::Native,
+            BitstreamArg::Raw => Bitstream::Raw,
+            BitstreamArg::WithSize => Bitstream::WithUncompressedSize,
+        };
+        let checksum = match self.checksum {
+            ChecksumArg::NoComputeNoVerify => ChecksumPolicy::NoComputeNoVerify,
+            ChecksumArg::ComputeNoVerify => ChecksumPolicy::ComputeAndNoVerify,
+            ChecksumArg::NoComputeVerifyIfPresent => ChecksumPolicy::NoComputeAndVerifyIfPresent,
+            ChecksumArg::ComputeVerifyIfPresent => ChecksumPolicy::ComputeAndVerifyIfPresent,
+            ChecksumArg::ComputeVerify => ChecksumPolicy::ComputeAndVerify,
+        };
+        Config { chunk_size, bitstream, checksum }
+    }
+
+    fn options(&self, data_type: DataTypeArg) -> Options {
+        let data_type = match data_type {
+            DataTypeArg::Char => DataType::Char,
+            DataTypeArg::Short => DataType::Short,
+            DataTypeArg::Int => DataType::Int,
+            DataTypeArg::LongLong => DataType::LongLong,
+        };
+        match self.algorithm {
+            AlgorithmArg::Lz4 => Options::Lz4(Lz4 { data_type }),
+        }
+    }
+
+    /// The GPU, unless `--cpu` was given or there is none (which is said once on stderr).
+    fn gpu(&self) -> Option<Gpu> {
+        if self.cpu {
+            return None;
+        }
+        Gpu::new(0).inspect_err(|e| eprintln!("ferrocomp: no CUDA device ({e}); using the CPU")).ok()
+    }
+}
+
+/// A byte count: plain, or with a K, KiB, M or MiB suffix.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let scale = match unit {
+        "" => 1,
+        "K" | "k" | "KiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        _ => return Err(format!("unknown unit {unit:?} (use K, KiB, M or MiB)")),
+    };
+    let value: usize = digits.parse().map_err(|e| format!("{text:?} is not a size: {e}"))?;
+    value.checked_mul(scale).ok_or_else(|| format!("{text} is too large"))
+}
+
+/// A progress bar on stderr for `total` bytes; hidden for small totals (and by indicatif when
+/// stderr is not a terminal).
+fn progress_bar(total: usize) -> ProgressBar {
+    if total <= PROGRESS_THRESHOLD {
+        return ProgressBar::hidden();
+    }
+    let style =
+        ProgressStyle::with_template("{bar:40} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {eta}")
+            .expect("valid template");
+    ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr()).with_style(style)
+}
+
+/// Reads IN, compresses or decompresses it, and writes OUT once that has succeeded.
+fn run(cli: Cli) -> Result<()> {
+    let (Command::Compress { common, .. } | Command::Decompress { common, .. }) = &cli.command;
+    let input_path = common.input.display();
+    let input = std::fs::read(&common.input).with_context(|| format!("reading {input_path}"))?;
+    let gpu = common.gpu();
+    let device = gpu.as_ref().map_or("CPU".into(), |gpu| gpu.name().to_string());
+    let start = Instant::now();
+    let (output, uncompressed, compressed) = match cli.command {
+        Command::Compress { ref common, chunk_size, data_type } => {
+            let codec = BufferCodec::new(common.options(data_type), common.config(chunk_size), gpu)
+                .context("configuring the compressor")?;
+            let bar = progress_bar(input.len());
+            let output = codec
+                .compress_with_progress(&input, &mut |done| bar.set_position(done as u64))
+                .with_context(|| format!("compressing {input_path}"))?;
+            bar.finish_and_clear();
+            let compressed = output.len();
+            (output, input.len(), compressed)
+        }
+        Command::Decompress { ref common, size } => {
+            let codec = BufferCodec::new(common.options(DataTypeArg::Char), common.config(DEFAULT_CHUNK_SIZE), gpu)
+                .context("configuring the decompressor")?;
+            let context = || format!("decompressing {input_path}");
+            let total = codec.read_frame(&input).with_context(context)?.total_size;
+            if let Some(size) = size.filter(|&size| size != total) {
+                bail!("{}: the stream decodes to {total} bytes, --size says {size}", context());
+            }
+            let bar = progress_bar(total);
+            let output = codec
+                .decompress_with_progress(&input, &mut |done| bar.set_position(done as u64))
+                .with_context(context)?;
+            bar.finish_and_clear();
+            (output, total, input.len())
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    std::fs::write(&common.output, &output).with_context(|| format!("writing {}", common.output.display()))?;
+    if cli.verbose {
+        eprintln!(
+            "ferrocomp: {device}: {} -> {} bytes, ratio {:.3}, {:.3} GB/s",
+            input.len(),
+            output.len(),
+            uncompressed as f64 / compressed.max(1) as f64,
+            uncompressed as f64 / seconds / 1e9,
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ferrocomp: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -238,7 +238,7 @@ impl Writer<'_> {
     }
 }
 
-/// One decoded sequence header, as [`Reader::next`] yields it.
+/// One decoded sequence header, as [`Reader::next_sequence`] yields it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sequence {
     /// Where the literals start in the compressed block.
@@ -264,7 +264,7 @@ impl<'a> Reader<'a> {
 
     /// The next sequence; `Ok(None)` once the block is consumed.
     #[inline(always)]
-    pub fn next(&mut self) -> Result<Option<Sequence>, Status> {
+    pub fn next_sequence(&mut self) -> Result<Option<Sequence>, Status> {
         if self.at == self.block.len() {
             return Ok(None);
         }
@@ -311,7 +311,7 @@ pub fn decompress(block: &[u8], out: &mut [u8]) -> Result<usize, Status> {
     let mut reader = Reader::new(block);
     let mut written = 0;
     let mut ended = false;
-    while let Some(seq) = reader.next()? {
+    while let Some(seq) = reader.next_sequence()? {
         let lit_end = written + seq.literals;
         if lit_end > out.len() {
             return Err(Status::OutputTooSmall);
@@ -340,7 +340,7 @@ pub fn decompress(block: &[u8], out: &mut [u8]) -> Result<usize, Status> {
 pub fn decompressed_size(block: &[u8]) -> Result<usize, Status> {
     let mut reader = Reader::new(block);
     let mut size = 0usize;
-    while let Some(seq) = reader.next()? {
+    while let Some(seq) = reader.next_sequence()? {
         size += seq.literals;
         let Some((offset, len)) = seq.matched else {
             return Ok(size);

@@ -142,10 +142,13 @@ impl BufferCodec {
         let header = self.frame_for(input.len(), chunk_size, &compressed).header(self.config.bitstream);
         let total: usize = compressed.sizes.iter().sum();
         let mut out = gpu.alloc::<u8>(header.len() + total)?;
-        gpu.copy_to_device_sync(&header, out.view_mut())?;
-        let scratch = guard.as_mut().expect("scratch was prepared");
-        self.pack_gpu(gpu, scratch, &compressed.sizes, out.address() + header.len() as u64, stream)?;
-        stream.synchronize()?;
+        if !header.is_empty() {
+            gpu.copy_to_device_sync(&header, out.view_mut())?;
+        }
+        if let Some(scratch) = guard.as_mut().filter(|_| !compressed.sizes.is_empty()) {
+            self.pack_gpu(gpu, scratch, &compressed.sizes, out.address() + header.len() as u64, stream)?;
+            stream.synchronize()?;
+        }
         Ok(out)
     }
 
@@ -359,7 +362,13 @@ impl BufferCodec {
         stream: &Stream,
     ) -> Result<Compressed> {
         let codec = self.options.codec();
-        let count = input.len().div_ceil(chunk_size).max(1);
+        let count = match self.config.bitstream {
+            Bitstream::Native => input.len().div_ceil(chunk_size),
+            Bitstream::Raw | Bitstream::WithUncompressedSize => 1,
+        };
+        if count == 0 {
+            return Ok(Compressed { sizes: Vec::new(), checksums: self.new_checksums(0) });
+        }
         let chunk_bytes = chunk_size.min(input.len());
         let bound = codec.max_compressed_chunk_size(chunk_bytes);
         let scratch = Scratch::ensure(gpu, guard, count, count * bound, count * bound)?;
@@ -646,10 +655,14 @@ impl Scratch {
         let fits =
             slot.as_ref().is_some_and(|s| s.chunks >= chunks && s.staging_bytes >= staging_bytes.max(packed_bytes));
         if !fits {
-            let (old_chunks, old_staging, input_bytes) =
-                slot.as_ref().map_or((0, 0, 0), |s| (s.chunks, s.staging_bytes, s.input_bytes));
+            // Free the old arrays before allocating larger ones; keep the uploaded input.
+            let (old_chunks, old_staging, input, input_bytes) = match slot.take() {
+                Some(Scratch { chunks, staging_bytes, input, input_bytes, .. }) => {
+                    (chunks, staging_bytes, input, input_bytes)
+                }
+                None => (0, 0, gpu.alloc(0)?, 0),
+            };
             let (chunks, staging_bytes) = (chunks.max(old_chunks), staging_bytes.max(packed_bytes).max(old_staging));
-            *slot = None; // free before allocating anew
             let pinned = gpu.allocators().pinned;
             *slot = Some(Scratch {
                 chunks,
@@ -664,7 +677,7 @@ impl Scratch {
                 first_failure: gpu.alloc(1)?,
                 staging: gpu.alloc(staging_bytes)?,
                 packed: gpu.alloc(staging_bytes)?,
-                input: gpu.alloc(input_bytes)?,
+                input,
                 host_addresses: PinnedBuffer::new(&pinned, 2 * chunks)?,
                 host_sizes: PinnedBuffer::new(&pinned, 2 * chunks)?,
                 host_result_sizes: PinnedBuffer::new(&pinned, chunks)?,

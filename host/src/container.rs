@@ -166,10 +166,7 @@ impl Frame {
         }
         let table = |index: usize| -> Vec<u32> {
             let start = FIXED_HEADER_LEN + index * 4 * count;
-            buffer[start..start + 4 * count]
-                .chunks_exact(4)
-                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-                .collect()
+            buffer[start..start + 4 * count].as_chunks::<4>().0.iter().map(|b| u32::from_le_bytes(*b)).collect()
         };
         let compressed_sizes: Vec<usize> = table(0).into_iter().map(|s| s as usize).collect();
         let mut next_table = 1;

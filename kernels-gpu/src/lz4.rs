@@ -203,7 +203,7 @@ pub unsafe fn decompress_chunk<W: Warp>(
     let lane = warp.lane() as usize;
     let mut reader = Reader::new(block);
     let mut written = 0;
-    while let Some(seq) = reader.next()? {
+    while let Some(seq) = reader.next_sequence()? {
         if seq.literals > capacity - written {
             return Err(Status::OutputTooSmall);
         }

@@ -1,1 +1,111 @@
-//! Integration tests live in `tests/`.
+//! Helpers shared by the integration tests: deterministic data, the GPU (or a skip), batches.
+
+use ferrocomp::{DeviceBuffer, Error, Gpu};
+
+/// `n` pseudo-random bytes (incompressible) from `seed`.
+pub fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
+}
+
+/// `n` bytes of text-like data (words drawn from a small vocabulary) from `seed`.
+pub fn text_bytes(n: usize, seed: u64) -> Vec<u8> {
+    const WORDS: [&str; 16] = [
+        "the",
+        "compressed",
+        "chunk",
+        "of",
+        "GPU",
+        "memory",
+        "decodes",
+        "into",
+        "a",
+        "slice",
+        "while",
+        "kernels",
+        "warp",
+        "lanes",
+        "stream",
+        "buffer",
+    ];
+    let picks = random_bytes(n, seed);
+    let mut out = Vec::with_capacity(n + 16);
+    for (i, &pick) in picks.iter().enumerate() {
+        if out.len() >= n {
+            break;
+        }
+        out.extend_from_slice(WORDS[(pick & 15) as usize].as_bytes());
+        out.push(if i % 11 == 10 { b'\n' } else { b' ' });
+    }
+    out.truncate(n);
+    out
+}
+
+/// The first GPU, or `None` (saying so) when the machine has no CUDA device. Any other failure
+/// panics: on a machine with a GPU, the GPU tests must run. `FERROCOMP_REQUIRE_GPU=1` turns a
+/// missing device into a failure too.
+pub fn gpu() -> Option<Gpu> {
+    match Gpu::new(0) {
+        Ok(gpu) => Some(gpu),
+        Err(Error::NoDevice) if std::env::var_os("FERROCOMP_REQUIRE_GPU").is_none() => {
+            eprintln!("skipped: no CUDA device on this machine");
+            None
+        }
+        Err(e) => panic!("GPU unavailable: {e}"),
+    }
+}
+
+/// Chunks laid out back to back in one device buffer, with device arrays of their addresses
+/// and sizes: the shape of a batched call.
+pub struct DeviceChunks {
+    /// The bytes of all chunks.
+    pub data: DeviceBuffer<u8>,
+    /// Device address of each chunk.
+    pub addresses: DeviceBuffer<u64>,
+    /// Byte count of each chunk.
+    pub sizes: DeviceBuffer<usize>,
+    /// Where each chunk starts in `data`.
+    pub offsets: Vec<usize>,
+}
+
+impl DeviceChunks {
+    /// `chunks` uploaded into one buffer.
+    pub fn upload(gpu: &Gpu, chunks: &[&[u8]]) -> Self {
+        let joined: Vec<u8> = chunks.concat();
+        Self::layout(gpu, gpu.upload(&joined).unwrap(), chunks.iter().map(|c| c.len()).collect())
+    }
+
+    /// Slices of sizes `sizes` of one new device buffer, filled with 0xEE.
+    pub fn slots(gpu: &Gpu, sizes: &[usize]) -> Self {
+        let data = gpu.upload(&vec![0xEEu8; sizes.iter().sum()]).unwrap();
+        Self::layout(gpu, data, sizes.to_vec())
+    }
+
+    fn layout(gpu: &Gpu, data: DeviceBuffer<u8>, sizes: Vec<usize>) -> Self {
+        let mut offsets = Vec::with_capacity(sizes.len());
+        let mut at = 0;
+        for &size in &sizes {
+            offsets.push(at);
+            at += size;
+        }
+        let addresses: Vec<u64> = offsets.iter().map(|&o| data.address() + o as u64).collect();
+        Self { addresses: gpu.upload(&addresses).unwrap(), sizes: gpu.upload(&sizes).unwrap(), data, offsets }
+    }
+
+    /// The batch description.
+    pub fn chunks(&self) -> ferrocomp::Chunks<'_> {
+        ferrocomp::Chunks::new(self.addresses.view(), self.sizes.view())
+    }
+
+    /// Chunk `i`'s bytes, `len` of them, downloaded.
+    pub fn download(&self, gpu: &Gpu, i: usize, len: usize) -> Vec<u8> {
+        gpu.download(self.data.view().slice(self.offsets[i], len)).unwrap()
+    }
+}

@@ -1,0 +1,209 @@
+//! Runs the `ferrocomp` binary (on the CPU) over temporary files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const POLICIES: [&str; 5] = [
+    "no-compute-no-verify",
+    "compute-no-verify",
+    "no-compute-verify-if-present",
+    "compute-verify-if-present",
+    "compute-verify",
+];
+
+/// A directory of its own for one test, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("ferrocomp-cli-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    /// `name` in the directory, holding `bytes`.
+    fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.path(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `ferrocomp COMMAND --cpu ARGS... IN OUT`.
+fn ferrocomp(command: &str, args: &[&str], input: &Path, output: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ferrocomp"))
+        .arg(command)
+        .arg("--cpu")
+        .args(args)
+        .arg(input)
+        .arg(output)
+        .output()
+        .unwrap()
+}
+
+/// Runs it, expecting success and a quiet stderr; returns what it wrote.
+fn ferrocomp_ok(command: &str, args: &[&str], input: &Path, output: &Path) -> Vec<u8> {
+    let result = ferrocomp(command, args, input, output);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{command} {args:?} failed: {stderr}");
+    assert_eq!(stderr, "", "{command} {args:?} should be quiet");
+    std::fs::read(output).unwrap()
+}
+
+/// Runs it, expecting exit code 1 and no output file; returns stderr.
+fn ferrocomp_err(command: &str, args: &[&str], input: &Path, output: &Path) -> String {
+    let result = ferrocomp(command, args, input, output);
+    let stderr = String::from_utf8_lossy(&result.stderr).into_owned();
+    assert_eq!(result.status.code(), Some(1), "{command} {args:?}: {stderr}");
+    assert!(stderr.starts_with("ferrocomp: "), "{stderr}");
+    assert!(!output.exists(), "a failed {command} must not write its output");
+    stderr
+}
+
+/// Compressible, text-like bytes with some noise, `len` long.
+fn sample(len: usize) -> Vec<u8> {
+    const WORDS: [&[u8]; 8] = [b"gpu ", b"chunk ", b"lz4 ", b"block ", b"warp ", b"stream ", b"\n", b"ferrocomp "];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut out = Vec::with_capacity(len + 16);
+    while out.len() < len {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let pick = (state >> 33) as usize;
+        if pick.is_multiple_of(16) {
+            out.extend_from_slice(&state.to_le_bytes());
+        } else {
+            out.extend_from_slice(WORDS[pick % WORDS.len()]);
+        }
+    }
+    out.truncate(len);
+    out
+}
+
+#[test]
+fn native_round_trip_with_each_checksum_policy() {
+    let dir = TempDir::new("native");
+    let data = sample(300_000);
+    let input = dir.file("in", &data);
+    for policy in POLICIES {
+        let (compressed, restored) = (dir.path(&format!("{policy}.fc")), dir.path(&format!("{policy}.out")));
+        let packed = ferrocomp_ok("compress", &["--checksum", policy], &input, &compressed);
+        assert!(packed.starts_with(b"FCMP") && packed.len() < data.len() / 2, "{policy}");
+        assert_eq!(ferrocomp_ok("decompress", &["--checksum", policy], &compressed, &restored), data, "{policy}");
+    }
+}
+
+#[test]
+fn native_round_trip_of_empty_and_typed_input() {
+    let dir = TempDir::new("empty-typed");
+    let empty = dir.file("empty", b"");
+    ferrocomp_ok("compress", &[], &empty, &dir.path("empty.fc"));
+    assert_eq!(ferrocomp_ok("decompress", &[], &dir.path("empty.fc"), &dir.path("empty.out")), b"");
+    let data: Vec<u8> = (0..50_000u32).flat_map(|i| (i / 7).to_le_bytes()).collect();
+    let input = dir.file("ints", &data);
+    ferrocomp_ok("compress", &["--data-type", "int"], &input, &dir.path("ints.fc"));
+    assert_eq!(ferrocomp_ok("decompress", &[], &dir.path("ints.fc"), &dir.path("ints.out")), data);
+}
+
+#[test]
+fn raw_round_trip_with_and_without_size() {
+    let dir = TempDir::new("raw");
+    let data = sample(200_000);
+    let (input, compressed) = (dir.file("in", &data), dir.path("in.lz4"));
+    ferrocomp_ok("compress", &["-a", "lz4", "--bitstream", "raw"], &input, &compressed);
+    let restored = ferrocomp_ok("decompress", &["-a", "lz4", "--bitstream", "raw"], &compressed, &dir.path("a"));
+    assert_eq!(restored, data);
+    let size = data.len().to_string();
+    let restored = ferrocomp_ok("decompress", &["--bitstream", "raw", "--size", &size], &compressed, &dir.path("b"));
+    assert_eq!(restored, data);
+}
+
+#[test]
+fn raw_output_is_standard_lz4() {
+    let dir = TempDir::new("standard");
+    let data = sample(10_000);
+    let ours = ferrocomp_ok("compress", &["--bitstream", "raw"], &dir.file("in", &data), &dir.path("in.lz4"));
+    assert_eq!(lz4_flex::block::decompress(&ours, data.len()).unwrap(), data);
+    let theirs = dir.file("flex.lz4", &lz4_flex::block::compress(&data));
+    assert_eq!(ferrocomp_ok("decompress", &["--bitstream", "raw"], &theirs, &dir.path("flex.out")), data);
+}
+
+#[test]
+fn with_size_round_trip() {
+    let dir = TempDir::new("with-size");
+    let data = sample(100_000);
+    let compressed = dir.path("in.lz4s");
+    let packed = ferrocomp_ok("compress", &["--bitstream", "with-size"], &dir.file("in", &data), &compressed);
+    assert_eq!(packed[..8], (data.len() as u64).to_le_bytes());
+    assert_eq!(lz4_flex::block::decompress(&packed[8..], data.len()).unwrap(), data);
+    assert_eq!(ferrocomp_ok("decompress", &["--bitstream", "with-size"], &compressed, &dir.path("out")), data);
+}
+
+#[test]
+fn wrong_size_fails() {
+    let dir = TempDir::new("wrong-size");
+    let data = sample(5_000);
+    let compressed = dir.path("in.lz4");
+    ferrocomp_ok("compress", &["--bitstream", "raw"], &dir.file("in", &data), &compressed);
+    let stderr = ferrocomp_err("decompress", &["--bitstream", "raw", "--size", "4999"], &compressed, &dir.path("out"));
+    assert!(stderr.contains("decodes to 5000 bytes, --size says 4999"), "{stderr}");
+}
+
+#[test]
+fn garbage_fails() {
+    let dir = TempDir::new("garbage");
+    let garbage = dir.file("garbage", &sample(1_000));
+    let stderr = ferrocomp_err("decompress", &[], &garbage, &dir.path("out"));
+    assert!(stderr.contains("decompressing") && stderr.contains("bad magic"), "{stderr}");
+    let truncated = dir.path("truncated");
+    ferrocomp_ok("compress", &[], &dir.file("in", &sample(100_000)), &truncated);
+    let bytes = std::fs::read(&truncated).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() - 10]).unwrap();
+    let stderr = ferrocomp_err("decompress", &[], &truncated, &dir.path("out"));
+    assert!(stderr.contains("invalid container"), "{stderr}");
+}
+
+#[test]
+fn corrupted_native_chunk_fails_its_checksum() {
+    let dir = TempDir::new("corrupt");
+    let data = sample(300_000);
+    let compressed = dir.path("in.fc");
+    let args = ["--checksum", "compute-verify"];
+    let mut bytes = ferrocomp_ok("compress", &args, &dir.file("in", &data), &compressed);
+    // Header: 32 fixed bytes, then compressed sizes, uncompressed CRCs and compressed CRCs.
+    let count = u32::from_le_bytes(bytes[28..32].try_into().unwrap()) as usize;
+    assert_eq!(count, 5);
+    let size = |i: usize| u32::from_le_bytes(bytes[32 + 4 * i..36 + 4 * i].try_into().unwrap()) as usize;
+    let middle_of_chunk_2 = 32 + 12 * count + size(0) + size(1) + size(2) / 2;
+    bytes[middle_of_chunk_2] ^= 0x40;
+    std::fs::write(&compressed, &bytes).unwrap();
+    let stderr = ferrocomp_err("decompress", &args, &compressed, &dir.path("out"));
+    assert!(stderr.contains("chunk 2") && stderr.contains("CRC-32"), "{stderr}");
+}
+
+#[test]
+fn chunk_size_takes_units() {
+    let dir = TempDir::new("chunk-size");
+    let input = dir.file("in", &sample(300_000));
+    let header_chunk_size = |bytes: &[u8]| u32::from_le_bytes(bytes[24..28].try_into().unwrap());
+    let plain = ferrocomp_ok("compress", &["--chunk-size", "65536"], &input, &dir.path("plain"));
+    let k = ferrocomp_ok("compress", &["--chunk-size", "64K"], &input, &dir.path("k"));
+    let default = ferrocomp_ok("compress", &[], &input, &dir.path("default"));
+    assert_eq!(header_chunk_size(&k), 65536);
+    assert!(k == plain && k == default);
+    let kib = ferrocomp_ok("compress", &["--chunk-size", "16KiB"], &input, &dir.path("kib"));
+    assert_eq!(header_chunk_size(&kib), 16 << 10);
+    let mib = ferrocomp_ok("compress", &["--chunk-size", "1MiB"], &input, &dir.path("mib"));
+    assert_eq!(header_chunk_size(&mib), 1 << 20);
+    assert_eq!(ferrocomp_ok("decompress", &[], &dir.path("kib"), &dir.path("out")), std::fs::read(&input).unwrap());
+    let usage = ferrocomp("compress", &["--chunk-size", "64Q"], &input, &dir.path("bad"));
+    assert_eq!(usage.status.code(), Some(2));
+}

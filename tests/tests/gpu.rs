@@ -1,0 +1,334 @@
+//! On the GPU: round trips, byte-exact agreement with the CPU path, interop with the CPU
+//! libraries both ways, checksums, decoding into slices of one buffer, and per-chunk statuses
+//! for corrupt chunks. Each test says it skipped and passes where the machine has no GPU.
+
+use ferrocomp::alloc::{CudaDeviceAllocator, DeviceAllocator};
+use ferrocomp::{
+    BatchCodec, Bitstream, BufferCodec, ChecksumPart, ChecksumPolicy, Config, DataType, DeviceViewMut, Error, Gpu, Lz4,
+    Options, Results, Status, Stream,
+};
+use ferrocomp_format::lz4::max_compressed_size;
+use ferrocomp_tests::{DeviceChunks, gpu, random_bytes, text_bytes};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const CHUNK: usize = 65536;
+
+fn codec(gpu: &Gpu, bitstream: Bitstream, checksum: ChecksumPolicy) -> BufferCodec {
+    BufferCodec::new(Options::default(), Config { chunk_size: CHUNK, bitstream, checksum }, Some(gpu.clone())).unwrap()
+}
+
+fn cpu_codec(bitstream: Bitstream, checksum: ChecksumPolicy) -> BufferCodec {
+    BufferCodec::new(Options::default(), Config { chunk_size: CHUNK, bitstream, checksum }, None).unwrap()
+}
+
+fn no_scratch() -> DeviceViewMut<'static, u8> {
+    unsafe { DeviceViewMut::from_raw(0, 0) }
+}
+
+/// Compressed chunks from the batched API, with their statuses.
+fn batch_compress(gpu: &Gpu, lz4: Lz4, chunks: &[&[u8]], stream: &Stream) -> Vec<Vec<u8>> {
+    let inputs = DeviceChunks::upload(gpu, chunks);
+    let bound = max_compressed_size(chunks.iter().map(|c| c.len()).max().unwrap_or(0));
+    let outputs = DeviceChunks::slots(gpu, &vec![bound; chunks.len()]);
+    let (mut sizes, mut statuses) =
+        (gpu.alloc::<usize>(chunks.len()).unwrap(), gpu.alloc::<u32>(chunks.len()).unwrap());
+    let results = Results { sizes: sizes.view_mut(), statuses: statuses.view_mut() };
+    unsafe { lz4.compress_async(gpu, inputs.chunks(), outputs.addresses.view(), bound, no_scratch(), results, stream) }
+        .unwrap();
+    stream.synchronize().unwrap();
+    assert!(gpu.download(statuses.view()).unwrap().iter().all(|&s| s == Status::Success as u32));
+    let sizes = gpu.download(sizes.view()).unwrap();
+    sizes.iter().enumerate().map(|(i, &n)| outputs.download(gpu, i, n)).collect()
+}
+
+/// Decodes `blocks` into slices of one device buffer with room `capacities`; returns each
+/// chunk's status and bytes.
+fn batch_decompress(gpu: &Gpu, blocks: &[&[u8]], capacities: &[usize], stream: &Stream) -> Vec<(Status, Vec<u8>)> {
+    let inputs = DeviceChunks::upload(gpu, blocks);
+    let outputs = DeviceChunks::slots(gpu, capacities);
+    let (mut sizes, mut statuses) =
+        (gpu.alloc::<usize>(blocks.len()).unwrap(), gpu.alloc::<u32>(blocks.len()).unwrap());
+    let mut first_failure = gpu.upload(&[u32::MAX]).unwrap();
+    let results = Results { sizes: sizes.view_mut(), statuses: statuses.view_mut() };
+    unsafe {
+        Lz4::default().decompress_async(
+            gpu,
+            inputs.chunks(),
+            outputs.chunks(),
+            no_scratch(),
+            results,
+            Some(first_failure.view_mut()),
+            stream,
+        )
+    }
+    .unwrap();
+    stream.synchronize().unwrap();
+    let (sizes, statuses) = (gpu.download(sizes.view()).unwrap(), gpu.download(statuses.view()).unwrap());
+    let first = gpu.download(first_failure.view()).unwrap()[0];
+    let expected_first = statuses.iter().position(|&s| s != 0).map_or(u32::MAX, |i| i as u32);
+    assert_eq!(first, expected_first, "first failing chunk");
+    (0..blocks.len()).map(|i| (Status::from_code(statuses[i]), outputs.download(gpu, i, sizes[i]))).collect()
+}
+
+#[test]
+fn round_trips_on_the_device_at_chunk_edges() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let codec = codec(&gpu, Bitstream::Native, ChecksumPolicy::ComputeAndVerify);
+    for n in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, (5 << 20) + 3] {
+        for data in [random_bytes(n, 1), text_bytes(n, 2)] {
+            let input = gpu.upload(&data).unwrap();
+            let compressed = codec.compress_device(input.view(), &stream).unwrap();
+            let restored = codec.decompress_device(compressed.view(), &stream).unwrap();
+            assert_eq!(gpu.download(restored.view()).unwrap(), data, "{n} bytes");
+            // The same bytes through the host-memory entry points.
+            assert_eq!(codec.decompress(&codec.compress(&data).unwrap()).unwrap(), data);
+        }
+    }
+}
+
+#[test]
+fn gpu_and_cpu_write_identical_bytes() {
+    let Some(gpu) = gpu() else { return };
+    let mut data = text_bytes(3 << 20, 3);
+    data.extend(random_bytes(200_000, 4));
+    for bitstream in [Bitstream::Native, Bitstream::WithUncompressedSize] {
+        let data = if bitstream == Bitstream::Native { &data[..] } else { &data[..1 << 20] };
+        let policy = ChecksumPolicy::ComputeAndVerify;
+        let on_gpu = codec(&gpu, bitstream, policy).compress(data).unwrap();
+        let on_cpu = cpu_codec(bitstream, policy).compress(data).unwrap();
+        assert_eq!(on_gpu, on_cpu, "{bitstream:?}");
+        assert_eq!(cpu_codec(bitstream, policy).decompress(&on_gpu).unwrap(), data);
+        assert_eq!(codec(&gpu, bitstream, policy).decompress(&on_cpu).unwrap(), data);
+    }
+    let stream = gpu.stream().unwrap();
+    let ints: Vec<u8> = (0..300_000u32).flat_map(|i| (i * 3 / 5).to_le_bytes()).collect();
+    for data_type in [DataType::Char, DataType::Short, DataType::Int, DataType::LongLong] {
+        let lz4 = Lz4 { data_type };
+        let on_gpu = batch_compress(&gpu, lz4, &[&ints[..CHUNK], &ints[CHUNK..3 * CHUNK]], &stream);
+        for (chunk, block) in [&ints[..CHUNK], &ints[CHUNK..3 * CHUNK]].iter().zip(&on_gpu) {
+            let mut expected = vec![0u8; max_compressed_size(chunk.len())];
+            let n = lz4.compress_cpu(chunk, &mut expected).unwrap();
+            assert_eq!(*block, expected[..n], "{data_type:?}");
+        }
+    }
+}
+
+#[test]
+fn gpu_blocks_open_with_the_cpu_libraries() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = text_bytes(1 << 24, 5); // the largest chunk, 16 MiB
+    let random = random_bytes(CHUNK, 6);
+    let pieces: [&[u8]; 4] = [&data[..100], &data[..CHUNK], &data, &random];
+    let blocks = batch_compress(&gpu, Lz4::default(), &pieces, &stream);
+    for (piece, block) in pieces.iter().zip(&blocks) {
+        assert_eq!(lz4_flex::block::decompress(block, piece.len()).unwrap(), *piece);
+        assert_eq!(lz4::block::decompress(block, Some(piece.len() as i32)).unwrap(), *piece);
+    }
+}
+
+#[test]
+fn cpu_library_blocks_decode_on_the_gpu() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = text_bytes(1 << 24, 7);
+    let small = random_bytes(5000, 8);
+    let blocks = [
+        lz4_flex::block::compress(&data[..CHUNK]),
+        lz4::block::compress(&data, None, false).unwrap(),
+        lz4::block::compress(&data[..1 << 20], Some(lz4::block::CompressionMode::HIGHCOMPRESSION(9)), false).unwrap(),
+        lz4::block::compress(&data[..3 << 20], Some(lz4::block::CompressionMode::HIGHCOMPRESSION(12)), false).unwrap(),
+        lz4::block::compress(&small, Some(lz4::block::CompressionMode::FAST(4)), false).unwrap(),
+    ];
+    let expected: [&[u8]; 5] = [&data[..CHUNK], &data, &data[..1 << 20], &data[..3 << 20], &small];
+    let block_refs: Vec<&[u8]> = blocks.iter().map(|b| &b[..]).collect();
+    let capacities: Vec<usize> = expected.iter().map(|e| e.len()).collect();
+    for (i, (status, bytes)) in batch_decompress(&gpu, &block_refs, &capacities, &stream).into_iter().enumerate() {
+        assert_eq!(status, Status::Success, "block {i}");
+        assert_eq!(bytes, expected[i], "block {i}");
+    }
+    // The decompressed sizes, found by walking the blocks on the GPU.
+    let inputs = DeviceChunks::upload(&gpu, &block_refs);
+    let (mut sizes, mut statuses) = (gpu.alloc::<usize>(5).unwrap(), gpu.alloc::<u32>(5).unwrap());
+    let results = Results { sizes: sizes.view_mut(), statuses: statuses.view_mut() };
+    unsafe { Lz4::default().decompressed_sizes_async(&gpu, inputs.chunks(), results, &stream) }.unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(gpu.download(sizes.view()).unwrap(), capacities);
+}
+
+#[test]
+fn pages_decode_straight_into_one_buffer() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    // Pages of uneven sizes, as a cluster's: each decodes into its own slice of one buffer.
+    let page_sizes = [1000, CHUNK, 7, 40_000, CHUNK - 1, 123_457];
+    let mut cluster = Vec::new();
+    let mut pages = Vec::new();
+    for (i, &size) in page_sizes.iter().enumerate() {
+        let page = if i % 2 == 0 { text_bytes(size, i as u64) } else { random_bytes(size, i as u64) };
+        cluster.extend_from_slice(&page);
+        pages.push(page);
+    }
+    let page_refs: Vec<&[u8]> = pages.iter().map(|p| &p[..]).collect();
+    let blocks = batch_compress(&gpu, Lz4::default(), &page_refs, &stream);
+    let block_refs: Vec<&[u8]> = blocks.iter().map(|b| &b[..]).collect();
+    let inputs = DeviceChunks::upload(&gpu, &block_refs);
+    let one_buffer = DeviceChunks::slots(&gpu, &page_sizes);
+    let (mut sizes, mut statuses) = (gpu.alloc::<usize>(6).unwrap(), gpu.alloc::<u32>(6).unwrap());
+    let results = Results { sizes: sizes.view_mut(), statuses: statuses.view_mut() };
+    unsafe {
+        Lz4::default().decompress_async(
+            &gpu,
+            inputs.chunks(),
+            one_buffer.chunks(),
+            no_scratch(),
+            results,
+            None,
+            &stream,
+        )
+    }
+    .unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(gpu.download(statuses.view()).unwrap(), vec![0; 6]);
+    assert_eq!(gpu.download(sizes.view()).unwrap(), page_sizes);
+    assert_eq!(gpu.download(one_buffer.data.view()).unwrap(), cluster);
+}
+
+#[test]
+fn corrupt_chunks_fail_alone_with_their_status() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let pages: Vec<Vec<u8>> = (0..6).map(|i| text_bytes(CHUNK, 10 + i)).collect();
+    let page_refs: Vec<&[u8]> = pages.iter().map(|p| &p[..]).collect();
+    let mut blocks = batch_compress(&gpu, Lz4::default(), &page_refs, &stream);
+    let last = blocks[1].len() - 1;
+    blocks[1].truncate(last); // truncated
+    blocks[3] = vec![0x10, b'a', 9, 0, 0x00]; // offset before the start
+    blocks[5] = vec![0xF0, 0xFF, 0xFF]; // a length running off the end
+    let mut capacities = vec![CHUNK; 6];
+    capacities[4] = CHUNK - 1; // room one byte short
+    let block_refs: Vec<&[u8]> = blocks.iter().map(|b| &b[..]).collect();
+    let decoded = batch_decompress(&gpu, &block_refs, &capacities, &stream);
+    let statuses: Vec<Status> = decoded.iter().map(|(s, _)| *s).collect();
+    use Status::*;
+    assert_eq!(statuses, [Success, Truncated, Success, BadOffset, OutputTooSmall, Truncated]);
+    for i in [0, 2] {
+        assert_eq!(decoded[i].1, pages[i]);
+    }
+    // The same statuses as the CPU reference.
+    for (i, block) in blocks.iter().enumerate() {
+        let mut out = vec![0u8; capacities[i]];
+        assert_eq!(ferrocomp_format::lz4::decompress(block, &mut out).err().unwrap_or(Success), statuses[i]);
+    }
+}
+
+#[test]
+fn checksum_mismatches_are_caught_and_named() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let mut data = text_bytes(5 * CHUNK, 20);
+    data[3 * CHUNK..4 * CHUNK].copy_from_slice(&random_bytes(CHUNK, 21)); // all literals
+    let codec = codec(&gpu, Bitstream::Native, ChecksumPolicy::ComputeAndVerify);
+    let mut compressed = codec.compress(&data).unwrap();
+    let offsets = codec.read_frame(&compressed).unwrap().compressed_offsets();
+    compressed[offsets[3] + 500] ^= 0x04;
+    let on_device = gpu.upload(&compressed).unwrap();
+    match codec.decompress_device(on_device.view(), &stream) {
+        Err(Error::ChecksumMismatch { chunk: 3, part: ChecksumPart::Compressed, .. }) => {}
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    // Verifying only uncompressed CRCs still catches it, by the decoded bytes.
+    let mut stripped = compressed.clone();
+    stripped[6] = 1; // only the uncompressed table: drop the compressed one
+    let header = ferrocomp::container::FIXED_HEADER_LEN + 2 * 4 * 5;
+    stripped.drain(header..header + 4 * 5);
+    let codec = self::codec(&gpu, Bitstream::Native, ChecksumPolicy::NoComputeAndVerifyIfPresent);
+    match codec.decompress(&stripped) {
+        Err(Error::ChecksumMismatch { chunk: 3, part: ChecksumPart::Uncompressed, .. }) => {}
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn lying_headers_are_refused_before_allocating() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let codec = codec(&gpu, Bitstream::Native, ChecksumPolicy::default());
+    let good = codec.compress(&text_bytes(3 * CHUNK, 30)).unwrap();
+    let mut huge = good.clone();
+    huge[16..24].copy_from_slice(&(1u64 << 45).to_le_bytes());
+    let mut short = good.clone();
+    short[16..24].copy_from_slice(&(3 * CHUNK as u64 - 1).to_le_bytes()); // the last chunk decodes long
+    for (bytes, container_error) in [(&huge, true), (&good[..40].to_vec(), true), (&short, false)] {
+        let on_device = gpu.upload(bytes).unwrap();
+        match codec.decompress_device(on_device.view(), &stream) {
+            Err(Error::Container(_)) if container_error => {}
+            Err(Error::Chunk { chunk: 2, status: Status::OutputTooSmall }) if !container_error => {}
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+    }
+}
+
+#[test]
+fn raw_bitstreams_on_the_device() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = text_bytes(3 << 20, 40);
+    let raw = codec(&gpu, Bitstream::Raw, ChecksumPolicy::default());
+    let input = gpu.upload(&data).unwrap();
+    let compressed = raw.compress_device(input.view(), &stream).unwrap();
+    let bytes = gpu.download(compressed.view()).unwrap();
+    assert_eq!(lz4_flex::block::decompress(&bytes, data.len()).unwrap(), data);
+    // Raw needs no size: the GPU walks the block to find it.
+    let restored = raw.decompress_device(compressed.view(), &stream).unwrap();
+    assert_eq!(gpu.download(restored.view()).unwrap(), data);
+    let mut exact = gpu.alloc::<u8>(data.len()).unwrap();
+    assert_eq!(raw.decompress_device_into(compressed.view(), exact.view_mut(), &stream).unwrap(), data.len());
+    assert_eq!(gpu.download(exact.view()).unwrap(), data);
+    let mut small = gpu.alloc::<u8>(data.len() - 1).unwrap();
+    assert!(matches!(
+        raw.decompress_device_into(compressed.view(), small.view_mut(), &stream),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+/// Counts what passes through it to the default allocator.
+struct CountingAllocator(AtomicUsize);
+
+impl DeviceAllocator for CountingAllocator {
+    fn allocate(&self, bytes: usize) -> ferrocomp::Result<u64> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        CudaDeviceAllocator.allocate(bytes)
+    }
+
+    unsafe fn free(&self, address: u64) {
+        unsafe { CudaDeviceAllocator.free(address) }
+    }
+}
+
+#[test]
+fn caller_streams_and_allocators_are_used() {
+    let Some(gpu) = gpu() else { return };
+    let counting = Arc::new(CountingAllocator(AtomicUsize::new(0)));
+    gpu.make_current().unwrap();
+    let own = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None).unwrap();
+    let stream = unsafe { Stream::borrow_raw(own.as_inner()) };
+    let codec = codec(&gpu, Bitstream::Native, ChecksumPolicy::default());
+    let data = text_bytes(2 * CHUNK + 9, 50);
+    let input = gpu.upload(&data).unwrap();
+    gpu.set_device_allocator(counting.clone());
+    let compressed = codec.compress_device(input.view(), &stream).unwrap();
+    let restored = codec.decompress_device(compressed.view(), &stream).unwrap();
+    gpu.set_device_allocator(Arc::new(CudaDeviceAllocator));
+    assert_eq!(gpu.download(restored.view()).unwrap(), data);
+    assert!(counting.0.load(Ordering::Relaxed) >= 2, "the codec allocated through the caller's allocator");
+    // Reusing the codec allocates no new scratch for a batch that fits.
+    let before = counting.0.load(Ordering::Relaxed);
+    gpu.set_device_allocator(counting.clone());
+    let again = codec.decompress_device(compressed.view(), &stream).unwrap();
+    gpu.set_device_allocator(Arc::new(CudaDeviceAllocator));
+    assert_eq!(counting.0.load(Ordering::Relaxed), before + 1, "only the output was allocated");
+    drop((again, restored, compressed));
+}

@@ -1,0 +1,117 @@
+//! The GPU kernels' bodies, run on an emulated warp (32 host threads in lockstep): they must
+//! write exactly what the scalar reference writes and report the same statuses.
+
+use ferrocomp_format::lz4::{self, HASH_ENTRIES};
+use ferrocomp_format::{DataType, Status, crc32};
+use ferrocomp_kernels_gpu::{copy, crc32 as gpu_crc32, emulated, lz4 as gpu_lz4};
+use ferrocomp_tests::{random_bytes, text_bytes};
+
+/// Every lane's result, which must all agree.
+fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
+    let first = lanes.remove(0);
+    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
+    first
+}
+
+fn warp_compress(input: &[u8], data_type: DataType, capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity];
+    let mut table = vec![0u16; HASH_ENTRIES];
+    let (i, o, t) = (input.as_ptr() as usize, out.as_mut_ptr() as usize, table.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        gpu_lz4::compress_chunk(warp, i as *const u8, input.len(), o as *mut u8, capacity, t as *mut u16, data_type)
+    }));
+    result.map(|n| {
+        out.truncate(n);
+        out
+    })
+}
+
+fn warp_decompress(block: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity];
+    let (b, o) = (block.as_ptr() as usize, out.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        gpu_lz4::decompress_chunk(warp, b as *const u8, block.len(), o as *mut u8, capacity)
+    }));
+    result.map(|n| {
+        out.truncate(n);
+        out
+    })
+}
+
+fn scalar_compress(input: &[u8], data_type: DataType) -> Vec<u8> {
+    let mut out = vec![0u8; lz4::max_compressed_size(input.len())];
+    let n = lz4::compress(input, data_type, &mut [0; HASH_ENTRIES], &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+#[test]
+fn warp_compressor_writes_the_scalar_bytes() {
+    let mut inputs = vec![Vec::new(), vec![7], vec![1; 13], text_bytes(100, 1), random_bytes(3000, 2)];
+    let mut mixed = text_bytes(3000, 3);
+    mixed.extend(random_bytes(500, 4));
+    mixed.extend(vec![b'z'; 700]);
+    inputs.push(mixed);
+    for input in &inputs {
+        for data_type in [DataType::Char, DataType::Short, DataType::Int, DataType::LongLong] {
+            let expected = scalar_compress(input, data_type);
+            let got = warp_compress(input, data_type, lz4::max_compressed_size(input.len())).unwrap();
+            assert_eq!(got, expected, "{} bytes, {data_type:?}", input.len());
+            assert_eq!(lz4_flex::block::decompress(&got, input.len()).unwrap(), *input);
+        }
+    }
+}
+
+#[test]
+fn warp_compressor_reports_a_small_output() {
+    let input = random_bytes(1000, 5);
+    assert_eq!(warp_compress(&input, DataType::Char, 900), Err(Status::OutputTooSmall));
+}
+
+#[test]
+fn warp_decompressor_reads_liblz4_blocks() {
+    let input = text_bytes(6000, 6);
+    for mode in [None, Some(::lz4::block::CompressionMode::HIGHCOMPRESSION(12))] {
+        let block = ::lz4::block::compress(&input, mode, false).unwrap();
+        assert_eq!(warp_decompress(&block, input.len()).unwrap(), input);
+    }
+}
+
+#[test]
+fn warp_decompressor_matches_scalar_statuses_on_bad_blocks() {
+    let good = scalar_compress(&text_bytes(2000, 7), DataType::Char);
+    let cases = [
+        (Vec::new(), 100, Status::Truncated),
+        (good[..good.len() - 1].to_vec(), 2000, Status::Truncated),
+        (vec![0x10, b'a', 2, 0, 0x00], 100, Status::BadOffset),
+        (vec![0x10, b'a', 0, 0, 0x00], 100, Status::BadOffset),
+        (good.clone(), 1999, Status::OutputTooSmall),
+        (vec![0xF0, 255, 255], 100, Status::Truncated),
+    ];
+    for (block, capacity, status) in cases {
+        let mut out = vec![0u8; capacity];
+        assert_eq!(lz4::decompress(&block, &mut out), Err(status));
+        assert_eq!(warp_decompress(&block, capacity), Err(status), "block {:?}", &block[..block.len().min(8)]);
+    }
+}
+
+#[test]
+fn warp_crc32_matches_crc32fast() {
+    for n in [0usize, 1, 31, 32, 33, 1000, 4099] {
+        let data = random_bytes(n, n as u64);
+        let d = data.as_ptr() as usize;
+        let crc = agreed(emulated::run(|warp| unsafe { gpu_crc32::crc32_chunk(warp, d as *const u8, n) }));
+        assert_eq!(crc, crc32fast::hash(&data), "{n} bytes");
+        assert_eq!(crc, crc32::crc32(&data));
+    }
+}
+
+#[test]
+fn warp_copy_copies_exactly() {
+    let src = random_bytes(100, 9);
+    let mut dst = vec![0u8; 101];
+    let (s, d) = (src.as_ptr() as usize, dst.as_mut_ptr() as usize);
+    emulated::run(|warp| unsafe { copy::copy_chunk(warp, s as *const u8, d as *mut u8, 100) });
+    assert_eq!(dst[..100], src[..]);
+    assert_eq!(dst[100], 0);
+}

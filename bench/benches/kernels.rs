@@ -1,1 +1,107 @@
-fn main() {}
+//! Criterion microbenchmarks of ferrocomp's GPU kernels: LZ4 compress, LZ4 decompress and CRC-32, each one
+//! batched call over 64 MiB of text-like data in 64 KiB chunks, timed with CUDA events.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ferrocomp::checksum::crc32_async;
+use ferrocomp::{BatchCodec, Chunks, DeviceViewMut, Gpu, Lz4, Results};
+use ferrocomp_bench::{BenchStream, Chunked, Timer};
+use std::time::Duration;
+
+/// Bytes each call processes.
+const LEN: usize = 64 << 20;
+/// Uncompressed chunk size.
+const CHUNK_SIZE: usize = 64 << 10;
+
+/// Deterministic text-like bytes: words and numbers picked by a xorshift generator, so LZ4 finds matches.
+fn text(len: usize) -> Vec<u8> {
+    const WORDS: [&str; 16] = [
+        "the", "chunk", "kernel", "stream", "device", "compress", "warp", "of", "and", "buffer", "match", "to", "a",
+        "is", "block", "offset",
+    ];
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut out = Vec::with_capacity(len + 32);
+    while out.len() < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        match state >> 59 {
+            0 => out.extend_from_slice(format!("{}\n", state % 10_000).as_bytes()),
+            _ => out.extend_from_slice(WORDS[(state % 16) as usize].as_bytes()),
+        }
+        out.push(b' ');
+    }
+    out.truncate(len);
+    out
+}
+
+fn kernels(c: &mut Criterion) {
+    let gpu = match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(ferrocomp::Error::NoDevice) => {
+            println!("no CUDA device: skipping the kernel benchmarks");
+            return;
+        }
+        Err(e) => panic!("opening the GPU: {e}"),
+    };
+    let data = text(LEN);
+    let input = Chunked::upload(&gpu, &data, CHUNK_SIZE).unwrap();
+    let lz4 = Lz4::default();
+    let slot = lz4.max_compressed_chunk_size(CHUNK_SIZE);
+    let mut compressed = Chunked::new(&gpu, input.count() * slot, slot).unwrap();
+    let mut decompressed = Chunked::new(&gpu, LEN, CHUNK_SIZE).unwrap();
+    let mut crcs = gpu.alloc::<u32>(input.count()).unwrap();
+    let (stream, timer) = (BenchStream::new(&gpu).unwrap(), Timer::new().unwrap());
+
+    let compress = |compressed: &mut Chunked| unsafe {
+        let results = Results { sizes: compressed.sizes.view_mut(), statuses: compressed.statuses.view_mut() };
+        let scratch = DeviceViewMut::from_raw(0, 0);
+        let outputs = compressed.addresses.view();
+        lz4.compress_async(&gpu, input.chunks(), outputs, slot, scratch, results, stream.ferrocomp()).unwrap();
+    };
+    let decompress = |compressed: &Chunked, decompressed: &mut Chunked| unsafe {
+        let results = Results { sizes: decompressed.sizes.view_mut(), statuses: decompressed.statuses.view_mut() };
+        let outputs = Chunks::new(decompressed.addresses.view(), input.sizes.view());
+        let scratch = DeviceViewMut::from_raw(0, 0);
+        lz4.decompress_async(&gpu, compressed.chunks(), outputs, scratch, results, None, stream.ferrocomp()).unwrap();
+    };
+    // `iters` calls between two events.
+    let time = |iters: u64, enqueue: &mut dyn FnMut()| {
+        let seconds = timer.time(&stream, || {
+            (0..iters).for_each(|_| enqueue());
+            Ok(())
+        });
+        Duration::from_secs_f64(seconds.unwrap())
+    };
+
+    // One checked round trip first, so decompression always has real input, whichever benchmarks run.
+    decompressed.clear(&gpu).unwrap();
+    compress(&mut compressed);
+    decompress(&compressed, &mut decompressed);
+    stream.synchronize().unwrap();
+    let compressed_bytes: usize = gpu.download(compressed.sizes.view()).unwrap().iter().sum();
+    assert_eq!(gpu.download(decompressed.buffer.view()).unwrap(), data, "LZ4 round trip");
+    println!(
+        "{} MiB in {} KiB chunks, LZ4 ratio {:.3}",
+        LEN >> 20,
+        CHUNK_SIZE >> 10,
+        LEN as f64 / compressed_bytes as f64
+    );
+
+    let mut group = c.benchmark_group("kernels");
+    group.throughput(Throughput::Bytes(LEN as u64));
+    group.bench_function("lz4_compress", |b| b.iter_custom(|iters| time(iters, &mut || compress(&mut compressed))));
+    group.bench_function("lz4_decompress", |b| {
+        b.iter_custom(|iters| time(iters, &mut || decompress(&compressed, &mut decompressed)))
+    });
+    group.bench_function("crc32", |b| {
+        b.iter_custom(|iters| {
+            time(iters, &mut || unsafe {
+                crc32_async(&gpu, input.chunks(), crcs.view_mut(), stream.ferrocomp()).unwrap()
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, kernels);
+criterion_main!(benches);

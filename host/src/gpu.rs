@@ -64,7 +64,14 @@ impl Gpu {
         }
         let device = Device::get_device(ordinal)?;
         let context = Context::new(device)?;
-        let module = Module::from_ptx(PTX, &[])?;
+        // FERROCOMP_MAX_REGISTERS caps registers per thread when the driver compiles the PTX.
+        let jit: Vec<_> = std::env::var("FERROCOMP_MAX_REGISTERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(cust::module::ModuleJitOption::MaxRegisters)
+            .into_iter()
+            .collect();
+        let module = Module::from_ptx(PTX, &jit)?;
         let function = |name: &str| module.get_function(name).map(|f| f.to_raw());
         let kernels = Kernels {
             lz4_compress: function("lz4_compress")?,

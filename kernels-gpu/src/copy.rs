@@ -1,15 +1,13 @@
 //! Batched copies: packing compressed chunks into one container.
 
-use crate::warp::{WARP_SIZE, Warp};
+use crate::warp::Warp;
 
 /// Copies `n` bytes from `src` to `dst`, 32 bytes a step across the warp.
 ///
 /// # Safety
 /// `src` must be readable and `dst` writable for `n` bytes, and not overlap.
 pub unsafe fn copy_chunk<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: usize) {
-    for i in (warp.lane() as usize..n).step_by(WARP_SIZE as usize) {
-        unsafe { *dst.add(i) = *src.add(i) };
-    }
+    warp.for_each_strided(n, |i| unsafe { *dst.add(i) = *src.add(i) });
 }
 
 #[cfg(target_arch = "nvptx64")]

@@ -2,14 +2,12 @@
 //!
 //! Compression follows `ferrocomp_format::lz4::compress` step for step (the lanes look at
 //! [`BATCH`] positions at once) and so writes the same bytes. Decompression walks the sequences
-//! with the format crate's `Reader` in every lane (the loads broadcast) and copies literals and
-//! matches 32 bytes at a time.
+//! in every lane (the loads broadcast), with the checks and statuses of the format crate's
+//! decoder, and copies literals and matches 32 bytes at a time.
 
 use crate::warp::{WARP_SIZE, Warp};
 use core::slice;
-use ferrocomp_format::lz4::{
-    self, BATCH, HASH_ENTRIES, LAST_LITERALS, MAX_CHUNK_SIZE, MatchRules, Reader, candidate, hash,
-};
+use ferrocomp_format::lz4::{self, BATCH, HASH_ENTRIES, LAST_LITERALS, MAX_CHUNK_SIZE, MatchRules, candidate, hash};
 use ferrocomp_format::{DataType, Status};
 
 /// Bytes of shared memory each warp of the compress kernel needs (its hash table).
@@ -44,9 +42,7 @@ pub unsafe fn compress_chunk<W: Warp>(
         return Err(Status::ChunkTooLarge);
     }
     let lane = warp.lane() as usize;
-    for slot in (lane..HASH_ENTRIES).step_by(WARP_SIZE as usize) {
-        unsafe { *table.add(slot) = 0 };
-    }
+    warp.for_each_strided(HASH_ENTRIES, |slot| unsafe { *table.add(slot) = 0 });
     warp.sync();
     let rules = MatchRules::new(data_type);
     let mut writer = WarpWriter { warp, out, capacity, len: 0 };
@@ -180,14 +176,14 @@ impl<W: Warp> WarpWriter<'_, W> {
             lz4::write_literal_header(out, count, match_len);
         }
         let dst = unsafe { self.out.add(self.len + header) };
-        for i in (self.warp.lane() as usize..count).step_by(WARP_SIZE as usize) {
-            unsafe { *dst.add(i) = *literals.add(i) };
-        }
+        self.warp.for_each_strided(count, |i| unsafe { *dst.add(i) = *literals.add(i) });
     }
 }
 
 /// Decompresses the LZ4 block of `in_len` bytes at `block` into `out` (room for `capacity`
-/// bytes); returns the decompressed size.
+/// bytes); returns the decompressed size. Every lane walks the sequences (the loads broadcast)
+/// with the checks of `ferrocomp_format::lz4::decompress`, in 32-bit arithmetic, and the lanes
+/// copy 32 bytes a step.
 ///
 /// # Safety
 /// `block` must be readable for `in_len` bytes and `out` writable for `capacity` bytes, and
@@ -199,44 +195,86 @@ pub unsafe fn decompress_chunk<W: Warp>(
     out: *mut u8,
     capacity: usize,
 ) -> Result<usize, Status> {
-    let block = unsafe { slice::from_raw_parts(block, in_len) };
-    let lane = warp.lane() as usize;
-    let mut reader = Reader::new(block);
-    let mut written = 0;
-    while let Some(seq) = reader.next_sequence()? {
-        if seq.literals > capacity - written {
+    if in_len > u32::MAX as usize {
+        return Err(Status::ChunkTooLarge);
+    }
+    let end = in_len as u32;
+    // No block decodes to 4 GiB or more here, so a larger capacity changes nothing.
+    let capacity = capacity.min(u32::MAX as usize) as u32;
+    let byte = |at: u32| unsafe { *block.add(at as usize) } as u32;
+    let mut ip = 0u32;
+    let mut op = 0u32;
+    loop {
+        if ip >= end {
+            return Err(Status::Truncated);
+        }
+        let token = byte(ip);
+        ip += 1;
+        let literals = extend_length(token >> 4, &mut ip, end, byte)?;
+        if literals > end - ip {
+            return Err(Status::Truncated);
+        }
+        if literals > capacity - op {
             return Err(Status::OutputTooSmall);
         }
-        for i in (lane..seq.literals).step_by(WARP_SIZE as usize) {
-            unsafe { *out.add(written + i) = block[seq.literals_at + i] };
+        let (src, dst) = unsafe { (block.add(ip as usize), out.add(op as usize)) };
+        warp.for_each_strided(literals as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
+        ip += literals;
+        op += literals;
+        if ip == end {
+            return Ok(op as usize);
         }
-        written += seq.literals;
-        let Some((offset, len)) = seq.matched else {
-            return Ok(written);
-        };
-        if offset == 0 || offset > written {
+        if end - ip < 2 {
+            return Err(Status::Truncated);
+        }
+        let offset = byte(ip) | byte(ip + 1) << 8;
+        ip += 2;
+        let len = extend_length(token & 15, &mut ip, end, byte)?.saturating_add(lz4::MIN_MATCH as u32);
+        if offset == 0 || offset > op {
             return Err(Status::BadOffset);
         }
-        if len > capacity - written {
+        if len > capacity - op {
             return Err(Status::OutputTooSmall);
         }
         warp.sync(); // the bytes this match copies are visible to every lane
-        // Byte i of the match repeats byte (i mod offset) of the `offset` bytes before it.
-        let offset = offset as u32;
-        let step = WARP_SIZE % offset;
-        let mut phase = lane as u32 % offset;
-        let src = unsafe { out.add(written - offset as usize) };
-        let dst = unsafe { out.add(written) };
-        for i in (lane..len).step_by(WARP_SIZE as usize) {
-            unsafe { *dst.add(i) = *src.add(phase as usize) };
-            phase += step;
-            if phase >= offset {
-                phase -= offset;
+        let (src, dst) = unsafe { (out.add((op - offset) as usize), out.add(op as usize)) };
+        if offset >= len {
+            warp.for_each_strided(len as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
+        } else {
+            // The match overlaps itself: byte i repeats byte (i mod offset) of the `offset`
+            // bytes before it, which are all written already.
+            let step = WARP_SIZE % offset;
+            let mut phase = warp.lane() % offset;
+            warp.for_each_strided(len as usize, |i| {
+                unsafe { *dst.add(i) = *src.add(phase as usize) };
+                phase += step;
+                if phase >= offset {
+                    phase -= offset;
+                }
+            });
+        }
+        op += len;
+    }
+}
+
+/// A length field: the token's `nibble`, plus the bytes that follow it when it is 15.
+#[inline(always)]
+fn extend_length(nibble: u32, ip: &mut u32, end: u32, byte: impl Fn(u32) -> u32) -> Result<u32, Status> {
+    let mut len = nibble;
+    if nibble == 15 {
+        loop {
+            if *ip >= end {
+                return Err(Status::Truncated);
+            }
+            let b = byte(*ip);
+            *ip += 1;
+            len = len.saturating_add(b); // saturated, it is still too long for any output
+            if b != 255 {
+                break;
             }
         }
-        written += len;
     }
-    Err(Status::Truncated)
+    Ok(len)
 }
 
 /// Kernel entry points: the batched arrays are nvCOMP's (device arrays of pointers and sizes).

@@ -17,6 +17,17 @@ pub trait Warp {
     /// Bit `i` set where lane `i` holds the same `value` as this lane.
     fn match_any(&self, value: u32) -> u32;
 
+    /// Calls `f(i)` for this lane's share of `0..n` (i = lane, lane + 32, …): a warp-strided
+    /// loop. Plain adds, where `step_by` would divide on every loop entry.
+    #[inline(always)]
+    fn for_each_strided(&self, n: usize, mut f: impl FnMut(usize)) {
+        let mut i = self.lane() as usize;
+        while i < n {
+            f(i);
+            i += WARP_SIZE as usize;
+        }
+    }
+
     /// XOR of `value` over all lanes, in every lane.
     fn reduce_xor(&self, mut value: u32) -> u32 {
         let mut distance = WARP_SIZE / 2;

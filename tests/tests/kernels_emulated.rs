@@ -70,10 +70,14 @@ fn warp_compressor_reports_a_small_output() {
 
 #[test]
 fn warp_decompressor_reads_liblz4_blocks() {
-    let input = text_bytes(6000, 6);
-    for mode in [None, Some(::lz4::block::CompressionMode::HIGHCOMPRESSION(12))] {
-        let block = ::lz4::block::compress(&input, mode, false).unwrap();
-        assert_eq!(warp_decompress(&block, input.len()).unwrap(), input);
+    // Text, and a run whose match is far longer than its whole block.
+    let mut run = vec![b'a'; 20_000];
+    run.extend_from_slice(b"end of the run");
+    for input in [text_bytes(6000, 6), run] {
+        for mode in [None, Some(::lz4::block::CompressionMode::HIGHCOMPRESSION(12))] {
+            let block = ::lz4::block::compress(&input, mode, false).unwrap();
+            assert_eq!(warp_decompress(&block, input.len()).unwrap(), input);
+        }
     }
 }
 
@@ -87,6 +91,7 @@ fn warp_decompressor_matches_scalar_statuses_on_bad_blocks() {
         (vec![0x10, b'a', 0, 0, 0x00], 100, Status::BadOffset),
         (good.clone(), 1999, Status::OutputTooSmall),
         (vec![0xF0, 255, 255], 100, Status::Truncated),
+        (vec![0x1F, b'a', 1, 0, 255, 255, 255, 10, 0x00], 100, Status::OutputTooSmall), // long match
     ];
     for (block, capacity, status) in cases {
         let mut out = vec![0u8; capacity];

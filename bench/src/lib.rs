@@ -1,0 +1,124 @@
+//! Shared pieces of ferrocomp's benchmarks: chunked device buffers, streams timed with CUDA events, and
+//! nvCOMP's batched LZ4 C API loaded at run time.
+
+pub mod nvcomp;
+
+use anyhow::{Result, ensure};
+use cust::event::{Event, EventFlags};
+use ferrocomp::{Chunks, DeviceBuffer, Gpu};
+
+/// Chunks on the device: one buffer cut into slots of `slot` bytes (the last may be shorter), with
+/// device arrays of their addresses and sizes and a status each, as batched calls read and write them.
+pub struct Chunked {
+    /// The bytes of all chunks.
+    pub buffer: DeviceBuffer<u8>,
+    /// Device address of each chunk.
+    pub addresses: DeviceBuffer<u64>,
+    /// Byte count of each chunk (for outputs: written by the call).
+    pub sizes: DeviceBuffer<usize>,
+    /// Status of each chunk, written by the call (0 is success for ferrocomp and nvCOMP alike).
+    pub statuses: DeviceBuffer<u32>,
+    /// Bytes between chunk starts.
+    pub slot: usize,
+}
+
+impl Chunked {
+    /// `len` bytes (contents undefined) cut into slots of `slot`; each size starts as its slot's length.
+    pub fn new(gpu: &Gpu, len: usize, slot: usize) -> Result<Self> {
+        let count = len.div_ceil(slot);
+        let buffer = gpu.alloc(len)?;
+        let addresses: Vec<u64> = (0..count).map(|i| buffer.address() + (i * slot) as u64).collect();
+        let sizes = chunk_sizes(len, slot);
+        Ok(Self {
+            addresses: gpu.upload(&addresses)?,
+            sizes: gpu.upload(&sizes)?,
+            statuses: gpu.alloc(count)?,
+            buffer,
+            slot,
+        })
+    }
+
+    /// A device copy of `data` cut into chunks of `chunk_size`.
+    pub fn upload(gpu: &Gpu, data: &[u8], chunk_size: usize) -> Result<Self> {
+        let mut chunked = Self::new(gpu, data.len(), chunk_size)?;
+        gpu.copy_to_device_sync(data, chunked.buffer.view_mut())?;
+        Ok(chunked)
+    }
+
+    /// Number of chunks.
+    pub fn count(&self) -> usize {
+        self.addresses.len()
+    }
+
+    /// The chunks as the input of a ferrocomp batched call.
+    pub fn chunks(&self) -> Chunks<'_> {
+        Chunks::new(self.addresses.view(), self.sizes.view())
+    }
+
+    /// Zeroes the buffer, so that a decode that writes nothing cannot pass for a right one.
+    pub fn clear(&mut self, gpu: &Gpu) -> Result<()> {
+        gpu.make_current()?;
+        let result = unsafe { cust::sys::cuMemsetD8_v2(self.buffer.address(), 0, self.buffer.len()) };
+        ensure!(result == cust::sys::CUresult::CUDA_SUCCESS, "cuMemsetD8 failed: {result:?}");
+        Ok(())
+    }
+}
+
+/// Sizes of the chunks of `chunk_size` that `len` bytes are cut into.
+pub fn chunk_sizes(len: usize, chunk_size: usize) -> Vec<usize> {
+    (0..len.div_ceil(chunk_size)).map(|i| chunk_size.min(len - i * chunk_size)).collect()
+}
+
+/// A CUDA stream seen both as cust's (for events and nvCOMP) and as ferrocomp's.
+pub struct BenchStream {
+    // Declared first so it is dropped before the stream it borrows.
+    view: ferrocomp::Stream,
+    owned: cust::stream::Stream,
+}
+
+impl BenchStream {
+    /// A new non-blocking stream on `gpu`'s (primary) context.
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        gpu.make_current()?;
+        let owned = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None)?;
+        let view = unsafe { ferrocomp::Stream::borrow_raw(owned.as_inner()) };
+        Ok(Self { view, owned })
+    }
+
+    /// The stream as ferrocomp takes it.
+    pub fn ferrocomp(&self) -> &ferrocomp::Stream {
+        &self.view
+    }
+
+    /// The raw handle, as nvCOMP takes it (`cudaStream_t` is `CUstream`).
+    pub fn raw(&self) -> cust::sys::CUstream {
+        self.owned.as_inner()
+    }
+
+    /// Waits for all work enqueued on the stream.
+    pub fn synchronize(&self) -> Result<()> {
+        Ok(self.owned.synchronize()?)
+    }
+}
+
+/// Times work on a stream with a pair of CUDA events.
+pub struct Timer {
+    start: Event,
+    stop: Event,
+}
+
+impl Timer {
+    /// Two new events.
+    pub fn new() -> Result<Self> {
+        Ok(Self { start: Event::new(EventFlags::DEFAULT)?, stop: Event::new(EventFlags::DEFAULT)? })
+    }
+
+    /// Seconds the GPU spends on what `enqueue` puts on `stream`; returns once that work is done.
+    pub fn time(&self, stream: &BenchStream, enqueue: impl FnOnce() -> Result<()>) -> Result<f64> {
+        self.start.record(&stream.owned)?;
+        enqueue()?;
+        self.stop.record(&stream.owned)?;
+        self.stop.synchronize()?;
+        Ok(f64::from(self.stop.elapsed_time_f32(&self.start)?) / 1e3)
+    }
+}

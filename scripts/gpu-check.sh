@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root, after scripts/gpu-pack.sh: every test with a GPU
+# required, the GPU tests under compute-sanitizer memcheck, and the CLI on the GPU. Logs go to $OUT.
+set -uo pipefail
+out=${OUT:-/tmp/ferrocomp-out}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+export FERROCOMP_REQUIRE_GPU=1 RUST_BACKTRACE=1
+failed=0
+for test in .gpu/tests/*; do
+    echo "== $(basename "$test")"
+    "$test" >"$out/$(basename "$test").log" 2>&1 || failed=1
+    grep -E "^test result|panicked|FAILED" "$out/$(basename "$test").log"
+done
+echo "== compute-sanitizer memcheck: gpu tests"
+timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/tests/gpu >"$out/memcheck.log" 2>&1 || failed=1
+grep -E "ERROR SUMMARY|^test result|panicked" "$out/memcheck.log"
+echo "== CLI on the GPU, decoded on the CPU and back"
+head -c 100000000 .gpu/ferrocomp >/tmp/cli-in && cat README.md docs/FORMAT.md >>/tmp/cli-in
+.gpu/ferrocomp -v compress --checksum compute-verify /tmp/cli-in /tmp/cli.fcmp &&
+    .gpu/ferrocomp -v decompress --cpu --checksum compute-verify /tmp/cli.fcmp /tmp/cli-cpu &&
+    .gpu/ferrocomp -v decompress /tmp/cli.fcmp /tmp/cli-gpu &&
+    cmp /tmp/cli-in /tmp/cli-cpu && cmp /tmp/cli-in /tmp/cli-gpu && echo "CLI round trip ok" || failed=1
+exit $failed

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the test, bench and CLI executables into .gpu/ (ignored by git) to carry to the GPU machine,
+# which has no Rust toolchain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+eval "$(scripts/setup.sh)"
+rm -rf .gpu && mkdir -p .gpu/tests
+collect() { # copies the executables cargo reports into $1
+    python3 -c '
+import json, shutil, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        shutil.copy(m["executable"], sys.argv[1] + "/" + m["target"]["name"])' "$1"
+}
+cargo test --release --no-run --message-format=json -p ferrocomp-tests -p ferrocomp-format | collect .gpu/tests
+cargo bench --no-run --message-format=json -p ferrocomp-bench | collect .gpu
+cargo build --release -p ferrocomp-cli -p ferrocomp-bench
+cp target/release/ferrocomp target/release/ferrocomp-bench .gpu/
+cp "$(ls -t target/release/build/ferrocomp/*/out/kernels.ptx | head -1)" .gpu/kernels.ptx
+strip .gpu/* .gpu/tests/* 2>/dev/null || true
+du -sh .gpu

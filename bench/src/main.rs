@@ -118,8 +118,10 @@ fn run() -> Result<bool> {
         if let Some(nvcomp) = &nvcomp {
             let mut theirs = Side::new(&bench, nvcomp, &data)?;
             let mut their_row = bench.measure(&data, &mut theirs)?;
-            our_row.interop = Some(bench.decodes(&data, &ours.compressed, &mut theirs)?);
-            their_row.interop = Some(bench.decodes(&data, &theirs.compressed, &mut ours)?);
+            let (ok, time) = bench.decodes(&data, &ours.compressed, &mut theirs)?;
+            (our_row.interop, their_row.cross_decompress) = (Some(ok), Some(time));
+            let (ok, time) = bench.decodes(&data, &theirs.compressed, &mut ours)?;
+            (their_row.interop, our_row.cross_decompress) = (Some(ok), Some(time));
             rows.extend([our_row, their_row]);
         } else {
             rows.push(our_row);
@@ -335,6 +337,8 @@ struct Row {
     round_trip: bool,
     /// Whether the other library decoded its compressed chunks to the input (None: no other library).
     interop: Option<bool>,
+    /// Time this codec took to decode the other library's chunks.
+    cross_decompress: Option<Timing>,
 }
 
 /// What every measurement shares.
@@ -370,21 +374,22 @@ impl Bench {
             decompress,
             round_trip,
             interop: None,
+            cross_decompress: None,
         })
     }
 
-    /// Whether `side`'s codec decodes `compressed` (the other codec's chunks) back to `data`.
-    fn decodes(&self, data: &Dataset, compressed: &Chunked, side: &mut Side) -> Result<bool> {
+    /// Whether `side`'s codec decodes `compressed` (the other codec's chunks) back to `data`, and how fast.
+    fn decodes(&self, data: &Dataset, compressed: &Chunked, side: &mut Side) -> Result<(bool, Timing)> {
         side.decompressed.clear(&self.gpu)?;
-        unsafe {
-            side.codec.decompress(compressed, &data.input.sizes, &mut side.decompressed, &mut side.temp, &self.stream)
-        }?;
-        self.stream.synchronize()?;
-        self.holds(
+        let Side { codec, decompressed, temp, .. } = side;
+        let time =
+            self.time(|| unsafe { codec.decompress(compressed, &data.input.sizes, decompressed, temp, &self.stream) })?;
+        let ok = self.holds(
             data,
             &side.decompressed,
             &format!("{}: {} decoding the other's chunks", data.name, side.codec.label()),
-        )
+        )?;
+        Ok((ok, time))
     }
 
     /// Whether `out` holds `data`: every status success, every size its chunk's, every byte equal. Says
@@ -420,14 +425,14 @@ fn same<T: PartialEq + std::fmt::Debug>(what: &str, item: &str, actual: &[T], ex
 fn report(header: &str, rows: &[Row]) -> String {
     let mut out = format!("{header}\n\n");
     out += "| dataset | codec | ratio | compress GB/s | decompress GB/s | compress median GB/s \
-            | decompress median GB/s | round trip | interop ok |\n";
-    out += "|---|---|---|---|---|---|---|---|---|\n";
+            | decompress median GB/s | decompress other's chunks GB/s | round trip | interop ok |\n";
+    out += "|---|---|---|---|---|---|---|---|---|---|\n";
     let yes_no = |ok: bool| if ok { "yes" } else { "NO" };
     for row in rows {
         let gbps = |seconds: f64| row.bytes as f64 / seconds / 1e9;
         let _ = writeln!(
             out,
-            "| {} | {} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} |",
+            "| {} | {} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |",
             row.dataset,
             row.codec,
             row.ratio,
@@ -435,11 +440,14 @@ fn report(header: &str, rows: &[Row]) -> String {
             gbps(row.decompress.best),
             gbps(row.compress.median),
             gbps(row.decompress.median),
+            row.cross_decompress.as_ref().map_or("-".to_owned(), |t| format!("{:.1}", gbps(t.best))),
             yes_no(row.round_trip),
             row.interop.map_or("-", yes_no),
         );
     }
     out += "\nratio: uncompressed bytes / sum of compressed chunk sizes. GB/s: uncompressed bytes (1e9) per second \
-            of GPU time. interop ok: the other library decodes this row's compressed chunks to the input.\n";
+            of GPU time (best; median as marked). decompress other's chunks: this codec decoding the other library's \
+            compressed chunks of the same data. interop ok: the other library decodes this row's compressed chunks to \
+            the input.\n";
     out
 }

@@ -182,8 +182,12 @@ impl<W: Warp> WarpWriter<'_, W> {
 
 /// Decompresses the LZ4 block of `in_len` bytes at `block` into `out` (room for `capacity`
 /// bytes); returns the decompressed size. Every lane walks the sequences (the loads broadcast)
-/// with the checks of `ferrocomp_format::lz4::decompress`, in 32-bit arithmetic, and the lanes
-/// copy 32 bytes a step.
+/// with the checks and statuses of `ferrocomp_format::lz4::decompress`, in 32-bit arithmetic.
+///
+/// Short sequences are gathered into a window of up to 32 output bytes, each lane noting where
+/// its byte comes from, and the window is written in one step; a sequence joins it only if its
+/// match reads bytes from before the window, which are already written. Long or self-overlapping
+/// sequences are copied 32 bytes a step.
 ///
 /// # Safety
 /// `block` must be readable for `in_len` bytes and `out` writable for `capacity` bytes, and
@@ -202,6 +206,8 @@ pub unsafe fn decompress_chunk<W: Warp>(
     // No block decodes to 4 GiB or more here, so a larger capacity changes nothing.
     let capacity = capacity.min(u32::MAX as usize) as u32;
     let byte = |at: u32| unsafe { *block.add(at as usize) } as u32;
+    let lane = warp.lane();
+    let mut window = Window { lane, start: 0, source: core::ptr::null() };
     let mut ip = 0u32;
     let mut op = 0u32;
     loop {
@@ -217,11 +223,18 @@ pub unsafe fn decompress_chunk<W: Warp>(
         if literals > capacity - op {
             return Err(Status::OutputTooSmall);
         }
-        let (src, dst) = unsafe { (block.add(ip as usize), out.add(op as usize)) };
-        warp.for_each_strided(literals as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
+        let literal_src = unsafe { block.add(ip as usize) };
+        let sequence_start = op;
         ip += literals;
         op += literals;
         if ip == end {
+            if op - window.start <= WARP_SIZE {
+                window.take(sequence_start, literal_src, literals);
+                unsafe { window.flush(warp, out, op) };
+            } else {
+                unsafe { window.flush(warp, out, sequence_start) };
+                unsafe { copy(warp, literal_src, out.add(sequence_start as usize), literals) };
+            }
             return Ok(op as usize);
         }
         if end - ip < 2 {
@@ -236,25 +249,75 @@ pub unsafe fn decompress_chunk<W: Warp>(
         if len > capacity - op {
             return Err(Status::OutputTooSmall);
         }
-        warp.sync(); // the bytes this match copies are visible to every lane
-        let (src, dst) = unsafe { (out.add((op - offset) as usize), out.add(op as usize)) };
-        if offset >= len {
-            warp.for_each_strided(len as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
+        let match_src = unsafe { out.add((op - offset) as usize) };
+        let source_end = op - offset + len; // the match reads bytes before this
+        if !(op + len - window.start <= WARP_SIZE && source_end <= window.start) {
+            unsafe { window.flush(warp, out, sequence_start) };
+        }
+        if op + len - window.start <= WARP_SIZE && source_end <= window.start {
+            window.take(sequence_start, literal_src, literals);
+            window.take(op, match_src, len);
         } else {
-            // The match overlaps itself: byte i repeats byte (i mod offset) of the `offset`
-            // bytes before it, which are all written already.
-            let step = WARP_SIZE % offset;
-            let mut phase = warp.lane() % offset;
-            warp.for_each_strided(len as usize, |i| {
-                unsafe { *dst.add(i) = *src.add(phase as usize) };
-                phase += step;
-                if phase >= offset {
-                    phase -= offset;
-                }
-            });
+            let match_dst = unsafe { out.add(op as usize) };
+            unsafe { copy(warp, literal_src, out.add(sequence_start as usize), literals) };
+            warp.sync(); // the literals are visible to every lane
+            if offset >= len {
+                unsafe { copy(warp, match_src, match_dst, len) };
+            } else {
+                // The match overlaps itself: byte i repeats byte (i mod offset) of the `offset`
+                // bytes before it, which are all written already.
+                let step = WARP_SIZE % offset;
+                let mut phase = lane % offset;
+                warp.for_each_strided(len as usize, |i| {
+                    unsafe { *match_dst.add(i) = *match_src.add(phase as usize) };
+                    phase += step;
+                    if phase >= offset {
+                        phase -= offset;
+                    }
+                });
+            }
+            warp.sync();
+            window.start = op + len;
         }
         op += len;
     }
+}
+
+/// Up to 32 output bytes from `start` not written yet: lane i's byte comes from `source`.
+struct Window {
+    lane: u32,
+    start: u32,
+    source: *const u8,
+}
+
+impl Window {
+    /// Adds the `n` bytes at output position `at` (inside the window), read from `src`.
+    #[inline(always)]
+    fn take(&mut self, at: u32, src: *const u8, n: u32) {
+        let k = self.lane.wrapping_sub(at - self.start);
+        if k < n {
+            self.source = unsafe { src.add(k as usize) };
+        }
+    }
+
+    /// Writes the window's bytes up to output position `to`, and starts the next window there.
+    ///
+    /// # Safety
+    /// `out` must be writable up to `to` and every source readable.
+    #[inline(always)]
+    unsafe fn flush<W: Warp>(&mut self, warp: &W, out: *mut u8, to: u32) {
+        if self.lane < to - self.start {
+            unsafe { *out.add((self.start + self.lane) as usize) = *self.source };
+        }
+        warp.sync(); // every lane sees the window's bytes
+        self.start = to;
+    }
+}
+
+/// Copies `n` bytes from `src` to `dst`, 32 a step.
+#[inline(always)]
+unsafe fn copy<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: u32) {
+    warp.for_each_strided(n as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
 }
 
 /// A length field: the token's `nibble`, plus the bytes that follow it when it is 15.

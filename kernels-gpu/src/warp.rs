@@ -21,10 +21,18 @@ pub trait Warp {
     /// loop. Plain adds, where `step_by` would divide on every loop entry.
     #[inline(always)]
     fn for_each_strided(&self, n: usize, mut f: impl FnMut(usize)) {
-        let mut i = self.lane() as usize;
-        while i < n {
-            f(i);
-            i += WARP_SIZE as usize;
+        if n <= u32::MAX as usize {
+            let (mut i, n) = (self.lane(), n as u32); // 32-bit counting: one add a step
+            while i < n {
+                f(i as usize);
+                i += WARP_SIZE;
+            }
+        } else {
+            let mut i = self.lane() as usize;
+            while i < n {
+                f(i);
+                i += WARP_SIZE as usize;
+            }
         }
     }
 

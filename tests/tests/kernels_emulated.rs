@@ -58,6 +58,7 @@ fn warp_compressor_writes_the_scalar_bytes() {
             let got = warp_compress(input, data_type, lz4::max_compressed_size(input.len())).unwrap();
             assert_eq!(got, expected, "{} bytes, {data_type:?}", input.len());
             assert_eq!(lz4_flex::block::decompress(&got, input.len()).unwrap(), *input);
+            assert_eq!(warp_decompress(&got, input.len()).unwrap(), *input);
         }
     }
 }

@@ -99,7 +99,8 @@ impl Warp for HardwareWarp {
     #[inline(always)]
     fn lane(&self) -> u32 {
         let lane: u32;
-        unsafe { asm!("mov.u32 {lane}, %laneid;", lane = out(reg32) lane) };
+        // Pure: the compiler may read it once and keep it.
+        unsafe { asm!("mov.u32 {lane}, %laneid;", lane = out(reg32) lane, options(pure, nomem, nostack)) };
         lane
     }
 

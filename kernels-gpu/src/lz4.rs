@@ -181,13 +181,14 @@ impl<W: Warp> WarpWriter<'_, W> {
 }
 
 /// Decompresses the LZ4 block of `in_len` bytes at `block` into `out` (room for `capacity`
-/// bytes); returns the decompressed size. Every lane walks the sequences (the loads broadcast)
-/// with the checks and statuses of `ferrocomp_format::lz4::decompress`, in 32-bit arithmetic.
+/// bytes); returns the decompressed size, or the status `ferrocomp_format::lz4::decompress`
+/// gives for the same block.
 ///
-/// Short sequences are gathered into a window of up to 32 output bytes, each lane noting where
-/// its byte comes from, and the window is written in one step; a sequence joins it only if its
-/// match reads bytes from before the window, which are already written. Long or self-overlapping
-/// sequences are copied 32 bytes a step.
+/// Runs of short sequences (at most [`SHORT_SEQUENCE`] bytes, matches reading bytes written
+/// before them) are decoded together: each lane parses the header that would start at its
+/// position of the next 32 input bytes, the real headers are chained with shuffles, a prefix sum
+/// places them, and the output is written 32 bytes a step. Any other sequence goes through
+/// `Stream::decode_one_sequence`, which checks everything as the scalar decoder does.
 ///
 /// # Safety
 /// `block` must be readable for `in_len` bytes and `out` writable for `capacity` bytes, and
@@ -202,122 +203,288 @@ pub unsafe fn decompress_chunk<W: Warp>(
     if in_len > u32::MAX as usize {
         return Err(Status::ChunkTooLarge);
     }
-    let end = in_len as u32;
     // No block decodes to 4 GiB or more here, so a larger capacity changes nothing.
-    let capacity = capacity.min(u32::MAX as usize) as u32;
-    let byte = |at: u32| unsafe { *block.add(at as usize) } as u32;
-    let lane = warp.lane();
-    let mut window = Window { lane, start: 0, source: core::ptr::null() };
-    let mut ip = 0u32;
-    let mut op = 0u32;
+    let stream = Stream { block, end: in_len as u32, out, capacity: capacity.min(u32::MAX as usize) as u32 };
+    let (mut ip, mut op) = (0u32, 0u32);
     loop {
-        if ip >= end {
+        let batch = unsafe { stream.short_sequences(warp, ip, op) };
+        if batch.sequences == 0 {
+            if unsafe { stream.decode_one_sequence(warp, &mut ip, &mut op)? } {
+                return Ok(op as usize);
+            }
+        } else {
+            unsafe { stream.write_batch(warp, &batch, op) };
+            (ip, op) = (batch.next_ip, op + batch.total);
+        }
+    }
+}
+
+/// Output bytes of the longest sequence decoded in a batch; longer ones are copied alone.
+const SHORT_SEQUENCE: u32 = 2 * WARP_SIZE;
+
+/// A block being decoded.
+struct Stream {
+    block: *const u8,
+    end: u32,
+    out: *mut u8,
+    capacity: u32,
+}
+
+/// Short sequences found together. Lane k describes the sequence whose header would start k
+/// bytes into the batch's input (a real one where the chain of headers passed through k).
+struct Batch {
+    /// How many sequences; 0 when the next one must be decoded alone.
+    sequences: u32,
+    /// Input position after the batch.
+    next_ip: u32,
+    /// Output bytes of the batch.
+    total: u32,
+    /// The last real sequence's lane at or before this lane.
+    owner: u32,
+    /// Output position of the owner's literals (grows with the lane).
+    owner_start: u32,
+    /// Input position of this lane's literals.
+    literals_at: u32,
+    /// Literal bytes of this lane's sequence.
+    literals: u32,
+    /// Match offset of this lane's sequence.
+    offset: u32,
+}
+
+impl Stream {
+    #[inline(always)]
+    fn byte(&self, at: u32) -> u32 {
+        unsafe { *self.block.add(at as usize) as u32 }
+    }
+
+    /// The run of short sequences starting at input `ip` (output `op`) that can be written
+    /// together; `sequences` is 0 when the next one is not such.
+    #[inline(always)]
+    unsafe fn short_sequences<W: Warp>(&self, warp: &W, ip: u32, op: u32) -> Batch {
+        let lane = warp.lane();
+        // The header that would start here, if it is a short sequence's: at most
+        // SHORT_SEQUENCE bytes of output, and not the block's last sequence.
+        let p = ip + lane;
+        let token = if p < self.end { self.byte(p) } else { 0 };
+        let mut at = p + 1;
+        let literals = self.short_length(token >> 4, &mut at);
+        let literals_at = at;
+        let mut short = p < self.end && literals <= SHORT_SEQUENCE && literals_at + literals + 2 <= self.end;
+        let (mut offset, mut len) = (0, 0);
+        if short {
+            at = literals_at + literals;
+            offset = self.byte(at) | self.byte(at + 1) << 8;
+            at += 2;
+            len = self.short_length(token & 15, &mut at) + lz4::MIN_MATCH as u32;
+            short = literals + len <= SHORT_SEQUENCE;
+        }
+        let next = at;
+
+        // Follow the headers from `ip`: lane k's header leads to the one at `next`.
+        let link = if short { next - ip } else { u32::MAX };
+        let (mut real, mut k) = (0u32, 0u32);
+        while k < WARP_SIZE {
+            let following = warp.shuffle(link, k);
+            if following == u32::MAX {
+                break;
+            }
+            real |= 1 << k;
+            k = following;
+        }
+
+        // Place them, and keep the prefix that is valid and reads only bytes written before
+        // each 32-byte step (an offset of 32 or more, or a source before the batch).
+        let mine = real >> lane & 1 != 0;
+        let bytes = if mine { literals + len } else { 0 };
+        let end_of_mine = op + scan_add(warp, bytes);
+        let start = end_of_mine - bytes;
+        let match_start = start + literals;
+        let bad = mine
+            && (literals > self.capacity.saturating_sub(start)
+                || offset == 0
+                || offset > match_start
+                || len > self.capacity.saturating_sub(match_start)
+                || (offset < WARP_SIZE && match_start + len - offset > op));
+        let first_bad = warp.ballot(bad).trailing_zeros();
+        let real = if first_bad == WARP_SIZE { real } else { real & ((1 << first_bad) - 1) };
+        if real == 0 {
+            return Batch {
+                sequences: 0,
+                next_ip: ip,
+                total: 0,
+                owner: 0,
+                owner_start: 0,
+                literals_at,
+                literals,
+                offset,
+            };
+        }
+        let last = 31 - real.leading_zeros();
+        let total = warp.shuffle(end_of_mine, last) - op;
+        let next_ip = warp.shuffle(next, last);
+        let owner = scan_max(warp, if real >> lane & 1 != 0 { lane } else { 0 });
+        let owner_start = warp.shuffle(start, owner);
+        Batch { sequences: real.count_ones(), next_ip, total, owner, owner_start, literals_at, literals, offset }
+    }
+
+    /// A length field read from `at` on, as [`extend_length`] does, but giving up (returning
+    /// more than [`SHORT_SEQUENCE`]) once it is longer than that or the block ends.
+    #[inline(always)]
+    fn short_length(&self, nibble: u32, at: &mut u32) -> u32 {
+        let mut len = nibble;
+        if nibble == 15 {
+            loop {
+                if *at >= self.end || len > SHORT_SEQUENCE {
+                    return SHORT_SEQUENCE + 1;
+                }
+                let b = self.byte(*at);
+                *at += 1;
+                len += b;
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        len
+    }
+
+    /// Writes a batch's `total` bytes at `op`, 32 a step: lane i writes byte `op + step + i`,
+    /// from its sequence's literals or the output it repeats.
+    #[inline(always)]
+    unsafe fn write_batch<W: Warp>(&self, warp: &W, batch: &Batch, op: u32) {
+        let lane = warp.lane();
+        let mut step = 0;
+        while step < batch.total {
+            let at = op + step + lane;
+            // The last lane whose sequence starts at or before `at` (owner starts only grow).
+            let mut j = 0;
+            let mut half = WARP_SIZE / 2;
+            while half > 0 {
+                if warp.shuffle(batch.owner_start, j + half) <= at {
+                    j += half;
+                }
+                half /= 2;
+            }
+            let owner = warp.shuffle(batch.owner, j);
+            let start = warp.shuffle(batch.owner_start, j);
+            let literals = warp.shuffle(batch.literals, owner);
+            let literals_at = warp.shuffle(batch.literals_at, owner);
+            let offset = warp.shuffle(batch.offset, owner);
+            if step + lane < batch.total {
+                let i = at - start;
+                let src = if i < literals {
+                    unsafe { self.block.add((literals_at + i) as usize) }
+                } else {
+                    unsafe { self.out.add((at - offset) as usize) }
+                };
+                unsafe { *self.out.add(at as usize) = *src };
+            }
+            warp.sync(); // the step's bytes are visible to every lane
+            step += WARP_SIZE;
+        }
+    }
+
+    /// Decodes the one sequence at `ip` (output `op`), of any shape, with every check of the
+    /// scalar decoder; returns whether it was the block's last.
+    unsafe fn decode_one_sequence<W: Warp>(&self, warp: &W, ip: &mut u32, op: &mut u32) -> Result<bool, Status> {
+        let (end, capacity) = (self.end, self.capacity);
+        let byte = |at: u32| self.byte(at);
+        if *ip >= end {
             return Err(Status::Truncated);
         }
-        let token = byte(ip);
-        ip += 1;
-        let literals = extend_length(token >> 4, &mut ip, end, byte)?;
-        if literals > end - ip {
+        let token = byte(*ip);
+        *ip += 1;
+        let literals = extend_length(token >> 4, ip, end, byte)?;
+        if literals > end - *ip {
             return Err(Status::Truncated);
         }
-        if literals > capacity - op {
+        if literals > capacity - *op {
             return Err(Status::OutputTooSmall);
         }
-        let literal_src = unsafe { block.add(ip as usize) };
-        let sequence_start = op;
-        ip += literals;
-        op += literals;
-        if ip == end {
-            if op - window.start <= WARP_SIZE {
-                window.take(sequence_start, literal_src, literals);
-                unsafe { window.flush(warp, out, op) };
-            } else {
-                unsafe { window.flush(warp, out, sequence_start) };
-                unsafe { copy(warp, literal_src, out.add(sequence_start as usize), literals) };
-            }
-            return Ok(op as usize);
+        unsafe { copy(warp, self.block.add(*ip as usize), self.out.add(*op as usize), literals) };
+        *ip += literals;
+        *op += literals;
+        if *ip == end {
+            return Ok(true);
         }
-        if end - ip < 2 {
+        if end - *ip < 2 {
             return Err(Status::Truncated);
         }
-        let offset = byte(ip) | byte(ip + 1) << 8;
-        ip += 2;
-        let len = extend_length(token & 15, &mut ip, end, byte)?.saturating_add(lz4::MIN_MATCH as u32);
-        if offset == 0 || offset > op {
+        let offset = byte(*ip) | byte(*ip + 1) << 8;
+        *ip += 2;
+        let len = extend_length(token & 15, ip, end, byte)?.saturating_add(lz4::MIN_MATCH as u32);
+        if offset == 0 || offset > *op {
             return Err(Status::BadOffset);
         }
-        if len > capacity - op {
+        if len > capacity - *op {
             return Err(Status::OutputTooSmall);
         }
-        let match_src = unsafe { out.add((op - offset) as usize) };
-        let source_end = op - offset + len; // the match reads bytes before this
-        if !(op + len - window.start <= WARP_SIZE && source_end <= window.start) {
-            unsafe { window.flush(warp, out, sequence_start) };
-        }
-        if op + len - window.start <= WARP_SIZE && source_end <= window.start {
-            window.take(sequence_start, literal_src, literals);
-            window.take(op, match_src, len);
+        warp.sync(); // the literals are visible to every lane
+        let (src, dst) = unsafe { (self.out.add((*op - offset) as usize), self.out.add(*op as usize)) };
+        if offset >= len {
+            unsafe { copy(warp, src, dst, len) };
         } else {
-            let match_dst = unsafe { out.add(op as usize) };
-            unsafe { copy(warp, literal_src, out.add(sequence_start as usize), literals) };
-            warp.sync(); // the literals are visible to every lane
-            if offset >= len {
-                unsafe { copy(warp, match_src, match_dst, len) };
-            } else {
-                // The match overlaps itself: byte i repeats byte (i mod offset) of the `offset`
-                // bytes before it, which are all written already.
-                let step = WARP_SIZE % offset;
-                let mut phase = lane % offset;
-                warp.for_each_strided(len as usize, |i| {
-                    unsafe { *match_dst.add(i) = *match_src.add(phase as usize) };
-                    phase += step;
-                    if phase >= offset {
-                        phase -= offset;
-                    }
-                });
-            }
-            warp.sync();
-            window.start = op + len;
+            // The match overlaps itself: byte i repeats byte (i mod offset) of the `offset`
+            // bytes before it, which are all written already.
+            let step = WARP_SIZE % offset;
+            let mut phase = warp.lane() % offset;
+            warp.for_each_strided(len as usize, |i| {
+                unsafe { *dst.add(i) = *src.add(phase as usize) };
+                phase += step;
+                if phase >= offset {
+                    phase -= offset;
+                }
+            });
         }
-        op += len;
+        warp.sync(); // the match is visible to every lane
+        *op += len;
+        Ok(false)
     }
 }
 
-/// Up to 32 output bytes from `start` not written yet: lane i's byte comes from `source`.
-struct Window {
-    lane: u32,
-    start: u32,
-    source: *const u8,
+/// Sum of `value` over lanes `0..=lane`.
+#[inline(always)]
+fn scan_add<W: Warp>(warp: &W, mut value: u32) -> u32 {
+    let lane = warp.lane();
+    let mut distance = 1;
+    while distance < WARP_SIZE {
+        let below = warp.shuffle(value, lane.saturating_sub(distance));
+        if lane >= distance {
+            value += below;
+        }
+        distance *= 2;
+    }
+    value
 }
 
-impl Window {
-    /// Adds the `n` bytes at output position `at` (inside the window), read from `src`.
-    #[inline(always)]
-    fn take(&mut self, at: u32, src: *const u8, n: u32) {
-        let k = self.lane.wrapping_sub(at - self.start);
-        if k < n {
-            self.source = unsafe { src.add(k as usize) };
-        }
+/// Maximum of `value` over lanes `0..=lane`.
+#[inline(always)]
+fn scan_max<W: Warp>(warp: &W, mut value: u32) -> u32 {
+    let lane = warp.lane();
+    let mut distance = 1;
+    while distance < WARP_SIZE {
+        value = value.max(warp.shuffle(value, lane.saturating_sub(distance)));
+        distance *= 2;
     }
-
-    /// Writes the window's bytes up to output position `to`, and starts the next window there.
-    ///
-    /// # Safety
-    /// `out` must be writable up to `to` and every source readable.
-    #[inline(always)]
-    unsafe fn flush<W: Warp>(&mut self, warp: &W, out: *mut u8, to: u32) {
-        if self.lane < to - self.start {
-            unsafe { *out.add((self.start + self.lane) as usize) = *self.source };
-        }
-        warp.sync(); // every lane sees the window's bytes
-        self.start = to;
-    }
+    value
 }
 
-/// Copies `n` bytes from `src` to `dst`, 32 a step.
+/// Copies `n` bytes from `src` to `dst` (not overlapping): 128 a step, 4 per lane, then the
+/// rest 32 a step.
 #[inline(always)]
 unsafe fn copy<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: u32) {
-    warp.for_each_strided(n as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
+    const STEP: u32 = 4 * WARP_SIZE;
+    let mut base = 0;
+    while base + STEP <= n {
+        let i = (base + 4 * warp.lane()) as usize;
+        unsafe {
+            let bytes = [*src.add(i), *src.add(i + 1), *src.add(i + 2), *src.add(i + 3)];
+            dst.add(i).copy_from_nonoverlapping(bytes.as_ptr(), 4);
+        }
+        base += STEP;
+    }
+    let (src, dst) = unsafe { (src.add(base as usize), dst.add(base as usize)) };
+    warp.for_each_strided((n - base) as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
 }
 
 /// A length field: the token's `nibble`, plus the bytes that follow it when it is 15.

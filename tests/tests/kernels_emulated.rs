@@ -121,3 +121,42 @@ fn warp_copy_copies_exactly() {
     assert_eq!(dst[..100], src[..]);
     assert_eq!(dst[100], 0);
 }
+
+/// Blocks from the CPU libraries over data of several shapes, and the same blocks damaged:
+/// the warp decoder gives what the scalar decoder gives, bytes or status.
+#[test]
+fn warp_decoder_agrees_with_scalar_on_foreign_and_damaged_blocks() {
+    let numbers: Vec<u8> = (0..1500u32).flat_map(|i| (i * i / 7).to_le_bytes()).collect();
+    let mut indented = Vec::new();
+    for i in 0..120 {
+        indented.extend_from_slice(&b"        "[..(i % 9)]);
+        indented.extend_from_slice(format!("line {i} = value_{}\n", i % 13).as_bytes());
+    }
+    let inputs = [text_bytes(5000, 11), numbers, random_bytes(700, 12), indented];
+    let mut blocks = Vec::new();
+    for input in &inputs {
+        blocks.push((lz4_flex::block::compress(input), input.len()));
+        for mode in [
+            Some(::lz4::block::CompressionMode::FAST(1)),
+            None,
+            Some(::lz4::block::CompressionMode::HIGHCOMPRESSION(9)),
+        ] {
+            blocks.push((::lz4::block::compress(input, mode, false).unwrap(), input.len()));
+        }
+    }
+    let scalar = |block: &[u8], capacity: usize| {
+        let mut out = vec![0u8; capacity];
+        lz4::decompress(block, &mut out).map(|n| out[..n].to_vec())
+    };
+    let mut noise = random_bytes(256, 13).into_iter();
+    for (block, len) in &blocks {
+        assert_eq!(warp_decompress(block, *len), scalar(block, *len));
+        // Damage: one byte replaced, at a spread of positions.
+        for _ in 0..4 {
+            let mut damaged = block.clone();
+            let at = noise.next().unwrap() as usize * block.len() / 256;
+            damaged[at] = noise.next().unwrap();
+            assert_eq!(warp_decompress(&damaged, *len), scalar(&damaged, *len), "damaged at {at}");
+        }
+    }
+}

@@ -2,9 +2,8 @@
 
 use crate::alloc::DeviceViewMut;
 use crate::batch::Chunks;
-use crate::codec::lz4::blocks;
 use crate::error::Result;
-use crate::gpu::{Gpu, Stream};
+use crate::gpu::{Gpu, Stream, blocks};
 use std::ffi::c_void;
 
 /// Whether CRC-32s are written when compressing and checked when decompressing.

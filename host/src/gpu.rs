@@ -245,3 +245,8 @@ impl Stream {
         })
     }
 }
+
+/// Blocks for `count` warps (or groups of 32 threads) at `per_block` per block.
+pub(crate) fn blocks(count: usize, per_block: u32) -> u32 {
+    count.div_ceil(per_block as usize) as u32
+}

@@ -2,7 +2,7 @@
 //! which embeds the PTX.
 //!
 //! Each kernel body is a function generic over [`Warp`]: on the GPU that is the hardware warp
-//! ([`gpu::HardwareWarp`]); on the host it is [`emulated::EmulatedWarp`], 32 threads in lockstep,
+//! (`gpu::HardwareWarp`); on the host it is `emulated::EmulatedWarp`, 32 threads in lockstep,
 //! so the very code that runs on the GPU is tested on machines without one.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]

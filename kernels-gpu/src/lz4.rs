@@ -184,7 +184,7 @@ impl<W: Warp> WarpWriter<'_, W> {
 /// bytes); returns the decompressed size, or the status `ferrocomp_format::lz4::decompress`
 /// gives for the same block.
 ///
-/// Runs of short sequences (at most [`SHORT_SEQUENCE`] bytes, matches reading bytes written
+/// Runs of short sequences (at most `SHORT_SEQUENCE` bytes, matches reading bytes written
 /// before them) are decoded together: each lane parses the header that would start at its
 /// position of the next 32 input bytes, the real headers are chained with shuffles, a prefix sum
 /// places them, and the output is written 32 bytes a step. Any other sequence goes through

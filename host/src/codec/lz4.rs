@@ -3,7 +3,7 @@
 use crate::alloc::{DeviceView, DeviceViewMut};
 use crate::batch::{BatchCodec, Chunks, Results};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Stream};
+use crate::gpu::{Gpu, Stream, blocks};
 use ferrocomp_format::lz4::{self, HASH_ENTRIES, MAX_CHUNK_SIZE};
 use ferrocomp_format::{DataType, Status};
 use ferrocomp_kernels_gpu::lz4::COMPRESS_SHARED_BYTES_PER_WARP;
@@ -156,9 +156,4 @@ fn check_batch(inputs: usize, outputs: usize, results: &Results<'_>) -> Result<u
         return Err(Error::InvalidArgument(format!("{inputs} chunks is more than a batch can hold")));
     }
     Ok(inputs)
-}
-
-/// Blocks for `count` warps (or threads grouped by 32) at `per_block` per block.
-pub(crate) fn blocks(count: usize, per_block: u32) -> u32 {
-    count.div_ceil(per_block as usize) as u32
 }

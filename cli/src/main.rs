@@ -132,7 +132,7 @@ impl Common {
         if self.cpu {
             return None;
         }
-        Gpu::new(0).inspect_err(|e| eprintln!("ferrocomp: no CUDA device ({e}); using the CPU")).ok()
+        Gpu::new(0).inspect_err(|e| eprintln!("ferrocomp: {e}; using the CPU")).ok()
     }
 }
 

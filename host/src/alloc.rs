@@ -95,11 +95,11 @@ impl HostAllocator for SystemHostAllocator {
 /// The three allocators a [`crate::Gpu`] uses.
 #[derive(Clone)]
 pub struct Allocators {
-    /// For device buffers.
+    /// For device buffers: scratch, compressed and decompressed buffers.
     pub device: Arc<dyn DeviceAllocator>,
-    /// For staging between host and device.
+    /// For the arrays staged between host and device.
     pub pinned: Arc<dyn PinnedAllocator>,
-    /// For host-side buffers.
+    /// For host-side working buffers (container headers read back from the device).
     pub host: Arc<dyn HostAllocator>,
 }
 

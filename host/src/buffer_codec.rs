@@ -2,7 +2,7 @@
 //! GPU (or the CPU when there is none) and frames the result as one of the [`Bitstream`]s.
 //! Its scratch is kept and reused from call to call.
 
-use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, PinnedBuffer};
+use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, HostBuffer, PinnedBuffer};
 use crate::batch::{Chunks, Results};
 use crate::checksum::{ChecksumPolicy, crc32_async};
 use crate::codec::Options;
@@ -432,24 +432,22 @@ impl BufferCodec {
 
     /// Reads the frame of a compressed device buffer (copying its header to the host).
     fn read_frame_device(&self, gpu: &Gpu, compressed: DeviceView<'_, u8>, stream: &Stream) -> Result<Frame> {
-        let prefix_len = |len: usize| len.min(compressed.len());
+        // The first `len` bytes (or all there are), in memory from the host allocator.
+        let prefix = |len: usize| -> Result<HostBuffer> {
+            let mut bytes = HostBuffer::zeroed(&gpu.allocators().host, len.min(compressed.len()))?;
+            gpu.copy_to_host_sync(compressed, &mut bytes)?;
+            Ok(bytes)
+        };
         match self.config.bitstream {
             Bitstream::Native => {
-                let mut fixed = vec![0u8; prefix_len(FIXED_HEADER_LEN)];
-                gpu.copy_to_host_sync(compressed, &mut fixed)?;
+                let fixed = prefix(FIXED_HEADER_LEN)?;
                 if fixed.len() < FIXED_HEADER_LEN {
                     return Frame::parse_native(&fixed, compressed.len());
                 }
-                let header_len = native_header_len_from_fixed(&fixed)?;
-                let mut header = vec![0u8; prefix_len(header_len)];
-                gpu.copy_to_host_sync(compressed, &mut header)?;
+                let header = prefix(native_header_len_from_fixed(&fixed)?)?;
                 Frame::parse_native(&header, compressed.len())
             }
-            Bitstream::WithUncompressedSize => {
-                let mut prefix = vec![0u8; prefix_len(8)];
-                gpu.copy_to_host_sync(compressed, &mut prefix)?;
-                Frame::parse_with_size(self.options, &prefix, compressed.len())
-            }
+            Bitstream::WithUncompressedSize => Frame::parse_with_size(self.options, &prefix(8)?, compressed.len()),
             Bitstream::Raw => {
                 let size = self.raw_size_gpu(gpu, compressed, stream)?;
                 Frame::raw(self.options, size as u64, compressed.len())

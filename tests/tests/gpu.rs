@@ -2,7 +2,7 @@
 //! libraries both ways, checksums, decoding into slices of one buffer, and per-chunk statuses
 //! for corrupt chunks. Each test says it skipped and passes where the machine has no GPU.
 
-use ferrocomp::alloc::{CudaDeviceAllocator, DeviceAllocator};
+use ferrocomp::alloc::{CudaDeviceAllocator, DeviceAllocator, HostAllocator, SystemHostAllocator};
 use ferrocomp::{
     BatchCodec, Bitstream, BufferCodec, ChecksumPart, ChecksumPolicy, Config, DataType, DeviceViewMut, Error, Gpu, Lz4,
     Options, Results, Status, Stream,
@@ -295,14 +295,31 @@ fn raw_bitstreams_on_the_device() {
 }
 
 /// Counts the allocations the creating thread makes through it (tests on other threads share
-/// the device and its allocator meanwhile).
+/// the device and its allocators meanwhile).
 struct CountingAllocator(AtomicUsize, std::thread::ThreadId);
 
-impl DeviceAllocator for CountingAllocator {
-    fn allocate(&self, bytes: usize) -> ferrocomp::Result<u64> {
+impl CountingAllocator {
+    fn count(&self) {
         if std::thread::current().id() == self.1 {
             self.0.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+impl HostAllocator for CountingAllocator {
+    fn allocate(&self, bytes: usize) -> ferrocomp::Result<*mut u8> {
+        self.count();
+        SystemHostAllocator.allocate(bytes)
+    }
+
+    unsafe fn free(&self, ptr: *mut u8, bytes: usize) {
+        unsafe { SystemHostAllocator.free(ptr, bytes) }
+    }
+}
+
+impl DeviceAllocator for CountingAllocator {
+    fn allocate(&self, bytes: usize) -> ferrocomp::Result<u64> {
+        self.count();
         CudaDeviceAllocator.allocate(bytes)
     }
 
@@ -333,5 +350,11 @@ fn caller_streams_and_allocators_are_used() {
     let again = codec.decompress_device(compressed.view(), &stream).unwrap();
     gpu.set_device_allocator(Arc::new(CudaDeviceAllocator));
     assert_eq!(counting.0.load(Ordering::Relaxed), before + 1, "only the output was allocated");
-    drop((again, restored, compressed));
+    // The container's header is read back into host memory from the host allocator.
+    let host = Arc::new(CountingAllocator(AtomicUsize::new(0), std::thread::current().id()));
+    gpu.set_host_allocator(host.clone());
+    let third = codec.decompress_device(compressed.view(), &stream).unwrap();
+    gpu.set_host_allocator(Arc::new(SystemHostAllocator));
+    assert_eq!(host.0.load(Ordering::Relaxed), 2, "fixed header, then the whole header");
+    drop((third, again, restored, compressed));
 }

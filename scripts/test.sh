@@ -6,4 +6,8 @@ eval "$(scripts/setup.sh)"
 cargo fmt --all --check
 (cd kernels-gpu && cargo fmt --check && cargo clippy --quiet -- -D warnings)
 cargo clippy --quiet --workspace --all-targets -- -D warnings
-cargo test --workspace
+log=$(mktemp)
+cargo test --workspace 2>&1 | tee "$log"
+# One line for the whole run, summed over every test binary.
+awk '/^test result:/ { passed += $4; failed += $6 } END { printf "Total: %d passed, %d failed\n", passed, failed }' "$log"
+rm -f "$log"

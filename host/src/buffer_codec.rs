@@ -213,8 +213,7 @@ impl BufferCodec {
     }
 
     fn new_checksums(&self, count: usize) -> Checksums {
-        let computes = self.config.checksum.computes() && self.config.bitstream == Bitstream::Native;
-        let table = || computes.then(|| Vec::with_capacity(count));
+        let table = || self.stores_checksums().then(|| Vec::with_capacity(count));
         Checksums { uncompressed: table(), compressed: table() }
     }
 
@@ -227,6 +226,11 @@ impl BufferCodec {
             data_offset: 0,
             checksums: compressed.checksums.clone(),
         }
+    }
+
+    /// Whether compression stores checksums (only the native bitstream has room for them).
+    fn stores_checksums(&self) -> bool {
+        self.config.checksum.computes() && self.config.bitstream == Bitstream::Native
     }
 
     fn require_gpu(&self) -> Result<&Gpu> {
@@ -361,10 +365,7 @@ impl BufferCodec {
         stream: &Stream,
     ) -> Result<Compressed> {
         let codec = self.options.codec();
-        let count = match self.config.bitstream {
-            Bitstream::Native => input.len().div_ceil(chunk_size),
-            Bitstream::Raw | Bitstream::WithUncompressedSize => 1,
-        };
+        let count = self.chunking(input.len())?.1;
         if count == 0 {
             return Ok(Compressed { sizes: Vec::new(), checksums: self.new_checksums(0) });
         }
@@ -383,7 +384,7 @@ impl BufferCodec {
         let results = Results { sizes: scratch.result_sizes.view_mut(), statuses: scratch.statuses.view_mut() };
         let scratch_bytes = unsafe { DeviceViewMut::from_raw(0, 0) };
         unsafe { codec.compress_async(gpu, inputs, outputs, bound, scratch_bytes, results, stream)? };
-        let computes = self.config.checksum.computes() && self.config.bitstream == Bitstream::Native;
+        let computes = self.stores_checksums();
         if computes {
             let compressed = Chunks::new(outputs, scratch.result_sizes.view().slice(0, count));
             unsafe {
@@ -532,8 +533,12 @@ impl BufferCodec {
         }
         stream.copy_to_host(scratch.first_failure.address(), &mut scratch.host_first_failure[..])?;
         stream.copy_to_host(scratch.result_sizes.address(), &mut scratch.host_result_sizes[..count])?;
-        stream.copy_to_host(scratch.crcs_uncompressed.address(), &mut scratch.host_crcs[..count])?;
-        stream.copy_to_host(scratch.crcs_compressed.address(), &mut scratch.host_crcs[count..2 * count])?;
+        if verify_uncompressed.is_some() {
+            stream.copy_to_host(scratch.crcs_uncompressed.address(), &mut scratch.host_crcs[..count])?;
+        }
+        if verify_compressed.is_some() {
+            stream.copy_to_host(scratch.crcs_compressed.address(), &mut scratch.host_crcs[count..2 * count])?;
+        }
         stream.synchronize()?;
         let first_failure = scratch.host_first_failure[0] as usize;
         if first_failure != u32::MAX as usize {

@@ -4,8 +4,12 @@
 //! reference the warp-cooperative GPU kernels are checked against).
 #![no_std]
 
+pub mod adler32;
 pub mod crc32;
+pub mod deflate;
+pub mod gdeflate;
 pub mod lz4;
+pub mod snappy;
 
 /// Compression algorithms, by the id written in the native container header.
 #[repr(u8)]
@@ -13,6 +17,12 @@ pub mod lz4;
 pub enum Algorithm {
     /// Standard LZ4 blocks (the lz4 "block format").
     Lz4 = 1,
+    /// Snappy's raw format (no framing).
+    Snappy = 2,
+    /// Deflate (RFC 1951), raw or in a zlib (RFC 1950) or gzip (RFC 1952) wrapper.
+    Deflate = 3,
+    /// GDeflate: deflate with its bits swizzled into 32 sub-streams (DirectStorage's format).
+    GDeflate = 4,
 }
 
 impl Algorithm {
@@ -20,6 +30,9 @@ impl Algorithm {
     pub fn from_id(id: u8) -> Option<Self> {
         match id {
             1 => Some(Self::Lz4),
+            2 => Some(Self::Snappy),
+            3 => Some(Self::Deflate),
+            4 => Some(Self::GDeflate),
             _ => None,
         }
     }
@@ -28,6 +41,9 @@ impl Algorithm {
     pub fn name(self) -> &'static str {
         match self {
             Self::Lz4 => "lz4",
+            Self::Snappy => "snappy",
+            Self::Deflate => "deflate",
+            Self::GDeflate => "gdeflate",
         }
     }
 }
@@ -40,7 +56,7 @@ pub enum Status {
     Success = 0,
     /// The compressed stream ended in the middle of a sequence.
     Truncated = 1,
-    /// A match referred to bytes before the start of the output (or had offset zero).
+    /// A match referred to bytes before the start of the output (or had offset/distance zero).
     BadOffset = 2,
     /// The output buffer given for the chunk is too small for what the stream decodes to.
     OutputTooSmall = 3,
@@ -48,6 +64,9 @@ pub enum Status {
     ChunkTooLarge = 4,
     /// The compressed stream has bytes after its last sequence, or is otherwise malformed.
     Malformed = 5,
+    /// A checksum stored in the stream (a zlib Adler-32 or gzip CRC-32 trailer, or gzip's
+    /// stored size) does not match the decoded data.
+    BadChecksum = 6,
 }
 
 impl Status {
@@ -59,6 +78,7 @@ impl Status {
             2 => Self::BadOffset,
             3 => Self::OutputTooSmall,
             4 => Self::ChunkTooLarge,
+            6 => Self::BadChecksum,
             _ => Self::Malformed,
         }
     }
@@ -72,6 +92,7 @@ impl Status {
             Self::OutputTooSmall => "output buffer is too small for the decoded chunk",
             Self::ChunkTooLarge => "chunk exceeds the maximum chunk size",
             Self::Malformed => "compressed stream is malformed",
+            Self::BadChecksum => "the stream's checksum trailer does not match the decoded data",
         }
     }
 }

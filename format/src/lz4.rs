@@ -1,10 +1,11 @@
 //! The LZ4 block format (lz4's `lz4_Block_format.md`): sequences of
 //! `token | literal length+ | literals | offset (u16 LE) | match length+`, the last one literals only.
 //!
-//! [`compress`] is the scalar twin of the GPU's warp-cooperative compressor: it looks for
+//! [`parse`] is the scalar twin of the GPU's warp-cooperative match finder: it looks for
 //! matches [`BATCH`] element positions at a time exactly as a warp's lanes do, so the CPU and
-//! the GPU write the same bytes. [`decompress`] and [`decompressed_size`] check every read, write
-//! and offset, and report problems as a [`Status`].
+//! the GPU write the same bytes. [`compress`] writes its sequences as LZ4; Snappy's encoder
+//! (`crate::snappy`) writes the same parse. [`decompress`] and [`decompressed_size`] check
+//! every read, write and offset, and report problems as a [`Status`].
 
 use crate::{DataType, Status};
 
@@ -133,22 +134,26 @@ fn read_u32(data: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]])
 }
 
-/// Compresses `input` into one LZ4 block in `out`; returns the compressed size, or
-/// `Status::OutputTooSmall` if `out` is shorter than what is needed
-/// (it never is at [`max_compressed_size`]).
-pub fn compress(
+/// Receives the sequences of a parse, in order: what [`parse`] produces and an encoder writes.
+pub trait SequenceSink {
+    /// `literals`, then a match of `match_len` bytes at distance `offset` (1..=[`MAX_OFFSET`]).
+    fn sequence(&mut self, literals: &[u8], offset: usize, match_len: usize) -> Result<(), Status>;
+    /// The literals after the last match (possibly none); called once, last.
+    fn last_literals(&mut self, literals: &[u8]) -> Result<(), Status>;
+}
+
+/// Finds the matches of `input` as the GPU compressor does and hands them to `sink`; the first
+/// error the sink returns stops the parse. Matches end [`LAST_LITERALS`] bytes before the end
+/// and follow `data_type`'s [`MatchRules`]; `table` is cleared first.
+pub fn parse<S: SequenceSink>(
     input: &[u8],
     data_type: DataType,
     table: &mut [u16; HASH_ENTRIES],
-    out: &mut [u8],
-) -> Result<usize, Status> {
-    if input.len() > MAX_CHUNK_SIZE {
-        return Err(Status::ChunkTooLarge);
-    }
+    sink: &mut S,
+) -> Result<(), Status> {
     table.fill(0);
     let rules = MatchRules::new(data_type);
     let n = input.len();
-    let mut writer = Writer { out, len: 0 };
     let mut anchor = 0;
     if let Some(last_start) = rules.last_start(n) {
         let mut pos = 0;
@@ -184,14 +189,30 @@ pub fn compress(
                 let len = forward - forward % rules.width;
                 let back = common_backward(input, p, c, anchor);
                 let back = back - back % rules.width;
-                writer.sequence(&input[anchor..p - back], p - c, len + back)?;
+                sink.sequence(&input[anchor..p - back], p - c, len + back)?;
                 cursor = p + len;
                 anchor = cursor;
             }
             pos = cursor.max(pos + BATCH * rules.width);
         }
     }
-    writer.last_literals(&input[anchor..])?;
+    sink.last_literals(&input[anchor..])
+}
+
+/// Compresses `input` into one LZ4 block in `out`; returns the compressed size, or
+/// `Status::OutputTooSmall` if `out` is shorter than what is needed
+/// (it never is at [`max_compressed_size`]).
+pub fn compress(
+    input: &[u8],
+    data_type: DataType,
+    table: &mut [u16; HASH_ENTRIES],
+    out: &mut [u8],
+) -> Result<usize, Status> {
+    if input.len() > MAX_CHUNK_SIZE {
+        return Err(Status::ChunkTooLarge);
+    }
+    let mut writer = Writer { out, len: 0 };
+    parse(input, data_type, table, &mut writer)?;
     Ok(writer.len)
 }
 
@@ -220,7 +241,7 @@ struct Writer<'a> {
     len: usize,
 }
 
-impl Writer<'_> {
+impl SequenceSink for Writer<'_> {
     fn sequence(&mut self, literals: &[u8], offset: usize, match_len: usize) -> Result<(), Status> {
         let header = literal_header_len(literals.len());
         let need = header + literals.len() + match_trailer_len(match_len);

@@ -1,0 +1,366 @@
+//! Writing blocks: choosing stored, fixed or dynamic by exact bit cost, building the dynamic
+//! header (code lengths run-length coded with the precode), and emitting every item through a
+//! [`BitSink`], which decides where its bits go. [`BitWriter`] is plain deflate's sink.
+
+use super::huffman::{LengthWork, MAX_CODE_LEN, MAX_PRECODE_LEN, build_lengths, canonical_codes};
+use super::tables::{
+    DIST_BASE, DIST_EXTRA, END_OF_BLOCK, FIXED_DIST_LENS, FIXED_LITLEN_LENS, LENGTH_BASE, LENGTH_EXTRA, NUM_DIST,
+    NUM_LITLEN, PRECODE_EXTRA, PRECODE_ORDER, dist_slot, length_slot_in,
+};
+use crate::Status;
+
+/// Receives a block's items in stream order, each named for what it is. Plain deflate writes
+/// them LSB-first one after another; GDeflate deals them out to its 32 sub-streams.
+pub trait BitSink {
+    /// Whether the stream is Deflate64 (GDeflate), where symbol 285 is not length 258.
+    const DEFLATE64: bool;
+
+    /// Starts a group of items (block header, code lengths, symbols) at sub-stream 0.
+    fn restart(&mut self);
+    /// Header bits: BFINAL and BTYPE (3 bits), or a dynamic block's HLIT/HDIST/HCLEN (14 bits).
+    fn header(&mut self, bits: u32, n: u32);
+    /// One item of a dynamic header: a 3-bit precode length, or a code-length symbol with its
+    /// extra bits (`bits` holds both, the code first).
+    fn item(&mut self, bits: u32, n: u32);
+    /// A literal's code.
+    fn literal(&mut self, code: u32, n: u32);
+    /// A match: the length code with its extra bits, then the distance code with its extra bits.
+    fn matched(&mut self, length: u32, length_n: u32, dist: u32, dist_n: u32);
+    /// The end-of-block code.
+    fn end_of_block(&mut self, code: u32, n: u32);
+    /// A stored block's LEN (and for deflate, byte alignment and NLEN), after its block header.
+    fn stored_header(&mut self, len: u16);
+    /// A stored block's bytes.
+    fn stored_bytes(&mut self, data: &[u8]);
+    /// Bits that storing `len` bytes would take here, in blocks of at most 65535, headers included.
+    fn stored_cost(&self, len: usize) -> u64;
+}
+
+/// Largest stored block.
+const MAX_STORED: usize = 65535;
+
+/// Frequencies of one block's symbols; `lit[256]` (end of block) is always 1.
+#[repr(C)]
+pub struct Freqs {
+    pub lit: [u32; NUM_LITLEN],
+    pub dist: [u32; NUM_DIST],
+}
+
+impl Freqs {
+    pub fn clear(&mut self) {
+        self.lit.fill(0);
+        self.dist.fill(0);
+        self.lit[END_OF_BLOCK] = 1;
+    }
+
+    /// Counts one token (see [`token`]) of a stream that is Deflate64 or not.
+    #[inline(always)]
+    pub fn count(&mut self, tok: u32, deflate64: bool) {
+        let (dist, v) = ((tok >> 16) as usize, (tok & 0xFFFF) as usize);
+        if dist == 0 {
+            self.lit[v & 255] += 1;
+        } else {
+            self.lit[257 + length_slot_in(v, deflate64)] += 1;
+            self.dist[dist_slot(dist)] += 1;
+        }
+    }
+
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: &Freqs) {
+        for (a, b) in self.lit.iter_mut().zip(other.lit.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.dist.iter_mut().zip(other.dist.iter()) {
+            *a += b;
+        }
+        self.lit[END_OF_BLOCK] = 1;
+    }
+}
+
+/// A literal (`dist` 0, `value` the byte) or a match (`value` its length), packed in a u32.
+#[inline(always)]
+pub const fn token(dist: usize, value: usize) -> u32 {
+    ((dist as u32) << 16) | value as u32
+}
+
+/// Work space for one block's codes.
+#[repr(C)]
+pub struct BlockPlan {
+    lit_lens: [u8; 288],
+    dist_lens: [u8; 32],
+    lit_codes: [u16; 288],
+    dist_codes: [u16; 32],
+    pre_freq: [u32; 19],
+    pre_lens: [u8; 19],
+    pre_codes: [u16; 19],
+    /// The code lengths' run-length items: precode symbol | extra value << 5.
+    items: [u16; 320],
+    n_items: u32,
+    hlit: u32,
+    hdist: u32,
+    hclen: u32,
+    work: LengthWork,
+}
+
+impl BlockPlan {
+    /// Builds the dynamic codes for `f` and returns the block's exact size in bits.
+    pub fn dynamic_cost(&mut self, f: &Freqs) -> u64 {
+        build_lengths(&f.lit, MAX_CODE_LEN, &mut self.lit_lens[..NUM_LITLEN], &mut self.work);
+        build_lengths(&f.dist, MAX_CODE_LEN, &mut self.dist_lens[..NUM_DIST], &mut self.work);
+        let mut hlit = NUM_LITLEN;
+        while hlit > 257 && self.lit_lens[hlit - 1] == 0 {
+            hlit -= 1;
+        }
+        let mut hdist = NUM_DIST;
+        while hdist > 1 && self.dist_lens[hdist - 1] == 0 {
+            hdist -= 1;
+        }
+        self.hlit = hlit as u32;
+        self.hdist = hdist as u32;
+        self.run_length_items();
+        build_lengths(&self.pre_freq, MAX_PRECODE_LEN, &mut self.pre_lens, &mut self.work);
+        let mut hclen = 19;
+        while hclen > 4 && self.pre_lens[PRECODE_ORDER[hclen - 1] as usize] == 0 {
+            hclen -= 1;
+        }
+        self.hclen = hclen as u32;
+        let mut bits = 3 + 14 + 3 * hclen as u64;
+        for s in 0..19 {
+            bits += self.pre_freq[s] as u64 * (self.pre_lens[s] + PRECODE_EXTRA[s]) as u64;
+        }
+        bits + symbol_cost(f, &self.lit_lens, &self.dist_lens)
+    }
+
+    /// Run-length codes the literal/length then distance code lengths with symbols 16, 17, 18.
+    fn run_length_items(&mut self) {
+        let (hlit, total) = (self.hlit as usize, (self.hlit + self.hdist) as usize);
+        let len_at = |i: usize| if i < hlit { self.lit_lens[i] } else { self.dist_lens[i - hlit] };
+        self.pre_freq = [0; 19];
+        let mut n = 0;
+        let mut push = |sym: u16, extra: usize, pre_freq: &mut [u32; 19]| {
+            self.items[n] = sym | (extra << 5) as u16;
+            pre_freq[sym as usize] += 1;
+            n += 1;
+        };
+        let mut i = 0;
+        while i < total {
+            let len = len_at(i);
+            let mut run = 1;
+            while i + run < total && len_at(i + run) == len {
+                run += 1;
+            }
+            i += run;
+            if len == 0 {
+                while run >= 11 {
+                    let r = run.min(138);
+                    push(18, r - 11, &mut self.pre_freq);
+                    run -= r;
+                }
+                if run >= 3 {
+                    push(17, run - 3, &mut self.pre_freq);
+                    run = 0;
+                }
+            } else if run >= 4 {
+                push(len as u16, 0, &mut self.pre_freq);
+                run -= 1;
+                while run >= 3 {
+                    let r = run.min(6);
+                    push(16, r - 3, &mut self.pre_freq);
+                    run -= r;
+                }
+            }
+            for _ in 0..run {
+                push(len as u16, 0, &mut self.pre_freq);
+            }
+        }
+        self.n_items = n as u32;
+    }
+}
+
+/// Bits of a block's symbols (end of block included) with the given code lengths.
+fn symbol_cost(f: &Freqs, lit_lens: &[u8; 288], dist_lens: &[u8; 32]) -> u64 {
+    let mut bits = 0u64;
+    for (sym, &n) in f.lit.iter().enumerate() {
+        let extra = if sym > 256 { LENGTH_EXTRA[sym - 257] } else { 0 };
+        bits += n as u64 * (lit_lens[sym] + extra) as u64;
+    }
+    for (sym, &n) in f.dist.iter().enumerate() {
+        bits += n as u64 * (dist_lens[sym] + DIST_EXTRA[sym]) as u64;
+    }
+    bits
+}
+
+/// Bits of the block as a fixed-code block.
+pub fn fixed_cost(f: &Freqs) -> u64 {
+    3 + symbol_cost(f, &FIXED_LITLEN_LENS, &FIXED_DIST_LENS)
+}
+
+/// Bits of the cheapest encoding of a block of `bytes` input bytes with symbol counts `f`.
+pub fn best_cost<S: BitSink>(sink: &S, plan: &mut BlockPlan, f: &Freqs, bytes: usize) -> u64 {
+    plan.dynamic_cost(f).min(fixed_cost(f)).min(sink.stored_cost(bytes))
+}
+
+/// Writes one block of `tokens` (which encode `data`) with counts `f`, as whichever block type
+/// is smallest.
+pub fn write_block<S: BitSink>(sink: &mut S, plan: &mut BlockPlan, f: &Freqs, tokens: &[u32], data: &[u8], last: bool) {
+    let dynamic = plan.dynamic_cost(f);
+    let fixed = fixed_cost(f);
+    if sink.stored_cost(data.len()) <= dynamic.min(fixed) {
+        let mut rest = data;
+        loop {
+            let (piece, tail) = rest.split_at(rest.len().min(MAX_STORED));
+            sink.restart();
+            sink.header((last && tail.is_empty()) as u32, 3);
+            sink.stored_header(piece.len() as u16);
+            sink.stored_bytes(piece);
+            rest = tail;
+            if rest.is_empty() {
+                return;
+            }
+        }
+    }
+    sink.restart();
+    if dynamic < fixed {
+        sink.header(last as u32 | 4, 3);
+        sink.header((plan.hlit - 257) | ((plan.hdist - 1) << 5) | ((plan.hclen - 4) << 10), 14);
+        canonical_codes(&plan.pre_lens, &mut plan.pre_codes);
+        for &sym in PRECODE_ORDER.iter().take(plan.hclen as usize) {
+            sink.item(plan.pre_lens[sym as usize] as u32, 3);
+        }
+        sink.restart();
+        for &item in plan.items.iter().take(plan.n_items as usize) {
+            let sym = (item & 31) as usize;
+            let n = plan.pre_lens[sym] as u32;
+            sink.item(plan.pre_codes[sym] as u32 | ((item as u32 >> 5) << n), n + PRECODE_EXTRA[sym] as u32);
+        }
+        plan.lit_lens[NUM_LITLEN..].fill(0);
+        plan.dist_lens[NUM_DIST..].fill(0);
+    } else {
+        sink.header(last as u32 | 2, 3);
+        plan.lit_lens = FIXED_LITLEN_LENS;
+        plan.dist_lens = FIXED_DIST_LENS;
+    }
+    canonical_codes(&plan.lit_lens, &mut plan.lit_codes);
+    canonical_codes(&plan.dist_lens, &mut plan.dist_codes);
+    sink.restart();
+    let (lens, codes) = (&plan.lit_lens, &plan.lit_codes);
+    for &tok in tokens {
+        let (dist, v) = ((tok >> 16) as usize, (tok & 0xFFFF) as usize);
+        if dist == 0 {
+            sink.literal(codes[v & 255] as u32, lens[v & 255] as u32);
+        } else {
+            let (ls, ds) = (length_slot_in(v, S::DEFLATE64), dist_slot(dist));
+            let (ln, dn) = (lens[257 + ls] as u32, plan.dist_lens[ds] as u32);
+            let length = codes[257 + ls] as u32 | ((v as u32 - LENGTH_BASE[ls] as u32) << ln);
+            let distance = plan.dist_codes[ds] as u32 | ((dist as u32 - DIST_BASE[ds] as u32) << dn);
+            sink.matched(length, ln + LENGTH_EXTRA[ls] as u32, distance, dn + DIST_EXTRA[ds] as u32);
+        }
+    }
+    sink.end_of_block(codes[END_OF_BLOCK] as u32, lens[END_OF_BLOCK] as u32);
+}
+
+/// Plain deflate's sink: one LSB-first bit stream into a byte slice.
+pub struct BitWriter<'a> {
+    out: &'a mut [u8],
+    pos: usize,
+    buf: u64,
+    count: u32,
+    overflow: bool,
+}
+
+impl<'a> BitWriter<'a> {
+    pub fn new(out: &'a mut [u8], pos: usize) -> Self {
+        Self { out, pos, buf: 0, count: 0, overflow: false }
+    }
+
+    #[inline(always)]
+    fn put(&mut self, bits: u32, n: u32) {
+        self.buf |= (bits as u64) << self.count;
+        self.count += n;
+        if self.count >= 32 {
+            self.bytes(&(self.buf as u32).to_le_bytes());
+            self.buf >>= 32;
+            self.count -= 32;
+        }
+    }
+
+    #[inline(always)]
+    fn bytes(&mut self, bytes: &[u8]) {
+        match self.out.get_mut(self.pos..self.pos + bytes.len()) {
+            Some(dst) => dst.copy_from_slice(bytes),
+            None => self.overflow = true,
+        }
+        self.pos += bytes.len();
+    }
+
+    /// Pads the last byte with zero bits and writes out what is buffered.
+    fn flush(&mut self) {
+        while self.count > 0 {
+            self.bytes(&[self.buf as u8]);
+            self.buf >>= 8;
+            self.count = self.count.saturating_sub(8);
+        }
+    }
+
+    /// Appends whole bytes after the bit stream.
+    pub fn append(&mut self, bytes: &[u8]) {
+        self.flush();
+        self.bytes(bytes);
+    }
+
+    /// Ends the stream; returns the bytes written, or `OutputTooSmall`.
+    pub fn finish(mut self) -> Result<usize, Status> {
+        self.flush();
+        if self.overflow { Err(Status::OutputTooSmall) } else { Ok(self.pos) }
+    }
+}
+
+impl BitSink for BitWriter<'_> {
+    const DEFLATE64: bool = false;
+
+    fn restart(&mut self) {}
+
+    fn header(&mut self, bits: u32, n: u32) {
+        self.put(bits, n);
+    }
+
+    fn item(&mut self, bits: u32, n: u32) {
+        self.put(bits, n);
+    }
+
+    #[inline(always)]
+    fn literal(&mut self, code: u32, n: u32) {
+        self.put(code, n);
+    }
+
+    #[inline(always)]
+    fn matched(&mut self, length: u32, length_n: u32, dist: u32, dist_n: u32) {
+        self.put(length, length_n);
+        self.put(dist, dist_n);
+    }
+
+    fn end_of_block(&mut self, code: u32, n: u32) {
+        self.put(code, n);
+    }
+
+    fn stored_header(&mut self, len: u16) {
+        self.flush();
+        self.bytes(&len.to_le_bytes());
+        self.bytes(&(!len).to_le_bytes());
+    }
+
+    fn stored_bytes(&mut self, data: &[u8]) {
+        self.bytes(data);
+    }
+
+    fn stored_cost(&self, len: usize) -> u64 {
+        // The first block pads from the current bit position; later ones start aligned.
+        let mut bits = 3 + ((8 - ((self.count + 3) & 7)) & 7) as u64 + 32 + 8 * len as u64;
+        let mut rest = len;
+        while rest > MAX_STORED {
+            rest -= MAX_STORED;
+            bits += 8 + 32;
+        }
+        bits
+    }
+}

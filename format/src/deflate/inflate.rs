@@ -1,0 +1,402 @@
+//! Decoding. The block-level logic (block headers, the dynamic header's code lengths, building the
+//! decode tables) runs over a [`BitSource`], so GDeflate's 32 interleaved sub-streams reuse it; the
+//! symbols of a plain deflate block are decoded here by [`huffman_block`] over a [`BitReader`].
+
+use super::DecodeTables;
+use super::huffman::{
+    Alphabet, DIST_ROOT, KIND_BASE, KIND_END, KIND_LITERAL, LITLEN_ROOT, PRECODE_ROOT, build_table, entry_extra,
+    entry_kind, entry_len, entry_value, lookup,
+};
+use super::tables::{END_OF_BLOCK, FIXED_DIST_LENS, FIXED_LITLEN_LENS, PRECODE_ORDER};
+use crate::Status;
+
+/// Where decoded bytes go: a slice, or nowhere (only counting, for `decompressed_size`).
+/// Matches are checked the same way in both.
+pub trait Output {
+    /// Bytes produced so far (including space reserved for matches not yet copied).
+    fn len(&self) -> usize;
+    /// Appends one byte.
+    fn push(&mut self, byte: u8) -> Result<(), Status>;
+    /// Appends bytes.
+    fn extend(&mut self, bytes: &[u8]) -> Result<(), Status>;
+    /// Reserves `len` bytes for a match whose distance comes later; returns where they start.
+    fn reserve(&mut self, len: usize) -> Result<usize, Status>;
+    /// Fills the reserved `at..at + len` from `dist` bytes back.
+    fn copy_at(&mut self, at: usize, dist: usize, len: usize) -> Result<(), Status>;
+    /// Appends a match.
+    #[inline(always)]
+    fn copy(&mut self, dist: usize, len: usize) -> Result<(), Status> {
+        let at = self.reserve(len)?;
+        self.copy_at(at, dist, len)
+    }
+    /// Adler-32 and CRC-32 of the bytes from `from`, where the bytes are kept.
+    fn adler32(&self, from: usize) -> Option<u32>;
+    fn crc32(&self, from: usize) -> Option<u32>;
+}
+
+/// Decodes into a caller's slice.
+pub struct SliceOut<'a> {
+    pub out: &'a mut [u8],
+    pub len: usize,
+}
+
+impl Output for SliceOut<'_> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    fn push(&mut self, byte: u8) -> Result<(), Status> {
+        *self.out.get_mut(self.len).ok_or(Status::OutputTooSmall)? = byte;
+        self.len += 1;
+        Ok(())
+    }
+
+    fn extend(&mut self, bytes: &[u8]) -> Result<(), Status> {
+        let end = self.len + bytes.len();
+        self.out.get_mut(self.len..end).ok_or(Status::OutputTooSmall)?.copy_from_slice(bytes);
+        self.len = end;
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn reserve(&mut self, len: usize) -> Result<usize, Status> {
+        let at = self.len;
+        if len > self.out.len() - at {
+            return Err(Status::OutputTooSmall);
+        }
+        self.len += len;
+        Ok(at)
+    }
+
+    #[inline(always)]
+    fn copy_at(&mut self, at: usize, dist: usize, len: usize) -> Result<(), Status> {
+        if dist == 0 || dist > at {
+            return Err(Status::BadOffset);
+        }
+        let window = self.out.get_mut(at - dist..at + len).ok_or(Status::Malformed)?;
+        if dist >= len {
+            window.copy_within(..len, dist);
+        } else {
+            for i in dist..window.len() {
+                window[i] = window[i - dist];
+            }
+        }
+        Ok(())
+    }
+
+    fn adler32(&self, from: usize) -> Option<u32> {
+        self.out.get(from..self.len).map(crate::adler32::adler32)
+    }
+
+    fn crc32(&self, from: usize) -> Option<u32> {
+        self.out.get(from..self.len).map(crate::crc32::crc32)
+    }
+}
+
+/// Counts decoded bytes up to `limit` without keeping them.
+pub struct CountOut {
+    pub len: usize,
+    pub limit: usize,
+}
+
+impl Output for CountOut {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push(&mut self, _: u8) -> Result<(), Status> {
+        self.reserve(1).map(|_| ())
+    }
+
+    fn extend(&mut self, bytes: &[u8]) -> Result<(), Status> {
+        self.reserve(bytes.len()).map(|_| ())
+    }
+
+    fn reserve(&mut self, len: usize) -> Result<usize, Status> {
+        let at = self.len;
+        if len > self.limit - at {
+            return Err(Status::ChunkTooLarge);
+        }
+        self.len += len;
+        Ok(at)
+    }
+
+    fn copy_at(&mut self, at: usize, dist: usize, _: usize) -> Result<(), Status> {
+        if dist == 0 || dist > at { Err(Status::BadOffset) } else { Ok(()) }
+    }
+
+    fn adler32(&self, _: usize) -> Option<u32> {
+        None
+    }
+
+    fn crc32(&self, _: usize) -> Option<u32> {
+        None
+    }
+}
+
+/// The bits of a compressed block, as the block-level decoder sees them. Plain deflate is one
+/// LSB-first stream; GDeflate deals the items of a block out to 32 sub-streams, so it moves to
+/// the next sub-stream after each item and back to sub-stream 0 where a new group of items starts.
+pub trait BitSource {
+    /// Whether the stream is Deflate64 (GDeflate is): length symbol 285 is 3 plus 16 extra bits,
+    /// distance symbols 30 and 31 reach back 64 KiB.
+    const DEFLATE64: bool;
+
+    /// At least the next 32 bits of the current stream (bit 0 first); more may follow.
+    fn peek(&mut self) -> u64;
+    /// Consumes `n` bits of the current stream.
+    fn consume(&mut self, n: u32) -> Result<(), Status>;
+    /// Refills the current stream to hold at least 32 bits (GDeflate's refill after a header).
+    fn ensure(&mut self) -> Result<(), Status>;
+    /// Ends one item (a precode length, a code-length symbol, a stored byte).
+    fn next_item(&mut self) -> Result<(), Status>;
+    /// Starts a group of items (block header, code lengths, symbols) at sub-stream 0.
+    fn restart(&mut self);
+    /// Reads a stored block's length and bytes, after its block header.
+    fn stored<O: Output>(&mut self, out: &mut O) -> Result<(), Status>;
+
+    /// Reads `n` ≤ 16 bits.
+    #[inline(always)]
+    fn bits(&mut self, n: u32) -> Result<u32, Status> {
+        let v = (self.peek() & ((1 << n) - 1)) as u32;
+        self.consume(n)?;
+        Ok(v)
+    }
+
+    /// Decodes one symbol with `table`; returns its entry.
+    #[inline(always)]
+    fn decode(&mut self, table: &[u32], root: u32) -> Result<u32, Status> {
+        let entry = lookup(table, root, self.peek());
+        self.consume(entry_len(entry))?;
+        Ok(entry)
+    }
+
+    /// Decodes a distance (code and extra bits).
+    #[inline(always)]
+    fn distance(&mut self, tables: &DecodeTables) -> Result<usize, Status> {
+        let entry = self.decode(&tables.dist, DIST_ROOT)?;
+        if entry_kind(entry) != KIND_BASE {
+            return Err(Status::Malformed);
+        }
+        Ok(entry_value(entry) as usize + self.bits(entry_extra(entry))? as usize)
+    }
+}
+
+/// What a literal/length symbol decoded to.
+pub enum Symbol {
+    Literal(u8),
+    Length(usize),
+    End,
+}
+
+/// Decodes a literal/length symbol and a length's extra bits.
+#[inline(always)]
+pub fn litlen<S: BitSource>(src: &mut S, tables: &DecodeTables) -> Result<Symbol, Status> {
+    let entry = src.decode(&tables.litlen, LITLEN_ROOT)?;
+    match entry_kind(entry) {
+        KIND_LITERAL => Ok(Symbol::Literal(entry_value(entry) as u8)),
+        KIND_BASE => Ok(Symbol::Length(entry_value(entry) as usize + src.bits(entry_extra(entry))? as usize)),
+        KIND_END => Ok(Symbol::End),
+        _ => Err(Status::Malformed),
+    }
+}
+
+/// Kind of block, from its header.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Block {
+    Stored,
+    Huffman,
+}
+
+/// Reads a block header and, for a Huffman block, sets up `tables`; returns the kind and BFINAL.
+pub fn read_block_header<S: BitSource>(src: &mut S, tables: &mut DecodeTables) -> Result<(Block, bool), Status> {
+    src.restart();
+    let header = src.bits(3)?;
+    src.ensure()?;
+    let last = header & 1 != 0;
+    match header >> 1 {
+        0 => return Ok((Block::Stored, last)),
+        1 => {
+            let deflate64 = S::DEFLATE64;
+            build_table(&mut tables.litlen, LITLEN_ROOT, &FIXED_LITLEN_LENS, Alphabet::LitLen { deflate64 })?;
+            build_table(&mut tables.dist, DIST_ROOT, &FIXED_DIST_LENS, Alphabet::Dist { deflate64 })?;
+        }
+        2 => read_dynamic_header(src, tables)?,
+        _ => return Err(Status::Malformed),
+    }
+    src.restart();
+    Ok((Block::Huffman, last))
+}
+
+/// Reads a dynamic block's code lengths (RFC 1951 §3.2.7) and builds its tables. Like libdeflate
+/// (and unlike zlib) it accepts lengths for symbols that deflate may not use (literal/length 286
+/// and 287, distance 30 and 31, which Deflate64 does use); only using them is `Malformed`.
+fn read_dynamic_header<S: BitSource>(src: &mut S, t: &mut DecodeTables) -> Result<(), Status> {
+    let counts = src.bits(14)?;
+    src.ensure()?;
+    let hlit = (counts & 31) as usize + 257;
+    let hdist = ((counts >> 5) & 31) as usize + 1;
+    let hclen = (counts >> 10) as usize + 4;
+    let mut pre_lens = [0u8; 19];
+    for &sym in PRECODE_ORDER.iter().take(hclen) {
+        pre_lens[sym as usize] = src.bits(3)? as u8;
+        src.next_item()?;
+    }
+    build_table(&mut t.precode, PRECODE_ROOT, &pre_lens, Alphabet::Precode)?;
+    src.restart();
+    let total = hlit + hdist;
+    let lens = t.lens.get_mut(..total).ok_or(Status::Malformed)?;
+    let mut i = 0;
+    while i < total {
+        let sym = entry_value(src.decode(&t.precode, PRECODE_ROOT)?);
+        let (value, run) = match sym {
+            0..=15 => (sym as u8, 1),
+            16 => {
+                let prev = *lens.get(i.wrapping_sub(1)).ok_or(Status::Malformed)?;
+                (prev, 3 + src.bits(2)? as usize)
+            }
+            17 => (0, 3 + src.bits(3)? as usize),
+            _ => (0, 11 + src.bits(7)? as usize),
+        };
+        lens.get_mut(i..i + run).ok_or(Status::Malformed)?.fill(value);
+        i += run;
+        src.next_item()?;
+    }
+    let (lit_lens, dist_lens) = lens.split_at(hlit);
+    if lit_lens.get(END_OF_BLOCK) == Some(&0) {
+        return Err(Status::Malformed);
+    }
+    let deflate64 = S::DEFLATE64;
+    build_table(&mut t.litlen, LITLEN_ROOT, lit_lens, Alphabet::LitLen { deflate64 })?;
+    build_table(&mut t.dist, DIST_ROOT, dist_lens, Alphabet::Dist { deflate64 })
+}
+
+/// Plain deflate's bit stream: LSB-first, through a 64-bit buffer. Past the end of the input it
+/// reads zero bits but counts them, and consuming any of them reports `Truncated`.
+pub struct BitReader<'a> {
+    input: &'a [u8],
+    pos: usize,
+    buf: u64,
+    count: u32,
+    /// Zero bits appended past the end of the input (the newest `pad` bits of `buf`).
+    pad: u32,
+}
+
+impl<'a> BitReader<'a> {
+    pub fn new(input: &'a [u8]) -> Self {
+        Self { input, pos: 0, buf: 0, count: 0, pad: 0 }
+    }
+
+    /// Tops the buffer up to at least 56 bits.
+    #[inline(always)]
+    fn refill(&mut self) {
+        if let Some(word) = self.input.get(self.pos..self.pos + 8) {
+            let word = u64::from_le_bytes([word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7]]);
+            self.buf |= word << self.count;
+            self.pos += ((63 - self.count) >> 3) as usize;
+            self.count |= 56;
+        } else {
+            while self.count <= 55 {
+                match self.input.get(self.pos) {
+                    Some(&b) => {
+                        self.buf |= (b as u64) << self.count;
+                        self.pos += 1;
+                    }
+                    None => self.pad += 8,
+                }
+                self.count += 8;
+            }
+        }
+    }
+
+    /// Input bytes consumed, counting a partly used last byte as consumed.
+    pub fn consumed_bytes(&self) -> usize {
+        (self.pos * 8 + self.pad as usize - self.count as usize).div_ceil(8)
+    }
+}
+
+impl BitSource for BitReader<'_> {
+    const DEFLATE64: bool = false;
+
+    #[inline(always)]
+    fn peek(&mut self) -> u64 {
+        if self.count < 32 {
+            self.refill();
+        }
+        self.buf
+    }
+
+    #[inline(always)]
+    fn consume(&mut self, n: u32) -> Result<(), Status> {
+        if n + self.pad > self.count {
+            return Err(Status::Truncated);
+        }
+        self.buf >>= n;
+        self.count -= n;
+        Ok(())
+    }
+
+    fn ensure(&mut self) -> Result<(), Status> {
+        Ok(())
+    }
+
+    fn next_item(&mut self) -> Result<(), Status> {
+        Ok(())
+    }
+
+    fn restart(&mut self) {}
+
+    fn stored<O: Output>(&mut self, out: &mut O) -> Result<(), Status> {
+        // Skip to the byte boundary, then read straight from the input.
+        let at = self.consumed_bytes();
+        if at > self.input.len() {
+            return Err(Status::Truncated);
+        }
+        *self = Self { input: self.input, pos: at, buf: 0, count: 0, pad: 0 };
+        let header = self.input.get(at..at + 4).ok_or(Status::Truncated)?;
+        let len = u16::from_le_bytes([header[0], header[1]]);
+        if len != !u16::from_le_bytes([header[2], header[3]]) {
+            return Err(Status::Malformed);
+        }
+        let data = self.input.get(at + 4..at + 4 + len as usize).ok_or(Status::Truncated)?;
+        out.extend(data)?;
+        self.pos = at + 4 + len as usize;
+        Ok(())
+    }
+}
+
+/// Decodes the symbols of one Huffman block, through its end-of-block code.
+fn huffman_block<O: Output>(src: &mut BitReader, t: &DecodeTables, out: &mut O) -> Result<(), Status> {
+    loop {
+        // One refill covers a whole match: 15 + 5 + 15 + 13 bits.
+        if src.count < 48 {
+            src.refill();
+        }
+        match litlen(src, t)? {
+            Symbol::Literal(byte) => out.push(byte)?,
+            Symbol::Length(len) => {
+                let dist = src.distance(t)?;
+                out.copy(dist, len)?;
+            }
+            Symbol::End => return Ok(()),
+        }
+    }
+}
+
+/// Decodes one raw deflate stream from the start of `input`; returns the input bytes it spans
+/// (through the byte holding the final block's last bit).
+pub fn inflate<O: Output>(input: &[u8], out: &mut O, tables: &mut DecodeTables) -> Result<usize, Status> {
+    let mut src = BitReader::new(input);
+    loop {
+        let (block, last) = read_block_header(&mut src, tables)?;
+        match block {
+            Block::Stored => src.stored(out)?,
+            Block::Huffman => huffman_block(&mut src, tables, out)?,
+        }
+        if last {
+            return Ok(src.consumed_bytes());
+        }
+    }
+}

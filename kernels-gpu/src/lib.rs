@@ -10,13 +10,19 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+#[cfg(target_arch = "nvptx64")]
+pub mod batch;
 pub mod copy;
 pub mod crc32;
+pub mod deflate;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emulated;
 #[cfg(target_arch = "nvptx64")]
 pub mod gpu;
+pub mod gdeflate;
 pub mod lz4;
+pub mod lz77;
+pub mod snappy;
 pub mod warp;
 
 pub use warp::Warp;

@@ -1,0 +1,267 @@
+//! The warp decoder LZ4 and Snappy share: both are runs of literals and matches (offset, length)
+//! into the output written so far, differing only in how a sequence is spelled ([`Syntax`]).
+//!
+//! Runs of short sequences (at most [`SHORT_SEQUENCE`] bytes, matches reading bytes written
+//! before them) are decoded together: each lane parses the sequence that would start at its
+//! position of the next 32 input bytes, the real ones are chained with shuffles, a prefix sum
+//! places them, and the output is written 32 bytes a step. Any other sequence goes through
+//! [`Syntax::decode_one`], which checks everything as the format crate's scalar decoder does.
+
+use crate::warp::{WARP_SIZE, Warp};
+use ferrocomp_format::Status;
+
+/// Output bytes of the longest sequence decoded in a batch; longer ones are copied alone.
+pub const SHORT_SEQUENCE: u32 = 2 * WARP_SIZE;
+
+/// A compressed chunk being decoded into its output.
+pub struct Stream {
+    /// The compressed bytes.
+    pub block: *const u8,
+    /// Their count.
+    pub end: u32,
+    /// The output.
+    pub out: *mut u8,
+    /// Bytes the output may hold.
+    pub capacity: u32,
+}
+
+impl Stream {
+    /// The compressed byte at `at` (which must be below `end`).
+    #[inline(always)]
+    pub fn byte(&self, at: u32) -> u32 {
+        unsafe { *self.block.add(at as usize) as u32 }
+    }
+}
+
+/// One short sequence as parsed: `literals` bytes at input `literals_at`, then `len` bytes
+/// copied from `offset` back (none when `len` is 0); the next sequence starts at input `next`.
+#[derive(Clone, Copy)]
+pub struct Parsed {
+    pub literals_at: u32,
+    pub literals: u32,
+    pub offset: u32,
+    pub len: u32,
+    pub next: u32,
+}
+
+/// How a codec spells its sequences.
+pub trait Syntax {
+    /// The sequence that would start at input `p`, if it is short (at most [`SHORT_SEQUENCE`]
+    /// output bytes, all its input before `stream.end`) and may be batched.
+    fn short_sequence(&self, stream: &Stream, p: u32) -> Option<Parsed>;
+
+    /// Decodes the one sequence at `ip` (output `op`), of any shape, with every check of the
+    /// scalar decoder and its statuses; returns whether the chunk is complete. Ends with the
+    /// output it wrote visible to every lane.
+    ///
+    /// # Safety
+    /// The stream's memory must be valid as for [`decode`].
+    unsafe fn decode_one<W: Warp>(&self, warp: &W, stream: &Stream, ip: &mut u32, op: &mut u32)
+    -> Result<bool, Status>;
+}
+
+/// Decodes `stream` from input `ip` and output `op` to its end; returns the output size.
+///
+/// # Safety
+/// `stream.block` must be readable for `stream.end` bytes and `stream.out` writable for
+/// `stream.capacity` bytes, and not written by anyone else meanwhile.
+#[inline(always)]
+pub unsafe fn decode<W: Warp, S: Syntax>(
+    warp: &W,
+    syntax: &S,
+    stream: &Stream,
+    mut ip: u32,
+    mut op: u32,
+) -> Result<u32, Status> {
+    loop {
+        let batch = unsafe { short_sequences(warp, syntax, stream, ip, op) };
+        if batch.sequences == 0 {
+            if unsafe { syntax.decode_one(warp, stream, &mut ip, &mut op)? } {
+                return Ok(op);
+            }
+        } else {
+            unsafe { write_batch(warp, stream, &batch, op) };
+            (ip, op) = (batch.next_ip, op + batch.total);
+        }
+    }
+}
+
+/// Short sequences found together. Lane k describes the sequence that would start k bytes into
+/// the batch's input (a real one where the chain of sequences passed through k).
+struct Batch {
+    /// How many sequences; 0 when the next one must be decoded alone.
+    sequences: u32,
+    /// Input position after the batch.
+    next_ip: u32,
+    /// Output bytes of the batch.
+    total: u32,
+    /// The last real sequence's lane at or before this lane.
+    owner: u32,
+    /// Output position of the owner's literals (grows with the lane).
+    owner_start: u32,
+    /// Input position of this lane's literals.
+    literals_at: u32,
+    /// Literal bytes of this lane's sequence.
+    literals: u32,
+    /// Match offset of this lane's sequence.
+    offset: u32,
+}
+
+/// The run of short sequences starting at input `ip` (output `op`) that can be written
+/// together; `sequences` is 0 when the next one is not such.
+#[inline(always)]
+unsafe fn short_sequences<W: Warp, S: Syntax>(warp: &W, syntax: &S, stream: &Stream, ip: u32, op: u32) -> Batch {
+    let lane = warp.lane();
+    let parsed = syntax.short_sequence(stream, ip + lane);
+    let Parsed { literals_at, literals, offset, len, next } =
+        parsed.unwrap_or(Parsed { literals_at: 0, literals: 0, offset: 0, len: 0, next: 0 });
+
+    // Follow the sequences from `ip`: lane k's leads to the one at `next`.
+    let link = if parsed.is_some() { next - ip } else { u32::MAX };
+    let (mut real, mut k) = (0u32, 0u32);
+    while k < WARP_SIZE {
+        let following = warp.shuffle(link, k);
+        if following == u32::MAX {
+            break;
+        }
+        real |= 1 << k;
+        k = following;
+    }
+
+    // Place them, and keep the prefix that is valid and reads only bytes written before each
+    // 32-byte step (an offset of 32 or more, or a source before the batch).
+    let mine = real >> lane & 1 != 0;
+    let bytes = if mine { literals + len } else { 0 };
+    let end_of_mine = op + scan_add(warp, bytes);
+    let start = end_of_mine - bytes;
+    let match_start = start + literals;
+    let capacity = stream.capacity;
+    let bad = mine
+        && (literals > capacity.saturating_sub(start)
+            || (len > 0
+                && (offset == 0
+                    || offset > match_start
+                    || len > capacity.saturating_sub(match_start)
+                    || (offset < WARP_SIZE && match_start + len - offset > op))));
+    let first_bad = warp.ballot(bad).trailing_zeros();
+    let real = if first_bad == WARP_SIZE { real } else { real & ((1 << first_bad) - 1) };
+    if real == 0 {
+        return Batch { sequences: 0, next_ip: ip, total: 0, owner: 0, owner_start: 0, literals_at, literals, offset };
+    }
+    let last = 31 - real.leading_zeros();
+    let total = warp.shuffle(end_of_mine, last) - op;
+    let next_ip = warp.shuffle(next, last);
+    let owner = scan_max(warp, if real >> lane & 1 != 0 { lane } else { 0 });
+    let owner_start = warp.shuffle(start, owner);
+    Batch { sequences: real.count_ones(), next_ip, total, owner, owner_start, literals_at, literals, offset }
+}
+
+/// Writes a batch's `total` bytes at `op`, 32 a step: lane i writes byte `op + step + i`, from
+/// its sequence's literals or the output it repeats.
+#[inline(always)]
+unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, batch: &Batch, op: u32) {
+    let lane = warp.lane();
+    let mut step = 0;
+    while step < batch.total {
+        let at = op + step + lane;
+        // The last lane whose sequence starts at or before `at` (owner starts only grow).
+        let mut j = 0;
+        let mut half = WARP_SIZE / 2;
+        while half > 0 {
+            if warp.shuffle(batch.owner_start, j + half) <= at {
+                j += half;
+            }
+            half /= 2;
+        }
+        let owner = warp.shuffle(batch.owner, j);
+        let start = warp.shuffle(batch.owner_start, j);
+        let literals = warp.shuffle(batch.literals, owner);
+        let literals_at = warp.shuffle(batch.literals_at, owner);
+        let offset = warp.shuffle(batch.offset, owner);
+        if step + lane < batch.total {
+            let i = at - start;
+            let src = if i < literals {
+                unsafe { stream.block.add((literals_at + i) as usize) }
+            } else {
+                unsafe { stream.out.add((at - offset) as usize) }
+            };
+            unsafe { *stream.out.add(at as usize) = *src };
+        }
+        warp.sync(); // the step's bytes are visible to every lane
+        step += WARP_SIZE;
+    }
+}
+
+/// Sum of `value` over lanes `0..=lane`.
+#[inline(always)]
+pub fn scan_add<W: Warp>(warp: &W, mut value: u32) -> u32 {
+    let lane = warp.lane();
+    let mut distance = 1;
+    while distance < WARP_SIZE {
+        let below = warp.shuffle(value, lane.saturating_sub(distance));
+        if lane >= distance {
+            value += below;
+        }
+        distance *= 2;
+    }
+    value
+}
+
+/// Maximum of `value` over lanes `0..=lane`.
+#[inline(always)]
+fn scan_max<W: Warp>(warp: &W, mut value: u32) -> u32 {
+    let lane = warp.lane();
+    let mut distance = 1;
+    while distance < WARP_SIZE {
+        value = value.max(warp.shuffle(value, lane.saturating_sub(distance)));
+        distance *= 2;
+    }
+    value
+}
+
+/// Copies `n` bytes from `src` to `dst` (not overlapping): 128 a step, 4 per lane, then the
+/// rest 32 a step.
+///
+/// # Safety
+/// `src` must be readable and `dst` writable for `n` bytes.
+#[inline(always)]
+pub unsafe fn copy<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: u32) {
+    const STEP: u32 = 4 * WARP_SIZE;
+    let mut base = 0;
+    while base + STEP <= n {
+        let i = (base + 4 * warp.lane()) as usize;
+        unsafe {
+            let bytes = [*src.add(i), *src.add(i + 1), *src.add(i + 2), *src.add(i + 3)];
+            dst.add(i).copy_from_nonoverlapping(bytes.as_ptr(), 4);
+        }
+        base += STEP;
+    }
+    let (src, dst) = unsafe { (src.add(base as usize), dst.add(base as usize)) };
+    warp.for_each_strided((n - base) as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
+}
+
+/// Writes the match of `len` bytes at `out[op..]` repeating those `offset` back (all written
+/// and visible), then makes it visible to every lane.
+///
+/// # Safety
+/// `out` must be writable for `op + len` bytes, and `0 < offset <= op`.
+#[inline(always)]
+pub unsafe fn copy_match<W: Warp>(warp: &W, out: *mut u8, op: u32, offset: u32, len: u32) {
+    let (src, dst) = unsafe { (out.add((op - offset) as usize), out.add(op as usize)) };
+    if offset >= len {
+        unsafe { copy(warp, src, dst, len) };
+    } else {
+        // The match overlaps itself: byte i repeats byte (i mod offset) of the `offset` bytes
+        // before it, which are all written already.
+        let step = WARP_SIZE % offset;
+        let mut phase = warp.lane() % offset;
+        warp.for_each_strided(len as usize, |i| {
+            unsafe { *dst.add(i) = *src.add(phase as usize) };
+            phase += step;
+            if phase >= offset {
+                phase -= offset;
+            }
+        });
+    }
+    warp.sync(); // the match is visible to every lane
+}

@@ -1,0 +1,321 @@
+//! Snappy on the GPU, one warp per chunk. Compression is LZ4's warp parse
+//! (`crate::lz4::parse_chunk`) with Snappy's elements written instead of LZ4's, exactly as
+//! `ferrocomp_format::snappy::compress` writes them. Decompression is the warp decoder LZ4 uses
+//! (`crate::lz77`) reading Snappy's elements, with the format crate's checks and statuses.
+
+use crate::lz4::{SequenceEncoder, parse_chunk};
+use crate::lz77::{self, Parsed, SHORT_SEQUENCE, Stream, Syntax};
+use crate::warp::Warp;
+use core::slice;
+use ferrocomp_format::snappy;
+use ferrocomp_format::{DataType, Status};
+
+/// Compresses the `n` bytes at `input` into `out` (room for `capacity` bytes) as one Snappy
+/// stream; returns the compressed size. `table` is this warp's LZ4 hash table.
+///
+/// # Safety
+/// As `crate::lz4::compress_chunk`.
+pub unsafe fn compress_chunk<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    out: *mut u8,
+    capacity: usize,
+    table: *mut u16,
+    data_type: DataType,
+) -> Result<usize, Status> {
+    if n > snappy::MAX_CHUNK_SIZE {
+        return Err(Status::ChunkTooLarge);
+    }
+    let len = snappy::preamble_len(n);
+    if len > capacity {
+        return Err(Status::OutputTooSmall);
+    }
+    if warp.lane() == 0 {
+        snappy::write_preamble(unsafe { slice::from_raw_parts_mut(out, len) }, n);
+    }
+    let mut writer = WarpWriter { warp, out, capacity, len };
+    unsafe { parse_chunk(warp, input, n, table, data_type, &mut writer)? };
+    Ok(writer.len)
+}
+
+/// Appends Snappy elements to a chunk's output: lane 0 writes the tags and copies, all lanes
+/// the literals.
+struct WarpWriter<'w, W> {
+    warp: &'w W,
+    out: *mut u8,
+    capacity: usize,
+    len: usize,
+}
+
+impl<W: Warp> WarpWriter<'_, W> {
+    /// A literal element of `count` bytes at `literals` (none when `count` is 0).
+    unsafe fn literals(&mut self, literals: *const u8, count: usize) -> Result<(), Status> {
+        if count == 0 {
+            return Ok(());
+        }
+        let header = snappy::literal_header_len(count);
+        let end = self.len + header + count;
+        if end > self.capacity {
+            return Err(Status::OutputTooSmall);
+        }
+        if self.warp.lane() == 0 {
+            snappy::write_literal_header(unsafe { slice::from_raw_parts_mut(self.out.add(self.len), header) }, count);
+        }
+        let dst = unsafe { self.out.add(self.len + header) };
+        self.warp.for_each_strided(count, |i| unsafe { *dst.add(i) = *literals.add(i) });
+        self.len = end;
+        Ok(())
+    }
+}
+
+impl<W: Warp> SequenceEncoder for WarpWriter<'_, W> {
+    unsafe fn sequence(
+        &mut self,
+        literals: *const u8,
+        count: usize,
+        offset: usize,
+        match_len: usize,
+    ) -> Result<(), Status> {
+        unsafe { self.literals(literals, count)? };
+        let copies = snappy::copy_elements_len(offset, match_len);
+        if self.len + copies > self.capacity {
+            return Err(Status::OutputTooSmall);
+        }
+        if self.warp.lane() == 0 {
+            let out = unsafe { slice::from_raw_parts_mut(self.out.add(self.len), copies) };
+            snappy::write_copies(out, offset, match_len);
+        }
+        self.len += copies;
+        Ok(())
+    }
+
+    unsafe fn last_literals(&mut self, literals: *const u8, count: usize) -> Result<(), Status> {
+        unsafe { self.literals(literals, count) }
+    }
+}
+
+/// Decompresses the Snappy stream of `in_len` bytes at `input` into `out` (room for `capacity`
+/// bytes); returns the decompressed size, or the status `ferrocomp_format::snappy::decompress`
+/// gives for the same stream.
+///
+/// # Safety
+/// `input` must be readable for `in_len` bytes and `out` writable for `capacity` bytes, and not
+/// written by anyone else meanwhile.
+pub unsafe fn decompress_chunk<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    in_len: usize,
+    out: *mut u8,
+    capacity: usize,
+) -> Result<usize, Status> {
+    if in_len > u32::MAX as usize {
+        return Err(Status::ChunkTooLarge);
+    }
+    let bytes = if in_len == 0 { &[][..] } else { unsafe { slice::from_raw_parts(input, in_len) } };
+    let (n, start) = snappy::read_preamble(bytes)?;
+    if n > capacity {
+        return Err(Status::OutputTooSmall);
+    }
+    // The preamble's size is the output's: writing past it is `Malformed`, as in the scalar decoder.
+    let stream = Stream { block: input, end: in_len as u32, out, capacity: n as u32 };
+    unsafe { lz77::decode(warp, &SnappySyntax, &stream, start as u32, 0).map(|op| op as usize) }
+}
+
+/// Snappy's elements: a literal run, or one copy.
+struct SnappySyntax;
+
+/// Element tags (the low two bits of an element's first byte).
+const LITERAL: u32 = 0;
+const COPY1: u32 = 1;
+const COPY2: u32 = 2;
+
+impl SnappySyntax {
+    /// The literal element whose tag `code` (upper six bits) is at `p`: where its bytes start and
+    /// how many there are (as u64: up to 2^32), or `Truncated` if its length bytes are cut off.
+    #[inline(always)]
+    fn literal(stream: &Stream, p: u32, code: u32) -> Result<(u32, u64), Status> {
+        if code < 60 {
+            return Ok((p + 1, code as u64 + 1));
+        }
+        let extra = code - 59;
+        if stream.end - (p + 1) < extra {
+            return Err(Status::Truncated);
+        }
+        let mut value = 0u64;
+        let mut i = 0;
+        while i < extra {
+            value |= (stream.byte(p + 1 + i) as u64) << (8 * i);
+            i += 1;
+        }
+        Ok((p + 1 + extra, value + 1))
+    }
+
+    /// The copy element whose tag is at `p`: (offset, length, its size in bytes), or `Truncated`.
+    #[inline(always)]
+    fn copy(stream: &Stream, p: u32, kind: u32, code: u32) -> Result<(u32, u32, u32), Status> {
+        let size = match kind {
+            COPY1 => 2,
+            COPY2 => 3,
+            _ => 5,
+        };
+        if stream.end - p < size {
+            return Err(Status::Truncated);
+        }
+        let byte = |i: u32| stream.byte(p + i);
+        Ok(match kind {
+            COPY1 => ((code >> 3) << 8 | byte(1), 4 + (code & 7), size),
+            COPY2 => (byte(1) | byte(2) << 8, code + 1, size),
+            _ => (byte(1) | byte(2) << 8 | byte(3) << 16 | byte(4) << 24, code + 1, size),
+        })
+    }
+}
+
+impl Syntax for SnappySyntax {
+    #[inline(always)]
+    fn short_sequence(&self, stream: &Stream, p: u32) -> Option<Parsed> {
+        if p >= stream.end {
+            return None;
+        }
+        let tag = stream.byte(p);
+        let (kind, code) = (tag & 3, tag >> 2);
+        if kind == LITERAL {
+            let (literals_at, len) = Self::literal(stream, p, code).ok()?;
+            let fits = len <= SHORT_SEQUENCE as u64 && len as u32 <= stream.end - literals_at;
+            let next = literals_at + len as u32;
+            fits.then_some(Parsed { literals_at, literals: len as u32, offset: 0, len: 0, next })
+        } else {
+            let (offset, len, size) = Self::copy(stream, p, kind, code).ok()?;
+            Some(Parsed { literals_at: 0, literals: 0, offset, len, next: p + size })
+        }
+    }
+
+    unsafe fn decode_one<W: Warp>(&self, warp: &W, stream: &Stream, ip: &mut u32, op: &mut u32) -> Result<bool, Status> {
+        let n = stream.capacity;
+        if *ip >= stream.end {
+            return if *op == n { Ok(true) } else { Err(Status::Malformed) };
+        }
+        let tag = stream.byte(*ip);
+        let (kind, code) = (tag & 3, tag >> 2);
+        if kind == LITERAL {
+            let (literals_at, len) = Self::literal(stream, *ip, code)?;
+            if len > (stream.end - literals_at) as u64 {
+                return Err(Status::Truncated);
+            }
+            let len = len as u32;
+            if len > n - *op {
+                return Err(Status::Malformed);
+            }
+            let (src, dst) = unsafe { (stream.block.add(literals_at as usize), stream.out.add(*op as usize)) };
+            unsafe { lz77::copy(warp, src, dst, len) };
+            warp.sync(); // the literals are visible to every lane
+            (*ip, *op) = (literals_at + len, *op + len);
+        } else {
+            let (offset, len, size) = Self::copy(stream, *ip, kind, code)?;
+            if offset == 0 || offset > *op {
+                return Err(Status::BadOffset);
+            }
+            if len > n - *op {
+                return Err(Status::Malformed);
+            }
+            unsafe { lz77::copy_match(warp, stream.out, *op, offset, len) };
+            (*ip, *op) = (*ip + size, *op + len);
+        }
+        Ok(false)
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use super::*;
+    use crate::batch::{bytes, finish, for_each_chunk};
+    use crate::gpu::{HardwareWarp, dynamic_shared_memory};
+    use ferrocomp_format::lz4::HASH_ENTRIES;
+
+    /// Compresses chunk `i` of `count` into `outputs[i]` (room for `capacity` bytes), writing
+    /// `out_sizes[i]` and `statuses[i]`; `options` is the data type. One warp per chunk, its
+    /// hash table in shared memory.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn snappy_compress(
+        inputs: *const *const u8,
+        in_sizes: *const usize,
+        outputs: *const *mut u8,
+        capacity: usize,
+        out_sizes: *mut usize,
+        statuses: *mut u32,
+        count: usize,
+        _scratch: *mut u8,
+        options: u32,
+    ) {
+        let warp = HardwareWarp;
+        let table =
+            unsafe { dynamic_shared_memory::<u16>().add(HardwareWarp::index_in_block() as usize * HASH_ENTRIES) };
+        let data_type = DataType::from_id(options as u8).unwrap_or_default();
+        for_each_chunk(count, false, |chunk, _| {
+            let result = unsafe {
+                compress_chunk(
+                    &warp,
+                    *inputs.add(chunk),
+                    *in_sizes.add(chunk),
+                    *outputs.add(chunk),
+                    capacity,
+                    table,
+                    data_type,
+                )
+            };
+            if warp.lane() == 0 {
+                unsafe { finish(chunk, result, out_sizes, statuses, core::ptr::null_mut()) };
+            }
+        });
+    }
+
+    /// Decompresses chunk `i` of `count` into `outputs[i]` (room for `capacities[i]` bytes),
+    /// writing `out_sizes[i]` and `statuses[i]`; `first_failure`, if not null, is lowered to the
+    /// index of the first chunk that failed.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn snappy_decompress(
+        inputs: *const *const u8,
+        in_sizes: *const usize,
+        outputs: *const *mut u8,
+        capacities: *const usize,
+        out_sizes: *mut usize,
+        statuses: *mut u32,
+        count: usize,
+        first_failure: *mut u32,
+        _scratch: *mut u8,
+        _options: u32,
+    ) {
+        let warp = HardwareWarp;
+        for_each_chunk(count, false, |chunk, _| {
+            let result = unsafe {
+                decompress_chunk(
+                    &warp,
+                    *inputs.add(chunk),
+                    *in_sizes.add(chunk),
+                    *outputs.add(chunk),
+                    *capacities.add(chunk),
+                )
+            };
+            if warp.lane() == 0 {
+                unsafe { finish(chunk, result, out_sizes, statuses, first_failure) };
+            }
+        });
+    }
+
+    /// Reads the decompressed size of chunk `i` of `count` from its preamble.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn snappy_decompressed_sizes(
+        inputs: *const *const u8,
+        in_sizes: *const usize,
+        out_sizes: *mut usize,
+        statuses: *mut u32,
+        count: usize,
+        _scratch: *mut u8,
+        _options: u32,
+    ) {
+        for_each_chunk(count, true, |chunk, _| unsafe {
+            let input = bytes(*inputs.add(chunk), *in_sizes.add(chunk));
+            finish(chunk, snappy::decompressed_size(input), out_sizes, statuses, core::ptr::null_mut());
+        });
+    }
+}

@@ -2,7 +2,10 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use ferrocomp::{Bitstream, BufferCodec, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Gpu, Lz4, Options};
+use ferrocomp::{
+    Bitstream, BufferCodec, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate, GDeflate, Gpu, Lz4, Options,
+    Snappy, Wrapper,
+};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,9 +33,13 @@ enum Command {
         /// Uncompressed bytes per chunk (native bitstream): bytes, or with a K, KiB, M or MiB suffix.
         #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
         chunk_size: usize,
-        /// Element type of the input; matches align to its width.
+        /// Element type of the input; matches align to its width (lz4, snappy).
         #[arg(long, value_enum, default_value_t = DataTypeArg::Char)]
         data_type: DataTypeArg,
+        /// Level of deflate, zlib, gzip and gdeflate (nvCOMP's algorithm_type): 0 entropy coding
+        /// only, 1 fast, 2-3 medium, 4 high, 5 highest ratio.
+        #[arg(short, long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=5))]
+        level: u8,
     },
     /// Decompress IN into OUT.
     Decompress {
@@ -68,6 +75,14 @@ struct Common {
 #[derive(Clone, Copy, ValueEnum)]
 enum AlgorithmArg {
     Lz4,
+    Snappy,
+    /// raw deflate (RFC 1951)
+    Deflate,
+    /// deflate in a zlib wrapper (RFC 1950)
+    Zlib,
+    /// deflate in a gzip wrapper (RFC 1952)
+    Gzip,
+    Gdeflate,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -115,7 +130,7 @@ impl Common {
         Config { chunk_size, bitstream, checksum }
     }
 
-    fn options(&self, data_type: DataTypeArg) -> Options {
+    fn options(&self, data_type: DataTypeArg, level: u8) -> Options {
         let data_type = match data_type {
             DataTypeArg::Char => DataType::Char,
             DataTypeArg::Short => DataType::Short,
@@ -124,6 +139,11 @@ impl Common {
         };
         match self.algorithm {
             AlgorithmArg::Lz4 => Options::Lz4(Lz4 { data_type }),
+            AlgorithmArg::Snappy => Options::Snappy(Snappy { data_type }),
+            AlgorithmArg::Deflate => Options::Deflate(Deflate { level, wrapper: Wrapper::Raw }),
+            AlgorithmArg::Zlib => Options::Deflate(Deflate { level, wrapper: Wrapper::Zlib }),
+            AlgorithmArg::Gzip => Options::Deflate(Deflate { level, wrapper: Wrapper::Gzip }),
+            AlgorithmArg::Gdeflate => Options::GDeflate(GDeflate { level }),
         }
     }
 
@@ -173,8 +193,8 @@ fn run(cli: Cli) -> Result<()> {
     let device = gpu.as_ref().map_or("CPU".into(), |gpu| gpu.name().to_string());
     let start = Instant::now();
     let (output, uncompressed, compressed) = match cli.command {
-        Command::Compress { ref common, chunk_size, data_type } => {
-            let codec = BufferCodec::new(common.options(data_type), common.config(chunk_size), gpu)
+        Command::Compress { ref common, chunk_size, data_type, level } => {
+            let codec = BufferCodec::new(common.options(data_type, level), common.config(chunk_size), gpu)
                 .context("configuring the compressor")?;
             let bar = progress_bar(input.len());
             let output = codec
@@ -185,7 +205,7 @@ fn run(cli: Cli) -> Result<()> {
             (output, input.len(), compressed)
         }
         Command::Decompress { ref common, size } => {
-            let codec = BufferCodec::new(common.options(DataTypeArg::Char), common.config(DEFAULT_CHUNK_SIZE), gpu)
+            let codec = BufferCodec::new(common.options(DataTypeArg::Char, 1), common.config(DEFAULT_CHUNK_SIZE), gpu)
                 .context("configuring the decompressor")?;
             let context = || format!("decompressing {input_path}");
             let total = codec.read_frame(&input).with_context(context)?.total_size;

@@ -371,7 +371,8 @@ impl BufferCodec {
         }
         let chunk_bytes = chunk_size.min(input.len());
         let bound = codec.max_compressed_chunk_size(chunk_bytes);
-        let scratch = Scratch::ensure(gpu, guard, count, count * bound, count * bound)?;
+        let codec_bytes = codec.compress_scratch_size(count, chunk_size);
+        let scratch = Scratch::ensure(gpu, guard, count, count * bound, count * bound, codec_bytes)?;
         for i in 0..count {
             scratch.host_addresses[i] = input.address() + (i * chunk_size) as u64;
             scratch.host_sizes[i] = (input.len() - (i * chunk_size).min(input.len())).min(chunk_size);
@@ -382,8 +383,7 @@ impl BufferCodec {
         let (inputs, outputs) = halves(&scratch.addresses, count);
         let inputs = Chunks::new(inputs, scratch.sizes.view().slice(0, count));
         let results = Results { sizes: scratch.result_sizes.view_mut(), statuses: scratch.statuses.view_mut() };
-        let scratch_bytes = unsafe { DeviceViewMut::from_raw(0, 0) };
-        unsafe { codec.compress_async(gpu, inputs, outputs, bound, scratch_bytes, results, stream)? };
+        unsafe { codec.compress_async(gpu, inputs, outputs, bound, scratch.codec.view_mut(), results, stream)? };
         let computes = self.stores_checksums();
         if computes {
             let compressed = Chunks::new(outputs, scratch.result_sizes.view().slice(0, count));
@@ -459,7 +459,7 @@ impl BufferCodec {
     /// The decompressed size of a raw single-block stream, found by walking it on the GPU.
     fn raw_size_gpu(&self, gpu: &Gpu, compressed: DeviceView<'_, u8>, stream: &Stream) -> Result<usize> {
         let mut guard = self.scratch.lock().unwrap();
-        let scratch = Scratch::ensure(gpu, &mut guard, 1, 0, 0)?;
+        let scratch = Scratch::ensure(gpu, &mut guard, 1, 0, 0, 0)?;
         scratch.host_addresses[0] = compressed.address();
         scratch.host_sizes[0] = compressed.len();
         stream.copy_to_device(&scratch.host_addresses[..1], scratch.addresses.address())?;
@@ -494,7 +494,8 @@ impl BufferCodec {
             return Ok(());
         }
         let mut guard = self.scratch.lock().unwrap();
-        let scratch = Scratch::ensure(gpu, &mut guard, count, 0, 0)?;
+        let codec_bytes = frame.options.codec().decompress_scratch_size(count, frame.chunk_size);
+        let scratch = Scratch::ensure(gpu, &mut guard, count, 0, 0, codec_bytes)?;
         let offsets = frame.compressed_offsets();
         for i in 0..count {
             scratch.host_addresses[i] = compressed.address() + offsets[i] as u64;
@@ -513,12 +514,11 @@ impl BufferCodec {
         let codec = frame.options.codec();
         let (verify_uncompressed, verify_compressed) = self.checksums_to_verify(frame);
         unsafe {
-            let scratch_bytes = DeviceViewMut::from_raw(0, 0);
             codec.decompress_async(
                 gpu,
                 inputs,
                 outputs,
-                scratch_bytes,
+                scratch.codec.view_mut(),
                 results,
                 Some(scratch.first_failure.view_mut()),
                 stream,
@@ -636,6 +636,9 @@ struct Scratch {
     packed: DeviceBuffer<u8>,
     /// Where host input is uploaded.
     input: DeviceBuffer<u8>,
+    /// The codec's own scratch.
+    codec_bytes: usize,
+    codec: DeviceBuffer<u8>,
     host_addresses: PinnedBuffer<u64>,
     host_sizes: PinnedBuffer<usize>,
     host_result_sizes: PinnedBuffer<usize>,
@@ -646,25 +649,28 @@ struct Scratch {
 
 impl Scratch {
     /// The scratch, grown to hold `chunks` chunks, `staging_bytes` of compressed staging and
-    /// `packed_bytes` of packed output.
+    /// `packed_bytes` of packed output, and `codec_bytes` of the codec's scratch.
     fn ensure<'s>(
         gpu: &Gpu,
         slot: &'s mut Option<Scratch>,
         chunks: usize,
         staging_bytes: usize,
         packed_bytes: usize,
+        codec_bytes: usize,
     ) -> Result<&'s mut Scratch> {
-        let fits =
-            slot.as_ref().is_some_and(|s| s.chunks >= chunks && s.staging_bytes >= staging_bytes.max(packed_bytes));
+        let fits = slot.as_ref().is_some_and(|s| {
+            s.chunks >= chunks && s.staging_bytes >= staging_bytes.max(packed_bytes) && s.codec_bytes >= codec_bytes
+        });
         if !fits {
             // Free the old arrays before allocating larger ones; keep the uploaded input.
-            let (old_chunks, old_staging, input, input_bytes) = match slot.take() {
-                Some(Scratch { chunks, staging_bytes, input, input_bytes, .. }) => {
-                    (chunks, staging_bytes, input, input_bytes)
+            let (old_chunks, old_staging, old_codec, input, input_bytes) = match slot.take() {
+                Some(Scratch { chunks, staging_bytes, codec_bytes, input, input_bytes, .. }) => {
+                    (chunks, staging_bytes, codec_bytes, input, input_bytes)
                 }
-                None => (0, 0, gpu.alloc(0)?, 0),
+                None => (0, 0, 0, gpu.alloc(0)?, 0),
             };
             let (chunks, staging_bytes) = (chunks.max(old_chunks), staging_bytes.max(packed_bytes).max(old_staging));
+            let codec_bytes = codec_bytes.max(old_codec);
             let pinned = gpu.allocators().pinned;
             *slot = Some(Scratch {
                 chunks,
@@ -680,6 +686,8 @@ impl Scratch {
                 staging: gpu.alloc(staging_bytes)?,
                 packed: gpu.alloc(staging_bytes)?,
                 input,
+                codec_bytes,
+                codec: gpu.alloc(codec_bytes)?,
                 host_addresses: PinnedBuffer::new(&pinned, 2 * chunks)?,
                 host_sizes: PinnedBuffer::new(&pinned, 2 * chunks)?,
                 host_result_sizes: PinnedBuffer::new(&pinned, chunks)?,
@@ -693,7 +701,7 @@ impl Scratch {
 
     /// Uploads `data` into the reused input buffer; returns its device address.
     fn staged_input(gpu: &Gpu, slot: &mut Option<Scratch>, data: &[u8]) -> Result<u64> {
-        let scratch = Scratch::ensure(gpu, slot, 1, 0, 0)?;
+        let scratch = Scratch::ensure(gpu, slot, 1, 0, 0, 0)?;
         if scratch.input_bytes < data.len() {
             scratch.input = gpu.alloc(data.len())?;
             scratch.input_bytes = data.len();

@@ -35,11 +35,21 @@ struct GpuInner {
 /// Raw handles of the kernels, valid while the module is loaded.
 #[derive(Clone, Copy)]
 pub(crate) struct Kernels {
-    pub lz4_compress: cu::CUfunction,
-    pub lz4_decompress: cu::CUfunction,
-    pub lz4_decompressed_sizes: cu::CUfunction,
+    pub lz4: CodecKernels,
+    pub snappy: CodecKernels,
+    pub deflate: CodecKernels,
+    pub gdeflate: CodecKernels,
     pub crc32: cu::CUfunction,
     pub gather: cu::CUfunction,
+}
+
+/// One codec's batched kernels, named `{codec}_compress`, `{codec}_decompress` and
+/// `{codec}_decompressed_sizes` in the PTX.
+#[derive(Clone, Copy)]
+pub(crate) struct CodecKernels {
+    pub compress: cu::CUfunction,
+    pub decompress: cu::CUfunction,
+    pub decompressed_sizes: cu::CUfunction,
 }
 
 // The handles are plain driver handles, usable from any thread once the context is current.
@@ -73,10 +83,18 @@ impl Gpu {
             .collect();
         let module = Module::from_ptx(PTX, &jit)?;
         let function = |name: &str| module.get_function(name).map(|f| f.to_raw());
+        let codec = |name: &str| -> Result<CodecKernels> {
+            Ok(CodecKernels {
+                compress: function(&format!("{name}_compress"))?,
+                decompress: function(&format!("{name}_decompress"))?,
+                decompressed_sizes: function(&format!("{name}_decompressed_sizes"))?,
+            })
+        };
         let kernels = Kernels {
-            lz4_compress: function("lz4_compress")?,
-            lz4_decompress: function("lz4_decompress")?,
-            lz4_decompressed_sizes: function("lz4_decompressed_sizes")?,
+            lz4: codec("lz4")?,
+            snappy: codec("snappy")?,
+            deflate: codec("deflate")?,
+            gdeflate: codec("gdeflate")?,
             crc32: function("crc32")?,
             gather: function("gather")?,
         };

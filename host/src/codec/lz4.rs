@@ -1,16 +1,16 @@
 //! LZ4: standard LZ4 blocks, one per chunk, on the GPU (one warp per chunk) or the CPU.
 
+use super::{Grid, launch_compress, launch_decompress, launch_sizes};
 use crate::alloc::{DeviceView, DeviceViewMut};
 use crate::batch::{BatchCodec, Chunks, Results};
-use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Stream, blocks};
+use crate::error::Result;
+use crate::gpu::{Gpu, Stream};
 use ferrocomp_format::lz4::{self, HASH_ENTRIES, MAX_CHUNK_SIZE};
 use ferrocomp_format::{DataType, Status};
 use ferrocomp_kernels_gpu::lz4::COMPRESS_SHARED_BYTES_PER_WARP;
-use std::ffi::c_void;
 
 /// Warps per block of the compress kernel (each holds an 8 KiB hash table in shared memory).
-const COMPRESS_WARPS_PER_BLOCK: u32 = 4;
+pub(crate) const COMPRESS_WARPS_PER_BLOCK: u32 = 4;
 /// Warps per block of the decompress kernel.
 const DECOMPRESS_WARPS_PER_BLOCK: u32 = 8;
 /// Threads per block of the size-scan kernel (one thread per chunk).
@@ -21,10 +21,6 @@ const SIZES_THREADS_PER_BLOCK: u32 = 128;
 pub struct Lz4 {
     /// Element type of the input (nvCOMP's `data_type`): matches align to its width.
     pub data_type: DataType,
-}
-
-macro_rules! args {
-    ($($arg:expr),* $(,)?) => { [$(&$arg as *const _ as *mut c_void),*] };
 }
 
 impl BatchCodec for Lz4 {
@@ -54,26 +50,15 @@ impl BatchCodec for Lz4 {
         inputs: Chunks<'_>,
         outputs: DeviceView<'_, u64>,
         output_capacity: usize,
-        _scratch: DeviceViewMut<'_, u8>,
+        scratch: DeviceViewMut<'_, u8>,
         results: Results<'_>,
         stream: &Stream,
     ) -> Result<()> {
-        let count = check_batch(inputs.len(), outputs.len(), &results)?;
-        let (inputs_at, in_sizes_at, outputs_at) =
-            (inputs.addresses.address(), inputs.sizes.address(), outputs.address());
-        let (sizes_at, statuses_at, data_type) =
-            (results.sizes.address(), results.statuses.address(), self.data_type as u32);
-        let args = args![inputs_at, in_sizes_at, outputs_at, output_capacity, sizes_at, statuses_at, count, data_type];
-        let shared = COMPRESS_WARPS_PER_BLOCK * COMPRESS_SHARED_BYTES_PER_WARP as u32;
+        let grid = |count| Grid::warps(count, COMPRESS_WARPS_PER_BLOCK, COMPRESS_SHARED_BYTES_PER_WARP);
+        let kernel = gpu.kernels().lz4.compress;
+        let options = self.data_type as u32;
         unsafe {
-            gpu.launch(
-                gpu.kernels().lz4_compress,
-                blocks(count, COMPRESS_WARPS_PER_BLOCK),
-                COMPRESS_WARPS_PER_BLOCK * 32,
-                shared,
-                stream,
-                &args,
-            )
+            launch_compress(gpu, kernel, grid, inputs, outputs, output_capacity, scratch, results, options, stream)
         }
     }
 
@@ -84,20 +69,8 @@ impl BatchCodec for Lz4 {
         results: Results<'_>,
         stream: &Stream,
     ) -> Result<()> {
-        let count = check_batch(inputs.len(), inputs.len(), &results)?;
-        let (inputs_at, in_sizes_at) = (inputs.addresses.address(), inputs.sizes.address());
-        let (sizes_at, statuses_at) = (results.sizes.address(), results.statuses.address());
-        let args = args![inputs_at, in_sizes_at, sizes_at, statuses_at, count];
-        unsafe {
-            gpu.launch(
-                gpu.kernels().lz4_decompressed_sizes,
-                blocks(count, SIZES_THREADS_PER_BLOCK / 32),
-                SIZES_THREADS_PER_BLOCK,
-                0,
-                stream,
-                &args,
-            )
-        }
+        let grid = |count| Grid::threads(count, SIZES_THREADS_PER_BLOCK);
+        unsafe { launch_sizes(gpu, gpu.kernels().lz4.decompressed_sizes, grid, inputs, results, 0, stream) }
     }
 
     unsafe fn decompress_async(
@@ -105,28 +78,14 @@ impl BatchCodec for Lz4 {
         gpu: &Gpu,
         inputs: Chunks<'_>,
         outputs: Chunks<'_>,
-        _scratch: DeviceViewMut<'_, u8>,
+        scratch: DeviceViewMut<'_, u8>,
         results: Results<'_>,
         first_failure: Option<DeviceViewMut<'_, u32>>,
         stream: &Stream,
     ) -> Result<()> {
-        let count = check_batch(inputs.len(), outputs.len(), &results)?;
-        let (inputs_at, in_sizes_at) = (inputs.addresses.address(), inputs.sizes.address());
-        let (outputs_at, capacities_at) = (outputs.addresses.address(), outputs.sizes.address());
-        let (sizes_at, statuses_at) = (results.sizes.address(), results.statuses.address());
-        let first_failure_at = first_failure.map_or(0, |f| f.address());
-        let args =
-            args![inputs_at, in_sizes_at, outputs_at, capacities_at, sizes_at, statuses_at, count, first_failure_at];
-        unsafe {
-            gpu.launch(
-                gpu.kernels().lz4_decompress,
-                blocks(count, DECOMPRESS_WARPS_PER_BLOCK),
-                DECOMPRESS_WARPS_PER_BLOCK * 32,
-                0,
-                stream,
-                &args,
-            )
-        }
+        let grid = |count| Grid::warps(count, DECOMPRESS_WARPS_PER_BLOCK, 0);
+        let kernel = gpu.kernels().lz4.decompress;
+        unsafe { launch_decompress(gpu, kernel, grid, inputs, outputs, scratch, results, first_failure, 0, stream) }
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
@@ -141,19 +100,4 @@ impl BatchCodec for Lz4 {
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {
         lz4::decompressed_size(input)
     }
-}
-
-/// Checks that a batch's arrays agree in length; returns the chunk count.
-fn check_batch(inputs: usize, outputs: usize, results: &Results<'_>) -> Result<usize> {
-    if outputs != inputs || results.sizes.len() < inputs || results.statuses.len() < inputs {
-        return Err(Error::InvalidArgument(format!(
-            "batch arrays disagree: {inputs} inputs, {outputs} outputs, {} sizes, {} statuses",
-            results.sizes.len(),
-            results.statuses.len()
-        )));
-    }
-    if inputs > u32::MAX as usize {
-        return Err(Error::InvalidArgument(format!("{inputs} chunks is more than a batch can hold")));
-    }
-    Ok(inputs)
 }

@@ -1,0 +1,184 @@
+//! Deflate (RFC 1951), raw or wrapped as zlib (RFC 1950) or gzip (RFC 1952) with the trailer
+//! checked: one stream per chunk. On the GPU each chunk is coded by one thread (the first lane of
+//! a warp) running the format crate's codec; compression scratch is a device array with one slot
+//! per warp, and each warp's decoding tables sit in shared memory.
+
+use super::{Grid, check_scratch, launch_compress, launch_decompress, launch_sizes};
+use crate::alloc::{DeviceView, DeviceViewMut};
+use crate::batch::{BatchCodec, Chunks, Results};
+use crate::error::Result;
+use crate::gpu::{Gpu, Stream};
+use ferrocomp_format::Status;
+use ferrocomp_format::deflate::{self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, Wrapper};
+use ferrocomp_kernels_gpu::deflate::DECODE_SHARED_BYTES_PER_WARP;
+use std::cell::RefCell;
+
+/// Most warps a compress kernel runs (each with a [`CompressScratch`] slot); more chunks are
+/// taken in turns.
+const COMPRESS_SLOTS: usize = 2048;
+/// Warps per block of the compress kernels.
+const COMPRESS_WARPS_PER_BLOCK: u32 = 4;
+/// Shared memory a block may use without opting in.
+const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
+
+/// Deflate with its options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deflate {
+    /// nvCOMP's `algorithm_type`, 0..=5: 0 entropy coding only, 1 fast (the default), 2 and 3
+    /// medium (above zlib level 1), 4 high (above zlib level 6), 5 highest ratio.
+    pub level: u8,
+    /// The container around the deflate stream.
+    pub wrapper: Wrapper,
+}
+
+impl Default for Deflate {
+    fn default() -> Self {
+        Self { level: DEFAULT_LEVEL, wrapper: Wrapper::Raw }
+    }
+}
+
+/// The compress kernels' grid: one warp per chunk, at most [`COMPRESS_SLOTS`].
+pub(crate) fn compress_grid(count: usize) -> Grid {
+    Grid::warps(count.min(COMPRESS_SLOTS), COMPRESS_WARPS_PER_BLOCK, 0)
+}
+
+/// Device scratch the compress kernels need for `count` chunks.
+pub(crate) fn compress_scratch_size(count: usize) -> usize {
+    count.min(COMPRESS_SLOTS) * size_of::<CompressScratch>()
+}
+
+/// The decompress kernels' grid: one warp per chunk, with its decoding tables in shared memory.
+pub(crate) fn decompress_grid(count: usize) -> Grid {
+    let warps_per_block = (SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP).clamp(1, 8) as u32;
+    Grid::warps(count, warps_per_block, DECODE_SHARED_BYTES_PER_WARP)
+}
+
+thread_local! {
+    static CPU_COMPRESS_SCRATCH: RefCell<Box<CompressScratch>> = RefCell::new(zeroed());
+    static CPU_DECODE_TABLES: RefCell<Box<DecodeTables>> = RefCell::new(zeroed());
+}
+
+/// A heap value of all-zero bytes (a valid start state of the format crate's scratch types).
+fn zeroed<T>() -> Box<T> {
+    // SAFETY: the format crate documents any bytes, zeros included, as valid for these types.
+    unsafe { Box::<T>::new_zeroed().assume_init() }
+}
+
+/// Runs `f` with this thread's CPU compression scratch.
+pub(crate) fn with_compress_scratch<R>(f: impl FnOnce(&mut CompressScratch) -> R) -> R {
+    CPU_COMPRESS_SCRATCH.with(|scratch| f(&mut scratch.borrow_mut()))
+}
+
+/// Runs `f` with this thread's CPU decoding tables.
+pub(crate) fn with_decode_tables<R>(f: impl FnOnce(&mut DecodeTables) -> R) -> R {
+    CPU_DECODE_TABLES.with(|tables| f(&mut tables.borrow_mut()))
+}
+
+impl Deflate {
+    /// The kernels' options word: level, then wrapper id.
+    fn options(&self) -> u32 {
+        self.level as u32 | (self.wrapper as u32) << 8
+    }
+}
+
+impl BatchCodec for Deflate {
+    fn max_chunk_size(&self) -> usize {
+        MAX_CHUNK_SIZE
+    }
+
+    fn max_decompressed_size(&self, compressed_bytes: usize) -> usize {
+        deflate::max_decompressed_size(compressed_bytes)
+    }
+
+    fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize {
+        deflate::max_compressed_size(chunk_bytes, self.wrapper)
+    }
+
+    fn compress_scratch_size(&self, count: usize, _max_chunk_bytes: usize) -> usize {
+        compress_scratch_size(count)
+    }
+
+    fn decompress_scratch_size(&self, _count: usize, _max_chunk_bytes: usize) -> usize {
+        0 // the decoding tables live in shared memory
+    }
+
+    unsafe fn compress_async(
+        &self,
+        gpu: &Gpu,
+        inputs: Chunks<'_>,
+        outputs: DeviceView<'_, u64>,
+        output_capacity: usize,
+        scratch: DeviceViewMut<'_, u8>,
+        results: Results<'_>,
+        stream: &Stream,
+    ) -> Result<()> {
+        check_scratch(&scratch, compress_scratch_size(inputs.len()))?;
+        let kernel = gpu.kernels().deflate.compress;
+        let options = self.options();
+        unsafe {
+            launch_compress(
+                gpu,
+                kernel,
+                compress_grid,
+                inputs,
+                outputs,
+                output_capacity,
+                scratch,
+                results,
+                options,
+                stream,
+            )
+        }
+    }
+
+    unsafe fn decompressed_sizes_async(
+        &self,
+        gpu: &Gpu,
+        inputs: Chunks<'_>,
+        results: Results<'_>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let kernel = gpu.kernels().deflate.decompressed_sizes;
+        unsafe { launch_sizes(gpu, kernel, decompress_grid, inputs, results, self.options(), stream) }
+    }
+
+    unsafe fn decompress_async(
+        &self,
+        gpu: &Gpu,
+        inputs: Chunks<'_>,
+        outputs: Chunks<'_>,
+        scratch: DeviceViewMut<'_, u8>,
+        results: Results<'_>,
+        first_failure: Option<DeviceViewMut<'_, u32>>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let kernel = gpu.kernels().deflate.decompress;
+        let options = self.options();
+        unsafe {
+            launch_decompress(
+                gpu,
+                kernel,
+                decompress_grid,
+                inputs,
+                outputs,
+                scratch,
+                results,
+                first_failure,
+                options,
+                stream,
+            )
+        }
+    }
+
+    fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        with_compress_scratch(|scratch| deflate::compress(input, self.level, self.wrapper, scratch, out))
+    }
+
+    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        with_decode_tables(|tables| deflate::decompress(input, self.wrapper, out, tables))
+    }
+
+    fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {
+        with_decode_tables(|tables| deflate::decompressed_size(input, self.wrapper, tables))
+    }
+}

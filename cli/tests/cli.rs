@@ -207,3 +207,69 @@ fn chunk_size_takes_units() {
     let usage = ferrocomp("compress", &["--chunk-size", "64Q"], &input, &dir.path("bad"));
     assert_eq!(usage.status.code(), Some(2));
 }
+
+#[test]
+fn every_algorithm_round_trips_at_its_levels() {
+    let dir = TempDir::new("algorithms");
+    let data = sample(300_000);
+    let input = dir.file("in", &data);
+    for (algorithm, levels) in [
+        ("snappy", &["1"][..]),
+        ("deflate", &["0", "1", "4"]),
+        ("zlib", &["2"]),
+        ("gzip", &["5"]),
+        ("gdeflate", &["1", "4"]),
+    ] {
+        for level in levels {
+            let (compressed, restored) = (dir.path("c"), dir.path("r"));
+            let packed = ferrocomp_ok("compress", &["-a", algorithm, "--level", level], &input, &compressed);
+            // Level 0 codes literals only.
+            let bound = if *level == "0" { data.len() * 4 / 5 } else { data.len() / 2 };
+            assert!(packed.starts_with(b"FCMP") && packed.len() < bound, "{algorithm} {level}: {}", packed.len());
+            // The header names the algorithm: decompress needs no -a.
+            assert_eq!(ferrocomp_ok("decompress", &[], &compressed, &restored), data, "{algorithm} {level}");
+            std::fs::remove_file(&compressed).unwrap();
+            std::fs::remove_file(&restored).unwrap();
+        }
+    }
+}
+
+#[test]
+fn raw_gzip_zlib_and_snappy_are_the_standard_formats() {
+    use std::io::{Read, Write};
+    let dir = TempDir::new("standard-formats");
+    let data = sample(60_000);
+    let input = dir.file("in", &data);
+    let gz = ferrocomp_ok("compress", &["-a", "gzip", "--bitstream", "raw"], &input, &dir.path("in.gz"));
+    let mut restored = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut restored).unwrap();
+    assert_eq!(restored, data);
+    let zlib = ferrocomp_ok("compress", &["-a", "zlib", "--bitstream", "raw"], &input, &dir.path("in.zz"));
+    let mut restored = Vec::new();
+    flate2::read::ZlibDecoder::new(&zlib[..]).read_to_end(&mut restored).unwrap();
+    assert_eq!(restored, data);
+    let sz = ferrocomp_ok("compress", &["-a", "snappy", "--bitstream", "raw"], &input, &dir.path("in.sz"));
+    assert_eq!(snap::raw::Decoder::new().decompress_vec(&sz).unwrap(), data);
+
+    // A gzip file made elsewhere, larger than a compression chunk, decodes as one raw stream.
+    let big = sample(1 << 20);
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(9));
+    encoder.write_all(&big).unwrap();
+    let file = dir.file("big.gz", &encoder.finish().unwrap());
+    assert_eq!(ferrocomp_ok("decompress", &["-a", "gzip", "--bitstream", "raw"], &file, &dir.path("big")), big);
+    let snapped = dir.file("big.sz", &snap::raw::Encoder::new().compress_vec(&big).unwrap());
+    assert_eq!(ferrocomp_ok("decompress", &["-a", "snappy", "--bitstream", "raw"], &snapped, &dir.path("bigs")), big);
+}
+
+#[test]
+fn a_gzip_file_with_a_wrong_crc_fails() {
+    let dir = TempDir::new("gzip-crc");
+    let data = sample(50_000);
+    let mut gz =
+        ferrocomp_ok("compress", &["-a", "gzip", "--bitstream", "raw"], &dir.file("in", &data), &dir.path("c"));
+    let crc_at = gz.len() - 8;
+    gz[crc_at] ^= 1;
+    let bad = dir.file("bad.gz", &gz);
+    let stderr = ferrocomp_err("decompress", &["-a", "gzip", "--bitstream", "raw"], &bad, &dir.path("out"));
+    assert!(stderr.contains("checksum"), "{stderr}");
+}

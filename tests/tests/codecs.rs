@@ -1,0 +1,306 @@
+//! Snappy, Deflate (raw, zlib, gzip) and GDeflate through the batched API and `BufferCodec`: CPU
+//! round trips and interop with `flate2` and `snap` everywhere; on the GPU, byte-exact agreement
+//! with the CPU path, streams from the CPU libraries decoded in place, and a status per corrupt
+//! chunk equal to the CPU decoder's. GPU tests say they skipped where there is no device.
+
+use ferrocomp::{
+    BatchCodec, Bitstream, BufferCodec, ChecksumPolicy, Config, DataType, Deflate, DeviceBuffer, Error, GDeflate, Gpu,
+    Options, Results, Snappy, Status, Stream, Wrapper,
+};
+use ferrocomp_tests::{DeviceChunks, gpu, random_bytes, text_bytes};
+use flate2::Compression;
+use flate2::write::{DeflateEncoder, GzEncoder, ZlibEncoder};
+use std::io::Write;
+
+const CHUNK: usize = 65536;
+const WRAPPERS: [Wrapper; 3] = [Wrapper::Raw, Wrapper::Zlib, Wrapper::Gzip];
+
+/// Every new codec at every level (and wrapper) it has.
+fn all_options() -> Vec<Options> {
+    let mut all = vec![Options::Snappy(Snappy::default()), Options::Snappy(Snappy { data_type: DataType::Int })];
+    for level in 0..=5 {
+        all.extend(WRAPPERS.map(|wrapper| Options::Deflate(Deflate { level, wrapper })));
+        all.push(Options::GDeflate(GDeflate { level }));
+    }
+    all
+}
+
+/// Text, then random bytes, then a run: each block kind gets used.
+fn mixed_bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut data = text_bytes(n / 2, seed);
+    data.extend(random_bytes(n / 4, seed + 1));
+    data.resize(n, b'z');
+    data
+}
+
+/// `data` compressed by flate2 at `level` in `wrapper`.
+fn flate2_compress(data: &[u8], level: u32, wrapper: Wrapper) -> Vec<u8> {
+    let level = Compression::new(level);
+    match wrapper {
+        Wrapper::Raw => {
+            let mut encoder = DeflateEncoder::new(Vec::new(), level);
+            encoder.write_all(data).unwrap();
+            encoder.finish().unwrap()
+        }
+        Wrapper::Zlib => {
+            let mut encoder = ZlibEncoder::new(Vec::new(), level);
+            encoder.write_all(data).unwrap();
+            encoder.finish().unwrap()
+        }
+        Wrapper::Gzip => {
+            let mut encoder = GzEncoder::new(Vec::new(), level);
+            encoder.write_all(data).unwrap();
+            encoder.finish().unwrap()
+        }
+    }
+}
+
+/// `stream` inflated by flate2 as `wrapper`.
+fn flate2_decompress(stream: &[u8], wrapper: Wrapper) -> Vec<u8> {
+    let mut out = Vec::new();
+    match wrapper {
+        Wrapper::Raw => flate2::write::DeflateDecoder::new(&mut out).write_all(stream).unwrap(),
+        Wrapper::Zlib => flate2::write::ZlibDecoder::new(&mut out).write_all(stream).unwrap(),
+        Wrapper::Gzip => flate2::write::GzDecoder::new(&mut out).write_all(stream).unwrap(),
+    }
+    out
+}
+
+fn buffer_codec(options: Options, bitstream: Bitstream, gpu: Option<Gpu>) -> BufferCodec {
+    let config = Config { chunk_size: CHUNK, bitstream, checksum: ChecksumPolicy::ComputeAndVerifyIfPresent };
+    BufferCodec::new(options, config, gpu).unwrap()
+}
+
+/// One chunk compressed on the CPU.
+fn cpu_compress(codec: &dyn BatchCodec, chunk: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; codec.max_compressed_chunk_size(chunk.len())];
+    let n = codec.compress_cpu(chunk, &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+/// One chunk decompressed on the CPU into room for `capacity` bytes.
+fn cpu_decompress(codec: &dyn BatchCodec, stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity];
+    let n = codec.decompress_cpu(stream, &mut out)?;
+    out.truncate(n);
+    Ok(out)
+}
+
+#[test]
+fn cpu_round_trips_every_codec_level_and_bitstream() {
+    let data = mixed_bytes(5 * CHUNK + 123, 1);
+    for options in all_options() {
+        let native = buffer_codec(options, Bitstream::Native, None);
+        let compressed = native.compress(&data).unwrap();
+        assert_eq!(native.decompress(&compressed).unwrap(), data, "{options:?}");
+        // A native stream names its codec: a codec built for LZ4 decodes it too.
+        assert_eq!(buffer_codec(Options::default(), Bitstream::Native, None).decompress(&compressed).unwrap(), data);
+        for bitstream in [Bitstream::Raw, Bitstream::WithUncompressedSize] {
+            let single = buffer_codec(options, bitstream, None);
+            for piece in [&data[..0], &data[..1], &data[..CHUNK]] {
+                assert_eq!(single.decompress(&single.compress(piece).unwrap()).unwrap(), piece, "{options:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn deflate_chunks_open_with_flate2_and_flate2_streams_decode() {
+    let data = text_bytes(CHUNK, 2);
+    for wrapper in WRAPPERS {
+        for level in 0..=5 {
+            let codec = Deflate { level, wrapper };
+            assert_eq!(flate2_decompress(&cpu_compress(&codec, &data), wrapper), data, "{codec:?}");
+        }
+        let big = mixed_bytes(3 << 20, 3);
+        for level in [0, 1, 6, 9] {
+            let stream = flate2_compress(&big, level, wrapper);
+            let codec = Deflate { level: 1, wrapper };
+            assert_eq!(codec.decompressed_size_cpu(&stream), Ok(big.len()), "{wrapper:?} level {level}");
+            assert_eq!(cpu_decompress(&codec, &stream, big.len()).unwrap(), big, "{wrapper:?} level {level}");
+        }
+    }
+}
+
+#[test]
+fn snappy_chunks_open_with_snap_and_snap_streams_decode() {
+    let data = mixed_bytes(3 << 20, 4);
+    let ours = cpu_compress(&Snappy::default(), &data);
+    assert_eq!(snap::raw::Decoder::new().decompress_vec(&ours).unwrap(), data);
+    let theirs = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+    assert_eq!(Snappy::default().decompressed_size_cpu(&theirs), Ok(data.len()));
+    assert_eq!(cpu_decompress(&Snappy::default(), &theirs, data.len()).unwrap(), data);
+}
+
+#[test]
+fn wrong_trailers_and_corrupt_chunks_name_the_chunk() {
+    let data = text_bytes(3 * CHUNK, 5);
+    for wrapper in [Wrapper::Zlib, Wrapper::Gzip] {
+        // No container CRC-32s, so the stream's own trailer is what catches the damage.
+        let config =
+            Config { chunk_size: CHUNK, bitstream: Bitstream::Native, checksum: ChecksumPolicy::NoComputeNoVerify };
+        let codec = BufferCodec::new(Options::Deflate(Deflate { level: 1, wrapper }), config, None).unwrap();
+        let mut compressed = codec.compress(&data).unwrap();
+        // The last byte of the stream is the last byte of chunk 2's trailer.
+        *compressed.last_mut().unwrap() ^= 1;
+        match codec.decompress(&compressed) {
+            Err(Error::Chunk { chunk: 2, status: Status::BadChecksum }) => {}
+            other => panic!("{wrapper:?}: {other:?}"),
+        }
+    }
+}
+
+/// Scratch for `count` chunks of `codec`, allocated for one call.
+fn scratch(gpu: &Gpu, bytes: usize) -> DeviceBuffer<u8> {
+    gpu.alloc(bytes).unwrap()
+}
+
+/// Compresses `chunks` with the batched API on the GPU.
+fn gpu_compress(gpu: &Gpu, codec: &dyn BatchCodec, chunks: &[&[u8]], stream: &Stream) -> Vec<Vec<u8>> {
+    let inputs = DeviceChunks::upload(gpu, chunks);
+    let bound = codec.max_compressed_chunk_size(chunks.iter().map(|c| c.len()).max().unwrap_or(0));
+    let outputs = DeviceChunks::slots(gpu, &vec![bound; chunks.len()]);
+    let (mut sizes, mut statuses) =
+        (gpu.alloc::<usize>(chunks.len()).unwrap(), gpu.alloc::<u32>(chunks.len()).unwrap());
+    let mut scratch = scratch(gpu, codec.compress_scratch_size(chunks.len(), CHUNK));
+    let results = Results { sizes: sizes.view_mut(), statuses: statuses.view_mut() };
+    let outs = outputs.addresses.view();
+    unsafe { codec.compress_async(gpu, inputs.chunks(), outs, bound, scratch.view_mut(), results, stream) }.unwrap();
+    stream.synchronize().unwrap();
+    assert!(gpu.download(statuses.view()).unwrap().iter().all(|&s| s == Status::Success as u32));
+    let sizes = gpu.download(sizes.view()).unwrap();
+    sizes.iter().enumerate().map(|(i, &n)| outputs.download(gpu, i, n)).collect()
+}
+
+/// Decodes `streams` on the GPU into slices of one buffer with room `capacities`; checks the
+/// first-failure word and the size kernel; returns each chunk's status and bytes.
+fn gpu_decompress(
+    gpu: &Gpu,
+    codec: &dyn BatchCodec,
+    streams: &[&[u8]],
+    capacities: &[usize],
+    stream: &Stream,
+) -> Vec<(Status, Vec<u8>)> {
+    let count = streams.len();
+    let inputs = DeviceChunks::upload(gpu, streams);
+    let outputs = DeviceChunks::slots(gpu, capacities);
+    let (mut sizes, mut statuses) = (gpu.alloc::<usize>(count).unwrap(), gpu.alloc::<u32>(count).unwrap());
+    let mut first_failure = gpu.upload(&[u32::MAX]).unwrap();
+    let mut scratch = scratch(gpu, codec.decompress_scratch_size(count, CHUNK));
+    let results = Results { sizes: sizes.view_mut(), statuses: statuses.view_mut() };
+    let first = Some(first_failure.view_mut());
+    unsafe {
+        codec.decompress_async(gpu, inputs.chunks(), outputs.chunks(), scratch.view_mut(), results, first, stream)
+    }
+    .unwrap();
+    stream.synchronize().unwrap();
+    let (sizes, statuses) = (gpu.download(sizes.view()).unwrap(), gpu.download(statuses.view()).unwrap());
+    let first = gpu.download(first_failure.view()).unwrap()[0];
+    assert_eq!(first, statuses.iter().position(|&s| s != 0).map_or(u32::MAX, |i| i as u32), "first failing chunk");
+
+    let (mut probe_sizes, mut probe_statuses) = (gpu.alloc::<usize>(count).unwrap(), gpu.alloc::<u32>(count).unwrap());
+    let results = Results { sizes: probe_sizes.view_mut(), statuses: probe_statuses.view_mut() };
+    unsafe { codec.decompressed_sizes_async(gpu, inputs.chunks(), results, stream) }.unwrap();
+    stream.synchronize().unwrap();
+    let (probe_sizes, probe_statuses) =
+        (gpu.download(probe_sizes.view()).unwrap(), gpu.download(probe_statuses.view()).unwrap());
+    for (i, stream) in streams.iter().enumerate() {
+        let expected = codec.decompressed_size_cpu(stream);
+        let got = match Status::from_code(probe_statuses[i]) {
+            Status::Success => Ok(probe_sizes[i]),
+            status => Err(status),
+        };
+        assert_eq!(got, expected, "decompressed size of chunk {i}");
+    }
+    (0..count).map(|i| (Status::from_code(statuses[i]), outputs.download(gpu, i, sizes[i]))).collect()
+}
+
+#[test]
+fn gpu_writes_the_cpu_bytes_and_reads_them_back() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = mixed_bytes(4 * CHUNK, 6);
+    let pieces: Vec<&[u8]> = vec![&data[..0], &data[..1], &data[..1000], &data[..CHUNK], &data[CHUNK..3 * CHUNK / 2]];
+    for options in all_options() {
+        let codec = options.codec();
+        let on_gpu = gpu_compress(&gpu, codec, &pieces, &stream);
+        for (piece, ours) in pieces.iter().zip(&on_gpu) {
+            assert_eq!(*ours, cpu_compress(codec, piece), "{options:?}, {} bytes", piece.len());
+        }
+        let streams: Vec<&[u8]> = on_gpu.iter().map(Vec::as_slice).collect();
+        let capacities: Vec<usize> = pieces.iter().map(|p| p.len()).collect();
+        for (i, (status, bytes)) in gpu_decompress(&gpu, codec, &streams, &capacities, &stream).into_iter().enumerate()
+        {
+            assert_eq!((status, bytes.as_slice()), (Status::Success, pieces[i]), "{options:?}");
+        }
+    }
+}
+
+#[test]
+fn gpu_decodes_streams_from_the_cpu_libraries() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = mixed_bytes(2 << 20, 7);
+    for wrapper in WRAPPERS {
+        let streams: Vec<Vec<u8>> = [0, 1, 6, 9].map(|level| flate2_compress(&data, level, wrapper)).to_vec();
+        let refs: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
+        let codec = Deflate { level: 1, wrapper };
+        for (status, bytes) in gpu_decompress(&gpu, &codec, &refs, &[data.len(); 4], &stream) {
+            assert_eq!(status, Status::Success, "{wrapper:?}");
+            assert!(bytes == data, "{wrapper:?}");
+        }
+    }
+    let theirs = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+    let decoded = gpu_decompress(&gpu, &Snappy::default(), &[&theirs], &[data.len()], &stream);
+    assert!(decoded[0].0 == Status::Success && decoded[0].1 == data);
+}
+
+#[test]
+fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = text_bytes(8 * CHUNK, 8);
+    let pieces: Vec<&[u8]> = data.chunks(CHUNK).collect();
+    for options in [
+        Options::Snappy(Snappy::default()),
+        Options::Deflate(Deflate { level: 1, wrapper: Wrapper::Raw }),
+        Options::Deflate(Deflate { level: 4, wrapper: Wrapper::Zlib }),
+        Options::Deflate(Deflate { level: 1, wrapper: Wrapper::Gzip }),
+        Options::GDeflate(GDeflate { level: 1 }),
+    ] {
+        let codec = options.codec();
+        let mut streams: Vec<Vec<u8>> = pieces.iter().map(|p| cpu_compress(codec, p)).collect();
+        let half = streams[1].len() / 2;
+        streams[1].truncate(half); // truncated
+        streams[2].iter_mut().skip(40).step_by(97).for_each(|b| *b ^= 0x5A); // bit flips
+        let last = streams[3].len() - 1;
+        streams[3][last] ^= 0x80; // trailer or last symbols
+        streams[4] = random_bytes(5000, 9); // garbage
+        let mut capacities = vec![CHUNK; pieces.len()];
+        capacities[5] = CHUNK - 1; // one byte too small
+        let refs: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
+        let decoded = gpu_decompress(&gpu, codec, &refs, &capacities, &stream);
+        for (i, (status, bytes)) in decoded.into_iter().enumerate() {
+            let expected = cpu_decompress(codec, refs[i], capacities[i]);
+            assert_eq!(status, expected.as_ref().err().copied().unwrap_or(Status::Success), "{options:?} chunk {i}");
+            if let Ok(expected) = expected {
+                assert!(bytes == expected, "{options:?} chunk {i}");
+            }
+        }
+        assert_ne!(cpu_decompress(codec, refs[1], CHUNK).err(), None, "{options:?}: truncation must fail");
+        assert_eq!(cpu_decompress(codec, refs[5], CHUNK - 1).err(), Some(Status::OutputTooSmall), "{options:?}");
+    }
+}
+
+#[test]
+fn gpu_buffer_codec_round_trips_every_codec() {
+    let Some(gpu) = gpu() else { return };
+    let data = mixed_bytes(5 * CHUNK + 77, 10);
+    for options in all_options() {
+        let on_gpu = buffer_codec(options, Bitstream::Native, Some(gpu.clone()));
+        let compressed = on_gpu.compress(&data).unwrap();
+        assert_eq!(compressed, buffer_codec(options, Bitstream::Native, None).compress(&data).unwrap());
+        assert_eq!(on_gpu.decompress(&compressed).unwrap(), data, "{options:?}");
+    }
+}

@@ -1,0 +1,102 @@
+//! The Snappy kernels' bodies on an emulated warp: the compressor writes the format crate's
+//! bytes, and the decoder gives the scalar decoder's bytes or status on our streams, `snap`'s,
+//! and damaged ones.
+
+use ferrocomp_format::lz4::HASH_ENTRIES;
+use ferrocomp_format::{DataType, Status, snappy};
+use ferrocomp_kernels_gpu::{emulated, snappy as gpu_snappy};
+use ferrocomp_tests::{random_bytes, text_bytes};
+
+/// Every lane's result, which must all agree.
+fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
+    let first = lanes.remove(0);
+    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
+    first
+}
+
+fn warp_compress(input: &[u8], data_type: DataType) -> Result<Vec<u8>, Status> {
+    let capacity = snappy::max_compressed_size(input.len());
+    let mut out = vec![0u8; capacity];
+    let mut table = vec![0u16; HASH_ENTRIES];
+    let (i, o, t) = (input.as_ptr() as usize, out.as_mut_ptr() as usize, table.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        gpu_snappy::compress_chunk(warp, i as *const u8, input.len(), o as *mut u8, capacity, t as *mut u16, data_type)
+    }));
+    result.map(|n| out[..n].to_vec())
+}
+
+fn warp_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity];
+    let (s, o) = (stream.as_ptr() as usize, out.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        gpu_snappy::decompress_chunk(warp, s as *const u8, stream.len(), o as *mut u8, capacity)
+    }));
+    result.map(|n| out[..n].to_vec())
+}
+
+fn scalar_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity];
+    snappy::decompress(stream, &mut out).map(|n| out[..n].to_vec())
+}
+
+fn inputs() -> Vec<Vec<u8>> {
+    let mut mixed = text_bytes(3000, 3);
+    mixed.extend(random_bytes(500, 4));
+    mixed.extend(vec![b'z'; 700]);
+    let numbers: Vec<u8> = (0..1500u32).flat_map(|i| (i * i / 7).to_le_bytes()).collect();
+    vec![Vec::new(), vec![7], vec![1; 13], text_bytes(100, 1), random_bytes(3000, 2), mixed, numbers]
+}
+
+#[test]
+fn warp_compressor_writes_the_scalar_bytes() {
+    for input in inputs() {
+        for data_type in [DataType::Char, DataType::Int] {
+            let mut expected = vec![0u8; snappy::max_compressed_size(input.len())];
+            let n = snappy::compress(&input, data_type, &mut [0; HASH_ENTRIES], &mut expected).unwrap();
+            let got = warp_compress(&input, data_type).unwrap();
+            assert_eq!(got, expected[..n], "{} bytes, {data_type:?}", input.len());
+            assert_eq!(snap::raw::Decoder::new().decompress_vec(&got).unwrap(), input);
+        }
+    }
+}
+
+#[test]
+fn warp_decoder_agrees_with_scalar_on_foreign_and_damaged_streams() {
+    let mut streams = Vec::new();
+    for input in inputs() {
+        streams.push((snap::raw::Encoder::new().compress_vec(&input).unwrap(), input.len()));
+        streams.push((warp_compress(&input, DataType::Char).unwrap(), input.len()));
+    }
+    let mut noise = random_bytes(512, 13).into_iter();
+    for (stream, len) in &streams {
+        assert_eq!(warp_decompress(stream, *len), scalar_decompress(stream, *len));
+        assert_eq!(warp_decompress(stream, *len + 5), scalar_decompress(stream, *len + 5));
+        for _ in 0..4 {
+            let mut damaged = stream.clone();
+            let at = noise.next().unwrap() as usize * stream.len() / 256;
+            damaged[at] = noise.next().unwrap();
+            assert_eq!(warp_decompress(&damaged, *len), scalar_decompress(&damaged, *len), "damaged at {at}");
+            let cut = &stream[..at];
+            assert_eq!(warp_decompress(cut, *len), scalar_decompress(cut, *len), "cut at {at}");
+        }
+    }
+}
+
+#[test]
+fn warp_decoder_gives_the_scalar_statuses() {
+    let good = snap::raw::Encoder::new().compress_vec(&text_bytes(2000, 7)).unwrap();
+    let cases = [
+        (Vec::new(), 100, Status::Truncated),
+        (good[..good.len() - 1].to_vec(), 2000, Status::Truncated),
+        (good.clone(), 1999, Status::OutputTooSmall),
+        (vec![5, 0x00, b'a', 0x0a, 2, 0], 100, Status::BadOffset), // copy-2 from 2 back after 1 byte
+        (vec![5, 0x00, b'a', 0x01, 0], 100, Status::BadOffset),    // copy-1 with offset 0
+        (vec![5, 0x00, b'a', 0x0d, 1, 0], 100, Status::Malformed), // past the preamble's size
+        (vec![9, 0x00, b'a'], 100, Status::Malformed),             // fewer bytes than the preamble
+        (vec![3, 0xf0, 10], 100, Status::Truncated),               // a literal's length cut off
+    ];
+    for (stream, capacity, status) in cases {
+        assert_eq!(scalar_decompress(&stream, capacity), Err(status), "{stream:?}");
+        assert_eq!(warp_decompress(&stream, capacity), Err(status), "{stream:?}");
+    }
+}

@@ -12,13 +12,18 @@ for test in .gpu/tests/*; do
     "$test" >"$out/$(basename "$test").log" 2>&1 || failed=1
     grep -E "^test result|panicked|FAILED" "$out/$(basename "$test").log"
 done
-echo "== compute-sanitizer memcheck: gpu tests"
-timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/tests/gpu >"$out/memcheck.log" 2>&1 || failed=1
-grep -E "ERROR SUMMARY|^test result|panicked" "$out/memcheck.log"
+for test in gpu codecs; do
+    echo "== compute-sanitizer memcheck: $test tests"
+    timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 ".gpu/tests/$test" >"$out/memcheck-$test.log" 2>&1 ||
+        failed=1
+    grep -E "ERROR SUMMARY|^test result|panicked" "$out/memcheck-$test.log"
+done
 echo "== CLI on the GPU, decoded on the CPU and back"
 head -c 100000000 .gpu/ferrocomp >/tmp/cli-in && cat README.md docs/FORMAT.md >>/tmp/cli-in
-.gpu/ferrocomp -v compress --checksum compute-verify /tmp/cli-in /tmp/cli.fcmp &&
-    .gpu/ferrocomp -v decompress --cpu --checksum compute-verify /tmp/cli.fcmp /tmp/cli-cpu &&
-    .gpu/ferrocomp -v decompress /tmp/cli.fcmp /tmp/cli-gpu &&
-    cmp /tmp/cli-in /tmp/cli-cpu && cmp /tmp/cli-in /tmp/cli-gpu && echo "CLI round trip ok" || failed=1
+for algorithm in lz4 snappy gzip gdeflate; do
+    .gpu/ferrocomp -v compress -a $algorithm --checksum compute-verify /tmp/cli-in /tmp/cli.fcmp &&
+        .gpu/ferrocomp -v decompress --cpu --checksum compute-verify /tmp/cli.fcmp /tmp/cli-cpu &&
+        .gpu/ferrocomp -v decompress /tmp/cli.fcmp /tmp/cli-gpu &&
+        cmp /tmp/cli-in /tmp/cli-cpu && cmp /tmp/cli-in /tmp/cli-gpu && echo "CLI $algorithm round trip ok" || failed=1
+done
 exit $failed

@@ -76,13 +76,7 @@ impl Output for SliceOut<'_> {
             return Err(Status::BadOffset);
         }
         let window = self.out.get_mut(at - dist..at + len).ok_or(Status::Malformed)?;
-        if dist >= len {
-            window.copy_within(..len, dist);
-        } else {
-            for i in dist..window.len() {
-                window[i] = window[i - dist];
-            }
-        }
+        copy_match(window, dist, len);
         Ok(())
     }
 
@@ -92,6 +86,55 @@ impl Output for SliceOut<'_> {
 
     fn crc32(&self, from: usize) -> Option<u32> {
         self.out.get(from..self.len).map(crate::crc32::crc32)
+    }
+}
+
+/// Writes `window[dist..dist + len]` by repeating from `dist` bytes back (`window[..dist]` is
+/// final). A GPU thread would wait a memory round trip per byte of a byte loop, so the bytes move
+/// in pieces of up to 16 whose loads all issue before their stores, or, for a short period that
+/// repeats, from the pattern held in registers. Nothing past the match is written (GDeflate fills
+/// matches after later bytes are out).
+#[inline(always)]
+fn copy_match(window: &mut [u8], dist: usize, len: usize) {
+    if dist < len && dist < 16 {
+        let mut pattern = [0u8; 16];
+        pattern[..dist].copy_from_slice(&window[..dist]);
+        let mut phase = 0;
+        for byte in &mut window[dist..] {
+            *byte = pattern[phase];
+            phase += 1;
+            if phase == dist {
+                phase = 0;
+            }
+        }
+        return;
+    }
+    match len {
+        16.. => copy_pieces::<16>(window, dist, len),
+        8..=15 => copy_pieces::<8>(window, dist, len),
+        4..=7 => copy_pieces::<4>(window, dist, len),
+        _ => {
+            for i in 0..len {
+                window[dist + i] = window[i];
+            }
+        }
+    }
+}
+
+/// [`copy_match`] in `N`-byte pieces, the last one ending at the match's end (rewriting bytes
+/// already right). Needs `N <= len` and `N <= dist` or `len <= dist`, so every piece reads final
+/// bytes.
+#[inline(always)]
+fn copy_pieces<const N: usize>(window: &mut [u8], dist: usize, len: usize) {
+    let mut i = 0;
+    loop {
+        let start = if i + N <= len { i } else { len - N };
+        let piece: [u8; N] = window[start..start + N].try_into().unwrap_or([0; N]);
+        window[dist + start..dist + start + N].copy_from_slice(&piece);
+        if start + N == len {
+            break;
+        }
+        i += N;
     }
 }
 

@@ -15,7 +15,7 @@ use std::cell::RefCell;
 
 /// Most warps a compress kernel runs (each with a [`CompressScratch`] slot); more chunks are
 /// taken in turns.
-const COMPRESS_SLOTS: usize = 2048;
+const COMPRESS_SLOTS: usize = 4096;
 /// Warps per block of the compress kernels.
 const COMPRESS_WARPS_PER_BLOCK: u32 = 4;
 /// Shared memory a block may use without opting in.

@@ -1,9 +1,10 @@
-//! Criterion microbenchmarks of ferrocomp's GPU kernels: LZ4 compress, LZ4 decompress and CRC-32, each one
-//! batched call over 64 MiB of text-like data in 64 KiB chunks, timed with CUDA events.
+//! Criterion microbenchmarks of ferrocomp's GPU kernels: compress and decompress of LZ4, Snappy, Deflate level 1
+//! and GDeflate level 1, and CRC-32, each one batched call over 64 MiB of text-like data in 64 KiB chunks, timed
+//! with CUDA events.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ferrocomp::checksum::crc32_async;
-use ferrocomp::{BatchCodec, Chunks, DeviceViewMut, Gpu, Lz4, Results};
+use ferrocomp::{Chunks, DataType, Deflate, DeviceBuffer, GDeflate, Gpu, Lz4, Options, Results, Snappy, Wrapper};
 use ferrocomp_bench::{BenchStream, Chunked, Timer};
 use std::time::Duration;
 
@@ -11,8 +12,15 @@ use std::time::Duration;
 const LEN: usize = 64 << 20;
 /// Uncompressed chunk size.
 const CHUNK_SIZE: usize = 64 << 10;
+/// The codecs benchmarked, each as `<algorithm>_compress` and `<algorithm>_decompress`.
+const CODECS: [Options; 4] = [
+    Options::Lz4(Lz4 { data_type: DataType::Char }),
+    Options::Snappy(Snappy { data_type: DataType::Char }),
+    Options::Deflate(Deflate { level: 1, wrapper: Wrapper::Raw }),
+    Options::GDeflate(GDeflate { level: 1 }),
+];
 
-/// Deterministic text-like bytes: words and numbers picked by a xorshift generator, so LZ4 finds matches.
+/// Deterministic text-like bytes: words and numbers picked by a xorshift generator, so the codecs find matches.
 fn text(len: usize) -> Vec<u8> {
     const WORDS: [&str; 16] = [
         "the", "chunk", "kernel", "stream", "device", "compress", "warp", "of", "and", "buffer", "match", "to", "a",
@@ -45,25 +53,10 @@ fn kernels(c: &mut Criterion) {
     };
     let data = text(LEN);
     let input = Chunked::upload(&gpu, &data, CHUNK_SIZE).unwrap();
-    let lz4 = Lz4::default();
-    let slot = lz4.max_compressed_chunk_size(CHUNK_SIZE);
-    let mut compressed = Chunked::new(&gpu, input.count() * slot, slot).unwrap();
+    let count = input.count();
     let mut decompressed = Chunked::new(&gpu, LEN, CHUNK_SIZE).unwrap();
-    let mut crcs = gpu.alloc::<u32>(input.count()).unwrap();
+    let mut crcs = gpu.alloc::<u32>(count).unwrap();
     let (stream, timer) = (BenchStream::new(&gpu).unwrap(), Timer::new().unwrap());
-
-    let compress = |compressed: &mut Chunked| unsafe {
-        let results = Results { sizes: compressed.sizes.view_mut(), statuses: compressed.statuses.view_mut() };
-        let scratch = DeviceViewMut::from_raw(0, 0);
-        let outputs = compressed.addresses.view();
-        lz4.compress_async(&gpu, input.chunks(), outputs, slot, scratch, results, stream.ferrocomp()).unwrap();
-    };
-    let decompress = |compressed: &Chunked, decompressed: &mut Chunked| unsafe {
-        let results = Results { sizes: decompressed.sizes.view_mut(), statuses: decompressed.statuses.view_mut() };
-        let outputs = Chunks::new(decompressed.addresses.view(), input.sizes.view());
-        let scratch = DeviceViewMut::from_raw(0, 0);
-        lz4.decompress_async(&gpu, compressed.chunks(), outputs, scratch, results, None, stream.ferrocomp()).unwrap();
-    };
     // `iters` calls between two events.
     let time = |iters: u64, enqueue: &mut dyn FnMut()| {
         let seconds = timer.time(&stream, || {
@@ -73,26 +66,50 @@ fn kernels(c: &mut Criterion) {
         Duration::from_secs_f64(seconds.unwrap())
     };
 
-    // One checked round trip first, so decompression always has real input, whichever benchmarks run.
-    decompressed.clear(&gpu).unwrap();
-    compress(&mut compressed);
-    decompress(&compressed, &mut decompressed);
-    stream.synchronize().unwrap();
-    let compressed_bytes: usize = gpu.download(compressed.sizes.view()).unwrap().iter().sum();
-    assert_eq!(gpu.download(decompressed.buffer.view()).unwrap(), data, "LZ4 round trip");
-    println!(
-        "{} MiB in {} KiB chunks, LZ4 ratio {:.3}",
-        LEN >> 20,
-        CHUNK_SIZE >> 10,
-        LEN as f64 / compressed_bytes as f64
-    );
-
     let mut group = c.benchmark_group("kernels");
     group.throughput(Throughput::Bytes(LEN as u64));
-    group.bench_function("lz4_compress", |b| b.iter_custom(|iters| time(iters, &mut || compress(&mut compressed))));
-    group.bench_function("lz4_decompress", |b| {
-        b.iter_custom(|iters| time(iters, &mut || decompress(&compressed, &mut decompressed)))
-    });
+    for options in CODECS {
+        let (codec, name) = (options.codec(), options.algorithm().name());
+        let slot = codec.max_compressed_chunk_size(CHUNK_SIZE).next_multiple_of(16);
+        let mut compressed = Chunked::new(&gpu, count * slot, slot).unwrap();
+        let scratch_bytes =
+            codec.compress_scratch_size(count, CHUNK_SIZE).max(codec.decompress_scratch_size(count, CHUNK_SIZE));
+        let mut scratch = gpu.alloc::<u8>(scratch_bytes).unwrap();
+        let compress = |compressed: &mut Chunked, scratch: &mut DeviceBuffer<u8>| unsafe {
+            let results = Results { sizes: compressed.sizes.view_mut(), statuses: compressed.statuses.view_mut() };
+            let (inputs, outputs) = (input.chunks(), compressed.addresses.view());
+            codec.compress_async(&gpu, inputs, outputs, slot, scratch.view_mut(), results, stream.ferrocomp()).unwrap();
+        };
+        let decompress = |compressed: &Chunked, decompressed: &mut Chunked, scratch: &mut DeviceBuffer<u8>| unsafe {
+            let results = Results { sizes: decompressed.sizes.view_mut(), statuses: decompressed.statuses.view_mut() };
+            let outputs = Chunks::new(decompressed.addresses.view(), input.sizes.view());
+            let scratch = scratch.view_mut();
+            codec
+                .decompress_async(&gpu, compressed.chunks(), outputs, scratch, results, None, stream.ferrocomp())
+                .unwrap();
+        };
+
+        // One checked round trip first, so decompression always has real input, whichever benchmarks run.
+        decompressed.clear(&gpu).unwrap();
+        compress(&mut compressed, &mut scratch);
+        decompress(&compressed, &mut decompressed, &mut scratch);
+        stream.synchronize().unwrap();
+        let compressed_bytes: usize = gpu.download(compressed.sizes.view()).unwrap().iter().sum();
+        assert!(gpu.download(decompressed.buffer.view()).unwrap() == data, "{name} round trip");
+        println!(
+            "{} MiB in {} KiB chunks, {name} ratio {:.3}",
+            LEN >> 20,
+            CHUNK_SIZE >> 10,
+            LEN as f64 / compressed_bytes as f64
+        );
+
+        group.bench_function(format!("{name}_compress"), |b| {
+            b.iter_custom(|iters| time(iters, &mut || compress(&mut compressed, &mut scratch)))
+        });
+        group.bench_function(format!("{name}_decompress"), |b| {
+            b.iter_custom(|iters| time(iters, &mut || decompress(&compressed, &mut decompressed, &mut scratch)))
+        });
+    }
     group.bench_function("crc32", |b| {
         b.iter_custom(|iters| {
             time(iters, &mut || unsafe {

@@ -1,11 +1,70 @@
-//! Shared pieces of ferrocomp's benchmarks: chunked device buffers, streams timed with CUDA events, and
-//! nvCOMP's batched LZ4 C API loaded at run time.
+//! Shared pieces of ferrocomp's benchmarks: chunked device buffers, streams timed with CUDA events, the
+//! batched-codec shape both libraries are driven through, and nvCOMP's batched C API loaded at run time.
 
 pub mod nvcomp;
 
 use anyhow::{Result, ensure};
 use cust::event::{Event, EventFlags};
-use ferrocomp::{Chunks, DeviceBuffer, Gpu};
+use ferrocomp::{Algorithm, Chunks, DeviceBuffer, Gpu, Options};
+
+/// A batched codec under test, in nvCOMP's shape.
+pub trait Codec {
+    /// Its row label.
+    fn label(&self) -> &str;
+
+    /// Bytes a compressed chunk of `chunk_size` may take.
+    fn max_compressed_chunk_size(&self, chunk_size: usize) -> Result<usize>;
+
+    /// Device temp bytes both directions need for `count` chunks of at most `chunk_size`, `total` in all.
+    fn temp_size(&self, count: usize, chunk_size: usize, total: usize) -> Result<usize>;
+
+    /// Enqueues compressing `input` (chunks of at most `chunk_size`) into `output`'s slots, writing its
+    /// sizes and statuses.
+    ///
+    /// # Safety
+    /// The buffers must stay alive until the stream has run the call; `temp` holds [`Codec::temp_size`].
+    unsafe fn compress(
+        &self,
+        input: &Chunked,
+        chunk_size: usize,
+        output: &mut Chunked,
+        temp: &mut DeviceBuffer<u8>,
+        stream: &BenchStream,
+    ) -> Result<()>;
+
+    /// Enqueues decompressing `input` into `output`'s slots, which hold `capacities` bytes each, writing
+    /// its sizes and statuses.
+    ///
+    /// # Safety
+    /// As [`Codec::compress`].
+    unsafe fn decompress(
+        &self,
+        input: &Chunked,
+        capacities: &DeviceBuffer<usize>,
+        output: &mut Chunked,
+        temp: &mut DeviceBuffer<u8>,
+        stream: &BenchStream,
+    ) -> Result<()>;
+}
+
+/// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate".
+pub fn title(algorithm: Algorithm) -> &'static str {
+    match algorithm {
+        Algorithm::Lz4 => "LZ4",
+        Algorithm::Snappy => "Snappy",
+        Algorithm::Deflate => "Deflate",
+        Algorithm::GDeflate => "GDeflate",
+    }
+}
+
+/// The codec's name in tables: its algorithm's [`title`], and the level of Deflate and GDeflate.
+pub fn codec_name(options: &Options) -> String {
+    match options {
+        Options::Deflate(deflate) => format!("Deflate level {}", deflate.level),
+        Options::GDeflate(gdeflate) => format!("GDeflate level {}", gdeflate.level),
+        _ => title(options.algorithm()).to_owned(),
+    }
+}
 
 /// Chunks on the device: one buffer cut into slots of `slot` bytes (the last may be shorter), with
 /// device arrays of their addresses and sizes and a status each, as batched calls read and write them.

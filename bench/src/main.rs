@@ -1,18 +1,22 @@
-//! `ferrocomp-bench`: ferrocomp's LZ4 and nvCOMP's side by side on one GPU, on the same bytes cut into
-//! the same chunks, every buffer allocated before timing. Checks each round trip, and that each
-//! library decodes the other's chunks; exits non-zero if any check fails.
+//! `ferrocomp-bench`: ferrocomp's codecs and nvCOMP's side by side on one GPU (LZ4, Snappy, and Deflate and
+//! GDeflate at the same levels), on the same bytes cut into the same chunks, every buffer allocated before timing.
+//! Checks each round trip, and that each library decodes the other's chunks; exits non-zero if any check fails.
+//! The Deflate and GDeflate tables also give zlib's ratios on the same chunks (on the CPU), for reference.
 
-use anyhow::{Context, Result, bail};
-use ferrocomp::{BatchCodec, Chunks, DeviceBuffer, Gpu, Lz4, Results};
+use anyhow::{Context, Result, bail, ensure};
+use ferrocomp::{Algorithm, Chunks, Deflate, DeviceBuffer, GDeflate, Gpu, Lz4, Options, Results, Snappy, Wrapper};
 use ferrocomp_bench::nvcomp::Nvcomp;
-use ferrocomp_bench::{BenchStream, Chunked, Timer, chunk_sizes};
+use ferrocomp_bench::{BenchStream, Chunked, Codec, Timer, chunk_sizes, codec_name, title};
+use flate2::{Compress, Compression, FlushCompress};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: ferrocomp-bench --data DIR [--nvcomp PATH/libnvcomp.so.6] [--chunk-size 65536] \
-                     [--reps 10] [--out FILE]";
+const USAGE: &str = "usage: ferrocomp-bench --data DIR [--nvcomp PATH/libnvcomp.so.6] \
+                     [--codecs lz4,snappy,deflate,gdeflate] [--levels 1,4] [--chunk-size 65536] [--reps 10] \
+                     [--out FILE]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
+                     `algorithm` option), default 1";
 
 /// The data sets `make_datasets.py` writes: file name, and the name the nvCOMP anchor gives it.
 const DATASETS: [(&str, &str); 4] = [
@@ -22,8 +26,20 @@ const DATASETS: [(&str, &str); 4] = [
     ("int32.bin", "int32-offsets"),
 ];
 
-/// Alignment of compressed chunk slots (nvCOMP's LZ4 needs at most 4; it says more may help).
+/// Every algorithm, in table order.
+const ALGORITHMS: [Algorithm; 4] = [Algorithm::Lz4, Algorithm::Snappy, Algorithm::Deflate, Algorithm::GDeflate];
+
+/// Highest Deflate and GDeflate level (nvCOMP's `algorithm` option).
+const MAX_LEVEL: u8 = 5;
+
+/// zlib levels whose ratios (zlib-rs's) the Deflate and GDeflate tables give for reference.
+const ZLIB_LEVELS: [u32; 2] = [1, 6];
+
+/// Alignment of compressed chunk slots (nvCOMP's Deflate and GDeflate need 8, LZ4 4; it says more may help).
 const SLOT_ALIGN: usize = 16;
+
+/// Chunk sizes must be multiples of this, as nvCOMP's Deflate and GDeflate need their input chunks 8-byte aligned.
+const CHUNK_ALIGN: usize = 8;
 
 fn main() -> ExitCode {
     match run() {
@@ -43,6 +59,8 @@ fn main() -> ExitCode {
 struct Args {
     data: PathBuf,
     nvcomp: Option<PathBuf>,
+    algorithms: Vec<Algorithm>,
+    levels: Vec<u8>,
     chunk_size: usize,
     reps: usize,
     out: Option<PathBuf>,
@@ -50,13 +68,17 @@ struct Args {
 
 impl Args {
     fn parse() -> Result<Self> {
-        let (mut data, mut nvcomp, mut chunk_size, mut reps, mut out) = (None, None, 65536, 10, None);
+        let (mut data, mut nvcomp, mut out) = (None, None, None);
+        let (mut algorithms, mut levels) = (ALGORITHMS.to_vec(), vec![Deflate::default().level]);
+        let (mut chunk_size, mut reps) = (65536, 10);
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
             let mut value = || args.next().with_context(|| format!("{flag} needs a value\n{USAGE}"));
             match flag.as_str() {
                 "--data" => data = Some(PathBuf::from(value()?)),
                 "--nvcomp" => nvcomp = Some(PathBuf::from(value()?)),
+                "--codecs" => algorithms = value()?.split(',').map(parse_algorithm).collect::<Result<_>>()?,
+                "--level" | "--levels" => levels = value()?.split(',').map(parse_level).collect::<Result<_>>()?,
                 "--chunk-size" => chunk_size = value()?.parse().context("--chunk-size")?,
                 "--reps" => reps = value()?.parse().context("--reps")?,
                 "--out" => out = Some(PathBuf::from(value()?)),
@@ -67,15 +89,56 @@ impl Args {
                 _ => bail!("unknown argument {flag}\n{USAGE}"),
             }
         }
-        if chunk_size == 0 || reps == 0 {
-            bail!("--chunk-size and --reps must be positive");
+        if chunk_size == 0 || chunk_size % CHUNK_ALIGN != 0 || reps == 0 {
+            bail!("--chunk-size must be a positive multiple of {CHUNK_ALIGN}, and --reps positive");
         }
-        Ok(Self { data: data.context(USAGE)?, nvcomp, chunk_size, reps, out })
+        Ok(Self { data: data.context(USAGE)?, nvcomp, algorithms, levels, chunk_size, reps, out })
     }
+
+    /// The codecs of `algorithm` to run: for Deflate and GDeflate one per level (raw deflate streams).
+    fn codecs(&self, algorithm: Algorithm) -> Vec<Options> {
+        let levels = self.levels.iter().copied();
+        match algorithm {
+            Algorithm::Lz4 => vec![Options::Lz4(Lz4::default())],
+            Algorithm::Snappy => vec![Options::Snappy(Snappy::default())],
+            Algorithm::Deflate => {
+                levels.map(|level| Options::Deflate(Deflate { level, wrapper: Wrapper::Raw })).collect()
+            }
+            Algorithm::GDeflate => levels.map(|level| Options::GDeflate(GDeflate { level })).collect(),
+        }
+    }
+}
+
+/// The algorithm named `name` ("lz4", "snappy", "deflate", "gdeflate").
+fn parse_algorithm(name: &str) -> Result<Algorithm> {
+    ALGORITHMS.into_iter().find(|algorithm| algorithm.name() == name).with_context(|| format!("unknown codec {name:?}"))
+}
+
+/// A Deflate and GDeflate level, 0 to [`MAX_LEVEL`].
+fn parse_level(level: &str) -> Result<u8> {
+    level
+        .parse()
+        .ok()
+        .filter(|&level| level <= MAX_LEVEL)
+        .with_context(|| format!("level {level:?}: not 0 to {MAX_LEVEL}"))
+}
+
+/// Whether the algorithm writes deflate streams, which the zlib reference lines compare with.
+fn is_deflate(algorithm: Algorithm) -> bool {
+    matches!(algorithm, Algorithm::Deflate | Algorithm::GDeflate)
 }
 
 fn run() -> Result<bool> {
     let args = Args::parse()?;
+    let mut tables: Vec<Table> = args
+        .algorithms
+        .iter()
+        .map(|&algorithm| Table { algorithm, codecs: args.codecs(algorithm), lines: Vec::new() })
+        .collect();
+    for options in tables.iter().flat_map(|table| &table.codecs) {
+        let max = options.codec().max_chunk_size();
+        ensure!(args.chunk_size <= max, "--chunk-size is above {}'s largest chunk, {max}", title(options.algorithm()));
+    }
     let nvcomp = args.nvcomp.as_deref().map(Nvcomp::load).transpose()?;
     let nvcomp_version = match &nvcomp {
         Some(nvcomp) => format!("nvCOMP version {}", nvcomp.version()?),
@@ -96,8 +159,8 @@ fn run() -> Result<bool> {
         chunk_size: args.chunk_size,
         reps: args.reps,
     };
-    let ferrocomp = Ferrocomp(gpu.clone());
-    let (mut rows, mut dataset_bytes) = (Vec::new(), BTreeSet::new());
+    let zlib_levels: &[u32] = if tables.iter().any(|table| is_deflate(table.algorithm)) { &ZLIB_LEVELS } else { &[] };
+    let mut dataset_bytes = BTreeSet::new();
     for (file, name) in DATASETS {
         let path = args.data.join(file);
         if !path.exists() {
@@ -107,101 +170,103 @@ fn run() -> Result<bool> {
         let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
         eprintln!("{name}: {} bytes", bytes.len());
         dataset_bytes.insert(bytes.len());
+        let zlib = zlib_levels
+            .iter()
+            .map(|&level| Ok((level, zlib_ratio(&bytes, args.chunk_size, level)?)))
+            .collect::<Result<Vec<_>>>()?;
         let data = Dataset {
             name,
             sizes: chunk_sizes(bytes.len(), args.chunk_size),
             input: Chunked::upload(&gpu, &bytes, args.chunk_size)?,
             bytes,
         };
-        let mut ours = Side::new(&bench, &ferrocomp, &data)?;
-        let mut our_row = bench.measure(&data, &mut ours)?;
-        if let Some(nvcomp) = &nvcomp {
-            let mut theirs = Side::new(&bench, nvcomp, &data)?;
-            let mut their_row = bench.measure(&data, &mut theirs)?;
-            let (ok, time) = bench.decodes(&data, &ours.compressed, &mut theirs)?;
-            (our_row.interop, their_row.cross_decompress) = (Some(ok), Some(time));
-            let (ok, time) = bench.decodes(&data, &theirs.compressed, &mut ours)?;
-            (their_row.interop, our_row.cross_decompress) = (Some(ok), Some(time));
-            rows.extend([our_row, their_row]);
-        } else {
-            rows.push(our_row);
+        for table in &mut tables {
+            if is_deflate(table.algorithm) {
+                table.lines.extend(zlib.iter().map(|&(level, ratio)| Line::Cpu {
+                    dataset: name,
+                    codec: format!("zlib-rs level {level} (CPU)"),
+                    ratio,
+                }));
+            }
+            for &options in &table.codecs {
+                let ours =
+                    Ferrocomp { gpu: gpu.clone(), options, label: format!("ferrocomp {}", codec_name(&options)) };
+                let theirs = nvcomp.as_ref().map(|nvcomp| nvcomp.codec(options)).transpose()?;
+                table.lines.extend(bench.compare(&data, &ours, theirs.as_deref())?.into_iter().map(Line::Gpu));
+            }
         }
     }
-    if rows.is_empty() {
+    if dataset_bytes.is_empty() {
         bail!("no data sets in {} (write them with bench/make_datasets.py)", args.data.display());
     }
     let mib: Vec<String> = dataset_bytes.iter().map(|&b| (b as f64 / (1 << 20) as f64).to_string()).collect();
     let header = format!(
-        "LZ4 on {}: chunks of {} B, data sets of {} MiB, best and median of {} timed runs (CUDA events, buffers \
-         preallocated); {nvcomp_version}",
+        "ferrocomp and nvCOMP on {}: chunks of {} B, data sets of {} MiB, best and median of {} timed runs (CUDA \
+         events, buffers preallocated); {nvcomp_version}",
         gpu.name(),
         args.chunk_size,
         mib.join("/"),
         args.reps,
     );
-    let report = report(&header, &rows);
+    let report = report(&header, &tables);
     print!("{report}");
     if let Some(out) = &args.out {
         std::fs::write(out, &report).with_context(|| format!("writing {}", out.display()))?;
     }
-    Ok(rows.iter().all(|row| row.round_trip && row.interop != Some(false)))
+    Ok(tables.iter().flat_map(|table| &table.lines).all(Line::ok))
 }
 
-/// A batched LZ4 implementation under test, in nvCOMP's shape.
-trait Codec {
-    /// Its row label.
-    fn label(&self) -> &'static str;
-
-    /// Bytes a compressed chunk of `chunk_size` may take.
-    fn max_compressed_chunk_size(&self, chunk_size: usize) -> Result<usize>;
-
-    /// Device temp bytes both directions need for `count` chunks of at most `chunk_size`, `total` in all.
-    fn temp_size(&self, count: usize, chunk_size: usize, total: usize) -> Result<usize>;
-
-    /// Enqueues compressing `input` (chunks of at most `chunk_size`) into `output`'s slots, writing its
-    /// sizes and statuses.
-    ///
-    /// # Safety
-    /// The buffers must stay alive until the stream has run the call; `temp` holds [`Codec::temp_size`].
-    unsafe fn compress(
-        &self,
-        input: &Chunked,
-        chunk_size: usize,
-        output: &mut Chunked,
-        temp: &mut DeviceBuffer<u8>,
-        stream: &BenchStream,
-    ) -> Result<()>;
-
-    /// Enqueues decompressing `input` into `output`'s slots, which hold `capacities` bytes each, writing
-    /// its sizes and statuses.
-    ///
-    /// # Safety
-    /// As [`Codec::compress`].
-    unsafe fn decompress(
-        &self,
-        input: &Chunked,
-        capacities: &DeviceBuffer<usize>,
-        output: &mut Chunked,
-        temp: &mut DeviceBuffer<u8>,
-        stream: &BenchStream,
-    ) -> Result<()>;
+/// Ratio of zlib at `level` (zlib-rs through flate2, on all host cores) on `bytes` cut into chunks of
+/// `chunk_size`, each compressed on its own into a raw deflate stream.
+fn zlib_ratio(bytes: &[u8], chunk_size: usize, level: u32) -> Result<f64> {
+    let chunks: Vec<&[u8]> = bytes.chunks(chunk_size).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |threads| threads.get());
+    let compressed = std::thread::scope(|scope| {
+        let workers: Vec<_> = chunks
+            .chunks(chunks.len().div_ceil(threads).max(1))
+            .map(|part| scope.spawn(move || zlib_bytes(part, level)))
+            .collect();
+        workers.into_iter().map(|worker| worker.join().expect("zlib worker panicked")).sum::<Result<usize>>()
+    })?;
+    Ok(bytes.len() as f64 / compressed as f64)
 }
 
-/// ferrocomp's LZ4, default options.
-struct Ferrocomp(Gpu);
+/// Bytes zlib at `level` compresses `chunks` to, each on its own into a raw deflate stream.
+fn zlib_bytes(chunks: &[&[u8]], level: u32) -> Result<usize> {
+    let mut compress = Compress::new(Compression::new(level), false);
+    let mut out = Vec::new();
+    chunks
+        .iter()
+        .map(|chunk| {
+            compress.reset();
+            out.clear();
+            out.reserve(chunk.len() + chunk.len() / 8 + 64); // above deflate's bound
+            let status = compress.compress_vec(chunk, &mut out, FlushCompress::Finish)?;
+            ensure!(status == flate2::Status::StreamEnd, "zlib level {level}: a chunk did not fit its bound");
+            Ok(out.len())
+        })
+        .sum()
+}
+
+/// A ferrocomp codec.
+struct Ferrocomp {
+    gpu: Gpu,
+    options: Options,
+    label: String,
+}
 
 impl Codec for Ferrocomp {
-    fn label(&self) -> &'static str {
-        "ferrocomp LZ4"
+    fn label(&self) -> &str {
+        &self.label
     }
 
     fn max_compressed_chunk_size(&self, chunk_size: usize) -> Result<usize> {
-        Ok(Lz4::default().max_compressed_chunk_size(chunk_size))
+        Ok(self.options.codec().max_compressed_chunk_size(chunk_size))
     }
 
     fn temp_size(&self, count: usize, chunk_size: usize, _total: usize) -> Result<usize> {
-        let lz4 = Lz4::default();
-        Ok(lz4.compress_scratch_size(count, chunk_size).max(lz4.decompress_scratch_size(count, chunk_size)))
+        let codec = self.options.codec();
+        Ok(codec.compress_scratch_size(count, chunk_size).max(codec.decompress_scratch_size(count, chunk_size)))
     }
 
     unsafe fn compress(
@@ -215,8 +280,8 @@ impl Codec for Ferrocomp {
         let results = Results { sizes: output.sizes.view_mut(), statuses: output.statuses.view_mut() };
         let (outputs, capacity, scratch) = (output.addresses.view(), output.slot, temp.view_mut());
         unsafe {
-            Lz4::default().compress_async(
-                &self.0,
+            self.options.codec().compress_async(
+                &self.gpu,
                 input.chunks(),
                 outputs,
                 capacity,
@@ -239,8 +304,8 @@ impl Codec for Ferrocomp {
         let results = Results { sizes: output.sizes.view_mut(), statuses: output.statuses.view_mut() };
         let outputs = Chunks::new(output.addresses.view(), capacities.view());
         unsafe {
-            Lz4::default().decompress_async(
-                &self.0,
+            self.options.codec().decompress_async(
+                &self.gpu,
                 input.chunks(),
                 outputs,
                 temp.view_mut(),
@@ -250,42 +315,6 @@ impl Codec for Ferrocomp {
             )
         }?;
         Ok(())
-    }
-}
-
-impl Codec for Nvcomp {
-    fn label(&self) -> &'static str {
-        "nvCOMP LZ4"
-    }
-
-    fn max_compressed_chunk_size(&self, chunk_size: usize) -> Result<usize> {
-        Nvcomp::max_compressed_chunk_size(self, chunk_size)
-    }
-
-    fn temp_size(&self, count: usize, chunk_size: usize, total: usize) -> Result<usize> {
-        Nvcomp::temp_size(self, count, chunk_size, total)
-    }
-
-    unsafe fn compress(
-        &self,
-        input: &Chunked,
-        chunk_size: usize,
-        output: &mut Chunked,
-        temp: &mut DeviceBuffer<u8>,
-        stream: &BenchStream,
-    ) -> Result<()> {
-        unsafe { Nvcomp::compress(self, input, chunk_size, output, temp, stream.raw()) }
-    }
-
-    unsafe fn decompress(
-        &self,
-        input: &Chunked,
-        capacities: &DeviceBuffer<usize>,
-        output: &mut Chunked,
-        temp: &mut DeviceBuffer<u8>,
-        stream: &BenchStream,
-    ) -> Result<()> {
-        unsafe { Nvcomp::decompress(self, input, capacities, output, temp, stream.raw()) }
     }
 }
 
@@ -328,7 +357,7 @@ struct Timing {
 /// One codec's results on one data set.
 struct Row {
     dataset: &'static str,
-    codec: &'static str,
+    codec: String,
     ratio: f64,
     bytes: usize,
     compress: Timing,
@@ -341,6 +370,29 @@ struct Row {
     cross_decompress: Option<Timing>,
 }
 
+/// A line of a table: a codec measured on the GPU, or a CPU reference's ratio.
+enum Line {
+    Gpu(Row),
+    Cpu { dataset: &'static str, codec: String, ratio: f64 },
+}
+
+impl Line {
+    /// Whether its checks passed.
+    fn ok(&self) -> bool {
+        match self {
+            Self::Gpu(row) => row.round_trip && row.interop != Some(false),
+            Self::Cpu { .. } => true,
+        }
+    }
+}
+
+/// One algorithm's table: the codecs it runs, and its lines so far.
+struct Table {
+    algorithm: Algorithm,
+    codecs: Vec<Options>,
+    lines: Vec<Line>,
+}
+
 /// What every measurement shares.
 struct Bench {
     gpu: Gpu,
@@ -351,10 +403,27 @@ struct Bench {
 }
 
 impl Bench {
+    /// Measures `ours` and, if given, `theirs` on `data`, and each decoding the other's chunks.
+    fn compare(&self, data: &Dataset, ours: &dyn Codec, theirs: Option<&dyn Codec>) -> Result<Vec<Row>> {
+        let mut ours = Side::new(self, ours, data)?;
+        let mut our_row = self.measure(data, &mut ours)?;
+        let Some(theirs) = theirs else {
+            return Ok(vec![our_row]);
+        };
+        let mut theirs = Side::new(self, theirs, data)?;
+        let mut their_row = self.measure(data, &mut theirs)?;
+        let (ok, time) = self.decodes(data, &ours.compressed, &mut theirs)?;
+        (our_row.interop, their_row.cross_decompress) = (Some(ok), Some(time));
+        let (ok, time) = self.decodes(data, &theirs.compressed, &mut ours)?;
+        (their_row.interop, our_row.cross_decompress) = (Some(ok), Some(time));
+        Ok(vec![our_row, their_row])
+    }
+
     /// Compresses and decompresses `data` with `side`, timed; checks the round trip.
     fn measure(&self, data: &Dataset, side: &mut Side) -> Result<Row> {
         let Side { codec, compressed, decompressed, temp } = side;
         let what = format!("{}: {}", data.name, codec.label());
+        eprintln!("{what}");
         let compress =
             self.time(|| unsafe { codec.compress(&data.input, self.chunk_size, compressed, temp, &self.stream) })?;
         let statuses = self.gpu.download(compressed.statuses.view())?;
@@ -367,7 +436,7 @@ impl Bench {
         let round_trip = self.holds(data, decompressed, &format!("{what} round trip"))? && compressed_ok;
         Ok(Row {
             dataset: data.name,
-            codec: codec.label(),
+            codec: codec.label().to_owned(),
             ratio: data.bytes.len() as f64 / compressed_bytes as f64,
             bytes: data.bytes.len(),
             compress,
@@ -421,33 +490,50 @@ fn same<T: PartialEq + std::fmt::Debug>(what: &str, item: &str, actual: &[T], ex
     false
 }
 
-/// The results as markdown: `header`, the table, and what its columns mean.
-fn report(header: &str, rows: &[Row]) -> String {
-    let mut out = format!("{header}\n\n");
-    out += "| dataset | codec | ratio | compress GB/s | decompress GB/s | compress median GB/s \
-            | decompress median GB/s | decompress other's chunks GB/s | round trip | interop ok |\n";
-    out += "|---|---|---|---|---|---|---|---|---|---|\n";
+/// The results as markdown: `header`, a table per algorithm, and what their columns mean.
+fn report(header: &str, tables: &[Table]) -> String {
+    let mut out = format!("{header}\n");
     let yes_no = |ok: bool| if ok { "yes" } else { "NO" };
-    for row in rows {
-        let gbps = |seconds: f64| row.bytes as f64 / seconds / 1e9;
-        let _ = writeln!(
-            out,
-            "| {} | {} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |",
-            row.dataset,
-            row.codec,
-            row.ratio,
-            gbps(row.compress.best),
-            gbps(row.decompress.best),
-            gbps(row.compress.median),
-            gbps(row.decompress.median),
-            row.cross_decompress.as_ref().map_or("-".to_owned(), |t| format!("{:.1}", gbps(t.best))),
-            yes_no(row.round_trip),
-            row.interop.map_or("-", yes_no),
-        );
+    for table in tables {
+        let _ = write!(out, "\n## {}\n\n", title(table.algorithm));
+        out += "| dataset | codec | ratio | compress GB/s | decompress GB/s | compress median GB/s \
+                | decompress median GB/s | decompress other's chunks GB/s | round trip | interop ok |\n";
+        out += "|---|---|---|---|---|---|---|---|---|---|\n";
+        for line in &table.lines {
+            let row = match line {
+                Line::Gpu(row) => row,
+                Line::Cpu { dataset, codec, ratio } => {
+                    let _ = writeln!(out, "| {dataset} | {codec} | {ratio:.3} | - | - | - | - | - | - | - |");
+                    continue;
+                }
+            };
+            // One decimal, three below 1 GB/s.
+            let gbps = |seconds: f64| {
+                let gbps = row.bytes as f64 / seconds / 1e9;
+                format!("{gbps:.*}", if gbps < 1.0 { 3 } else { 1 })
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.3} | {} | {} | {} | {} | {} | {} | {} |",
+                row.dataset,
+                row.codec,
+                row.ratio,
+                gbps(row.compress.best),
+                gbps(row.decompress.best),
+                gbps(row.compress.median),
+                gbps(row.decompress.median),
+                row.cross_decompress.as_ref().map_or("-".to_owned(), |t| gbps(t.best)),
+                yes_no(row.round_trip),
+                row.interop.map_or("-", yes_no),
+            );
+        }
     }
     out += "\nratio: uncompressed bytes / sum of compressed chunk sizes. GB/s: uncompressed bytes (1e9) per second \
             of GPU time (best; median as marked). decompress other's chunks: this codec decoding the other library's \
             compressed chunks of the same data. interop ok: the other library decodes this row's compressed chunks to \
-            the input.\n";
+            the input. Deflate and GDeflate levels are nvCOMP's `algorithm` option, the same for both libraries; \
+            Deflate is raw deflate. zlib-rs level N (CPU): zlib-rs (through flate2) compressing each chunk on its \
+            own into raw deflate, for its ratio only; its level 1 is zlib-ng's quick strategy, below zlib's own level \
+            1 in ratio.\n";
     out
 }

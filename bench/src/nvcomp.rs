@@ -1,13 +1,17 @@
-//! nvCOMP 6's batched LZ4 C API, loaded at run time from `libnvcomp.so.6` (as its `nvcomp/lz4.h` and
-//! `nvcomp.h` declare it). Device arrays of chunk addresses (`const void* const*`) and sizes
-//! (`const size_t*`) are the same memory as ferrocomp's `u64`/`usize` arrays, so both read one batch.
+//! nvCOMP 6's batched C API for LZ4, Snappy, Deflate and GDeflate, loaded at run time from `libnvcomp.so.6` (as
+//! its `nvcomp/{lz4,snappy,deflate,gdeflate}.h` and `nvcomp.h` declare it). The four algorithms' entry points,
+//! `nvcompBatched<Name>CompressAsync` and the like, have the same signatures but for their options structs
+//! (64 bytes each, passed by value), so one table of entry points, generic over those structs, serves them all.
+//! Device arrays of chunk addresses (`const void* const*`) and sizes (`const size_t*`) are the same memory as
+//! ferrocomp's `u64`/`usize` arrays, so both read one batch.
 
-use crate::Chunked;
+use crate::{BenchStream, Chunked, Codec, codec_name};
 use anyhow::{Context, Result, bail};
 use cust::sys::CUstream;
-use ferrocomp::DeviceBuffer;
+use ferrocomp::{DataType, DeviceBuffer, Options, Wrapper};
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_void};
+use std::fmt::Arguments;
 use std::mem::ManuallyDrop;
 use std::path::Path;
 
@@ -17,7 +21,8 @@ type Status = i32;
 /// `nvcompBatchedLZ4CompressOpts_t`. All zeros are nvCOMP's defaults: bytes (`NVCOMP_TYPE_CHAR`), no bitshuffle.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct CompressOpts {
+struct Lz4CompressOpts {
+    /// `nvcompType_t`.
     data_type: i32,
     bitshuffle_mode: i32,
     reserved: [u8; 56],
@@ -26,7 +31,7 @@ struct CompressOpts {
 /// `nvcompBatchedLZ4DecompressOpts_t`. All zeros are nvCOMP's defaults: default backend, bytes, no bitshuffle.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct DecompressOpts {
+struct Lz4DecompressOpts {
     backend: i32,
     sort_before_hw_decompress: i32,
     data_type: i32,
@@ -34,14 +39,62 @@ struct DecompressOpts {
     reserved: [u8; 48],
 }
 
-const _: () = assert!(size_of::<CompressOpts>() == 64 && size_of::<DecompressOpts>() == 64);
+/// `nvcompBatchedSnappyCompressOpts_t`: reserved bytes only, all zero.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SnappyCompressOpts {
+    reserved: [u8; 64],
+}
 
-/// `nvcompBatchedLZ4CompressDefaultOpts`.
-const COMPRESS_DEFAULTS: CompressOpts = CompressOpts { data_type: 0, bitshuffle_mode: 0, reserved: [0; 56] };
+/// `nvcompBatchedDeflateCompressOpts_t`, and `nvcompBatchedGdeflateCompressOpts_t` (the same fields).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct LevelCompressOpts {
+    /// The level: 0 (entropy coding only) to 5 (highest ratio); nvCOMP's default is 1.
+    algorithm: i32,
+    reserved: [u8; 60],
+}
+
+/// `nvcompBatchedSnappyDecompressOpts_t`, and `nvcompBatchedDeflateDecompressOpts_t` (the same fields). All
+/// zeros are nvCOMP's defaults: `NVCOMP_DECOMPRESS_BACKEND_DEFAULT`, no sorting.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DecompressOpts {
+    backend: i32,
+    sort_before_hw_decompress: i32,
+    reserved: [u8; 56],
+}
+
+/// `nvcompBatchedGdeflateDecompressOpts_t`. All zeros are nvCOMP's default: `NVCOMP_DECOMPRESS_BACKEND_DEFAULT`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GdeflateDecompressOpts {
+    backend: i32,
+    reserved: [u8; 60],
+}
+
+const _: () = assert!(
+    size_of::<Lz4CompressOpts>() == 64
+        && size_of::<Lz4DecompressOpts>() == 64
+        && size_of::<SnappyCompressOpts>() == 64
+        && size_of::<LevelCompressOpts>() == 64
+        && size_of::<DecompressOpts>() == 64
+        && size_of::<GdeflateDecompressOpts>() == 64
+);
+
+/// `nvcompBatchedSnappyCompressDefaultOpts`.
+const SNAPPY_COMPRESS_DEFAULTS: SnappyCompressOpts = SnappyCompressOpts { reserved: [0; 64] };
 
 /// `nvcompBatchedLZ4DecompressDefaultOpts`.
+const LZ4_DECOMPRESS_DEFAULTS: Lz4DecompressOpts =
+    Lz4DecompressOpts { backend: 0, sort_before_hw_decompress: 0, data_type: 0, bitshuffle_mode: 0, reserved: [0; 48] };
+
+/// `nvcompBatchedSnappyDecompressDefaultOpts` and `nvcompBatchedDeflateDecompressDefaultOpts`.
 const DECOMPRESS_DEFAULTS: DecompressOpts =
-    DecompressOpts { backend: 0, sort_before_hw_decompress: 0, data_type: 0, bitshuffle_mode: 0, reserved: [0; 48] };
+    DecompressOpts { backend: 0, sort_before_hw_decompress: 0, reserved: [0; 56] };
+
+/// `nvcompBatchedGdeflateDecompressDefaultOpts`.
+const GDEFLATE_DECOMPRESS_DEFAULTS: GdeflateDecompressOpts = GdeflateDecompressOpts { backend: 0, reserved: [0; 60] };
 
 /// `nvcompProperties_t`.
 #[repr(C)]
@@ -53,9 +106,9 @@ struct Properties {
 
 type GetProperties = unsafe extern "C" fn(*mut Properties) -> Status;
 type GetStatusString = unsafe extern "C" fn(Status) -> *const c_char;
-type CompressGetTempSize = unsafe extern "C" fn(usize, usize, CompressOpts, *mut usize, usize, CUstream) -> Status;
-type CompressGetMaxOutputChunkSize = unsafe extern "C" fn(usize, CompressOpts, *mut usize) -> Status;
-type CompressAsync = unsafe extern "C" fn(
+type CompressGetTempSize<C> = unsafe extern "C" fn(usize, usize, C, *mut usize, usize, CUstream) -> Status;
+type CompressGetMaxOutputChunkSize<C> = unsafe extern "C" fn(usize, C, *mut usize) -> Status;
+type CompressAsync<C> = unsafe extern "C" fn(
     *const *const c_void,
     *const usize,
     usize,
@@ -64,12 +117,12 @@ type CompressAsync = unsafe extern "C" fn(
     usize,
     *const *mut c_void,
     *mut usize,
-    CompressOpts,
+    C,
     *mut Status,
     CUstream,
 ) -> Status;
-type DecompressGetTempSize = unsafe extern "C" fn(usize, usize, DecompressOpts, *mut usize, usize, CUstream) -> Status;
-type DecompressAsync = unsafe extern "C" fn(
+type DecompressGetTempSize<D> = unsafe extern "C" fn(usize, usize, D, *mut usize, usize, CUstream) -> Status;
+type DecompressAsync<D> = unsafe extern "C" fn(
     *const *const c_void,
     *const usize,
     *const usize,
@@ -78,22 +131,17 @@ type DecompressAsync = unsafe extern "C" fn(
     *mut c_void,
     usize,
     *const *mut c_void,
-    DecompressOpts,
+    D,
     *mut Status,
     CUstream,
 ) -> Status;
 
-/// The loaded library and the entry points the benchmark calls.
+/// The loaded library.
 pub struct Nvcomp {
     get_properties: GetProperties,
     get_status_string: GetStatusString,
-    compress_get_temp_size: CompressGetTempSize,
-    compress_get_max_output_chunk_size: CompressGetMaxOutputChunkSize,
-    compress_async: CompressAsync,
-    decompress_get_temp_size: DecompressGetTempSize,
-    decompress_async: DecompressAsync,
-    // Keeps the entry points above valid; never unloaded, so nvCOMP's CUDA runtime is torn down only at exit.
-    _library: ManuallyDrop<Library>,
+    // Keeps the entry points valid; never unloaded, so nvCOMP's CUDA runtime is torn down only at exit.
+    library: ManuallyDrop<Library>,
 }
 
 impl Nvcomp {
@@ -104,12 +152,7 @@ impl Nvcomp {
             Ok(Self {
                 get_properties: entry(&library, "nvcompGetProperties")?,
                 get_status_string: entry(&library, "nvcompGetStatusString")?,
-                compress_get_temp_size: entry(&library, "nvcompBatchedLZ4CompressGetTempSize")?,
-                compress_get_max_output_chunk_size: entry(&library, "nvcompBatchedLZ4CompressGetMaxOutputChunkSize")?,
-                compress_async: entry(&library, "nvcompBatchedLZ4CompressAsync")?,
-                decompress_get_temp_size: entry(&library, "nvcompBatchedLZ4DecompressGetTempSize")?,
-                decompress_async: entry(&library, "nvcompBatchedLZ4DecompressAsync")?,
-                _library: ManuallyDrop::new(library),
+                library: ManuallyDrop::new(library),
             })
         }
     }
@@ -117,77 +160,173 @@ impl Nvcomp {
     /// The library's version and the CUDA runtime version it was built with, e.g. "6000 (CUDA runtime 13040)".
     pub fn version(&self) -> Result<String> {
         let mut properties = Properties::default();
-        self.check("nvcompGetProperties", unsafe { (self.get_properties)(&mut properties) })?;
+        self.check(format_args!("nvcompGetProperties"), unsafe { (self.get_properties)(&mut properties) })?;
         Ok(format!("{} (CUDA runtime {})", properties.version, properties.cudart_version))
     }
 
-    /// Bytes a compressed chunk of `chunk_size` may take.
-    pub fn max_compressed_chunk_size(&self, chunk_size: usize) -> Result<usize> {
+    /// nvCOMP's batched codec for `options`: the algorithm's entry points with its default options but for
+    /// the level of Deflate and GDeflate (their `algorithm` option) and LZ4's data type. Raw deflate only.
+    pub fn codec(&self, options: Options) -> Result<Box<dyn Codec + '_>> {
+        let label = format!("nvCOMP {}", codec_name(&options));
+        let level = |level: u8| LevelCompressOpts { algorithm: i32::from(level), reserved: [0; 60] };
+        // SAFETY: each options struct is the one its algorithm's entry points take.
+        unsafe {
+            Ok(match options {
+                Options::Lz4(lz4) => {
+                    // `nvcompType_t`: NVCOMP_TYPE_CHAR, _SHORT, _INT, _LONGLONG.
+                    let data_type = match lz4.data_type {
+                        DataType::Char => 0,
+                        DataType::Short => 2,
+                        DataType::Int => 4,
+                        DataType::LongLong => 6,
+                    };
+                    let compress = Lz4CompressOpts { data_type, bitshuffle_mode: 0, reserved: [0; 56] };
+                    Box::new(Batched::load(self, "LZ4", label, compress, LZ4_DECOMPRESS_DEFAULTS)?)
+                }
+                Options::Snappy(snappy) if snappy.data_type != DataType::Char => {
+                    bail!("nvCOMP's Snappy has no data type option")
+                }
+                Options::Snappy(_) => {
+                    Box::new(Batched::load(self, "Snappy", label, SNAPPY_COMPRESS_DEFAULTS, DECOMPRESS_DEFAULTS)?)
+                }
+                Options::Deflate(deflate) if deflate.wrapper != Wrapper::Raw => {
+                    bail!("nvCOMP's Deflate writes raw deflate only")
+                }
+                Options::Deflate(deflate) => {
+                    Box::new(Batched::load(self, "Deflate", label, level(deflate.level), DECOMPRESS_DEFAULTS)?)
+                }
+                Options::GDeflate(gdeflate) => Box::new(Batched::load(
+                    self,
+                    "Gdeflate",
+                    label,
+                    level(gdeflate.level),
+                    GDEFLATE_DECOMPRESS_DEFAULTS,
+                )?),
+            })
+        }
+    }
+
+    /// An error naming `call` and nvCOMP's description of `status`, unless it is success.
+    fn check(&self, call: Arguments, status: Status) -> Result<()> {
+        if status == 0 {
+            return Ok(());
+        }
+        let text = unsafe { (self.get_status_string)(status) };
+        let text = if text.is_null() { "?".into() } else { unsafe { CStr::from_ptr(text) }.to_string_lossy() };
+        bail!("{call} failed: nvCOMP status {status} ({text})")
+    }
+}
+
+/// One algorithm's entry points, called with its compress options `C` and decompress options `D`.
+struct Batched<'a, C, D> {
+    nvcomp: &'a Nvcomp,
+    /// The `<Name>` in the entry points' names, `nvcompBatched<Name>CompressAsync` and so on.
+    name: &'static str,
+    label: String,
+    compress_opts: C,
+    decompress_opts: D,
+    compress_get_temp_size: CompressGetTempSize<C>,
+    compress_get_max_output_chunk_size: CompressGetMaxOutputChunkSize<C>,
+    compress_async: CompressAsync<C>,
+    decompress_get_temp_size: DecompressGetTempSize<D>,
+    decompress_async: DecompressAsync<D>,
+}
+
+impl<'a, C: Copy, D: Copy> Batched<'a, C, D> {
+    /// The entry points `nvcompBatched<name>...` of `nvcomp`, to call with `compress_opts` and `decompress_opts`.
+    ///
+    /// # Safety
+    /// `C` and `D` must be the options structs those entry points take.
+    unsafe fn load(
+        nvcomp: &'a Nvcomp,
+        name: &'static str,
+        label: String,
+        compress_opts: C,
+        decompress_opts: D,
+    ) -> Result<Self> {
+        let library = &nvcomp.library;
+        let call = |call: &str| format!("nvcompBatched{name}{call}");
+        unsafe {
+            Ok(Self {
+                nvcomp,
+                name,
+                label,
+                compress_opts,
+                decompress_opts,
+                compress_get_temp_size: entry(library, &call("CompressGetTempSize"))?,
+                compress_get_max_output_chunk_size: entry(library, &call("CompressGetMaxOutputChunkSize"))?,
+                compress_async: entry(library, &call("CompressAsync"))?,
+                decompress_get_temp_size: entry(library, &call("DecompressGetTempSize"))?,
+                decompress_async: entry(library, &call("DecompressAsync"))?,
+            })
+        }
+    }
+
+    /// An error naming the entry point `nvcompBatched<Name><call>` and `status`, unless it is success.
+    fn check(&self, call: &str, status: Status) -> Result<()> {
+        self.nvcomp.check(format_args!("nvcompBatched{}{call}", self.name), status)
+    }
+}
+
+impl<C: Copy, D: Copy> Codec for Batched<'_, C, D> {
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn max_compressed_chunk_size(&self, chunk_size: usize) -> Result<usize> {
         let mut bytes = 0;
-        let status = unsafe { (self.compress_get_max_output_chunk_size)(chunk_size, COMPRESS_DEFAULTS, &mut bytes) };
-        self.check("nvcompBatchedLZ4CompressGetMaxOutputChunkSize", status)?;
+        let status = unsafe { (self.compress_get_max_output_chunk_size)(chunk_size, self.compress_opts, &mut bytes) };
+        self.check("CompressGetMaxOutputChunkSize", status)?;
         Ok(bytes)
     }
 
-    /// Device temp bytes that both compressing and decompressing `count` chunks of at most `chunk_size`
-    /// (`total` bytes in all) need. Enqueues nothing.
-    pub fn temp_size(&self, count: usize, chunk_size: usize, total: usize) -> Result<usize> {
+    /// Enqueues nothing.
+    fn temp_size(&self, count: usize, chunk_size: usize, total: usize) -> Result<usize> {
         let (mut compress, mut decompress) = (0, 0);
         let null = std::ptr::null_mut();
         let status =
-            unsafe { (self.compress_get_temp_size)(count, chunk_size, COMPRESS_DEFAULTS, &mut compress, total, null) };
-        self.check("nvcompBatchedLZ4CompressGetTempSize", status)?;
+            unsafe { (self.compress_get_temp_size)(count, chunk_size, self.compress_opts, &mut compress, total, null) };
+        self.check("CompressGetTempSize", status)?;
         let status = unsafe {
-            (self.decompress_get_temp_size)(count, chunk_size, DECOMPRESS_DEFAULTS, &mut decompress, total, null)
+            (self.decompress_get_temp_size)(count, chunk_size, self.decompress_opts, &mut decompress, total, null)
         };
-        self.check("nvcompBatchedLZ4DecompressGetTempSize", status)?;
+        self.check("DecompressGetTempSize", status)?;
         Ok(compress.max(decompress))
     }
 
-    /// Enqueues compressing `input`'s chunks (of at most `max_chunk_size`) into `output`'s slots, which
-    /// must each hold [`Nvcomp::max_compressed_chunk_size`]; writes `output`'s sizes and statuses.
-    ///
-    /// # Safety
-    /// The buffers must stay alive until the stream has run the call, and `temp` must hold
-    /// [`Nvcomp::temp_size`] bytes.
-    pub unsafe fn compress(
+    unsafe fn compress(
         &self,
         input: &Chunked,
-        max_chunk_size: usize,
+        chunk_size: usize,
         output: &mut Chunked,
         temp: &mut DeviceBuffer<u8>,
-        stream: CUstream,
+        stream: &BenchStream,
     ) -> Result<()> {
         let status = unsafe {
             (self.compress_async)(
                 input.addresses.address() as *const *const c_void,
                 input.sizes.address() as *const usize,
-                max_chunk_size,
+                chunk_size,
                 input.count(),
                 temp.address() as *mut c_void,
                 temp.len(),
                 output.addresses.address() as *const *mut c_void,
                 output.sizes.address() as *mut usize,
-                COMPRESS_DEFAULTS,
+                self.compress_opts,
                 output.statuses.address() as *mut Status,
-                stream,
+                stream.raw(),
             )
         };
-        self.check("nvcompBatchedLZ4CompressAsync", status)
+        self.check("CompressAsync", status)
     }
 
-    /// Enqueues decompressing `input`'s chunks into `output`'s slots, which hold `capacities` bytes
-    /// each (chunks of at most `max_chunk_size`); writes `output`'s sizes and statuses.
-    ///
-    /// # Safety
-    /// As [`Nvcomp::compress`].
-    pub unsafe fn decompress(
+    unsafe fn decompress(
         &self,
         input: &Chunked,
         capacities: &DeviceBuffer<usize>,
         output: &mut Chunked,
         temp: &mut DeviceBuffer<u8>,
-        stream: CUstream,
+        stream: &BenchStream,
     ) -> Result<()> {
         let status = unsafe {
             (self.decompress_async)(
@@ -199,22 +338,12 @@ impl Nvcomp {
                 temp.address() as *mut c_void,
                 temp.len(),
                 output.addresses.address() as *const *mut c_void,
-                DECOMPRESS_DEFAULTS,
+                self.decompress_opts,
                 output.statuses.address() as *mut Status,
-                stream,
+                stream.raw(),
             )
         };
-        self.check("nvcompBatchedLZ4DecompressAsync", status)
-    }
-
-    /// An error naming `call` and nvCOMP's description of `status`, unless it is success.
-    fn check(&self, call: &str, status: Status) -> Result<()> {
-        if status == 0 {
-            return Ok(());
-        }
-        let text = unsafe { (self.get_status_string)(status) };
-        let text = if text.is_null() { "?".into() } else { unsafe { CStr::from_ptr(text) }.to_string_lossy() };
-        bail!("{call} failed: nvCOMP status {status} ({text})")
+        self.check("DecompressAsync", status)
     }
 }
 

@@ -8,7 +8,9 @@
 //!   optional CRC-32s, raw and size-prefixed bitstreams;
 //! - a CPU path writing the same bitstream, used when there is no GPU.
 //!
-//! LZ4 output is standard LZ4 blocks, readable by liblz4 and lz4_flex; their blocks decode here.
+//! Codecs ([`Options`]): LZ4 blocks, Snappy raw streams, Deflate (raw, zlib or gzip, with
+//! nvCOMP's six levels) and GDeflate pages. Their chunks are the standard formats both ways:
+//! liblz4, `snap`, zlib/gzip and nvCOMP read what ferrocomp writes, and the reverse.
 //!
 //! ```no_run
 //! use ferrocomp::{BufferCodec, Config, Gpu, Options};

@@ -14,17 +14,21 @@ pub fn unpack_options(options: u32) -> (u8, Wrapper) {
     (options as u8, Wrapper::from_id((options >> 8) as u8).unwrap_or_default())
 }
 
+/// This warp's decoding tables, in the block's shared memory (Deflate's and GDeflate's kernels).
+///
+/// # Safety
+/// The launch must give each warp [`DECODE_SHARED_BYTES_PER_WARP`] of dynamic shared memory.
+#[cfg(target_arch = "nvptx64")]
+pub(crate) unsafe fn shared_tables<'a>() -> &'a mut DecodeTables {
+    use crate::gpu::{HardwareWarp, dynamic_shared_memory};
+    unsafe { &mut *dynamic_shared_memory::<DecodeTables>().add(HardwareWarp::index_in_block() as usize) }
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
     use crate::batch::{bytes, bytes_mut, finish, for_each_chunk, scratch_slot};
-    use crate::gpu::{HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::deflate::{self, CompressScratch};
-
-    /// This warp's decoding tables, in the block's shared memory.
-    unsafe fn shared_tables<'a>() -> &'a mut DecodeTables {
-        unsafe { &mut *dynamic_shared_memory::<DecodeTables>().add(HardwareWarp::index_in_block() as usize) }
-    }
 
     /// Compresses chunk `i` of `count` into `outputs[i]` (room for `capacity` bytes), writing
     /// `out_sizes[i]` and `statuses[i]`. `scratch` holds a `CompressScratch` per warp of the grid.

@@ -5,14 +5,9 @@
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use crate::batch::{bytes, bytes_mut, finish, for_each_chunk, scratch_slot};
-    use crate::gpu::{HardwareWarp, dynamic_shared_memory};
-    use ferrocomp_format::deflate::{CompressScratch, DecodeTables};
+    use crate::deflate::shared_tables;
+    use ferrocomp_format::deflate::CompressScratch;
     use ferrocomp_format::gdeflate;
-
-    /// This warp's decoding tables, in the block's shared memory.
-    unsafe fn shared_tables<'a>() -> &'a mut DecodeTables {
-        unsafe { &mut *dynamic_shared_memory::<DecodeTables>().add(HardwareWarp::index_in_block() as usize) }
-    }
 
     /// Compresses chunk `i` of `count` into `outputs[i]` (room for `capacity` bytes) at level
     /// `options`, writing `out_sizes[i]` and `statuses[i]`. `scratch` holds a `CompressScratch`

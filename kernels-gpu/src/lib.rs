@@ -17,9 +17,9 @@ pub mod crc32;
 pub mod deflate;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emulated;
+pub mod gdeflate;
 #[cfg(target_arch = "nvptx64")]
 pub mod gpu;
-pub mod gdeflate;
 pub mod lz4;
 pub mod lz77;
 pub mod snappy;

@@ -51,8 +51,13 @@ pub trait SequenceEncoder {
     ///
     /// # Safety
     /// `literals` must be readable for `count` bytes.
-    unsafe fn sequence(&mut self, literals: *const u8, count: usize, offset: usize, match_len: usize)
-    -> Result<(), Status>;
+    unsafe fn sequence(
+        &mut self,
+        literals: *const u8,
+        count: usize,
+        offset: usize,
+        match_len: usize,
+    ) -> Result<(), Status>;
 
     /// The final `count` literals at `literals`.
     ///
@@ -265,7 +270,13 @@ impl Syntax for Lz4Syntax {
         (literals + len <= SHORT_SEQUENCE).then_some(Parsed { literals_at, literals, offset, len, next: at })
     }
 
-    unsafe fn decode_one<W: Warp>(&self, warp: &W, stream: &Stream, ip: &mut u32, op: &mut u32) -> Result<bool, Status> {
+    unsafe fn decode_one<W: Warp>(
+        &self,
+        warp: &W,
+        stream: &Stream,
+        ip: &mut u32,
+        op: &mut u32,
+    ) -> Result<bool, Status> {
         let (end, capacity) = (stream.end, stream.capacity);
         let byte = |at: u32| stream.byte(at);
         if *ip >= end {

@@ -190,7 +190,13 @@ impl Syntax for SnappySyntax {
         }
     }
 
-    unsafe fn decode_one<W: Warp>(&self, warp: &W, stream: &Stream, ip: &mut u32, op: &mut u32) -> Result<bool, Status> {
+    unsafe fn decode_one<W: Warp>(
+        &self,
+        warp: &W,
+        stream: &Stream,
+        ip: &mut u32,
+        op: &mut u32,
+    ) -> Result<bool, Status> {
         let n = stream.capacity;
         if *ip >= stream.end {
             return if *op == n { Ok(true) } else { Err(Status::Malformed) };

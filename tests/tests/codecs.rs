@@ -151,7 +151,7 @@ fn wrong_trailers_and_corrupt_chunks_name_the_chunk() {
     }
 }
 
-/// Scratch for `count` chunks of `codec`, allocated for one call.
+/// `bytes` of device scratch, allocated for one call.
 fn scratch(gpu: &Gpu, bytes: usize) -> DeviceBuffer<u8> {
     gpu.alloc(bytes).unwrap()
 }

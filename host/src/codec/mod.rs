@@ -134,9 +134,9 @@ impl Grid {
         }
     }
 
-    /// One thread for each of `count` chunks, `threads_per_block` (a multiple of 32) to a block.
+    /// One thread for each of `count` chunks, `threads_per_block` to a block.
     pub(crate) fn threads(count: usize, threads_per_block: u32) -> Self {
-        Self { blocks: blocks(count, threads_per_block / 32 * 32), threads_per_block, shared_bytes: 0 }
+        Self { blocks: blocks(count, threads_per_block), threads_per_block, shared_bytes: 0 }
     }
 }
 

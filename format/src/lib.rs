@@ -4,7 +4,10 @@
 //! reference the warp-cooperative GPU kernels are checked against).
 #![no_std]
 
+pub use batch::BatchArgs;
+
 pub mod adler32;
+pub mod batch;
 pub mod crc32;
 pub mod deflate;
 pub mod gdeflate;
@@ -26,6 +29,9 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
+    /// Every algorithm, in id order.
+    pub const ALL: [Self; 4] = [Self::Lz4, Self::Snappy, Self::Deflate, Self::GDeflate];
+
     /// The algorithm with header id `id`, if there is one.
     pub fn from_id(id: u8) -> Option<Self> {
         match id {

@@ -5,9 +5,10 @@
 //! host never waits.
 
 use crate::alloc::{DeviceView, DeviceViewMut};
-use crate::error::Result;
-use crate::gpu::{Gpu, Stream};
-use ferrocomp_format::Status;
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, Stream, blocks};
+use ferrocomp_format::{Algorithm, BatchArgs, Status};
+use std::ffi::c_void;
 
 /// Device arrays describing `len` chunks: their addresses and byte counts.
 #[derive(Clone, Copy, Debug)]
@@ -46,7 +47,8 @@ pub struct Results<'a> {
 }
 
 /// A compression algorithm with its options: the batched GPU API plus the CPU path writing the
-/// same bitstream.
+/// same bitstream. A codec states its bounds, scratch needs, CPU functions and [`Launch`]; the
+/// batched calls are the same for all of them.
 pub trait BatchCodec: Send + Sync {
     /// Largest chunk the compressor accepts.
     fn max_chunk_size(&self) -> usize;
@@ -59,13 +61,30 @@ pub trait BatchCodec: Send + Sync {
 
     /// Device scratch bytes [`BatchCodec::compress_async`] needs for `count` chunks of at most
     /// `max_chunk_bytes`.
-    fn compress_scratch_size(&self, count: usize, max_chunk_bytes: usize) -> usize;
+    fn compress_scratch_size(&self, _count: usize, _max_chunk_bytes: usize) -> usize {
+        0
+    }
 
-    /// Device scratch bytes [`BatchCodec::decompress_async`] needs.
-    fn decompress_scratch_size(&self, count: usize, max_chunk_bytes: usize) -> usize;
+    /// Device scratch bytes [`BatchCodec::decompress_async`] needs for `count` chunks that
+    /// decompress to at most `max_chunk_bytes`.
+    fn decompress_scratch_size(&self, _count: usize, _max_chunk_bytes: usize) -> usize {
+        0
+    }
+
+    /// How the codec's kernels are launched.
+    fn launch(&self) -> Launch;
+
+    /// Compresses one chunk on the CPU into `out`; returns the compressed size.
+    fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status>;
+
+    /// Decompresses one chunk on the CPU into `out`; returns the decompressed size.
+    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status>;
+
+    /// The size one compressed chunk decompresses to, found on the CPU.
+    fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status>;
 
     /// Enqueues compressing each chunk of `inputs` into `outputs` (each with room for
-    /// [`BatchCodec::max_compressed_chunk_size`] of the largest input).
+    /// `output_capacity` bytes: [`BatchCodec::max_compressed_chunk_size`] of the largest input).
     ///
     /// # Safety
     /// Every address in the arrays must be valid device memory of its stated size until the
@@ -80,7 +99,17 @@ pub trait BatchCodec: Send + Sync {
         scratch: DeviceViewMut<'_, u8>,
         results: Results<'_>,
         stream: &Stream,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        let count = check_batch(inputs.len(), outputs.len(), &results)?;
+        check_scratch(&scratch, self.compress_scratch_size(count, 0))?;
+        let launch = self.launch();
+        let args = BatchArgs {
+            outputs: outputs.address(),
+            output_capacity: output_capacity as u64,
+            ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
+        };
+        unsafe { launch.run(gpu, Kernel::Compress, &args, stream) }
+    }
 
     /// Enqueues finding the decompressed size of each chunk of `inputs`.
     ///
@@ -92,7 +121,12 @@ pub trait BatchCodec: Send + Sync {
         inputs: Chunks<'_>,
         results: Results<'_>,
         stream: &Stream,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        let count = check_batch(inputs.len(), inputs.len(), &results)?;
+        let launch = self.launch();
+        let args = batch_args(inputs, &results, None, count, launch.options);
+        unsafe { launch.run(gpu, Kernel::DecompressedSizes, &args, stream) }
+    }
 
     /// Enqueues decompressing each chunk of `inputs` into `outputs`; a chunk that is corrupt or
     /// does not fit gets an error status, and the others still decode. `first_failure`, if
@@ -110,14 +144,131 @@ pub trait BatchCodec: Send + Sync {
         results: Results<'_>,
         first_failure: Option<DeviceViewMut<'_, u32>>,
         stream: &Stream,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        let count = check_batch(inputs.len(), outputs.len(), &results)?;
+        let launch = self.launch();
+        let args = BatchArgs {
+            outputs: outputs.addresses.address(),
+            output_capacities: outputs.sizes.address(),
+            first_failure: first_failure.map_or(0, |f| f.address()),
+            ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
+        };
+        unsafe { launch.run(gpu, Kernel::Decompress, &args, stream) }
+    }
+}
 
-    /// Compresses one chunk on the CPU into `out`; returns the compressed size.
-    fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status>;
+/// The three kernels of a codec: `{algorithm}_compress`, `{algorithm}_decompress` and
+/// `{algorithm}_decompressed_sizes` in the PTX.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// Compresses each chunk.
+    Compress,
+    /// Decompresses each chunk.
+    Decompress,
+    /// Finds each chunk's decompressed size.
+    DecompressedSizes,
+}
 
-    /// Decompresses one chunk on the CPU into `out`; returns the decompressed size.
-    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status>;
+/// How a codec's kernels are spread over the GPU: what differs between codecs' launches.
+#[derive(Clone, Copy, Debug)]
+pub struct Launch {
+    /// Whose kernels these are.
+    pub algorithm: Algorithm,
+    /// The options word the kernels receive (`BatchArgs::options`).
+    pub options: u32,
+    /// The compress kernel's shape.
+    pub compress: Shape,
+    /// The decompress kernel's shape.
+    pub decompress: Shape,
+    /// The decompressed-sizes kernel's shape.
+    pub sizes: Shape,
+}
 
-    /// The size one compressed chunk decompresses to, found on the CPU.
-    fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status>;
+/// Which threads code a chunk, as the kernel's `Lanes` expects.
+#[derive(Clone, Copy, Debug)]
+pub enum Shape {
+    /// A warp per chunk, `per_block` warps to a block, each with `shared_bytes` of shared
+    /// memory; at most `max_warps` warps (the rest of the chunks are taken in turns).
+    Warps { per_block: u32, shared_bytes: usize, max_warps: usize },
+    /// A thread per chunk, `per_block` threads to a block.
+    Threads { per_block: u32 },
+}
+
+impl Shape {
+    /// A warp per chunk, as many as there are chunks.
+    pub const fn warps(per_block: u32, shared_bytes: usize) -> Self {
+        Self::Warps { per_block, shared_bytes, max_warps: usize::MAX }
+    }
+
+    /// Blocks, threads per block and shared bytes per block for `count` chunks.
+    fn grid(self, count: usize) -> (u32, u32, u32) {
+        match self {
+            Self::Warps { per_block, shared_bytes, max_warps } => {
+                (blocks(count.min(max_warps), per_block), per_block * 32, per_block * shared_bytes as u32)
+            }
+            Self::Threads { per_block } => (blocks(count, per_block), per_block, 0),
+        }
+    }
+}
+
+impl Launch {
+    /// Enqueues `kernel` over the batch `args`.
+    ///
+    /// # Safety
+    /// `args` must describe device memory valid until the stream has run the kernel.
+    unsafe fn run(&self, gpu: &Gpu, kernel: Kernel, args: &BatchArgs, stream: &Stream) -> Result<()> {
+        let shape = match kernel {
+            Kernel::Compress => self.compress,
+            Kernel::Decompress => self.decompress,
+            Kernel::DecompressedSizes => self.sizes,
+        };
+        let (blocks, threads, shared_bytes) = shape.grid(args.count as usize);
+        let function = gpu.kernel(self.algorithm, kernel);
+        let params = [args as *const BatchArgs as *mut c_void];
+        unsafe { gpu.launch(function, blocks, threads, shared_bytes, stream, &params) }
+    }
+}
+
+/// The arguments every kernel of a batch shares.
+fn batch_args(
+    inputs: Chunks<'_>,
+    results: &Results<'_>,
+    scratch: Option<&DeviceViewMut<'_, u8>>,
+    count: usize,
+    options: u32,
+) -> BatchArgs {
+    BatchArgs {
+        inputs: inputs.addresses.address(),
+        input_sizes: inputs.sizes.address(),
+        result_sizes: results.sizes.address(),
+        statuses: results.statuses.address(),
+        scratch: scratch.map_or(0, |s| s.address()),
+        scratch_len: scratch.map_or(0, |s| s.len() as u64),
+        count: count as u64,
+        options,
+        ..BatchArgs::default()
+    }
+}
+
+/// Checks that a batch's arrays agree in length; returns the chunk count.
+fn check_batch(inputs: usize, outputs: usize, results: &Results<'_>) -> Result<usize> {
+    if outputs != inputs || results.sizes.len() < inputs || results.statuses.len() < inputs {
+        return Err(Error::InvalidArgument(format!(
+            "batch arrays disagree: {inputs} inputs, {outputs} outputs, {} sizes, {} statuses",
+            results.sizes.len(),
+            results.statuses.len()
+        )));
+    }
+    if inputs > u32::MAX as usize {
+        return Err(Error::InvalidArgument(format!("{inputs} chunks is more than a batch can hold")));
+    }
+    Ok(inputs)
+}
+
+/// Checks that `scratch` holds `needed` bytes.
+fn check_scratch(scratch: &DeviceViewMut<'_, u8>, needed: usize) -> Result<()> {
+    if scratch.len() < needed {
+        return Err(Error::InvalidArgument(format!("scratch of {} bytes, {needed} needed", scratch.len())));
+    }
+    Ok(())
 }

@@ -4,11 +4,13 @@
 use crate::alloc::{
     Allocators, DeviceAllocator, DeviceBuffer, DeviceView, DeviceViewMut, HostAllocator, PinnedAllocator,
 };
+use crate::batch::Kernel;
 use crate::error::{Error, Result, check};
 use cust::context::Context;
 use cust::device::Device;
 use cust::module::Module;
 use cust::sys as cu;
+use ferrocomp_format::Algorithm;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
@@ -33,12 +35,9 @@ struct GpuInner {
 }
 
 /// Raw handles of the kernels, valid while the module is loaded.
-#[derive(Clone, Copy)]
 pub(crate) struct Kernels {
-    pub lz4: CodecKernels,
-    pub snappy: CodecKernels,
-    pub deflate: CodecKernels,
-    pub gdeflate: CodecKernels,
+    /// Each algorithm's batched kernels, in [`Algorithm::ALL`]'s order.
+    codecs: Vec<CodecKernels>,
     pub crc32: cu::CUfunction,
     pub gather: cu::CUfunction,
 }
@@ -46,10 +45,10 @@ pub(crate) struct Kernels {
 /// One codec's batched kernels, named `{codec}_compress`, `{codec}_decompress` and
 /// `{codec}_decompressed_sizes` in the PTX.
 #[derive(Clone, Copy)]
-pub(crate) struct CodecKernels {
-    pub compress: cu::CUfunction,
-    pub decompress: cu::CUfunction,
-    pub decompressed_sizes: cu::CUfunction,
+struct CodecKernels {
+    compress: cu::CUfunction,
+    decompress: cu::CUfunction,
+    decompressed_sizes: cu::CUfunction,
 }
 
 // The handles are plain driver handles, usable from any thread once the context is current.
@@ -91,10 +90,7 @@ impl Gpu {
             })
         };
         let kernels = Kernels {
-            lz4: codec("lz4")?,
-            snappy: codec("snappy")?,
-            deflate: codec("deflate")?,
-            gdeflate: codec("gdeflate")?,
+            codecs: Algorithm::ALL.iter().map(|algorithm| codec(algorithm.name())).collect::<Result<_>>()?,
             crc32: function("crc32")?,
             gather: function("gather")?,
         };
@@ -180,8 +176,19 @@ impl Gpu {
         Ok(out)
     }
 
-    pub(crate) fn kernels(&self) -> Kernels {
-        self.inner.kernels
+    pub(crate) fn kernels(&self) -> &Kernels {
+        &self.inner.kernels
+    }
+
+    /// The handle of `algorithm`'s `kernel`.
+    pub(crate) fn kernel(&self, algorithm: Algorithm, kernel: Kernel) -> cu::CUfunction {
+        let index = Algorithm::ALL.iter().position(|&a| a == algorithm).expect("every algorithm is in ALL");
+        let codec = &self.inner.kernels.codecs[index];
+        match kernel {
+            Kernel::Compress => codec.compress,
+            Kernel::Decompress => codec.decompress,
+            Kernel::DecompressedSizes => codec.decompressed_sizes,
+        }
     }
 
     /// Launches `function` on a 1-D grid.

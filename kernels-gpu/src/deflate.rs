@@ -20,81 +20,44 @@ pub fn unpack_options(options: u32) -> (u8, Wrapper) {
 /// The launch must give each warp [`DECODE_SHARED_BYTES_PER_WARP`] of dynamic shared memory.
 #[cfg(target_arch = "nvptx64")]
 pub(crate) unsafe fn shared_tables<'a>() -> &'a mut DecodeTables {
-    use crate::gpu::{HardwareWarp, dynamic_shared_memory};
-    unsafe { &mut *dynamic_shared_memory::<DecodeTables>().add(HardwareWarp::index_in_block() as usize) }
+    unsafe { &mut *crate::batch::warp_shared::<DecodeTables>(1) }
 }
 
+/// The batched entry points (`deflate_compress`, `deflate_decompress`,
+/// `deflate_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::batch::{bytes, bytes_mut, finish, for_each_chunk, scratch_slot};
+    use crate::batch::{Chunk, ChunkKernels, Lanes, scratch_slot};
+    use crate::gpu::HardwareWarp;
     use ferrocomp_format::deflate::{self, CompressScratch};
+    use ferrocomp_format::{BatchArgs, Status};
 
-    /// Compresses chunk `i` of `count` into `outputs[i]` (room for `capacity` bytes), writing
-    /// `out_sizes[i]` and `statuses[i]`. `scratch` holds a `CompressScratch` per warp of the grid.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn deflate_compress(
-        inputs: *const *const u8,
-        in_sizes: *const usize,
-        outputs: *const *mut u8,
-        capacity: usize,
-        out_sizes: *mut usize,
-        statuses: *mut u32,
-        count: usize,
-        scratch: *mut u8,
-        options: u32,
-    ) {
-        let (level, wrapper) = unpack_options(options);
-        for_each_chunk(count, true, |chunk, slot| unsafe {
-            let input = bytes(*inputs.add(chunk), *in_sizes.add(chunk));
-            let out = bytes_mut(*outputs.add(chunk), capacity);
-            let scratch = scratch_slot::<CompressScratch>(scratch, slot);
-            let result = deflate::compress(input, level, wrapper, scratch, out);
-            finish(chunk, result, out_sizes, statuses, core::ptr::null_mut());
-        });
+    /// The first lane of a warp per chunk runs the format crate's codec; compression scratch is
+    /// a `CompressScratch` per warp of the grid.
+    pub struct Deflate;
+
+    impl ChunkKernels for Deflate {
+        const COMPRESS: Lanes = Lanes::FirstOfWarp;
+        const DECOMPRESS: Lanes = Lanes::FirstOfWarp;
+        const SIZES: Lanes = Lanes::FirstOfWarp;
+
+        unsafe fn compress(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let (level, wrapper) = unpack_options(args.options);
+            let scratch = unsafe { scratch_slot::<CompressScratch>(args, chunk.slot) };
+            unsafe { deflate::compress(chunk.input(), level, wrapper, scratch, chunk.output()) }
+        }
+
+        unsafe fn decompress(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let (_, wrapper) = unpack_options(args.options);
+            unsafe { deflate::decompress(chunk.input(), wrapper, chunk.output(), shared_tables()) }
+        }
+
+        unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let (_, wrapper) = unpack_options(args.options);
+            unsafe { deflate::decompressed_size(chunk.input(), wrapper, shared_tables()) }
+        }
     }
 
-    /// Decompresses chunk `i` of `count` into `outputs[i]` (room for `capacities[i]` bytes),
-    /// writing `out_sizes[i]` and `statuses[i]`; `first_failure`, if not null, is lowered to the
-    /// index of the first chunk that failed.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn deflate_decompress(
-        inputs: *const *const u8,
-        in_sizes: *const usize,
-        outputs: *const *mut u8,
-        capacities: *const usize,
-        out_sizes: *mut usize,
-        statuses: *mut u32,
-        count: usize,
-        first_failure: *mut u32,
-        _scratch: *mut u8,
-        options: u32,
-    ) {
-        let (_, wrapper) = unpack_options(options);
-        for_each_chunk(count, true, |chunk, _| unsafe {
-            let input = bytes(*inputs.add(chunk), *in_sizes.add(chunk));
-            let out = bytes_mut(*outputs.add(chunk), *capacities.add(chunk));
-            let result = deflate::decompress(input, wrapper, out, shared_tables());
-            finish(chunk, result, out_sizes, statuses, first_failure);
-        });
-    }
-
-    /// Finds the decompressed size of chunk `i` of `count` by decoding it without writing.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn deflate_decompressed_sizes(
-        inputs: *const *const u8,
-        in_sizes: *const usize,
-        out_sizes: *mut usize,
-        statuses: *mut u32,
-        count: usize,
-        _scratch: *mut u8,
-        options: u32,
-    ) {
-        let (_, wrapper) = unpack_options(options);
-        for_each_chunk(count, true, |chunk, _| unsafe {
-            let input = bytes(*inputs.add(chunk), *in_sizes.add(chunk));
-            let result = deflate::decompressed_size(input, wrapper, shared_tables());
-            finish(chunk, result, out_sizes, statuses, core::ptr::null_mut());
-        });
-    }
+    crate::batch_kernels!(Deflate: deflate_compress, deflate_decompress, deflate_decompressed_sizes);
 }

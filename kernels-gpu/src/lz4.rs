@@ -357,104 +357,39 @@ fn extend_length(nibble: u32, ip: &mut u32, end: u32, byte: impl Fn(u32) -> u32)
     Ok(len)
 }
 
-/// Kernel entry points: the batched arrays are nvCOMP's (device arrays of pointers and sizes).
+/// The batched entry points (`lz4_compress`, `lz4_decompress`, `lz4_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::batch::finish;
-    use crate::gpu::{HardwareWarp, dynamic_shared_memory, thread};
+    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::gpu::HardwareWarp;
+    use ferrocomp_format::BatchArgs;
 
-    /// Compresses chunk `i` of `count` into `outputs[i]` (room for `capacity` bytes each),
-    /// writing `out_sizes[i]` and `statuses[i]`. One warp per chunk; dynamic shared memory of
-    /// `COMPRESS_SHARED_BYTES_PER_WARP` per warp.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn lz4_compress(
-        inputs: *const *const u8,
-        in_sizes: *const usize,
-        outputs: *const *mut u8,
-        capacity: usize,
-        out_sizes: *mut usize,
-        statuses: *mut u32,
-        count: usize,
-        _scratch: *mut u8,
-        data_type: u32,
-    ) {
-        let chunk = HardwareWarp::index_in_grid() as usize;
-        if chunk >= count {
-            return;
+    /// A warp per chunk compresses (its hash table in shared memory) and decompresses; a thread
+    /// per chunk walks the sequences for the decompressed size.
+    pub struct Lz4;
+
+    impl ChunkKernels for Lz4 {
+        const COMPRESS: Lanes = Lanes::Warp;
+        const DECOMPRESS: Lanes = Lanes::Warp;
+        const SIZES: Lanes = Lanes::Thread;
+
+        unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let table = warp_shared::<u16>(HASH_ENTRIES);
+            let data_type = DataType::from_id(args.options as u8).unwrap_or_default();
+            unsafe {
+                compress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity, table, data_type)
+            }
         }
-        let warp = HardwareWarp;
-        let table =
-            unsafe { dynamic_shared_memory::<u16>().add(HardwareWarp::index_in_block() as usize * HASH_ENTRIES) };
-        let data_type = DataType::from_id(data_type as u8).unwrap_or_default();
-        let result = unsafe {
-            compress_chunk(
-                &warp,
-                *inputs.add(chunk),
-                *in_sizes.add(chunk),
-                *outputs.add(chunk),
-                capacity,
-                table,
-                data_type,
-            )
-        };
-        if warp.lane() == 0 {
-            unsafe { finish(chunk, result, out_sizes, statuses, core::ptr::null_mut()) };
+
+        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity) }
+        }
+
+        unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            lz4::decompressed_size(unsafe { chunk.input() })
         }
     }
 
-    /// Decompresses chunk `i` of `count` into `outputs[i]` (room for `capacities[i]` bytes),
-    /// writing `out_sizes[i]` and `statuses[i]`; `first_failure`, if not null, is lowered to the
-    /// index of the first chunk that failed. One warp per chunk.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn lz4_decompress(
-        inputs: *const *const u8,
-        in_sizes: *const usize,
-        outputs: *const *mut u8,
-        capacities: *const usize,
-        out_sizes: *mut usize,
-        statuses: *mut u32,
-        count: usize,
-        first_failure: *mut u32,
-        _scratch: *mut u8,
-        _options: u32,
-    ) {
-        let chunk = HardwareWarp::index_in_grid() as usize;
-        if chunk >= count {
-            return;
-        }
-        let warp = HardwareWarp;
-        let result = unsafe {
-            decompress_chunk(
-                &warp,
-                *inputs.add(chunk),
-                *in_sizes.add(chunk),
-                *outputs.add(chunk),
-                *capacities.add(chunk),
-            )
-        };
-        if warp.lane() == 0 {
-            unsafe { finish(chunk, result, out_sizes, statuses, first_failure) };
-        }
-    }
-
-    /// Finds the decompressed size of chunk `i` of `count` by walking its sequences. One
-    /// thread per chunk.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn lz4_decompressed_sizes(
-        inputs: *const *const u8,
-        in_sizes: *const usize,
-        out_sizes: *mut usize,
-        statuses: *mut u32,
-        count: usize,
-        _scratch: *mut u8,
-        _options: u32,
-    ) {
-        let chunk = thread::index_1d() as usize;
-        if chunk >= count {
-            return;
-        }
-        let block = unsafe { slice::from_raw_parts(*inputs.add(chunk), *in_sizes.add(chunk)) };
-        unsafe { finish(chunk, lz4::decompressed_size(block), out_sizes, statuses, core::ptr::null_mut()) };
-    }
+    crate::batch_kernels!(Lz4: lz4_compress, lz4_decompress, lz4_decompressed_sizes);
 }

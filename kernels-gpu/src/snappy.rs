@@ -231,97 +231,41 @@ impl Syntax for SnappySyntax {
     }
 }
 
+/// The batched entry points (`snappy_compress`, `snappy_decompress`,
+/// `snappy_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::batch::{bytes, finish, for_each_chunk};
-    use crate::gpu::{HardwareWarp, dynamic_shared_memory};
+    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::gpu::HardwareWarp;
+    use ferrocomp_format::BatchArgs;
     use ferrocomp_format::lz4::HASH_ENTRIES;
 
-    /// Compresses chunk `i` of `count` into `outputs[i]` (room for `capacity` bytes), writing
-    /// `out_sizes[i]` and `statuses[i]`; `options` is the data type. One warp per chunk, its
-    /// hash table in shared memory.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn snappy_compress(
-        inputs: *const *const u8,
-        in_sizes: *const usize,
-        outputs: *const *mut u8,
-        capacity: usize,
-        out_sizes: *mut usize,
-        statuses: *mut u32,
-        count: usize,
-        _scratch: *mut u8,
-        options: u32,
-    ) {
-        let warp = HardwareWarp;
-        let table =
-            unsafe { dynamic_shared_memory::<u16>().add(HardwareWarp::index_in_block() as usize * HASH_ENTRIES) };
-        let data_type = DataType::from_id(options as u8).unwrap_or_default();
-        for_each_chunk(count, false, |chunk, _| {
-            let result = unsafe {
-                compress_chunk(
-                    &warp,
-                    *inputs.add(chunk),
-                    *in_sizes.add(chunk),
-                    *outputs.add(chunk),
-                    capacity,
-                    table,
-                    data_type,
-                )
-            };
-            if warp.lane() == 0 {
-                unsafe { finish(chunk, result, out_sizes, statuses, core::ptr::null_mut()) };
+    /// A warp per chunk compresses (LZ4's parse, its hash table in shared memory) and
+    /// decompresses; a thread per chunk reads the size from the preamble.
+    pub struct Snappy;
+
+    impl ChunkKernels for Snappy {
+        const COMPRESS: Lanes = Lanes::Warp;
+        const DECOMPRESS: Lanes = Lanes::Warp;
+        const SIZES: Lanes = Lanes::Thread;
+
+        unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let table = warp_shared::<u16>(HASH_ENTRIES);
+            let data_type = DataType::from_id(args.options as u8).unwrap_or_default();
+            unsafe {
+                compress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity, table, data_type)
             }
-        });
+        }
+
+        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity) }
+        }
+
+        unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            snappy::decompressed_size(unsafe { chunk.input() })
+        }
     }
 
-    /// Decompresses chunk `i` of `count` into `outputs[i]` (room for `capacities[i]` bytes),
-    /// writing `out_sizes[i]` and `statuses[i]`; `first_failure`, if not null, is lowered to the
-    /// index of the first chunk that failed.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn snappy_decompress(
-        inputs: *const *const u8,
-        in_sizes: *const usize,
-        outputs: *const *mut u8,
-        capacities: *const usize,
-        out_sizes: *mut usize,
-        statuses: *mut u32,
-        count: usize,
-        first_failure: *mut u32,
-        _scratch: *mut u8,
-        _options: u32,
-    ) {
-        let warp = HardwareWarp;
-        for_each_chunk(count, false, |chunk, _| {
-            let result = unsafe {
-                decompress_chunk(
-                    &warp,
-                    *inputs.add(chunk),
-                    *in_sizes.add(chunk),
-                    *outputs.add(chunk),
-                    *capacities.add(chunk),
-                )
-            };
-            if warp.lane() == 0 {
-                unsafe { finish(chunk, result, out_sizes, statuses, first_failure) };
-            }
-        });
-    }
-
-    /// Reads the decompressed size of chunk `i` of `count` from its preamble.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn snappy_decompressed_sizes(
-        inputs: *const *const u8,
-        in_sizes: *const usize,
-        out_sizes: *mut usize,
-        statuses: *mut u32,
-        count: usize,
-        _scratch: *mut u8,
-        _options: u32,
-    ) {
-        for_each_chunk(count, true, |chunk, _| unsafe {
-            let input = bytes(*inputs.add(chunk), *in_sizes.add(chunk));
-            finish(chunk, snappy::decompressed_size(input), out_sizes, statuses, core::ptr::null_mut());
-        });
-    }
+    crate::batch_kernels!(Snappy: snappy_compress, snappy_decompress, snappy_decompressed_sizes);
 }

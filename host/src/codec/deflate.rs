@@ -3,13 +3,9 @@
 //! a warp) running the format crate's codec; compression scratch is a device array with one slot
 //! per warp, and each warp's decoding tables sit in shared memory.
 
-use super::{Grid, check_scratch, launch_compress, launch_decompress, launch_sizes};
-use crate::alloc::{DeviceView, DeviceViewMut};
-use crate::batch::{BatchCodec, Chunks, Results};
-use crate::error::Result;
-use crate::gpu::{Gpu, Stream};
-use ferrocomp_format::Status;
+use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::deflate::{self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, Wrapper};
+use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::deflate::DECODE_SHARED_BYTES_PER_WARP;
 use std::cell::RefCell;
 
@@ -37,20 +33,28 @@ impl Default for Deflate {
     }
 }
 
-/// The compress kernels' grid: one warp per chunk, at most [`COMPRESS_SLOTS`].
-pub(crate) fn compress_grid(count: usize) -> Grid {
-    Grid::warps(count.min(COMPRESS_SLOTS), COMPRESS_WARPS_PER_BLOCK, 0)
-}
+/// The compress kernels' shape: a warp per chunk, at most [`COMPRESS_SLOTS`].
+const COMPRESS_SHAPE: Shape =
+    Shape::Warps { per_block: COMPRESS_WARPS_PER_BLOCK, shared_bytes: 0, max_warps: COMPRESS_SLOTS };
 
 /// Device scratch the compress kernels need for `count` chunks.
 pub(crate) fn compress_scratch_size(count: usize) -> usize {
     count.min(COMPRESS_SLOTS) * size_of::<CompressScratch>()
 }
 
-/// The decompress kernels' grid: one warp per chunk, with its decoding tables in shared memory.
-pub(crate) fn decompress_grid(count: usize) -> Grid {
-    let warps_per_block = (SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP).clamp(1, 8) as u32;
-    Grid::warps(count, warps_per_block, DECODE_SHARED_BYTES_PER_WARP)
+/// The decompress and size kernels' shape: a warp per chunk, with its decoding tables in shared
+/// memory.
+const DECOMPRESS_SHAPE: Shape = Shape::warps(DECODE_WARPS_PER_BLOCK, DECODE_SHARED_BYTES_PER_WARP);
+/// As many warps as a block's shared memory holds tables for, from 1 to 8.
+const DECODE_WARPS_PER_BLOCK: u32 = match SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP {
+    0 => 1,
+    warps @ 1..=8 => warps as u32,
+    _ => 8,
+};
+
+/// The launch of Deflate's kernels (`deflate`) or GDeflate's, which share its shapes.
+pub(crate) fn launch(algorithm: Algorithm, options: u32) -> Launch {
+    Launch { algorithm, options, compress: COMPRESS_SHAPE, decompress: DECOMPRESS_SHAPE, sizes: DECOMPRESS_SHAPE }
 }
 
 thread_local! {
@@ -98,76 +102,8 @@ impl BatchCodec for Deflate {
         compress_scratch_size(count)
     }
 
-    fn decompress_scratch_size(&self, _count: usize, _max_chunk_bytes: usize) -> usize {
-        0 // the decoding tables live in shared memory
-    }
-
-    unsafe fn compress_async(
-        &self,
-        gpu: &Gpu,
-        inputs: Chunks<'_>,
-        outputs: DeviceView<'_, u64>,
-        output_capacity: usize,
-        scratch: DeviceViewMut<'_, u8>,
-        results: Results<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        check_scratch(&scratch, compress_scratch_size(inputs.len()))?;
-        let kernel = gpu.kernels().deflate.compress;
-        let options = self.options();
-        unsafe {
-            launch_compress(
-                gpu,
-                kernel,
-                compress_grid,
-                inputs,
-                outputs,
-                output_capacity,
-                scratch,
-                results,
-                options,
-                stream,
-            )
-        }
-    }
-
-    unsafe fn decompressed_sizes_async(
-        &self,
-        gpu: &Gpu,
-        inputs: Chunks<'_>,
-        results: Results<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let kernel = gpu.kernels().deflate.decompressed_sizes;
-        unsafe { launch_sizes(gpu, kernel, decompress_grid, inputs, results, self.options(), stream) }
-    }
-
-    unsafe fn decompress_async(
-        &self,
-        gpu: &Gpu,
-        inputs: Chunks<'_>,
-        outputs: Chunks<'_>,
-        scratch: DeviceViewMut<'_, u8>,
-        results: Results<'_>,
-        first_failure: Option<DeviceViewMut<'_, u32>>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let kernel = gpu.kernels().deflate.decompress;
-        let options = self.options();
-        unsafe {
-            launch_decompress(
-                gpu,
-                kernel,
-                decompress_grid,
-                inputs,
-                outputs,
-                scratch,
-                results,
-                first_failure,
-                options,
-                stream,
-            )
-        }
+    fn launch(&self) -> Launch {
+        launch(Algorithm::Deflate, self.options())
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

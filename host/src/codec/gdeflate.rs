@@ -2,17 +2,11 @@
 //! DirectStorage and nvCOMP write it) per chunk. Launched and scratched as Deflate is
 //! ([`super::deflate`]).
 
-use super::deflate::{
-    compress_grid, compress_scratch_size, decompress_grid, with_compress_scratch, with_decode_tables,
-};
-use super::{check_scratch, launch_compress, launch_decompress, launch_sizes};
-use crate::alloc::{DeviceView, DeviceViewMut};
-use crate::batch::{BatchCodec, Chunks, Results};
-use crate::error::Result;
-use crate::gpu::{Gpu, Stream};
-use ferrocomp_format::Status;
+use super::deflate::{compress_scratch_size, launch, with_compress_scratch, with_decode_tables};
+use crate::batch::{BatchCodec, Launch};
 use ferrocomp_format::deflate::DEFAULT_LEVEL;
 use ferrocomp_format::gdeflate::{self, MAX_CHUNK_SIZE};
+use ferrocomp_format::{Algorithm, Status};
 
 /// GDeflate with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,64 +38,8 @@ impl BatchCodec for GDeflate {
         compress_scratch_size(count)
     }
 
-    fn decompress_scratch_size(&self, _count: usize, _max_chunk_bytes: usize) -> usize {
-        0 // the decoding tables live in shared memory
-    }
-
-    unsafe fn compress_async(
-        &self,
-        gpu: &Gpu,
-        inputs: Chunks<'_>,
-        outputs: DeviceView<'_, u64>,
-        output_capacity: usize,
-        scratch: DeviceViewMut<'_, u8>,
-        results: Results<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        check_scratch(&scratch, compress_scratch_size(inputs.len()))?;
-        let kernel = gpu.kernels().gdeflate.compress;
-        let level = self.level as u32;
-        unsafe {
-            launch_compress(
-                gpu,
-                kernel,
-                compress_grid,
-                inputs,
-                outputs,
-                output_capacity,
-                scratch,
-                results,
-                level,
-                stream,
-            )
-        }
-    }
-
-    unsafe fn decompressed_sizes_async(
-        &self,
-        gpu: &Gpu,
-        inputs: Chunks<'_>,
-        results: Results<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let kernel = gpu.kernels().gdeflate.decompressed_sizes;
-        unsafe { launch_sizes(gpu, kernel, decompress_grid, inputs, results, 0, stream) }
-    }
-
-    unsafe fn decompress_async(
-        &self,
-        gpu: &Gpu,
-        inputs: Chunks<'_>,
-        outputs: Chunks<'_>,
-        scratch: DeviceViewMut<'_, u8>,
-        results: Results<'_>,
-        first_failure: Option<DeviceViewMut<'_, u32>>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let kernel = gpu.kernels().gdeflate.decompress;
-        unsafe {
-            launch_decompress(gpu, kernel, decompress_grid, inputs, outputs, scratch, results, first_failure, 0, stream)
-        }
+    fn launch(&self) -> Launch {
+        launch(Algorithm::GDeflate, self.level as u32)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

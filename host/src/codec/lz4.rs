@@ -1,20 +1,17 @@
 //! LZ4: standard LZ4 blocks, one per chunk, on the GPU (one warp per chunk) or the CPU.
 
-use super::{Grid, launch_compress, launch_decompress, launch_sizes};
-use crate::alloc::{DeviceView, DeviceViewMut};
-use crate::batch::{BatchCodec, Chunks, Results};
-use crate::error::Result;
-use crate::gpu::{Gpu, Stream};
+use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::lz4::{self, HASH_ENTRIES, MAX_CHUNK_SIZE};
-use ferrocomp_format::{DataType, Status};
+use ferrocomp_format::{Algorithm, DataType, Status};
 use ferrocomp_kernels_gpu::lz4::COMPRESS_SHARED_BYTES_PER_WARP;
 
-/// Warps per block of the compress kernel (each holds an 8 KiB hash table in shared memory).
-pub(crate) const COMPRESS_WARPS_PER_BLOCK: u32 = 4;
-/// Warps per block of the decompress kernel.
-const DECOMPRESS_WARPS_PER_BLOCK: u32 = 8;
-/// Threads per block of the size-scan kernel (one thread per chunk).
-const SIZES_THREADS_PER_BLOCK: u32 = 128;
+/// The compress kernel's shape: a warp per chunk, four to a block, each with its 8 KiB hash
+/// table in shared memory (Snappy's compressor shares it).
+pub(crate) const COMPRESS_SHAPE: Shape = Shape::warps(4, COMPRESS_SHARED_BYTES_PER_WARP);
+/// The decompress kernel's shape (Snappy's decoder shares it).
+pub(crate) const DECOMPRESS_SHAPE: Shape = Shape::warps(8, 0);
+/// The size kernel's shape: a thread per chunk.
+pub(crate) const SIZES_SHAPE: Shape = Shape::Threads { per_block: 128 };
 
 /// LZ4 with its options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,56 +33,14 @@ impl BatchCodec for Lz4 {
         lz4::max_compressed_size(chunk_bytes)
     }
 
-    fn compress_scratch_size(&self, _count: usize, _max_chunk_bytes: usize) -> usize {
-        0 // the hash tables live in shared memory
-    }
-
-    fn decompress_scratch_size(&self, _count: usize, _max_chunk_bytes: usize) -> usize {
-        0
-    }
-
-    unsafe fn compress_async(
-        &self,
-        gpu: &Gpu,
-        inputs: Chunks<'_>,
-        outputs: DeviceView<'_, u64>,
-        output_capacity: usize,
-        scratch: DeviceViewMut<'_, u8>,
-        results: Results<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let grid = |count| Grid::warps(count, COMPRESS_WARPS_PER_BLOCK, COMPRESS_SHARED_BYTES_PER_WARP);
-        let kernel = gpu.kernels().lz4.compress;
-        let options = self.data_type as u32;
-        unsafe {
-            launch_compress(gpu, kernel, grid, inputs, outputs, output_capacity, scratch, results, options, stream)
+    fn launch(&self) -> Launch {
+        Launch {
+            algorithm: Algorithm::Lz4,
+            options: self.data_type as u32,
+            compress: COMPRESS_SHAPE,
+            decompress: DECOMPRESS_SHAPE,
+            sizes: SIZES_SHAPE,
         }
-    }
-
-    unsafe fn decompressed_sizes_async(
-        &self,
-        gpu: &Gpu,
-        inputs: Chunks<'_>,
-        results: Results<'_>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let grid = |count| Grid::threads(count, SIZES_THREADS_PER_BLOCK);
-        unsafe { launch_sizes(gpu, gpu.kernels().lz4.decompressed_sizes, grid, inputs, results, 0, stream) }
-    }
-
-    unsafe fn decompress_async(
-        &self,
-        gpu: &Gpu,
-        inputs: Chunks<'_>,
-        outputs: Chunks<'_>,
-        scratch: DeviceViewMut<'_, u8>,
-        results: Results<'_>,
-        first_failure: Option<DeviceViewMut<'_, u32>>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let grid = |count| Grid::warps(count, DECOMPRESS_WARPS_PER_BLOCK, 0);
-        let kernel = gpu.kernels().lz4.decompress;
-        unsafe { launch_decompress(gpu, kernel, grid, inputs, outputs, scratch, results, first_failure, 0, stream) }
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

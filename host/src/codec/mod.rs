@@ -1,30 +1,20 @@
 //! The codecs, one module each, and [`Options`]: an algorithm with its options, as the native
-//! container records them.
-//!
-//! Every codec's kernels take the same arguments, so one set of launchers serves them all:
-//! - compress: inputs, input sizes, outputs, output capacity, result sizes, statuses, count,
-//!   scratch, options;
-//! - decompress: inputs, input sizes, outputs, output capacities, result sizes, statuses, count,
-//!   first failure, scratch, options;
-//! - decompressed sizes: inputs, input sizes, result sizes, statuses, count, scratch, options.
+//! container records them. Each codec states its bounds, scratch, CPU functions and kernel
+//! shapes ([`crate::batch::Launch`]); the batched calls are shared ([`BatchCodec`]).
 
 pub mod deflate;
 pub mod gdeflate;
 pub mod lz4;
 pub mod snappy;
 
-use crate::alloc::{DeviceView, DeviceViewMut};
-use crate::batch::{BatchCodec, Chunks, Results};
+use crate::batch::BatchCodec;
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Stream, blocks};
-use cust::sys as cu;
 pub use deflate::Deflate;
 use ferrocomp_format::deflate::{MAX_LEVEL, Wrapper};
 use ferrocomp_format::{Algorithm, DataType};
 pub use gdeflate::GDeflate;
 pub use lz4::Lz4;
 pub use snappy::Snappy;
-use std::ffi::c_void;
 
 /// An algorithm and its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,141 +99,4 @@ impl Options {
             Algorithm::GDeflate => Self::GDeflate(GDeflate::default()),
         }
     }
-}
-
-macro_rules! args {
-    ($($arg:expr),* $(,)?) => { [$(&$arg as *const _ as *mut c_void),*] };
-}
-
-/// How a kernel is spread over the GPU.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Grid {
-    blocks: u32,
-    threads_per_block: u32,
-    shared_bytes: u32,
-}
-
-impl Grid {
-    /// `warps` warps, `warps_per_block` to a block, each with `shared_per_warp` bytes of
-    /// shared memory.
-    pub(crate) fn warps(warps: usize, warps_per_block: u32, shared_per_warp: usize) -> Self {
-        Self {
-            blocks: blocks(warps, warps_per_block),
-            threads_per_block: warps_per_block * 32,
-            shared_bytes: warps_per_block * shared_per_warp as u32,
-        }
-    }
-
-    /// One thread for each of `count` chunks, `threads_per_block` to a block.
-    pub(crate) fn threads(count: usize, threads_per_block: u32) -> Self {
-        Self { blocks: blocks(count, threads_per_block), threads_per_block, shared_bytes: 0 }
-    }
-}
-
-/// Checks that a batch's arrays agree in length; returns the chunk count.
-fn check_batch(inputs: usize, outputs: usize, results: &Results<'_>) -> Result<usize> {
-    if outputs != inputs || results.sizes.len() < inputs || results.statuses.len() < inputs {
-        return Err(Error::InvalidArgument(format!(
-            "batch arrays disagree: {inputs} inputs, {outputs} outputs, {} sizes, {} statuses",
-            results.sizes.len(),
-            results.statuses.len()
-        )));
-    }
-    if inputs > u32::MAX as usize {
-        return Err(Error::InvalidArgument(format!("{inputs} chunks is more than a batch can hold")));
-    }
-    Ok(inputs)
-}
-
-/// Checks that `scratch` holds `needed` bytes.
-fn check_scratch(scratch: &DeviceViewMut<'_, u8>, needed: usize) -> Result<()> {
-    if scratch.len() < needed {
-        return Err(Error::InvalidArgument(format!("scratch of {} bytes, {needed} needed", scratch.len())));
-    }
-    Ok(())
-}
-
-/// Enqueues a codec's compress kernel (see [`BatchCodec::compress_async`]).
-///
-/// # Safety
-/// As [`BatchCodec::compress_async`].
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn launch_compress(
-    gpu: &Gpu,
-    kernel: cu::CUfunction,
-    grid: impl FnOnce(usize) -> Grid,
-    inputs: Chunks<'_>,
-    outputs: DeviceView<'_, u64>,
-    output_capacity: usize,
-    scratch: DeviceViewMut<'_, u8>,
-    results: Results<'_>,
-    options: u32,
-    stream: &Stream,
-) -> Result<()> {
-    let count = check_batch(inputs.len(), outputs.len(), &results)?;
-    let (inputs_at, in_sizes_at, outputs_at) = (inputs.addresses.address(), inputs.sizes.address(), outputs.address());
-    let (sizes_at, statuses_at, scratch_at) = (results.sizes.address(), results.statuses.address(), scratch.address());
-    let args =
-        args![inputs_at, in_sizes_at, outputs_at, output_capacity, sizes_at, statuses_at, count, scratch_at, options];
-    let grid = grid(count);
-    unsafe { gpu.launch(kernel, grid.blocks, grid.threads_per_block, grid.shared_bytes, stream, &args) }
-}
-
-/// Enqueues a codec's decompress kernel (see [`BatchCodec::decompress_async`]).
-///
-/// # Safety
-/// As [`BatchCodec::decompress_async`].
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn launch_decompress(
-    gpu: &Gpu,
-    kernel: cu::CUfunction,
-    grid: impl FnOnce(usize) -> Grid,
-    inputs: Chunks<'_>,
-    outputs: Chunks<'_>,
-    scratch: DeviceViewMut<'_, u8>,
-    results: Results<'_>,
-    first_failure: Option<DeviceViewMut<'_, u32>>,
-    options: u32,
-    stream: &Stream,
-) -> Result<()> {
-    let count = check_batch(inputs.len(), outputs.len(), &results)?;
-    let (inputs_at, in_sizes_at) = (inputs.addresses.address(), inputs.sizes.address());
-    let (outputs_at, capacities_at) = (outputs.addresses.address(), outputs.sizes.address());
-    let (sizes_at, statuses_at, scratch_at) = (results.sizes.address(), results.statuses.address(), scratch.address());
-    let first_failure_at = first_failure.map_or(0, |f| f.address());
-    let args = args![
-        inputs_at,
-        in_sizes_at,
-        outputs_at,
-        capacities_at,
-        sizes_at,
-        statuses_at,
-        count,
-        first_failure_at,
-        scratch_at,
-        options
-    ];
-    let grid = grid(count);
-    unsafe { gpu.launch(kernel, grid.blocks, grid.threads_per_block, grid.shared_bytes, stream, &args) }
-}
-
-/// Enqueues a codec's decompressed-sizes kernel (see [`BatchCodec::decompressed_sizes_async`]).
-///
-/// # Safety
-/// As [`BatchCodec::decompressed_sizes_async`].
-pub(crate) unsafe fn launch_sizes(
-    gpu: &Gpu,
-    kernel: cu::CUfunction,
-    grid: impl FnOnce(usize) -> Grid,
-    inputs: Chunks<'_>,
-    results: Results<'_>,
-    options: u32,
-    stream: &Stream,
-) -> Result<()> {
-    let count = check_batch(inputs.len(), inputs.len(), &results)?;
-    let (inputs_at, in_sizes_at) = (inputs.addresses.address(), inputs.sizes.address());
-    let (sizes_at, statuses_at, no_scratch) = (results.sizes.address(), results.statuses.address(), 0u64);
-    let args = args![inputs_at, in_sizes_at, sizes_at, statuses_at, count, no_scratch, options];
-    let grid = grid(count);
-    unsafe { gpu.launch(kernel, grid.blocks, grid.threads_per_block, grid.shared_bytes, stream, &args) }
 }

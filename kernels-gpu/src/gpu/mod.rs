@@ -62,6 +62,9 @@ pub fn dynamic_shared_memory<T>() -> *mut T {
 }
 
 /// Gpu-scope atomic minimum on a global `u32` (`atomicMin`); returns the old value.
+///
+/// # Safety
+/// `address` must point to a `u32` in global memory.
 #[inline(always)]
 pub unsafe fn atomic_min_u32(address: *mut u32, value: u32) -> u32 {
     let old: u32;

@@ -8,6 +8,7 @@ pub use batch::BatchArgs;
 
 pub mod adler32;
 pub mod batch;
+pub mod blosc;
 pub mod crc32;
 pub mod deflate;
 pub mod gdeflate;
@@ -73,6 +74,8 @@ pub enum Status {
     /// A checksum stored in the stream (a zlib Adler-32 or gzip CRC-32 trailer, or gzip's
     /// stored size) does not match the decoded data.
     BadChecksum = 6,
+    /// The chunk uses a compressor (or a format version) this build does not decode.
+    Unsupported = 7,
 }
 
 impl Status {
@@ -85,6 +88,7 @@ impl Status {
             3 => Self::OutputTooSmall,
             4 => Self::ChunkTooLarge,
             6 => Self::BadChecksum,
+            7 => Self::Unsupported,
             _ => Self::Malformed,
         }
     }
@@ -99,6 +103,7 @@ impl Status {
             Self::ChunkTooLarge => "chunk exceeds the maximum chunk size",
             Self::Malformed => "compressed stream is malformed",
             Self::BadChecksum => "the stream's checksum trailer does not match the decoded data",
+            Self::Unsupported => "the chunk uses a compressor or format version this build does not support",
         }
     }
 }

@@ -1,0 +1,102 @@
+//! Decoding a chunk block by block: each block's streams into scratch (or straight into the output
+//! when nothing is to be unshuffled), then the unshuffle into the output.
+
+use super::blosclz;
+use super::header::{Compressor, HEADER_LEN, Header, Shuffle};
+use super::shuffle::{bitunshuffle, unshuffle};
+use super::streams::Stream;
+use crate::Status;
+use crate::deflate::{self, DecodeTables, Wrapper};
+use crate::{lz4, snappy};
+
+/// Decodes block `i` of `chunk` (whose header is `header`) into `dest[..header.block_len(i)]`;
+/// returns the block's length. `tmp` holds the block before it is unshuffled: it needs
+/// [`Header::scratch_len`] bytes. `tables` is used for zlib streams only.
+///
+/// `OutputTooSmall` if `dest` or `tmp` is too short; `Unsupported` for a zstd chunk; any of the
+/// [`Header::block_streams`] statuses; the inner codec's status for a corrupt stream, except that
+/// a stream decoding to more or fewer bytes than the block layout says is `Malformed`.
+pub fn decompress_block(
+    chunk: &[u8],
+    header: &Header,
+    i: usize,
+    dest: &mut [u8],
+    tmp: &mut [u8],
+    tables: &mut DecodeTables,
+) -> Result<usize, Status> {
+    let streams = header.block_streams(chunk, i)?;
+    let len = header.block_len(i);
+    let dest = dest.get_mut(..len).ok_or(Status::OutputTooSmall)?;
+    // Memcpyed blocks are raw and need no compressor, whatever code the flags carry.
+    let compressor = header.compressor().filter(|c| c.is_supported());
+    if compressor.is_none() && !header.is_memcpyed() {
+        return Err(Status::Unsupported);
+    }
+    let shuffle = header.shuffle();
+    let decoded = match shuffle {
+        Shuffle::None => &mut *dest,
+        Shuffle::Byte | Shuffle::Bit => tmp.get_mut(..len).ok_or(Status::OutputTooSmall)?,
+    };
+    for stream in streams.as_slice() {
+        let out =
+            decoded.get_mut(stream.decoded_at..stream.decoded_at + stream.decoded_len).ok_or(Status::Malformed)?;
+        decode_stream(compressor, stream, chunk, out, tables)?;
+    }
+    match shuffle {
+        Shuffle::None => {}
+        Shuffle::Byte => unshuffle(&tmp[..len], dest, header.typesize())?,
+        Shuffle::Bit => bitunshuffle(&tmp[..len], dest, header.typesize())?,
+    }
+    Ok(len)
+}
+
+/// Decodes one stream of a block into `out`, which is exactly its decoded length; a stream that
+/// is not raw needs a supported `compressor`.
+fn decode_stream(
+    compressor: Option<Compressor>,
+    stream: &Stream,
+    chunk: &[u8],
+    out: &mut [u8],
+    tables: &mut DecodeTables,
+) -> Result<(), Status> {
+    let input = stream.bytes(chunk)?;
+    if stream.is_raw() {
+        out.copy_from_slice(input);
+        return Ok(());
+    }
+    let decoded = match compressor {
+        Some(Compressor::BloscLz) => blosclz::decompress(input, out),
+        Some(Compressor::Lz4) => lz4::decompress(input, out),
+        Some(Compressor::Snappy) => snappy::decompress(input, out),
+        Some(Compressor::Zlib) => deflate::decompress(input, Wrapper::Zlib, out, tables),
+        Some(Compressor::Zstd) | None => Err(Status::Unsupported),
+    };
+    match decoded {
+        Ok(n) if n == out.len() => Ok(()),
+        Ok(_) | Err(Status::OutputTooSmall) => Err(Status::Malformed),
+        Err(status) => Err(status),
+    }
+}
+
+/// Decompresses a whole chunk into `out[..nbytes]`; returns `nbytes`. `out` is the caller's limit:
+/// shorter than `nbytes` is `OutputTooSmall`. `tmp` is one block of scratch
+/// ([`Header::scratch_len`]), `tables` is used for zlib chunks only. Statuses as
+/// [`Header::parse`] and [`decompress_block`].
+pub fn decompress(chunk: &[u8], out: &mut [u8], tmp: &mut [u8], tables: &mut DecodeTables) -> Result<usize, Status> {
+    let header = Header::parse(chunk)?;
+    let n = header.nbytes();
+    let out = out.get_mut(..n).ok_or(Status::OutputTooSmall)?;
+    if header.is_memcpyed() {
+        out.copy_from_slice(&chunk[HEADER_LEN..HEADER_LEN + n]);
+        return Ok(n);
+    }
+    for i in 0..header.block_count() {
+        decompress_block(chunk, &header, i, &mut out[header.block_start(i)..], tmp, tables)?;
+    }
+    Ok(n)
+}
+
+/// The size `chunk` decompresses to, from its header, once [`Header::parse`] has checked it.
+pub fn decompressed_size(chunk: &[u8]) -> Result<usize, Status> {
+    Header::parse(chunk).map(|header| header.nbytes())
+}

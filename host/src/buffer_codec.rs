@@ -5,13 +5,13 @@
 use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, HostBuffer, PinnedBuffer};
 use crate::batch::{Chunks, Results};
 use crate::checksum::{ChecksumPolicy, crc32_async};
+use crate::chunk_list::gather_async;
 use crate::codec::Options;
 use crate::container::{Bitstream, Checksums, FIXED_HEADER_LEN, Frame, native_header_len_from_fixed};
 use crate::error::{ChecksumPart, Error, Result};
-use crate::gpu::{Gpu, Stream, blocks};
+use crate::gpu::{Gpu, Stream};
 use ferrocomp_format::Status;
 use ferrocomp_format::crc32::crc32;
-use std::ffi::c_void;
 use std::sync::Mutex;
 
 /// Default uncompressed chunk size: 64 KiB, as nvCOMP's.
@@ -111,8 +111,35 @@ impl BufferCodec {
     /// Decompresses host bytes, calling `progress` with the output bytes done so far.
     pub fn decompress_with_progress(&self, compressed: &[u8], progress: &mut dyn FnMut(usize)) -> Result<Vec<u8>> {
         let frame = self.read_frame(compressed)?;
-        self.check_checksum_policy(&frame)?;
         let mut out = vec![0u8; frame.total_size];
+        self.decompress_frame(&frame, compressed, &mut out, progress)?;
+        Ok(out)
+    }
+
+    /// Decompresses host bytes into the start of `out`; returns the bytes written. Fails,
+    /// writing nothing, if `out` is smaller than the stream's decompressed size.
+    pub fn decompress_into(&self, compressed: &[u8], out: &mut [u8]) -> Result<usize> {
+        let frame = self.read_frame(compressed)?;
+        let total = frame.total_size;
+        if out.len() < total {
+            return Err(Error::InvalidArgument(format!(
+                "output holds {} bytes, the stream decodes to {total}",
+                out.len()
+            )));
+        }
+        self.decompress_frame(&frame, compressed, &mut out[..total], &mut |_| {})?;
+        Ok(total)
+    }
+
+    /// Decodes every chunk of `frame` (in `compressed`) into `out`, of its decompressed size.
+    fn decompress_frame(
+        &self,
+        frame: &Frame,
+        compressed: &[u8],
+        out: &mut [u8],
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<()> {
+        self.check_checksum_policy(frame)?;
         let segment_chunks = (SEGMENT_BYTES / frame.chunk_size).max(1);
         let offsets = frame.compressed_offsets();
         for first in (0..frame.count()).step_by(segment_chunks) {
@@ -129,7 +156,7 @@ impl BufferCodec {
             }
             progress(out_end);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Compresses device bytes into a new device buffer, on the GPU.
@@ -420,15 +447,7 @@ impl BufferCodec {
         // Sources (staging) are still in the second half of the address array.
         stream.copy_to_device(&scratch.host_addresses[..count], scratch.addresses.address())?;
         let (dsts, srcs) = halves(&scratch.addresses, count);
-        let (srcs, dsts, sizes_at) = (srcs.address(), dsts.address(), scratch.result_sizes.address());
-        let args = [
-            &srcs as *const _ as *mut c_void,
-            &dsts as *const _ as *mut _,
-            &sizes_at as *const _ as *mut _,
-            &count as *const _ as *mut _,
-        ];
-        const WARPS: u32 = 8;
-        unsafe { gpu.launch(gpu.kernels().gather, blocks(count, WARPS), WARPS * 32, 0, stream, &args) }
+        unsafe { gather_async(gpu, srcs, dsts, scratch.result_sizes.view().slice(0, count), stream) }
     }
 
     /// Reads the frame of a compressed device buffer (copying its header to the host).
@@ -588,7 +607,7 @@ fn chunks_of(data: &[u8], chunk_size: usize) -> Vec<&[u8]> {
 }
 
 /// `f` over `items` on all cores, results in order; the first error wins.
-fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> Result<R> + Sync) -> Result<Vec<R>> {
+pub(crate) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> Result<R> + Sync) -> Result<Vec<R>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
     let per_thread = items.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {

@@ -10,7 +10,7 @@ mkdir -p "$out"
 python3 -m zipfile -e .whl/nvidia_libnvcomp_cu13-*.whl /tmp/nvcomp
 python3 bench/make_datasets.py /tmp/data
 .gpu/ferrocomp-bench --data /tmp/data --nvcomp /tmp/nvcomp/nvidia/libnvcomp/lib64/libnvcomp.so.6 \
-    --codecs lz4,snappy,deflate,gdeflate --levels 1,4 --reps 5 --out "$out/bench.md"
+    --codecs lz4,snappy,deflate,gdeflate,blosc --levels 1,4 --reps 5 --out "$out/bench.md"
 for kernels in .gpu/kernels-bench .gpu/kernels; do
     if [ -x "$kernels" ]; then
         CRITERION_HOME="$out/criterion" "$kernels" --bench --warm-up-time 1 --measurement-time 3

@@ -47,13 +47,14 @@ pub trait Codec {
     ) -> Result<()>;
 }
 
-/// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate".
+/// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc".
 pub fn title(algorithm: Algorithm) -> &'static str {
     match algorithm {
         Algorithm::Lz4 => "LZ4",
         Algorithm::Snappy => "Snappy",
         Algorithm::Deflate => "Deflate",
         Algorithm::GDeflate => "GDeflate",
+        Algorithm::Blosc => "Blosc",
     }
 }
 

@@ -4,7 +4,9 @@
 //! The Deflate and GDeflate tables also give zlib's ratios on the same chunks (on the CPU), for reference.
 
 use anyhow::{Context, Result, bail, ensure};
-use ferrocomp::{Algorithm, Chunks, Deflate, DeviceBuffer, GDeflate, Gpu, Lz4, Options, Results, Snappy, Wrapper};
+use ferrocomp::{
+    Algorithm, Blosc, Chunks, Deflate, DeviceBuffer, GDeflate, Gpu, Lz4, Options, Results, Shuffle, Snappy, Wrapper,
+};
 use ferrocomp_bench::nvcomp::Nvcomp;
 use ferrocomp_bench::{BenchStream, Chunked, Codec, Timer, chunk_sizes, codec_name, title};
 use flate2::{Compress, Compression, FlushCompress};
@@ -14,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: ferrocomp-bench --data DIR [--nvcomp PATH/libnvcomp.so.6] \
-                     [--codecs lz4,snappy,deflate,gdeflate] [--levels 1,4] [--chunk-size 65536] [--reps 10] \
+                     [--codecs lz4,snappy,deflate,gdeflate,blosc] [--levels 1,4] [--chunk-size 65536] [--reps 10] \
                      [--out FILE]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
                      `algorithm` option), default 1";
 
@@ -27,7 +29,7 @@ const DATASETS: [(&str, &str); 4] = [
 ];
 
 /// Every algorithm, in table order.
-const ALGORITHMS: [Algorithm; 4] = [Algorithm::Lz4, Algorithm::Snappy, Algorithm::Deflate, Algorithm::GDeflate];
+const ALGORITHMS: [Algorithm; 5] = Algorithm::ALL;
 
 /// Highest Deflate and GDeflate level (nvCOMP's `algorithm` option).
 const MAX_LEVEL: u8 = 5;
@@ -105,6 +107,8 @@ impl Args {
                 levels.map(|level| Options::Deflate(Deflate { level, wrapper: Wrapper::Raw })).collect()
             }
             Algorithm::GDeflate => levels.map(|level| Options::GDeflate(GDeflate { level })).collect(),
+            // Zarr's usual float32/int32 arrays: four-byte elements, byte shuffle.
+            Algorithm::Blosc => vec![Options::Blosc(Blosc { typesize: 4, shuffle: Shuffle::Byte })],
         }
     }
 }
@@ -191,7 +195,10 @@ fn run() -> Result<bool> {
             for &options in &table.codecs {
                 let ours =
                     Ferrocomp { gpu: gpu.clone(), options, label: format!("ferrocomp {}", codec_name(&options)) };
-                let theirs = nvcomp.as_ref().map(|nvcomp| nvcomp.codec(options)).transpose()?;
+                let theirs = match &nvcomp {
+                    Some(nvcomp) if table.algorithm != Algorithm::Blosc => Some(nvcomp.codec(options)?),
+                    _ => None, // nvCOMP has no Blosc
+                };
                 table.lines.extend(bench.compare(&data, &ours, theirs.as_deref())?.into_iter().map(Line::Gpu));
             }
         }

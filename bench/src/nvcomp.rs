@@ -195,6 +195,7 @@ impl Nvcomp {
                 Options::Deflate(deflate) => {
                     Box::new(Batched::load(self, "Deflate", label, level(deflate.level), DECOMPRESS_DEFAULTS)?)
                 }
+                Options::Blosc(_) => bail!("nvCOMP has no Blosc"),
                 Options::GDeflate(gdeflate) => Box::new(Batched::load(
                     self,
                     "Gdeflate",

@@ -27,11 +27,13 @@ pub enum Algorithm {
     Deflate = 3,
     /// GDeflate: deflate with its bits swizzled into 32 sub-streams (DirectStorage's format).
     GDeflate = 4,
+    /// Blosc 1 chunks (c-blosc 1.x, numcodecs, zarr v2's default compressor).
+    Blosc = 5,
 }
 
 impl Algorithm {
     /// Every algorithm, in id order.
-    pub const ALL: [Self; 4] = [Self::Lz4, Self::Snappy, Self::Deflate, Self::GDeflate];
+    pub const ALL: [Self; 5] = [Self::Lz4, Self::Snappy, Self::Deflate, Self::GDeflate, Self::Blosc];
 
     /// The algorithm with header id `id`, if there is one.
     pub fn from_id(id: u8) -> Option<Self> {
@@ -40,6 +42,7 @@ impl Algorithm {
             2 => Some(Self::Snappy),
             3 => Some(Self::Deflate),
             4 => Some(Self::GDeflate),
+            5 => Some(Self::Blosc),
             _ => None,
         }
     }
@@ -51,6 +54,7 @@ impl Algorithm {
             Self::Snappy => "snappy",
             Self::Deflate => "deflate",
             Self::GDeflate => "gdeflate",
+            Self::Blosc => "blosc",
         }
     }
 }

@@ -192,6 +192,9 @@ pub enum Shape {
     Warps { per_block: u32, shared_bytes: usize, max_warps: usize },
     /// A thread per chunk, `per_block` threads to a block.
     Threads { per_block: u32 },
+    /// A block of `warps` warps per chunk, with `shared_bytes` of shared memory; at most
+    /// `max_blocks` blocks (each owns a scratch slot; the rest of the chunks are taken in turns).
+    Blocks { warps: u32, shared_bytes: usize, max_blocks: usize },
 }
 
 impl Shape {
@@ -207,6 +210,9 @@ impl Shape {
                 (blocks(count.min(max_warps), per_block), per_block * 32, per_block * shared_bytes as u32)
             }
             Self::Threads { per_block } => (blocks(count, per_block), per_block, 0),
+            Self::Blocks { warps, shared_bytes, max_blocks } => {
+                (count.min(max_blocks) as u32, warps * 32, shared_bytes as u32)
+            }
         }
     }
 }

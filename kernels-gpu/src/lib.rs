@@ -12,6 +12,7 @@ extern crate std;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod batch;
+pub mod blosc;
 pub mod copy;
 pub mod crc32;
 pub mod deflate;

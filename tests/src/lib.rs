@@ -111,3 +111,49 @@ impl DeviceChunks {
         gpu.download(self.data.view().slice(self.offsets[i], len)).unwrap()
     }
 }
+
+/// c-blosc 1.x itself (built from source by `blosc-src`): the reference Blosc chunks are checked against.
+pub mod c_blosc {
+    use blosc_src::{blosc_compress_ctx, blosc_decompress_ctx};
+    use ferrocomp::Shuffle;
+    use std::ffi::CString;
+
+    /// c-blosc's chunk of `data` with compressor `cname` (`blocksize` 0: its own choice, as numcodecs').
+    pub fn compress(
+        data: &[u8],
+        typesize: usize,
+        shuffle: Shuffle,
+        cname: &str,
+        clevel: i32,
+        blocksize: usize,
+    ) -> Vec<u8> {
+        let mut out = vec![0u8; data.len() + 16];
+        let name = CString::new(cname).unwrap();
+        let (input, output) = (data.as_ptr().cast(), out.as_mut_ptr().cast());
+        let n = unsafe {
+            blosc_compress_ctx(
+                clevel,
+                shuffle as i32,
+                typesize,
+                data.len(),
+                input,
+                output,
+                out.len(),
+                name.as_ptr(),
+                blocksize,
+                1,
+            )
+        };
+        assert!(n >= 16, "c-blosc {cname} failed: {n}");
+        out.truncate(n as usize);
+        out
+    }
+
+    /// What c-blosc decodes `chunk` to (which must hold its header's `cbytes`), if it decodes it.
+    pub fn decompress(chunk: &[u8]) -> Option<Vec<u8>> {
+        let nbytes = u32::from_le_bytes(chunk[4..8].try_into().unwrap()) as usize;
+        let mut out = vec![0u8; nbytes];
+        let n = unsafe { blosc_decompress_ctx(chunk.as_ptr().cast(), out.as_mut_ptr().cast(), nbytes, 1) };
+        (n >= 0 && n as usize == nbytes).then_some(out)
+    }
+}

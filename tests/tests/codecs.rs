@@ -1,13 +1,13 @@
-//! Snappy, Deflate (raw, zlib, gzip) and GDeflate through the batched API and `BufferCodec`: CPU
+//! Snappy, Deflate (raw, zlib, gzip), GDeflate and Blosc through the batched API and `BufferCodec`: CPU
 //! round trips and interop with `flate2` and `snap` everywhere; on the GPU, byte-exact agreement
 //! with the CPU path, streams from the CPU libraries decoded in place, and a status per corrupt
 //! chunk equal to the CPU decoder's. GPU tests say they skipped where there is no device.
 
 use ferrocomp::{
-    BatchCodec, Bitstream, BufferCodec, ChecksumPolicy, Config, DataType, Deflate, DeviceBuffer, Error, GDeflate, Gpu,
-    Options, Results, Snappy, Status, Stream, Wrapper,
+    BatchCodec, Bitstream, Blosc, BufferCodec, ChecksumPolicy, Config, DataType, Deflate, DeviceBuffer, Error,
+    GDeflate, Gpu, Options, Results, Shuffle, Snappy, Status, Stream, Wrapper,
 };
-use ferrocomp_tests::{DeviceChunks, gpu, random_bytes, text_bytes};
+use ferrocomp_tests::{DeviceChunks, c_blosc, gpu, random_bytes, text_bytes};
 use flate2::Compression;
 use flate2::write::{DeflateEncoder, GzEncoder, ZlibEncoder};
 use std::io::Write;
@@ -15,13 +15,25 @@ use std::io::Write;
 const CHUNK: usize = 65536;
 const WRAPPERS: [Wrapper; 3] = [Wrapper::Raw, Wrapper::Zlib, Wrapper::Gzip];
 
-/// Every new codec at every level (and wrapper) it has.
+/// Blosc at element sizes that split into streams (up to 16), that do not (24), that leave a
+/// partial element (3), with each shuffle.
+const BLOSC: [Blosc; 6] = [
+    Blosc { typesize: 1, shuffle: Shuffle::Byte },
+    Blosc { typesize: 4, shuffle: Shuffle::Byte },
+    Blosc { typesize: 4, shuffle: Shuffle::Bit },
+    Blosc { typesize: 8, shuffle: Shuffle::None },
+    Blosc { typesize: 3, shuffle: Shuffle::Byte },
+    Blosc { typesize: 24, shuffle: Shuffle::Bit },
+];
+
+/// Every new codec at every level (and wrapper, and Blosc shape) it has.
 fn all_options() -> Vec<Options> {
     let mut all = vec![Options::Snappy(Snappy::default()), Options::Snappy(Snappy { data_type: DataType::Int })];
     for level in 0..=5 {
         all.extend(WRAPPERS.map(|wrapper| Options::Deflate(Deflate { level, wrapper })));
         all.push(Options::GDeflate(GDeflate { level }));
     }
+    all.extend(BLOSC.map(Options::Blosc));
     all
 }
 
@@ -187,7 +199,8 @@ fn gpu_decompress(
     let outputs = DeviceChunks::slots(gpu, capacities);
     let (mut sizes, mut statuses) = (gpu.alloc::<usize>(count).unwrap(), gpu.alloc::<u32>(count).unwrap());
     let mut first_failure = gpu.upload(&[u32::MAX]).unwrap();
-    let mut scratch = scratch(gpu, codec.decompress_scratch_size(count, CHUNK));
+    let largest = capacities.iter().copied().max().unwrap_or(0).max(CHUNK);
+    let mut scratch = scratch(gpu, codec.decompress_scratch_size(count, largest));
     let results = Results { sizes: sizes.view_mut(), statuses: statuses.view_mut() };
     let first = Some(first_failure.view_mut());
     unsafe {
@@ -257,6 +270,28 @@ fn gpu_decodes_streams_from_the_cpu_libraries() {
 }
 
 #[test]
+fn gpu_decodes_c_blosc_chunks_of_every_compressor_shuffle_and_size() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = mixed_bytes(3 << 20, 9);
+    let mut chunks = Vec::new();
+    for compressor in ["lz4", "lz4hc", "blosclz", "zlib", "snappy"] {
+        for (typesize, shuffle) in [(4, Shuffle::Byte), (8, Shuffle::Bit), (2, Shuffle::None), (24, Shuffle::Byte)] {
+            for len in [0, 100, 70_000, data.len()] {
+                chunks.push((c_blosc::compress(&data[..len], typesize, shuffle, compressor, 5, 0), len));
+            }
+        }
+    }
+    let streams: Vec<&[u8]> = chunks.iter().map(|(chunk, _)| chunk.as_slice()).collect();
+    let capacities: Vec<usize> = chunks.iter().map(|&(_, len)| len).collect();
+    let decoded = gpu_decompress(&gpu, &Blosc::default(), &streams, &capacities, &stream);
+    for (i, (status, bytes)) in decoded.into_iter().enumerate() {
+        assert_eq!(status, Status::Success, "c-blosc chunk {i}");
+        assert!(bytes == data[..capacities[i]], "c-blosc chunk {i}");
+    }
+}
+
+#[test]
 fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
     let Some(gpu) = gpu() else { return };
     let stream = gpu.stream().unwrap();
@@ -268,6 +303,8 @@ fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
         Options::Deflate(Deflate { level: 4, wrapper: Wrapper::Zlib }),
         Options::Deflate(Deflate { level: 1, wrapper: Wrapper::Gzip }),
         Options::GDeflate(GDeflate { level: 1 }),
+        Options::Blosc(BLOSC[1]),
+        Options::Blosc(BLOSC[2]),
     ] {
         let codec = options.codec();
         let mut streams: Vec<Vec<u8>> = pieces.iter().map(|p| cpu_compress(codec, p)).collect();

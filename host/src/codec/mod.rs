@@ -2,6 +2,7 @@
 //! container records them. Each codec states its bounds, scratch, CPU functions and kernel
 //! shapes ([`crate::batch::Launch`]); the batched calls are shared ([`BatchCodec`]).
 
+pub mod blosc;
 pub mod deflate;
 pub mod gdeflate;
 pub mod lz4;
@@ -9,7 +10,9 @@ pub mod snappy;
 
 use crate::batch::BatchCodec;
 use crate::error::{Error, Result};
+pub use blosc::Blosc;
 pub use deflate::Deflate;
+use ferrocomp_format::blosc::Shuffle;
 use ferrocomp_format::deflate::{MAX_LEVEL, Wrapper};
 use ferrocomp_format::{Algorithm, DataType};
 pub use gdeflate::GDeflate;
@@ -27,6 +30,8 @@ pub enum Options {
     Deflate(Deflate),
     /// GDeflate pages.
     GDeflate(GDeflate),
+    /// Blosc 1 chunks.
+    Blosc(Blosc),
 }
 
 impl Default for Options {
@@ -43,6 +48,7 @@ impl Options {
             Self::Snappy(_) => Algorithm::Snappy,
             Self::Deflate(_) => Algorithm::Deflate,
             Self::GDeflate(_) => Algorithm::GDeflate,
+            Self::Blosc(_) => Algorithm::Blosc,
         }
     }
 
@@ -53,6 +59,7 @@ impl Options {
             Self::Snappy(codec) => codec,
             Self::Deflate(codec) => codec,
             Self::GDeflate(codec) => codec,
+            Self::Blosc(codec) => codec,
         }
     }
 
@@ -63,6 +70,7 @@ impl Options {
             Self::Snappy(snappy) => [snappy.data_type as u8, 0],
             Self::Deflate(deflate) => [deflate.level, deflate.wrapper as u8],
             Self::GDeflate(gdeflate) => [gdeflate.level, 0],
+            Self::Blosc(blosc) => [blosc.typesize, blosc.shuffle as u8],
         };
         [first[0], first[1], 0, 0, 0, 0, 0, 0]
     }
@@ -87,6 +95,15 @@ impl Options {
                 Self::Deflate(Deflate { level: level()?, wrapper })
             }
             Algorithm::GDeflate => Self::GDeflate(GDeflate { level: level()? }),
+            Algorithm::Blosc => {
+                let shuffle = match bytes[1] {
+                    0 => Shuffle::None,
+                    1 => Shuffle::Byte,
+                    2 => Shuffle::Bit,
+                    other => return Err(Error::Container(format!("unknown blosc shuffle {other}"))),
+                };
+                Self::Blosc(Blosc { typesize: bytes[0].max(1), shuffle })
+            }
         })
     }
 
@@ -97,6 +114,7 @@ impl Options {
             Algorithm::Snappy => Self::Snappy(Snappy::default()),
             Algorithm::Deflate => Self::Deflate(Deflate::default()),
             Algorithm::GDeflate => Self::GDeflate(GDeflate::default()),
+            Algorithm::Blosc => Self::Blosc(Blosc::default()),
         }
     }
 }

@@ -1,0 +1,89 @@
+//! Blosc: one Blosc 1 chunk per chunk, as c-blosc and numcodecs write them (LZ4, LZ4HC, BloscLZ,
+//! Snappy or zlib inside, byte or bit shuffle, any element size). On the GPU a block of threads
+//! codes a chunk, its warps taking the chunk's streams in turns; scratch holds each chunk
+//! shuffled. Chunks are written with LZ4 inside.
+
+use super::deflate::with_decode_tables;
+use crate::batch::{BatchCodec, Launch, Shape};
+use ferrocomp_format::blosc::{self, MAX_BUFFERSIZE, Shuffle};
+use ferrocomp_format::lz4::HASH_ENTRIES;
+use ferrocomp_format::{Algorithm, Status};
+use ferrocomp_kernels_gpu::blosc::{
+    COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECOMPRESS_SHARED_BYTES, DECOMPRESS_WARPS, compress_slot_bytes,
+    decompress_slot_bytes,
+};
+
+/// Most blocks of threads a Blosc kernel runs (each with a scratch slot); more chunks are taken
+/// in turns.
+const SLOTS: usize = 1024;
+
+/// Blosc with the options its compressor takes (its decoder reads them from each chunk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blosc {
+    /// Bytes per element, 1..=255: the unit the shuffles transpose (numcodecs: the array's item size).
+    pub typesize: u8,
+    /// The filter applied to each block before compression.
+    pub shuffle: Shuffle,
+}
+
+impl Default for Blosc {
+    /// numcodecs' default filter, byte shuffle, over bytes.
+    fn default() -> Self {
+        Self { typesize: 1, shuffle: Shuffle::Byte }
+    }
+}
+
+impl BatchCodec for Blosc {
+    fn max_chunk_size(&self) -> usize {
+        MAX_BUFFERSIZE.min(u32::MAX as usize)
+    }
+
+    fn max_decompressed_size(&self, compressed_bytes: usize) -> usize {
+        compressed_bytes.saturating_mul(blosc::MAX_EXPANSION).min(MAX_BUFFERSIZE)
+    }
+
+    fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize {
+        blosc::max_compressed_size(chunk_bytes)
+    }
+
+    fn compress_scratch_size(&self, count: usize, max_chunk_bytes: usize) -> usize {
+        count.min(SLOTS) * compress_slot_bytes(max_chunk_bytes)
+    }
+
+    fn decompress_scratch_size(&self, count: usize, max_chunk_bytes: usize) -> usize {
+        count.min(SLOTS) * decompress_slot_bytes(max_chunk_bytes)
+    }
+
+    fn launch(&self) -> Launch {
+        Launch {
+            algorithm: Algorithm::Blosc,
+            options: self.typesize.max(1) as u32 | (self.shuffle as u32) << 8,
+            compress: Shape::Blocks {
+                warps: COMPRESS_WARPS as u32,
+                shared_bytes: COMPRESS_SHARED_BYTES,
+                max_blocks: SLOTS,
+            },
+            decompress: Shape::Blocks {
+                warps: DECOMPRESS_WARPS as u32,
+                shared_bytes: DECOMPRESS_SHARED_BYTES,
+                max_blocks: SLOTS,
+            },
+            sizes: Shape::Threads { per_block: 128 },
+        }
+    }
+
+    fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        let mut table = [0u16; HASH_ENTRIES];
+        let mut tmp = vec![0; blosc::compute_blocksize(input.len(), self.typesize as usize)];
+        blosc::compress(input, self.typesize as usize, self.shuffle, out, &mut table, &mut tmp)
+    }
+
+    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        let mut tmp = vec![0; blosc::Header::parse(input)?.scratch_len()];
+        with_decode_tables(|tables| blosc::decompress(input, out, &mut tmp, tables))
+    }
+
+    fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {
+        blosc::decompressed_size(input)
+    }
+}

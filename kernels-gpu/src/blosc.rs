@@ -1,0 +1,475 @@
+//! Blosc 1 chunks on the GPU: a block of threads (CTA) per chunk.
+//!
+//! Decompression: the CTA's warps take the chunk's streams (every stream of every block) in
+//! turns; a warp decodes LZ4/LZ4HC and Snappy streams with the warp decoder LZ4 uses
+//! (`crate::lz77`), copies raw ones across its lanes, and runs BloscLZ and zlib streams in its
+//! first lane (the format crate's decoders). Shuffled chunks decode into the chunk's scratch
+//! slot, and after a barrier every thread of the CTA unshuffles a share of the elements into the
+//! output; unshuffled chunks decode straight into the output.
+
+use crate::warp::Warp;
+use ferrocomp_format::Status;
+use ferrocomp_format::blosc::shuffle::{bit_plane_index, byte_shuffled_index, transpose_bits};
+use ferrocomp_format::blosc::{Compressor, Shuffle, Stream, blosclz};
+use ferrocomp_format::deflate::{self, DecodeTables, Wrapper};
+use ferrocomp_format::lz4::HASH_ENTRIES;
+
+/// Warps per CTA of the decompress kernel.
+pub const DECOMPRESS_WARPS: usize = 8;
+/// Shared memory per CTA of the decompress kernel: per warp, its first failing stream and status.
+pub const DECOMPRESS_SHARED_BYTES: usize = DECOMPRESS_WARPS * 8;
+/// Warps per CTA of the compress kernel.
+pub const COMPRESS_WARPS: usize = 4;
+/// Shared memory per CTA of the compress kernel: an LZ4 hash table per warp, then the chunk's
+/// size as laid out.
+pub const COMPRESS_SHARED_BYTES: usize = COMPRESS_WARPS * HASH_ENTRIES * 2 + 16;
+
+/// Bytes of decompress scratch a chunk of at most `max_chunk_bytes` needs: the chunk before it
+/// is unshuffled (rounded up to 16), then a zlib [`DecodeTables`] per warp.
+pub const fn decompress_slot_bytes(max_chunk_bytes: usize) -> usize {
+    max_chunk_bytes.next_multiple_of(16) + DECOMPRESS_WARPS * size_of::<DecodeTables>()
+}
+
+/// Most streams a chunk of `n` bytes is cut into by the encoder: a block is at least 64 KiB less
+/// an element, or half the input below that, so there are at most `n / 32768 + 3` blocks, of at
+/// most 16 streams each.
+const fn max_streams(n: usize) -> usize {
+    16 * (n / 32768 + 3)
+}
+
+/// Bytes of compress scratch a chunk of at most `max_chunk_bytes` needs: the shuffled chunk, the
+/// streams compressed in place of it, and two `u32`s (stored size, offset) per stream.
+pub const fn compress_slot_bytes(max_chunk_bytes: usize) -> usize {
+    2 * max_chunk_bytes.next_multiple_of(16) + 8 * max_streams(max_chunk_bytes)
+}
+
+/// The kernels' options word: the element size, then the [`Shuffle`] (as `u8`).
+pub fn unpack_options(options: u32) -> (usize, Shuffle) {
+    let shuffle = match (options >> 8) as u8 {
+        1 => Shuffle::Byte,
+        2 => Shuffle::Bit,
+        _ => Shuffle::None,
+    };
+    ((options as u8).max(1) as usize, shuffle)
+}
+
+/// Decodes `stream` of `chunk` into the `stream.decoded_len` bytes at `dest`, with the warp; a
+/// stream that is not raw needs a supported `compressor`. `tables` serves zlib streams (the first
+/// lane's). The same checks and statuses as `ferrocomp_format::blosc::decompress_block`.
+///
+/// # Safety
+/// `chunk` must be readable for the stream's bytes, `dest` writable for `stream.decoded_len`
+/// bytes and `tables` for one [`DecodeTables`], none of them written by others meanwhile.
+pub unsafe fn decode_stream<W: Warp>(
+    warp: &W,
+    compressor: Option<Compressor>,
+    stream: &Stream,
+    chunk: *const u8,
+    dest: *mut u8,
+    tables: *mut DecodeTables,
+) -> Result<(), Status> {
+    let input = unsafe { chunk.add(stream.at) };
+    if stream.is_raw() {
+        warp.for_each_strided(stream.decoded_len, |i| unsafe { *dest.add(i) = *input.add(i) });
+        warp.sync();
+        return Ok(());
+    }
+    let decoded = match compressor {
+        Some(Compressor::Lz4) => unsafe {
+            crate::lz4::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len)
+        },
+        Some(Compressor::Snappy) => unsafe {
+            crate::snappy::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len)
+        },
+        Some(Compressor::BloscLz | Compressor::Zlib) => {
+            let result = if warp.lane() == 0 {
+                let input = unsafe { core::slice::from_raw_parts(input, stream.len) };
+                let out = unsafe { core::slice::from_raw_parts_mut(dest, stream.decoded_len) };
+                match compressor {
+                    Some(Compressor::Zlib) => deflate::decompress(input, Wrapper::Zlib, out, unsafe { &mut *tables }),
+                    _ => blosclz::decompress(input, out),
+                }
+            } else {
+                Ok(0)
+            };
+            warp.sync();
+            broadcast_result(warp, result)
+        }
+        Some(Compressor::Zstd) | None => Err(Status::Unsupported),
+    };
+    match decoded {
+        Ok(n) if n == stream.decoded_len => Ok(()),
+        Ok(_) | Err(Status::OutputTooSmall) => Err(Status::Malformed),
+        Err(status) => Err(status),
+    }
+}
+
+/// The first lane's `result`, in every lane.
+fn broadcast_result<W: Warp>(warp: &W, result: Result<usize, Status>) -> Result<usize, Status> {
+    let (size, code) = match result {
+        Ok(size) => (size as u32, Status::Success as u32),
+        Err(status) => (0, status as u32),
+    };
+    match Status::from_code(warp.shuffle(code, 0)) {
+        Status::Success => Ok(warp.shuffle(size, 0) as usize),
+        status => Err(status),
+    }
+}
+
+/// Which way a block is transposed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Plain elements to shuffled planes (the encoder).
+    Shuffle,
+    /// Shuffled planes back to elements (the decoder).
+    Unshuffle,
+}
+
+/// Units of work (un)shuffling a block of `len` bytes of `typesize`-byte elements takes: one per
+/// element (byte shuffle) or per group of eight elements (bit shuffle), then one per byte left
+/// after them (or per byte of the block, for a bit shuffle c-blosc leaves undone when the element
+/// count is not a multiple of 8).
+pub fn transpose_units(shuffle: Shuffle, typesize: usize, len: usize) -> usize {
+    let elements = len / typesize;
+    match shuffle {
+        Shuffle::Bit if !elements.is_multiple_of(8) => len,
+        Shuffle::Bit => elements / 8 + (len - elements * typesize),
+        _ => elements + (len - elements * typesize),
+    }
+}
+
+/// Moves unit `unit` (of [`transpose_units`]) of the block of `len` bytes at `src` to its place
+/// in `dst`, as `ferrocomp_format::blosc::shuffle` places it.
+///
+/// # Safety
+/// `src` must be readable and `dst` writable for `len` bytes; no other thread writes the bytes
+/// of this unit.
+#[inline(always)]
+pub unsafe fn transpose_unit(
+    direction: Direction,
+    shuffle: Shuffle,
+    typesize: usize,
+    src: *const u8,
+    dst: *mut u8,
+    len: usize,
+    unit: usize,
+) {
+    let elements = len / typesize;
+    let whole = elements * typesize;
+    let (plain, shuffled) = match direction {
+        Direction::Shuffle => (src, dst as *const u8),
+        Direction::Unshuffle => (dst as *const u8, src),
+    };
+    // The byte of the plain block at `p` and of the shuffled one at `q`: copy one to the other.
+    let copy = |p: usize, q: usize| unsafe {
+        match direction {
+            Direction::Shuffle => *dst.add(q) = *plain.add(p),
+            Direction::Unshuffle => *dst.add(p) = *shuffled.add(q),
+        }
+    };
+    match shuffle {
+        Shuffle::Bit if !elements.is_multiple_of(8) => copy(unit, unit),
+        Shuffle::Bit if unit < elements / 8 => {
+            for byte in 0..typesize {
+                // The eight elements' byte `byte` and the eight bit planes' bytes are each
+                // other's 8x8 bit transpose.
+                let from = |k: usize| match direction {
+                    Direction::Shuffle => (8 * unit + k) * typesize + byte,
+                    Direction::Unshuffle => bit_plane_index(unit, byte, k, elements),
+                };
+                let to = |k: usize| match direction {
+                    Direction::Shuffle => bit_plane_index(unit, byte, k, elements),
+                    Direction::Unshuffle => (8 * unit + k) * typesize + byte,
+                };
+                let mut tile = 0u64;
+                for k in 0..8 {
+                    tile |= (unsafe { *src.add(from(k)) } as u64) << (8 * k);
+                }
+                for (k, value) in transpose_bits(tile).to_le_bytes().into_iter().enumerate() {
+                    unsafe { *dst.add(to(k)) = value };
+                }
+            }
+        }
+        Shuffle::Bit => copy(whole + unit - elements / 8, whole + unit - elements / 8),
+        _ if unit < elements => {
+            for byte in 0..typesize {
+                copy(unit * typesize + byte, byte_shuffled_index(unit, byte, elements));
+            }
+        }
+        _ => copy(whole + unit - elements, whole + unit - elements),
+    }
+}
+
+/// The batched entry points (`blosc_compress`, `blosc_decompress`, `blosc_decompressed_sizes`).
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use super::*;
+    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::gpu::{HardwareWarp, dynamic_shared_memory, thread};
+    use ferrocomp_format::blosc::{
+        self, CODEC_VERSION, COMPRESSOR_SHIFT, FLAG_BITSHUFFLE, FLAG_DONT_SPLIT, FLAG_MEMCPYED, FLAG_SHUFFLE,
+        HEADER_LEN, Header, MAX_BUFFERSIZE, MIN_BUFFERSIZE, VERSION,
+    };
+    use ferrocomp_format::{BatchArgs, DataType};
+
+    /// A CTA per chunk compresses and decompresses; a thread per chunk reads the size from the
+    /// header.
+    pub struct Blosc;
+
+    impl ChunkKernels for Blosc {
+        const COMPRESS: Lanes = Lanes::Block;
+        const DECOMPRESS: Lanes = Lanes::Block;
+        const SIZES: Lanes = Lanes::Thread;
+
+        unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            unsafe { compress_chunk(warp, chunk, args) }
+        }
+
+        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let input = unsafe { chunk.input() };
+            // Every thread reads the header (the loads broadcast), so all take the same branches.
+            let header = Header::parse(input)?;
+            let n = header.nbytes();
+            if n > chunk.capacity {
+                return Err(Status::OutputTooSmall);
+            }
+            let (thread, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
+            if header.is_memcpyed() {
+                for i in (thread..n).step_by(threads) {
+                    unsafe { *chunk.output.add(i) = input[HEADER_LEN + i] };
+                }
+                return Ok(n);
+            }
+            let slots = thread::grid_dim_x() as usize;
+            let stride = (args.scratch_len as usize / slots) & !15;
+            let slot = args.scratch as *mut u8;
+            let slot = unsafe { slot.add(chunk.slot * stride) };
+            let tables_at = stride.saturating_sub(DECOMPRESS_WARPS * size_of::<DecodeTables>());
+            let shuffle = header.shuffle();
+            if shuffle != Shuffle::None && n > tables_at {
+                return Err(Status::OutputTooSmall); // the host sized the scratch for smaller chunks
+            }
+            let target = if shuffle == Shuffle::None { chunk.output } else { slot };
+            let (warp_index, warps) = (HardwareWarp::index_in_block() as usize, HardwareWarp::per_block() as usize);
+            let tables = unsafe { (slot.add(tables_at) as *mut DecodeTables).add(warp_index) };
+            let failure = unsafe { decode_streams(warp, &header, input, target, tables, warp_index, warps) };
+            // The chunk's status is that of its first failing stream, as the CPU decoder finds it.
+            let failures = dynamic_shared_memory::<(u32, u32)>();
+            if warp.lane() == 0 {
+                let failure = failure.map_or((u32::MAX, 0), |(item, status)| (item as u32, status as u32));
+                unsafe { *failures.add(warp_index) = failure };
+            }
+            thread::sync_threads();
+            let first = (0..warps).map(|w| unsafe { *failures.add(w) }).min_by_key(|&(item, _)| item);
+            thread::sync_threads(); // read by all before the next chunk writes them
+            if let Some((item, code)) = first
+                && item != u32::MAX
+            {
+                return Err(Status::from_code(code));
+            }
+            if shuffle != Shuffle::None {
+                for block in 0..header.block_count() {
+                    let (start, len) = (header.block_start(block), header.block_len(block));
+                    let (src, dst) = unsafe { (slot.add(start), chunk.output.add(start)) };
+                    let units = transpose_units(shuffle, header.typesize(), len);
+                    for unit in (thread..units).step_by(threads) {
+                        unsafe {
+                            transpose_unit(Direction::Unshuffle, shuffle, header.typesize(), src, dst, len, unit)
+                        };
+                    }
+                }
+                thread::sync_threads(); // the scratch slot is free again
+            }
+            Ok(n)
+        }
+
+        unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            blosc::decompressed_size(unsafe { chunk.input() })
+        }
+    }
+
+    /// This warp's share of the chunk's streams (warp `warp_index` of `warps` takes every
+    /// `warps`-th), decoded into `target` at their blocks' places; its first failing stream's
+    /// index in the chunk and status.
+    unsafe fn decode_streams(
+        warp: &HardwareWarp,
+        header: &Header,
+        input: &[u8],
+        target: *mut u8,
+        tables: *mut DecodeTables,
+        warp_index: usize,
+        warps: usize,
+    ) -> Option<(usize, Status)> {
+        let compressor = header.compressor();
+        let per_block = header.streams_per_block(0);
+        for item in (warp_index..header.block_count() * per_block).step_by(warps) {
+            let block = item / per_block;
+            let streams = match header.block_streams(input, block) {
+                Ok(_) if !compressor.is_some_and(|c| c.is_supported()) => return Some((item, Status::Unsupported)),
+                Ok(streams) => streams,
+                Err(status) => return Some((item, status)),
+            };
+            // A leftover last block has fewer streams than the others.
+            let Some(stream) = streams.as_slice().get(item % per_block) else { continue };
+            let dest = unsafe { target.add(header.block_start(block) + stream.decoded_at) };
+            if let Err(status) = unsafe { decode_stream(warp, compressor, stream, input.as_ptr(), dest, tables) } {
+                return Some((item, status));
+            }
+        }
+        None
+    }
+
+    /// Compresses a chunk as `ferrocomp_format::blosc::compress` does, byte for byte: the CTA
+    /// shuffles its blocks into scratch, the warps compress the streams in turns (LZ4's warp
+    /// parse) in place of them, one thread lays the chunk out (block table, stream sizes, raw
+    /// streams, the memcpyed fallback) and the warps copy the streams into place.
+    unsafe fn compress_chunk(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+        let (typesize, shuffle) = unpack_options(args.options);
+        let n = chunk.input_len;
+        if n > MAX_BUFFERSIZE {
+            return Err(Status::ChunkTooLarge);
+        }
+        if chunk.capacity < blosc::max_compressed_size(n) {
+            return Err(Status::OutputTooSmall);
+        }
+        let (thread, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
+        let (warp_index, warps) = (HardwareWarp::index_in_block() as usize, HardwareWarp::per_block() as usize);
+        let (input, out) = (chunk.input, chunk.output);
+        let blocksize = blosc::compute_blocksize(n, typesize);
+        let split = blosc::splits(typesize, blocksize);
+        let nblocks = n.div_ceil(blocksize);
+        let per_block = if split { typesize } else { 1 };
+        let items = nblocks * per_block;
+        let stride = (args.scratch_len as usize / thread::grid_dim_x() as usize) & !15;
+        let slot = unsafe { (args.scratch as *mut u8).add(chunk.slot * stride) };
+        let (shuffled, staging) = (slot, unsafe { slot.add(n.next_multiple_of(16)) });
+        let layout = unsafe { staging.add(n.next_multiple_of(16)) } as *mut u32;
+        if 2 * n.next_multiple_of(16) + 8 * items > stride {
+            return Err(Status::OutputTooSmall); // the host sized the scratch for smaller chunks
+        }
+        let source = if shuffle == Shuffle::None { input } else { shuffled as *const u8 };
+        let stream = |item: usize| {
+            let (block, j) = (item / per_block, item % per_block);
+            let len = (n - block * blocksize).min(blocksize);
+            let streams = if len < blocksize { 1 } else { per_block };
+            (j < streams).then_some((block * blocksize + j * (len / streams), len / streams))
+        };
+        let compressible = n >= MIN_BUFFERSIZE;
+        if compressible {
+            if shuffle != Shuffle::None {
+                for block in 0..nblocks {
+                    let (start, len) = (block * blocksize, (n - block * blocksize).min(blocksize));
+                    let (src, dst) = unsafe { (input.add(start), shuffled.add(start)) };
+                    for unit in (thread..transpose_units(shuffle, typesize, len)).step_by(threads) {
+                        unsafe { transpose_unit(Direction::Shuffle, shuffle, typesize, src, dst, len, unit) };
+                    }
+                }
+                thread::sync_threads();
+            }
+            let table = warp_shared::<u16>(HASH_ENTRIES);
+            for item in (warp_index..items).step_by(warps) {
+                let Some((at, len)) = stream(item) else { continue };
+                let (src, dst) = unsafe { (source.add(at), staging.add(at)) };
+                let packed = unsafe { crate::lz4::compress_chunk(warp, src, len, dst, len, table, DataType::Char) };
+                // Stored raw unless LZ4 shrinks it. LZ4 fails only for want of room here: a
+                // stream is at most a block (1 MiB), far below LZ4's chunk limit.
+                let stored = match packed {
+                    Ok(packed) if packed < len => packed,
+                    _ => len,
+                };
+                if warp.lane() == 0 {
+                    unsafe { *layout.add(2 * item) = stored as u32 };
+                }
+            }
+        }
+        let total = unsafe { dynamic_shared_memory::<usize>().add(COMPRESS_WARPS * HASH_ENTRIES * 2 / 8) };
+        thread::sync_threads();
+        if thread == 0 {
+            let laid_out =
+                if compressible { unsafe { lay_out(out, layout, nblocks, per_block, n, &stream) } } else { None };
+            let mut flags = (Compressor::Lz4 as u8) << COMPRESSOR_SHIFT;
+            flags |= match shuffle {
+                Shuffle::None => 0,
+                Shuffle::Byte => FLAG_SHUFFLE,
+                Shuffle::Bit => FLAG_BITSHUFFLE,
+            };
+            if !split {
+                flags |= FLAG_DONT_SPLIT;
+            }
+            if laid_out.is_none() {
+                flags |= FLAG_MEMCPYED;
+            }
+            let cbytes = laid_out.unwrap_or(n + HEADER_LEN);
+            let header = [VERSION, CODEC_VERSION, flags, typesize as u8];
+            for (k, &byte) in header.iter().enumerate() {
+                unsafe { *out.add(k) = byte };
+            }
+            for (at, value) in [(4, n), (8, blocksize), (12, cbytes)] {
+                unsafe { write_u32(out, at, value as u32) };
+            }
+            unsafe { *total = cbytes };
+        }
+        thread::sync_threads();
+        let cbytes = unsafe { *total };
+        if cbytes == n + HEADER_LEN {
+            for i in (thread..n).step_by(threads) {
+                unsafe { *out.add(HEADER_LEN + i) = *input.add(i) };
+            }
+        } else {
+            for item in (warp_index..items).step_by(warps) {
+                let Some((at, len)) = stream(item) else { continue };
+                let (stored, to) = unsafe { (*layout.add(2 * item) as usize, *layout.add(2 * item + 1) as usize) };
+                let from = if stored == len { source } else { staging as *const u8 };
+                let (src, dst) = unsafe { (from.add(at), out.add(to)) };
+                warp.for_each_strided(stored, |i| unsafe { *dst.add(i) = *src.add(i) });
+            }
+        }
+        thread::sync_threads(); // the scratch slot and the shared size are free again
+        Ok(cbytes)
+    }
+
+    /// Writes the block table and each stream's stored size into `out`, and each stream's offset
+    /// into `layout` (beside its stored size); returns the chunk's size, or `None` when it would
+    /// not be smaller than a memcpyed chunk. One thread.
+    unsafe fn lay_out(
+        out: *mut u8,
+        layout: *mut u32,
+        nblocks: usize,
+        per_block: usize,
+        n: usize,
+        stream: &impl Fn(usize) -> Option<(usize, usize)>,
+    ) -> Option<usize> {
+        let limit = blosc::max_compressed_size(n);
+        let mut at = HEADER_LEN + 4 * nblocks;
+        if at > limit {
+            return None;
+        }
+        for block in 0..nblocks {
+            unsafe { write_u32(out, HEADER_LEN + 4 * block, at as u32) };
+            for item in block * per_block..(block + 1) * per_block {
+                if stream(item).is_none() {
+                    continue;
+                }
+                let stored = unsafe { *layout.add(2 * item) } as usize;
+                if at + 4 + stored > limit {
+                    return None;
+                }
+                unsafe {
+                    write_u32(out, at, stored as u32);
+                    *layout.add(2 * item + 1) = (at + 4) as u32;
+                }
+                at += 4 + stored;
+            }
+        }
+        Some(at)
+    }
+
+    /// Writes `value` little-endian at `out[at..at + 4]`.
+    unsafe fn write_u32(out: *mut u8, at: usize, value: u32) {
+        for (k, byte) in value.to_le_bytes().into_iter().enumerate() {
+            unsafe { *out.add(at + k) = byte };
+        }
+    }
+
+    crate::batch_kernels!(Blosc: blosc_compress, blosc_decompress, blosc_decompressed_sizes);
+}

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import uproot
 
+import ferrocomp
 from ferrocomp import root
 
 ENTRIES_PER_CLUSTER = 4000
@@ -171,8 +172,32 @@ def test_lying_decoded_size_fails_the_decode(root_file: str) -> None:
     data, start, size, objlen = lz4_basket(root_file)
     frame = root.split_frames(data, start, size, objlen)[0]
     lying = root.Frame(frame.algorithm, frame.start, frame.size, frame.decoded_size + 8)
-    with pytest.raises(ValueError):
-        root.decode_frames(np.frombuffer(bytes(data), np.uint8), [lying], np.empty(lying.decoded_size, np.uint8))
+    message = f"^frame 1: decodes to {frame.decoded_size} bytes, but its header says {lying.decoded_size}$"
+    with pytest.raises(ferrocomp.DecodeError, match=message) as raised:
+        root.decode_frames(np.frombuffer(bytes(data), np.uint8), [frame, lying], np.empty(2 * objlen + 8, np.uint8))
+    assert raised.value.chunk == 1
+
+
+def test_corrupt_block_names_its_frame(root_file: str) -> None:
+    """An LZ4 block cut short (its checksum not verified) fails in ferrocomp, naming the frame among all of them."""
+    data, start, size, objlen = lz4_basket(root_file)
+    frame = root.split_frames(data, start, size, objlen)[0]
+    stored = root.Frame(root.STORED, 0, 16, 16)
+    cut = root.Frame(frame.algorithm, frame.start, frame.size - 20, frame.decoded_size)
+    with pytest.raises(ferrocomp.DecodeError, match="^frame 1: ") as raised:
+        root.decode_frames(np.frombuffer(bytes(data), np.uint8), [stored, cut], np.empty(16 + objlen, np.uint8))
+    assert raised.value.chunk == 1
+
+
+def test_strided_buffers_are_refused(root_file: str) -> None:
+    """A strided `out` (or source) is refused with a ValueError saying so, not written or read past."""
+    data, start, size, objlen = lz4_basket(root_file)
+    frames = root.split_frames(data, start, size, objlen)
+    source = np.frombuffer(bytes(data), np.uint8)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        root.decode_frames(source, frames, np.empty(2 * objlen, np.uint8)[::2])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        root.decode_frames(np.repeat(source, 2)[::2], frames, np.empty(objlen, np.uint8))
 
 
 def test_out_of_the_wrong_size_or_dtype_is_refused(root_file: str) -> None:

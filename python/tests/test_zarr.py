@@ -410,3 +410,41 @@ def test_gpu_write_reads_with_plain_zarr(cupy, ferrocomp_calls) -> None:
         array[:] = cupy.asarray(data)
     assert ferrocomp_calls == [("encode", "Deflate", CHUNK_COUNT)]
     np.testing.assert_array_equal(zarr.open_array(store, mode="r")[:], data)
+
+
+def test_gpu_blosc_chunks_of_every_kind_decode_in_one_batch(cupy, ferrocomp_calls: list) -> None:
+    """The 48 numcodecs Blosc chunks, as CuPy arrays, decode on the GPU in one call into CuPy arrays."""
+    chunks, arrays = blosc_chunks()
+    decoded = _zarr_batch.decode_chunks(
+        _zarr_batch.BLOSC_CHUNK, [cupy.asarray(np.frombuffer(c, np.uint8)) for c in chunks]
+    )
+    for got, values in zip(decoded, arrays, strict=True):
+        assert isinstance(got, cupy.ndarray)
+        assert got.get().tobytes() == values.tobytes()
+    assert ferrocomp_calls == [("decode", "Blosc", len(chunks))]
+
+
+@pytest.mark.parametrize(
+    ("compressor", "bad_chunk", "message"),
+    [
+        pytest.param(
+            numcodecs.LZ4(), lz4_prefix(8), "decodes to 2560 bytes, but its size prefix says 2568", id="lz4+8"
+        ),
+        pytest.param(numcodecs.Zlib(), flip_middle, "", id="zlib-flipped"),
+        pytest.param(
+            numcodecs.Blosc(cname="lz4"),
+            lambda c: with_bytes(c, 16, (len(c) + 100).to_bytes(4, "little")),
+            "malformed",
+            id="blosc-block-offset-past-end",
+        ),
+    ],
+)
+def test_gpu_bad_chunk_fails_the_read(compressor: object, bad_chunk, message: str, cupy) -> None:
+    """On the GPU too, a bad chunk 1.1 raises a DecodeError naming chunk 3 (its place in the batch)."""
+    store = MemoryStore()
+    write(store, sample(), compressor, 2)
+    store._store_dict["1.1"] = store._store_dict["1.1"].from_bytes(bad_chunk(stored_chunk(compressor, "1.1")))
+    with zarr.config.enable_gpu(), ferrocomp.zarr.enable():
+        with pytest.raises(ferrocomp.DecodeError, match=f"^chunk 3: .*{message}") as raised:
+            zarr.open_array(store, mode="r")[:]
+    assert raised.value.chunk == 3

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import struct
 
-import awkward as ak
 import numpy as np
 import pytest
-import uproot
 
 import ferrocomp
 from ferrocomp import root
+
+ak = pytest.importorskip("awkward", reason="the ROOT tests write their file with uproot and awkward")
+uproot = pytest.importorskip("uproot", reason="the ROOT tests write their file with uproot and awkward")
 
 ENTRIES_PER_CLUSTER = 4000
 CLUSTERS = 3

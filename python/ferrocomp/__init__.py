@@ -1,0 +1,59 @@
+"""ferrocomp: GPU compression in Rust, with nvCOMP's Python API (``nvidia.nvcomp``).
+
+Code written against ``nvidia.nvcomp`` runs by changing the import::
+
+    import ferrocomp as nvcomp
+    codec = nvcomp.Codec(algorithm="LZ4")
+    compressed = codec.encode(nvcomp.as_array(cupy_array))
+    restored = codec.decode(compressed)
+
+Beyond nvCOMP: ``decode(srcs, out=[...])`` writes each chunk of a ``RAW`` batch straight into the
+caller's arrays (e.g. slices of one CuPy buffer) without a copy or a host wait; ``sync=False``
+returns a :class:`Pending` at once, with per-chunk statuses and sizes on the device; bad data
+raises one :class:`DecodeError` naming the chunk. Without a GPU (or with ``device_id="cpu"`` or
+``FERROCOMP_CPU=1``) the same calls run on the CPU with NumPy or any buffer.
+"""
+
+from ferrocomp._errors import ChunkError, DecodeError, EncodeError
+from ferrocomp._ferrocomp import (
+    Array,
+    ArrayBufferKind,
+    BitstreamKind,
+    ChecksumPolicy,
+    Codec,
+    CudaStream,
+    Pending,
+    Status,
+    __version__,
+    as_array,
+    as_arrays,
+    device_count,
+    from_dlpack,
+    set_device_allocator,
+    set_host_allocator,
+    set_pinned_allocator,
+)
+from ferrocomp.external_memory import ExternalMemory
+
+__all__ = [
+    "Array",
+    "ArrayBufferKind",
+    "BitstreamKind",
+    "ChecksumPolicy",
+    "ChunkError",
+    "Codec",
+    "CudaStream",
+    "DecodeError",
+    "EncodeError",
+    "ExternalMemory",
+    "Pending",
+    "Status",
+    "__version__",
+    "as_array",
+    "as_arrays",
+    "device_count",
+    "from_dlpack",
+    "set_device_allocator",
+    "set_host_allocator",
+    "set_pinned_allocator",
+]

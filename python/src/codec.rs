@@ -1,0 +1,615 @@
+//! `Codec` (nvCOMP's): an algorithm with its options, a bitstream kind and a device (or the CPU),
+//! with `encode` and `decode` of one array or of a list (one batch). The native bitstream is
+//! ferrocomp's `BufferCodec`, one call per array; `RAW` and `WITH_UNCOMPRESSED_SIZE` hold one
+//! block per array and run a whole list as one `ChunkListCodec` call, writing into the caller's
+//! `out=` arrays when given, and asynchronously with `sync=False`.
+
+use crate::alloc::host_memory;
+use crate::array::{Array, Keep};
+use crate::call::{Call, Outcomes, Pending, filled, first_failure, returned};
+use crate::device::{self, StreamRef, stream_arg};
+use crate::dtype::DType;
+use crate::enums::{BitstreamKind, PyChecksumPolicy};
+use crate::errors::{Direction, device_error, to_py, value_error};
+use ferrocomp::{
+    Bitstream, Blosc, BufferCodec, ChecksumPolicy, ChunkListCodec, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate,
+    DeviceView, DeviceViewMut, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Where a codec runs.
+enum Backend {
+    Cpu,
+    Gpu { gpu: Gpu, ordinal: u32, stream: Arc<StreamRef> },
+}
+
+/// Compresses and decompresses arrays with one algorithm (nvCOMP's `Codec`).
+///
+/// `algorithm`: "LZ4", "Snappy", "Deflate", "GDeflate" (any case), or "zlib"/"gzip" for Deflate
+/// with that wrapper; `None` makes a codec that only decodes native streams (their header names
+/// the algorithm). `device_id`: a CUDA device, `"cpu"`, or `None` for the first GPU when there is
+/// one (and `FERROCOMP_CPU=1` is not set), else the CPU. `cuda_stream`: the stream the codec
+/// works on (an int or an object with `ptr`); by default one of its own. `uncomp_chunk_size`:
+/// bytes per chunk of the native bitstream. `data_type` (LZ4, Snappy): the element type, as an
+/// array-protocol string ("<i4") or NumPy dtype; matches then keep to its width.
+/// `algorithm_type` (Deflate, GDeflate): nvCOMP's level, 0 to 5 (default 1). `wrapper`
+/// (Deflate): "raw" (default), "zlib" or "gzip". `typesize` and `shuffle` (Blosc): the element
+/// size the shuffle transposes (default `data_type`'s, else 1) and the filter, as numcodecs
+/// names it (0/"noshuffle", 1/"shuffle" (default), 2/"bitshuffle").
+#[pyclass(module = "ferrocomp", frozen)]
+pub struct Codec {
+    options: Option<Options>,
+    bitstream: Bitstream,
+    native: BufferCodec,
+    chunks: Option<ChunkListCodec>,
+    backend: Backend,
+}
+
+/// The algorithm and options nvCOMP's arguments name.
+fn parse_options(
+    algorithm: &str,
+    data_type: Option<&Bound<'_, PyAny>>,
+    algorithm_type: Option<i64>,
+    wrapper: Option<&str>,
+    blosc: BloscArgs,
+) -> PyResult<Options> {
+    let name = algorithm.to_ascii_lowercase();
+    if (blosc.typesize.is_some() || blosc.shuffle.is_some()) && name != "blosc" {
+        return Err(value_error(format!("typesize and shuffle apply to Blosc, not {algorithm}")));
+    }
+    let element_type = data_type;
+    let data_type = || -> PyResult<DataType> {
+        let Some(arg) = element_type else { return Ok(DataType::default()) };
+        match DType::from_arg(arg)?.size {
+            1 => Ok(DataType::Char),
+            2 => Ok(DataType::Short),
+            4 => Ok(DataType::Int),
+            8 => Ok(DataType::LongLong),
+            size => Err(value_error(format!("data_type of {size} bytes: LZ4 and Snappy take 1, 2, 4 or 8"))),
+        }
+    };
+    let level = || match algorithm_type {
+        None => Ok(1),
+        Some(level @ 0..=5) => Ok(level as u8),
+        Some(level) => Err(value_error(format!("algorithm_type {level} is outside 0..=5"))),
+    };
+    if algorithm_type.is_some() && !matches!(name.as_str(), "deflate" | "zlib" | "gzip" | "gdeflate") {
+        return Err(value_error(format!("algorithm_type applies to Deflate and GDeflate, not {algorithm}")));
+    }
+    let named_wrapper = match name.as_str() {
+        "zlib" => Some(Wrapper::Zlib),
+        "gzip" => Some(Wrapper::Gzip),
+        _ => None,
+    };
+    let wrapper = match (wrapper.map(str::to_ascii_lowercase).as_deref(), named_wrapper) {
+        (None, named) => named.unwrap_or(Wrapper::Raw),
+        (Some(_), _) if !matches!(name.as_str(), "deflate" | "zlib" | "gzip") => {
+            return Err(value_error(format!("wrapper applies to Deflate, not {algorithm}")));
+        }
+        (Some("raw"), None) => Wrapper::Raw,
+        (Some("zlib"), None | Some(Wrapper::Zlib)) => Wrapper::Zlib,
+        (Some("gzip"), None | Some(Wrapper::Gzip)) => Wrapper::Gzip,
+        (Some(other), _) => {
+            return Err(value_error(format!("wrapper {other:?} does not fit algorithm {algorithm:?}")));
+        }
+    };
+    Ok(match name.as_str() {
+        "lz4" => Options::Lz4(Lz4 { data_type: data_type()? }),
+        "snappy" => Options::Snappy(Snappy { data_type: data_type()? }),
+        "deflate" | "zlib" | "gzip" => Options::Deflate(Deflate { level: level()?, wrapper }),
+        "gdeflate" => Options::GDeflate(GDeflate { level: level()? }),
+        "blosc" => Options::Blosc(blosc.options(element_type)?),
+        _ => {
+            return Err(value_error(format!(
+                "unknown algorithm {algorithm:?}: ferrocomp has LZ4, Snappy, Deflate (and zlib, gzip), GDeflate, Blosc"
+            )));
+        }
+    })
+}
+
+/// Blosc's encoder options: `typesize` (default: `data_type`'s size, else 1) and `shuffle`
+/// (numcodecs' 0 none, 1 byte, 2 bit, or "noshuffle", "shuffle", "bitshuffle"; default byte).
+struct BloscArgs {
+    typesize: Option<usize>,
+    shuffle: Option<Shuffle>,
+}
+
+impl BloscArgs {
+    fn new(typesize: Option<usize>, shuffle: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let shuffle = shuffle
+            .map(|arg| match (arg.extract::<i64>(), arg.extract::<String>().as_deref()) {
+                (Ok(0), _) | (_, Ok("noshuffle")) => Ok(Shuffle::None),
+                (Ok(1), _) | (_, Ok("shuffle")) => Ok(Shuffle::Byte),
+                (Ok(2), _) | (_, Ok("bitshuffle")) => Ok(Shuffle::Bit),
+                _ => Err(value_error(format!("shuffle {arg}: 0/\"noshuffle\", 1/\"shuffle\" or 2/\"bitshuffle\""))),
+            })
+            .transpose()?;
+        Ok(Self { typesize, shuffle })
+    }
+
+    fn options(&self, data_type: Option<&Bound<'_, PyAny>>) -> PyResult<Blosc> {
+        let from_dtype = data_type.map(|arg| DType::from_arg(arg).map(|d| d.size)).transpose()?;
+        let typesize = match self.typesize.or(from_dtype).unwrap_or(1) {
+            size @ 1..=255 => size as u8,
+            size => return Err(value_error(format!("Blosc typesize {size} is outside 1..=255"))),
+        };
+        Ok(Blosc { typesize, shuffle: self.shuffle.unwrap_or(Shuffle::Byte) })
+    }
+}
+
+/// The name nvCOMP spells an algorithm with.
+fn algorithm_name(options: &Options) -> &'static str {
+    match options {
+        Options::Lz4(_) => "LZ4",
+        Options::Snappy(_) => "Snappy",
+        Options::Deflate(Deflate { wrapper: Wrapper::Zlib, .. }) => "zlib",
+        Options::Deflate(Deflate { wrapper: Wrapper::Gzip, .. }) => "gzip",
+        Options::Deflate(_) => "Deflate",
+        Options::GDeflate(_) => "GDeflate",
+        Options::Blosc(_) => "Blosc",
+    }
+}
+
+/// The backend `device_id` names.
+fn backend(device_id: Option<&Bound<'_, PyAny>>, cuda_stream: Option<u64>) -> PyResult<Backend> {
+    let ordinal = match device_id {
+        Some(id) if id.extract::<String>().is_ok_and(|s| s.eq_ignore_ascii_case("cpu")) => return Ok(Backend::Cpu),
+        Some(id) => Some(id.extract::<u32>().map_err(|_| value_error("device_id is a device index, \"cpu\" or None"))?),
+        None => None,
+    };
+    let gpu = match ordinal {
+        Some(ordinal) => device::gpu(ordinal).map_err(device_error)?,
+        None => match device::default_gpu() {
+            Some(gpu) => gpu,
+            None => return Ok(Backend::Cpu),
+        },
+    };
+    let stream = match cuda_stream {
+        Some(raw) => StreamRef::borrowed(raw),
+        None => StreamRef::owned(gpu.stream().map_err(device_error)?),
+    };
+    Ok(Backend::Gpu { gpu, ordinal: ordinal.unwrap_or(0), stream: Arc::new(stream) })
+}
+
+/// Whether `obj` is a list of arrays (one batch) rather than one array.
+fn is_list(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()
+}
+
+#[pymethods]
+impl Codec {
+    #[new]
+    #[pyo3(signature = (
+        algorithm = None,
+        *,
+        device_id = None,
+        cuda_stream = None,
+        uncomp_chunk_size = DEFAULT_CHUNK_SIZE,
+        checksum_policy = PyChecksumPolicy::NoComputeNoVerify,
+        bitstream_kind = BitstreamKind::NvcompNative,
+        data_type = None,
+        algorithm_type = None,
+        wrapper = None,
+        typesize = None,
+        shuffle = None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        algorithm: Option<&str>,
+        device_id: Option<&Bound<'_, PyAny>>,
+        cuda_stream: Option<&Bound<'_, PyAny>>,
+        uncomp_chunk_size: usize,
+        checksum_policy: PyChecksumPolicy,
+        bitstream_kind: BitstreamKind,
+        data_type: Option<&Bound<'_, PyAny>>,
+        algorithm_type: Option<i64>,
+        wrapper: Option<&str>,
+        typesize: Option<usize>,
+        shuffle: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let blosc = BloscArgs::new(typesize, shuffle)?;
+        let options =
+            algorithm.map(|name| parse_options(name, data_type, algorithm_type, wrapper, blosc)).transpose()?;
+        let bitstream = Bitstream::from(bitstream_kind);
+        let checksum = ChecksumPolicy::from(checksum_policy);
+        if bitstream != Bitstream::Native && checksum.requires() {
+            return Err(value_error("COMPUTE_AND_VERIFY needs checksums, which only NVCOMP_NATIVE streams store"));
+        }
+        let backend = backend(device_id, stream_arg(cuda_stream)?)?;
+        let gpu = match &backend {
+            Backend::Gpu { gpu, .. } => Some(gpu.clone()),
+            Backend::Cpu => None,
+        };
+        let config = Config { chunk_size: uncomp_chunk_size, bitstream, checksum };
+        let native = BufferCodec::new(options.unwrap_or_default(), config, gpu.clone()).map_err(device_error)?;
+        let chunks = match (bitstream, options) {
+            (Bitstream::Native, _) => None,
+            (_, Some(options)) => Some(ChunkListCodec::new(options, bitstream, gpu).map_err(device_error)?),
+            (_, None) => return Err(value_error("RAW and WITH_UNCOMPRESSED_SIZE streams name no algorithm: give one")),
+        };
+        Ok(Self { options, bitstream, native, chunks, backend })
+    }
+
+    /// The algorithm, as nvCOMP spells it (`None` for a decode-only codec).
+    #[getter]
+    fn algorithm(&self) -> Option<&'static str> {
+        self.options.as_ref().map(algorithm_name)
+    }
+
+    /// The bitstream kind.
+    #[getter]
+    fn bitstream_kind(&self) -> BitstreamKind {
+        match self.bitstream {
+            Bitstream::Native => BitstreamKind::NvcompNative,
+            Bitstream::Raw => BitstreamKind::Raw,
+            Bitstream::WithUncompressedSize => BitstreamKind::WithUncompressedSize,
+        }
+    }
+
+    /// The CUDA device the codec runs on, or `"cpu"`.
+    #[getter]
+    fn device_id(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match &self.backend {
+            Backend::Gpu { ordinal, .. } => Ok(ordinal.into_pyobject(py)?.into_any().unbind()),
+            Backend::Cpu => Ok("cpu".into_pyobject(py)?.into_any().unbind()),
+        }
+    }
+
+    /// The stream the codec works on (`None` on the CPU).
+    #[getter]
+    fn cuda_stream(&self) -> Option<u64> {
+        match &self.backend {
+            Backend::Gpu { stream, .. } => Some(stream.raw()),
+            Backend::Cpu => None,
+        }
+    }
+
+    /// Room an `nbytes`-byte array may need once encoded (`RAW`/`WITH_UNCOMPRESSED_SIZE`): what
+    /// each `out=` array of `encode` should hold.
+    fn max_compressed_size(&self, nbytes: usize) -> PyResult<usize> {
+        let chunks = self.chunks.as_ref().ok_or_else(|| value_error("max_compressed_size is for RAW streams"))?;
+        Ok(chunks.max_compressed_size(nbytes))
+    }
+
+    /// Compresses one array (returns an `Array`) or a list of them (one batch; returns a list).
+    /// `out`: the caller's arrays to write into (each as large as `max_compressed_size` of the
+    /// largest input). `sync=False` (`RAW`/`WITH_UNCOMPRESSED_SIZE`) returns a `Pending` at once.
+    #[pyo3(signature = (array, out = None, *, sync = true))]
+    fn encode(
+        &self,
+        py: Python<'_>,
+        array: &Bound<'_, PyAny>,
+        out: Option<&Bound<'_, PyAny>>,
+        sync: bool,
+    ) -> PyResult<Py<PyAny>> {
+        if self.options.is_none() {
+            return Err(value_error("this Codec has no algorithm; name one to encode"));
+        }
+        let (inputs, single) = self.inputs(py, array)?;
+        let outs = self.outs(out, inputs.len(), single)?;
+        match &self.chunks {
+            Some(chunks) => self.run_chunks(py, Direction::Encode, chunks, inputs, outs, single, DType::bytes(), sync),
+            None => self.run_native(py, Direction::Encode, inputs, outs, single, DType::bytes(), sync),
+        }
+    }
+
+    /// Decompresses one array (returns an `Array`) or a list of them (one batch; returns a
+    /// list). `data_type`: the element type of the arrays returned (default bytes, `"|u1"`).
+    /// `out`: the caller's arrays to decode straight into (no copy; their decoded prefix is
+    /// returned). `sync=False` (`RAW`/`WITH_UNCOMPRESSED_SIZE`) returns a `Pending` at once, with
+    /// per-chunk statuses and sizes. A failing chunk raises one `DecodeError` naming it; the
+    /// other chunks are decoded intact.
+    #[pyo3(signature = (src, data_type = None, out = None, *, sync = true))]
+    fn decode(
+        &self,
+        py: Python<'_>,
+        src: &Bound<'_, PyAny>,
+        data_type: Option<&Bound<'_, PyAny>>,
+        out: Option<&Bound<'_, PyAny>>,
+        sync: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let dtype = data_type.map(DType::from_arg).transpose()?.unwrap_or_else(DType::bytes);
+        let (inputs, single) = self.inputs(py, src)?;
+        let outs = self.outs(out, inputs.len(), single)?;
+        match &self.chunks {
+            Some(chunks) => self.run_chunks(py, Direction::Decode, chunks, inputs, outs, single, dtype, sync),
+            None => self.run_native(py, Direction::Decode, inputs, outs, single, dtype, sync),
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
+        false
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let place = match &self.backend {
+            Backend::Gpu { ordinal, .. } => format!("device_id={ordinal}"),
+            Backend::Cpu => "device_id='cpu'".into(),
+        };
+        let algorithm = self.algorithm().map_or("None".into(), |name| format!("'{name}'"));
+        let kind = Py::new(py, self.bitstream_kind())?.into_bound(py).into_any().repr()?;
+        Ok(format!("Codec(algorithm={algorithm}, bitstream_kind={kind}, {place})"))
+    }
+}
+
+impl Codec {
+    /// The call's input arrays, contiguous and where the codec runs (host ones uploaded on the
+    /// codec's stream for a GPU codec, device ones copied down for the CPU), and whether the call
+    /// took a single array.
+    fn inputs(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<(Vec<Array>, bool)> {
+        let single = !is_list(obj);
+        let objects: Vec<Bound<'_, PyAny>> =
+            if single { vec![obj.clone()] } else { obj.try_iter()?.collect::<PyResult<_>>()? };
+        let mut arrays = Vec::with_capacity(objects.len());
+        for (i, object) in objects.iter().enumerate() {
+            let array = Array::from_object(object, None)?;
+            array.require_contiguous(&format!("input {i}"))?;
+            let placed = match &self.backend {
+                Backend::Cpu => array.to_host(py)?,
+                Backend::Gpu { ordinal, stream, .. } => match array.device {
+                    None => array.to_device(py, false, stream.raw())?,
+                    Some(device) if device == *ordinal => array,
+                    Some(device) => {
+                        return Err(value_error(format!("input {i} is on device {device}, the codec on {ordinal}")));
+                    }
+                },
+            };
+            arrays.push(placed);
+        }
+        Ok((arrays, single))
+    }
+
+    /// The caller's `out=` arrays: one per input, contiguous, writable, where the codec runs.
+    fn outs(&self, out: Option<&Bound<'_, PyAny>>, count: usize, single: bool) -> PyResult<Option<Vec<Array>>> {
+        let Some(out) = out.filter(|out| !out.is_none()) else { return Ok(None) };
+        let objects: Vec<Bound<'_, PyAny>> = match (single, is_list(out)) {
+            (true, false) => vec![out.clone()],
+            (false, true) => out.try_iter()?.collect::<PyResult<_>>()?,
+            (true, true) => return Err(value_error("one array in, so out= is one array, not a list")),
+            (false, false) => return Err(value_error("a list in, so out= is a list of arrays")),
+        };
+        if objects.len() != count {
+            return Err(value_error(format!("{count} inputs but {} out= arrays", objects.len())));
+        }
+        let mut arrays = Vec::with_capacity(count);
+        for (i, object) in objects.iter().enumerate() {
+            let array = Array::from_object(object, None)?;
+            let what = format!("out array {i}");
+            array.require_contiguous(&what)?;
+            array.require_writable(&what)?;
+            match (&self.backend, array.device) {
+                (Backend::Cpu, None) => {}
+                (Backend::Gpu { ordinal, .. }, Some(device)) if device == *ordinal => {}
+                (Backend::Cpu, Some(_)) => {
+                    return Err(value_error(format!("{what} is on a GPU; the codec runs on the CPU")));
+                }
+                (Backend::Gpu { ordinal, .. }, _) => {
+                    return Err(value_error(format!("{what} must be device memory on device {ordinal}")));
+                }
+            }
+            arrays.push(array);
+        }
+        Ok(Some(arrays))
+    }
+
+    /// The distinct streams producing `arrays`' data, other than `own`.
+    fn producers<'a>(arrays: impl IntoIterator<Item = &'a Array>, own: u64) -> HashSet<u64> {
+        arrays.into_iter().filter_map(|a| a.stream.as_ref().map(|s| s.raw())).filter(|&raw| raw != own).collect()
+    }
+
+    /// One array (native bitstream) at a time, each a whole `BufferCodec` call.
+    #[allow(clippy::too_many_arguments)]
+    fn run_native(
+        &self,
+        py: Python<'_>,
+        direction: Direction,
+        inputs: Vec<Array>,
+        outs: Option<Vec<Array>>,
+        single: bool,
+        dtype: DType,
+        sync: bool,
+    ) -> PyResult<Py<PyAny>> {
+        if !sync {
+            return Err(value_error("sync=False needs RAW or WITH_UNCOMPRESSED_SIZE; native streams decode whole"));
+        }
+        if let Backend::Gpu { gpu, stream, .. } = &self.backend {
+            // The container's header is read with a plain copy, so the producers must be done.
+            for producer in Self::producers(inputs.iter().chain(outs.iter().flatten()), 0) {
+                py.detach(|| device::synchronize(gpu, producer)).map_err(device_error)?;
+            }
+            py.detach(|| stream.stream().synchronize()).map_err(device_error)?;
+        }
+        let fail = |e| to_py(e, direction);
+        let mut results = Vec::with_capacity(inputs.len());
+        for (i, input) in inputs.iter().enumerate() {
+            let out = outs.as_ref().map(|outs| &outs[i]);
+            let result = match (&self.backend, direction, out) {
+                (Backend::Cpu, Direction::Encode, _) => {
+                    let bytes = py.detach(|| self.native.compress(unsafe { input.host_bytes() })).map_err(fail)?;
+                    let ptr = bytes.as_ptr() as u64;
+                    Array::new(ptr, bytes.len(), DType::bytes(), None, Arc::new(Keep::Bytes(bytes)))
+                }
+                (Backend::Gpu { ordinal, stream, .. }, Direction::Encode, _) => {
+                    let view = input.device_bytes();
+                    let buffer = py.detach(|| self.native.compress_device(view, stream.stream())).map_err(fail)?;
+                    let (ptr, nbytes) = (buffer.address(), buffer.len());
+                    Array::new(ptr, nbytes, DType::bytes(), Some(*ordinal), Arc::new(Keep::Device(buffer)))
+                }
+                (Backend::Cpu, Direction::Decode, Some(out)) => {
+                    let (input, output) = unsafe { (input.host_bytes(), out.host_bytes_mut()) };
+                    let size = py.detach(|| self.native.decompress_into(input, output)).map_err(fail)?;
+                    filled(out, size, true, &dtype)?
+                }
+                (Backend::Cpu, Direction::Decode, None) => {
+                    let bytes = unsafe { input.host_bytes() };
+                    let total = self.native.read_frame(bytes).map_err(fail)?.total_size;
+                    let (ptr, keep) = host_memory(py, total)?;
+                    let output = Array::new(ptr, total, DType::bytes(), None, Arc::new(keep));
+                    let target = unsafe { output.host_bytes_mut() };
+                    py.detach(|| self.native.decompress_into(bytes, target)).map_err(fail)?;
+                    filled(&output, total, false, &dtype)?
+                }
+                (Backend::Gpu { stream, .. }, Direction::Decode, Some(out)) => {
+                    let (view, target) = (input.device_bytes(), out.device_bytes_mut());
+                    let size = py
+                        .detach(|| self.native.decompress_device_into(view, target, stream.stream()))
+                        .map_err(fail)?;
+                    filled(out, size, true, &dtype)?
+                }
+                (Backend::Gpu { ordinal, stream, .. }, Direction::Decode, None) => {
+                    let view = input.device_bytes();
+                    let buffer = py.detach(|| self.native.decompress_device(view, stream.stream())).map_err(fail)?;
+                    let (ptr, nbytes) = (buffer.address(), buffer.len());
+                    let output =
+                        Array::new(ptr, nbytes, DType::bytes(), Some(*ordinal), Arc::new(Keep::Device(buffer)));
+                    filled(&output, nbytes, false, &dtype)?
+                }
+            };
+            let result = match (direction, out) {
+                (Direction::Encode, Some(out)) => self.copy_into(py, &result, out)?,
+                _ => result,
+            };
+            results.push(result);
+        }
+        returned(py, results, single)
+    }
+
+    /// Copies encoded bytes into the caller's `out` array (the native bitstream's size is only
+    /// known once encoded); returns `out` as filled.
+    fn copy_into(&self, py: Python<'_>, encoded: &Array, out: &Array) -> PyResult<Array> {
+        let size = encoded.nbytes();
+        if out.nbytes() < size {
+            return Err(value_error(format!("out holds {} bytes, the encoded data is {size}", out.nbytes())));
+        }
+        match &self.backend {
+            Backend::Cpu => unsafe { out.host_bytes_mut()[..size].copy_from_slice(encoded.host_bytes()) },
+            Backend::Gpu { gpu, stream, .. } => py
+                .detach(|| {
+                    device::copy_on_device(gpu, out.ptr, encoded.ptr, size, stream.raw())?;
+                    stream.stream().synchronize()
+                })
+                .map_err(device_error)?,
+        }
+        filled(out, size, true, &DType::bytes())
+    }
+
+    /// A whole list as one batched call (one block per array).
+    #[allow(clippy::too_many_arguments)]
+    fn run_chunks(
+        &self,
+        py: Python<'_>,
+        direction: Direction,
+        chunks: &ChunkListCodec,
+        inputs: Vec<Array>,
+        outs: Option<Vec<Array>>,
+        single: bool,
+        dtype: DType,
+        sync: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let callers_outputs = outs.is_some();
+        let fail = |e| to_py(e, direction);
+        let (outputs, outcomes, stream) = match &self.backend {
+            Backend::Cpu => {
+                let outputs = match outs {
+                    Some(outs) => outs,
+                    None => self.allocate(py, direction, chunks, &inputs)?,
+                };
+                let ins: Vec<&[u8]> = inputs.iter().map(|a| unsafe { a.host_bytes() }).collect();
+                let mut targets: Vec<&mut [u8]> = outputs.iter().map(|a| unsafe { a.host_bytes_mut() }).collect();
+                let outcomes = py.detach(|| match direction {
+                    Direction::Encode => chunks.compress_cpu(&ins, &mut targets),
+                    Direction::Decode => chunks.decompress_cpu(&ins, &mut targets),
+                });
+                (outputs, Outcomes::Cpu(outcomes), None)
+            }
+            Backend::Gpu { gpu, stream, .. } => {
+                let producers = Self::producers(inputs.iter().chain(outs.iter().flatten()), stream.raw());
+                for producer in producers {
+                    device::wait_for(gpu, stream.raw(), producer).map_err(device_error)?;
+                }
+                let outputs = match outs {
+                    Some(outs) => outs,
+                    None => self.allocate(py, direction, chunks, &inputs)?,
+                };
+                let ins: Vec<DeviceView<'_, u8>> = inputs.iter().map(Array::device_bytes).collect();
+                let targets: Vec<DeviceViewMut<'_, u8>> = outputs.iter().map(Array::device_bytes_mut).collect();
+                let results = py
+                    .detach(|| unsafe {
+                        match direction {
+                            Direction::Encode => chunks.compress_async(&ins, &targets, stream.stream()),
+                            Direction::Decode => chunks.decompress_async(&ins, &targets, stream.stream()),
+                        }
+                    })
+                    .map_err(fail)?;
+                (outputs, Outcomes::Gpu(Arc::new(results)), Some(stream.clone()))
+            }
+        };
+        let prefix_len = chunks.prefix_len();
+        let call = Call { direction, inputs, outputs, callers_outputs, dtype, single, prefix_len, outcomes };
+        if sync { call.finish(py) } else { Ok(Py::new(py, Pending::new(py, call, stream)?)?.into_any()) }
+    }
+
+    /// Outputs for a batched call without `out=`, back to back in one allocation: room for the
+    /// largest input's bound each when encoding; each chunk's decompressed size when decoding
+    /// (asked first, which waits for the device).
+    fn allocate(
+        &self,
+        py: Python<'_>,
+        direction: Direction,
+        chunks: &ChunkListCodec,
+        inputs: &[Array],
+    ) -> PyResult<Vec<Array>> {
+        let sizes: Vec<usize> = match direction {
+            Direction::Encode => {
+                let largest = inputs.iter().map(Array::nbytes).max().unwrap_or(0);
+                vec![chunks.max_compressed_size(largest); inputs.len()]
+            }
+            Direction::Decode => {
+                let outcomes = match &self.backend {
+                    Backend::Cpu => {
+                        let ins: Vec<&[u8]> = inputs.iter().map(|a| unsafe { a.host_bytes() }).collect();
+                        py.detach(|| chunks.decompressed_sizes_cpu(&ins))
+                    }
+                    Backend::Gpu { stream, .. } => {
+                        let ins: Vec<DeviceView<'_, u8>> = inputs.iter().map(Array::device_bytes).collect();
+                        py.detach(|| {
+                            let results = unsafe { chunks.decompressed_sizes_async(&ins, stream.stream())? };
+                            results.outcomes()
+                        })
+                        .map_err(|e| to_py(e, direction))?
+                    }
+                };
+                first_failure(outcomes, direction)?
+            }
+        };
+        let total = sizes.iter().sum();
+        let (base, keep, device) = match &self.backend {
+            Backend::Cpu => {
+                let (ptr, keep) = host_memory(py, total)?;
+                (ptr, keep, None)
+            }
+            Backend::Gpu { gpu, ordinal, .. } => {
+                let buffer = gpu.alloc::<u8>(total).map_err(device_error)?;
+                (buffer.address(), Keep::Device(buffer), Some(*ordinal))
+            }
+        };
+        let keep = Arc::new(keep);
+        let mut at = base;
+        Ok(sizes
+            .into_iter()
+            .map(|size| {
+                let array = Array::new(at, size, DType::bytes(), device, keep.clone());
+                at += size as u64;
+                array
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,169 @@
+//! nvCOMP's enums as Python classes, and ferrocomp's per-chunk [`Status`](PyStatus).
+
+use ferrocomp::{Bitstream, ChecksumPolicy, Status};
+use pyo3::prelude::*;
+
+/// How a buffer is framed (nvCOMP's `BitstreamKind`).
+#[pyclass(module = "ferrocomp", eq, eq_int, frozen, from_py_object)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitstreamKind {
+    /// Chunked, with a header naming the algorithm, sizes and optional checksums.
+    #[pyo3(name = "NVCOMP_NATIVE")]
+    NvcompNative,
+    /// One standard block per array, nothing else: what the algorithm's CPU library reads.
+    #[pyo3(name = "RAW")]
+    Raw,
+    /// The uncompressed size (u64, little-endian), then one standard block per array.
+    #[pyo3(name = "WITH_UNCOMPRESSED_SIZE")]
+    WithUncompressedSize,
+}
+
+impl From<BitstreamKind> for Bitstream {
+    fn from(kind: BitstreamKind) -> Self {
+        match kind {
+            BitstreamKind::NvcompNative => Bitstream::Native,
+            BitstreamKind::Raw => Bitstream::Raw,
+            BitstreamKind::WithUncompressedSize => Bitstream::WithUncompressedSize,
+        }
+    }
+}
+
+/// When checksums are computed and verified (nvCOMP's `ChecksumPolicy`).
+#[pyclass(name = "ChecksumPolicy", module = "ferrocomp", eq, eq_int, frozen, from_py_object)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PyChecksumPolicy {
+    /// Neither compute nor verify (the default).
+    #[pyo3(name = "NO_COMPUTE_NO_VERIFY")]
+    NoComputeNoVerify,
+    /// Compute when compressing; do not verify.
+    #[pyo3(name = "COMPUTE_AND_NO_VERIFY")]
+    ComputeAndNoVerify,
+    /// Compute none; verify those a stream has.
+    #[pyo3(name = "NO_COMPUTE_AND_VERIFY_IF_PRESENT")]
+    NoComputeAndVerifyIfPresent,
+    /// Compute; verify those a stream has.
+    #[pyo3(name = "COMPUTE_AND_VERIFY_IF_PRESENT")]
+    ComputeAndVerifyIfPresent,
+    /// Compute; require and verify them.
+    #[pyo3(name = "COMPUTE_AND_VERIFY")]
+    ComputeAndVerify,
+}
+
+impl From<PyChecksumPolicy> for ChecksumPolicy {
+    fn from(policy: PyChecksumPolicy) -> Self {
+        match policy {
+            PyChecksumPolicy::NoComputeNoVerify => ChecksumPolicy::NoComputeNoVerify,
+            PyChecksumPolicy::ComputeAndNoVerify => ChecksumPolicy::ComputeAndNoVerify,
+            PyChecksumPolicy::NoComputeAndVerifyIfPresent => ChecksumPolicy::NoComputeAndVerifyIfPresent,
+            PyChecksumPolicy::ComputeAndVerifyIfPresent => ChecksumPolicy::ComputeAndVerifyIfPresent,
+            PyChecksumPolicy::ComputeAndVerify => ChecksumPolicy::ComputeAndVerify,
+        }
+    }
+}
+
+/// Where an array's bytes live (nvCOMP's `ArrayBufferKind`).
+#[pyclass(module = "ferrocomp", eq, eq_int, frozen, from_py_object)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrayBufferKind {
+    /// GPU memory.
+    #[pyo3(name = "STRIDED_DEVICE")]
+    StridedDevice,
+    /// Host memory.
+    #[pyo3(name = "STRIDED_HOST")]
+    StridedHost,
+}
+
+/// The outcome of one chunk, as the statuses of an asynchronous call hold them (`uint32`).
+#[pyclass(name = "Status", module = "ferrocomp", eq, eq_int, frozen, from_py_object)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PyStatus {
+    /// The chunk was processed.
+    #[pyo3(name = "SUCCESS")]
+    Success = 0,
+    /// The compressed stream ended in the middle of a sequence.
+    #[pyo3(name = "TRUNCATED")]
+    Truncated = 1,
+    /// A match referred to bytes before the start of the output.
+    #[pyo3(name = "BAD_OFFSET")]
+    BadOffset = 2,
+    /// The output buffer is too small for the chunk.
+    #[pyo3(name = "OUTPUT_TOO_SMALL")]
+    OutputTooSmall = 3,
+    /// The chunk is larger than the algorithm's maximum chunk size.
+    #[pyo3(name = "CHUNK_TOO_LARGE")]
+    ChunkTooLarge = 4,
+    /// The compressed stream is malformed.
+    #[pyo3(name = "MALFORMED")]
+    Malformed = 5,
+    /// A checksum does not match the data.
+    #[pyo3(name = "BAD_CHECKSUM")]
+    BadChecksum = 6,
+    /// The chunk uses a compressor (or format version) this build does not decode.
+    #[pyo3(name = "UNSUPPORTED")]
+    Unsupported = 7,
+}
+
+/// `name`, `value` and a hash (as Python's and pybind11's enums have them) for an enum class, with
+/// any methods of its own.
+macro_rules! enum_members {
+    ($class:ty { $($own:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            /// The member's name (`"RAW"`).
+            #[getter]
+            fn name(slf: &Bound<'_, Self>) -> PyResult<String> {
+                member_name(slf.as_any())
+            }
+
+            /// The member's integer value.
+            #[getter]
+            fn value(&self) -> u32 {
+                *self as u32
+            }
+
+            /// The value's hash, as members equal their values.
+            fn __hash__(&self) -> u64 {
+                *self as u64
+            }
+
+            $($own)*
+        }
+    };
+}
+
+enum_members!(BitstreamKind {});
+enum_members!(PyChecksumPolicy {});
+enum_members!(ArrayBufferKind {});
+enum_members!(PyStatus {
+    /// What the status means, in a few words.
+    fn describe(&self) -> &'static str {
+        Status::from(*self).describe()
+    }
+});
+
+/// A member's name, from the `Class.NAME` its generated `repr` gives.
+fn member_name(member: &Bound<'_, PyAny>) -> PyResult<String> {
+    let repr = member.repr()?.to_string();
+    Ok(repr.rsplit('.').next().unwrap_or(&repr).to_owned())
+}
+
+impl From<Status> for PyStatus {
+    fn from(status: Status) -> Self {
+        match status as u32 {
+            0 => Self::Success,
+            1 => Self::Truncated,
+            2 => Self::BadOffset,
+            3 => Self::OutputTooSmall,
+            4 => Self::ChunkTooLarge,
+            6 => Self::BadChecksum,
+            7 => Self::Unsupported,
+            _ => Self::Malformed,
+        }
+    }
+}
+
+impl From<PyStatus> for Status {
+    fn from(status: PyStatus) -> Self {
+        Status::from_code(status as u32)
+    }
+}

@@ -1,0 +1,38 @@
+//! `ferrocomp._ferrocomp`: nvCOMP's Python API (`nvidia.nvcomp`) on the ferrocomp crate.
+//! Arrays cross without copies (CUDA array interface, array interface, buffer protocol, DLPack);
+//! the codecs are ferrocomp's `BufferCodec` (native bitstream) and `ChunkListCodec` (one block per
+//! array, a list in one batched call); without a GPU the same calls run on the CPU.
+
+mod alloc;
+mod array;
+mod buffer;
+mod call;
+mod codec;
+mod device;
+mod dlpack;
+mod dtype;
+mod enums;
+mod errors;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _ferrocomp(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    module.add_class::<array::Array>()?;
+    module.add_class::<codec::Codec>()?;
+    module.add_class::<call::Pending>()?;
+    module.add_class::<device::CudaStream>()?;
+    module.add_class::<enums::BitstreamKind>()?;
+    module.add_class::<enums::PyChecksumPolicy>()?;
+    module.add_class::<enums::ArrayBufferKind>()?;
+    module.add_class::<enums::PyStatus>()?;
+    module.add_function(wrap_pyfunction!(array::as_array, module)?)?;
+    module.add_function(wrap_pyfunction!(array::as_arrays, module)?)?;
+    module.add_function(wrap_pyfunction!(array::from_dlpack, module)?)?;
+    module.add_function(wrap_pyfunction!(alloc::set_device_allocator, module)?)?;
+    module.add_function(wrap_pyfunction!(alloc::set_pinned_allocator, module)?)?;
+    module.add_function(wrap_pyfunction!(alloc::set_host_allocator, module)?)?;
+    module.add_function(wrap_pyfunction!(device::device_count, module)?)?;
+    Ok(())
+}

@@ -439,6 +439,7 @@ def test_gpu_blosc_chunks_of_every_kind_decode_in_one_batch(cupy, ferrocomp_call
         ),
     ],
 )
+@pytest.mark.filterwarnings("ignore::UserWarning")
 def test_gpu_bad_chunk_fails_the_read(compressor: object, bad_chunk, message: str, cupy) -> None:
     """On the GPU too, a bad chunk 1.1 raises a DecodeError naming chunk 3 (its place in the batch)."""
     store = MemoryStore()

@@ -8,9 +8,10 @@ Code written against ``nvidia.nvcomp`` runs by changing the import::
     restored = codec.decode(compressed)
 
 Beyond nvCOMP: ``decode(srcs, out=[...])`` writes each chunk of a ``RAW`` batch straight into the
-caller's arrays (e.g. slices of one CuPy buffer) without a copy or a host wait; ``sync=False``
-returns a :class:`Pending` at once, with per-chunk statuses and sizes on the device; bad data
-raises one :class:`DecodeError` naming the chunk. Without a GPU (or with ``device_id="cpu"`` or
+caller's arrays (e.g. slices of one CuPy buffer) without a copy or an allocation; with
+``sync=False`` it returns a :class:`Pending` at once, without a host wait, with per-chunk statuses
+and sizes on the device (``sync=True`` waits, to raise for bad chunks); bad data raises one
+:class:`DecodeError` naming the chunk. Without a GPU (or with ``device_id="cpu"`` or
 ``FERROCOMP_CPU=1``) the same calls run on the CPU with NumPy or any buffer.
 """
 

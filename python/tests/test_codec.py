@@ -7,9 +7,6 @@ from __future__ import annotations
 import struct
 import zlib
 
-import cramjam
-import lz4.block
-import numcodecs
 import numpy as np
 import pytest
 
@@ -22,6 +19,11 @@ KINDS = {"native": NATIVE, "raw": RAW, "sized": SIZED}
 ALGORITHMS = ["LZ4", "Snappy", "Deflate", "zlib", "gzip", "GDeflate", "Blosc"]
 # zlib's window bits for each Deflate wrapper.
 WBITS = {"Deflate": -15, "zlib": 15, "gzip": 31}
+
+
+def oracle(module: str):
+    """An independent library the test checks against, or a skip where it is not installed."""
+    return pytest.importorskip(module)
 
 
 def sample(size: int, seed: int = 0) -> np.ndarray:
@@ -51,30 +53,34 @@ def host(array) -> bytes:
 def decode_block(algorithm: str, block: bytes, size: int) -> bytes:
     """One standard block decoded by the algorithm's own library (not ferrocomp)."""
     if algorithm == "LZ4":
-        return lz4.block.decompress(block, uncompressed_size=size)
+        return oracle("lz4.block").decompress(block, uncompressed_size=size)
     if algorithm == "Snappy":
-        return bytes(cramjam.snappy.decompress_raw(block))
+        return bytes(oracle("cramjam").snappy.decompress_raw(block))
     if algorithm in WBITS:
         inflater = zlib.decompressobj(WBITS[algorithm])
         out = inflater.decompress(block) + inflater.flush()
         assert inflater.eof and not inflater.unused_data
         return out
     if algorithm == "Blosc":
-        return bytes(numcodecs.Blosc().decode(block))
+        return bytes(oracle("numcodecs").Blosc().decode(block))
     raise AssertionError(f"no oracle for {algorithm}")
 
 
 def encode_block(algorithm: str, data: bytes) -> bytes:
     """One standard block encoded by the algorithm's own library."""
     if algorithm == "LZ4":
-        return lz4.block.compress(data, store_size=False)
+        return oracle("lz4.block").compress(data, store_size=False)
     if algorithm == "Snappy":
-        return bytes(cramjam.snappy.compress_raw(data))
+        return bytes(oracle("cramjam").snappy.compress_raw(data))
     if algorithm in WBITS:
         deflater = zlib.compressobj(6, zlib.DEFLATED, WBITS[algorithm])
         return deflater.compress(data) + deflater.flush()
     if algorithm == "Blosc":
-        return bytes(numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE, typesize=4).encode(data))
+        return bytes(
+            oracle("numcodecs")
+            .Blosc(cname="lz4", clevel=5, shuffle=oracle("numcodecs").Blosc.SHUFFLE, typesize=4)
+            .encode(data)
+        )
     raise AssertionError(f"no oracle for {algorithm}")
 
 
@@ -236,7 +242,7 @@ def test_blosc_shuffles_match_numcodecs(typesize, shuffle):
     data = (np.arange(8000, dtype=np.uint64) % 97).astype(f"<u{typesize}")
     c = codec("Blosc", RAW, typesize=typesize, shuffle=shuffle)
     block = host(c.encode(data))
-    assert bytes(numcodecs.Blosc().decode(block)) == data.tobytes()
+    assert bytes(oracle("numcodecs").Blosc().decode(block)) == data.tobytes()
     flag = struct.unpack_from("<B", block, 2)[0]
     code = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}.get(shuffle, shuffle)
     assert block[3] == typesize
@@ -251,19 +257,19 @@ def test_blosc_typesize_defaults_to_data_type():
     data = np.arange(4000, dtype="<u4")
     block = host(codec("Blosc", RAW, data_type="<u4").encode(data))
     assert block[3] == 4
-    assert bytes(numcodecs.Blosc().decode(block)) == data.tobytes()
+    assert bytes(oracle("numcodecs").Blosc().decode(block)) == data.tobytes()
 
 
 @pytest.mark.parametrize("cname", ["blosclz", "lz4", "lz4hc", "zlib"])
 def test_blosc_decodes_numcodecs_compressors(cname):
     data = (np.arange(20_000, dtype="<i4") % 1000).astype("<i4")
-    block = numcodecs.Blosc(cname=cname, clevel=5, shuffle=numcodecs.Blosc.SHUFFLE).encode(data)
+    block = oracle("numcodecs").Blosc(cname=cname, clevel=5, shuffle=oracle("numcodecs").Blosc.SHUFFLE).encode(data)
     decoded = codec("Blosc", RAW).decode(np.frombuffer(block, np.uint8), data_type="<i4")
     assert np.array_equal(np.asarray(decoded), data)
 
 
 def test_blosc_zstd_chunk_is_unsupported():
-    block = numcodecs.Blosc(cname="zstd").encode(np.arange(1000, dtype="<i4"))
+    block = oracle("numcodecs").Blosc(cname="zstd").encode(np.arange(1000, dtype="<i4"))
     with pytest.raises(fc.DecodeError) as error:
         codec("Blosc", RAW).decode([np.frombuffer(block, np.uint8)])
     assert error.value.chunk == 0 and error.value.status == fc.Status.UNSUPPORTED
@@ -588,7 +594,7 @@ def test_truncated_chunk(algorithm, kind):
     if algorithm == "LZ4" and kind == RAW:
         # A RAW LZ4 block cut after a whole sequence is a shorter valid block, as liblz4 reads it too.
         decoded = c.decode(truncated, out=outs)
-        assert host(decoded[1]) == lz4.block.decompress(cut, uncompressed_size=5000)
+        assert host(decoded[1]) == oracle("lz4.block").decompress(cut, uncompressed_size=5000)
         assert 0 < len(host(decoded[1])) < 5000
     else:
         with pytest.raises(fc.DecodeError) as error:
@@ -599,7 +605,7 @@ def test_truncated_chunk(algorithm, kind):
 
 def test_with_uncompressed_size_lying_prefix():
     c = codec("LZ4", SIZED)
-    block = lz4.block.compress(b"a" * 1000, store_size=False)
+    block = oracle("lz4.block").compress(b"a" * 1000, store_size=False)
     huge = np.frombuffer(struct.pack("<Q", 1 << 60) + block, np.uint8)
     with pytest.raises(fc.DecodeError) as error:
         c.decode([np.frombuffer(struct.pack("<Q", 1000) + block, np.uint8), huge])

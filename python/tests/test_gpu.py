@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import zlib
 
-import lz4.block
 import numpy as np
 import pytest
 
@@ -24,6 +23,11 @@ extern "C" __global__ void spin(long long cycles) {
     }
 }
 """
+
+
+def oracle(module: str):
+    """An independent library the test checks against, or a skip where it is not installed."""
+    return pytest.importorskip(module)
 
 
 def sample(size: int, seed: int = 0) -> np.ndarray:
@@ -100,11 +104,11 @@ def test_gpu_and_cpu_write_the_same_bytes(cupy, algorithm, kind):
 def test_raw_blocks_from_the_gpu_open_with_the_cpu_libraries(cupy):
     data = sample(50_000)
     block = bytes(gpu_codec("LZ4").encode(cupy.asarray(data)))
-    assert lz4.block.decompress(block, uncompressed_size=len(data)) == data.tobytes()
+    assert oracle("lz4.block").decompress(block, uncompressed_size=len(data)) == data.tobytes()
     stream = bytes(gpu_codec("gzip").encode(cupy.asarray(data)))
     assert zlib.decompress(stream, 31) == data.tobytes()
     # And the other way: liblz4's block decodes on the GPU.
-    foreign = cupy.asarray(np.frombuffer(lz4.block.compress(data.tobytes(), store_size=False), np.uint8))
+    foreign = cupy.asarray(np.frombuffer(oracle("lz4.block").compress(data.tobytes(), store_size=False), np.uint8))
     assert cupy.asnumpy(cupy.asarray(gpu_codec("LZ4").decode(foreign))).tobytes() == data.tobytes()
 
 

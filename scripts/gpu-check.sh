@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, after scripts/gpu-pack.sh: every test with a GPU
-# required, the GPU tests under compute-sanitizer memcheck, and the CLI on the GPU. Logs go to $OUT.
+# required, the GPU tests under compute-sanitizer memcheck, the Python tests with CuPy, and the CLI on
+# the GPU. Logs go to $OUT.
 set -uo pipefail
 out=${OUT:-/tmp/ferrocomp-out}
 mkdir -p "$out"
@@ -14,16 +15,20 @@ for test in .gpu/tests/*; do
 done
 # The codecs' decoders on foreign and corrupt streams (compressing at every level on one lane a
 # chunk is too slow under memcheck).
-for test in "gpu" "codecs corrupt cpu_libraries"; do
+for test in "gpu" "codecs corrupt cpu_libraries c_blosc"; do
     set -- $test
     echo "== compute-sanitizer memcheck: $*"
     timeout -s KILL 200 compute-sanitizer --tool memcheck --error-exitcode 9 ".gpu/tests/$1" "${@:2}" \
         >"$out/memcheck-$1.log" 2>&1 || failed=1
     grep -E "ERROR SUMMARY|^test result|panicked" "$out/memcheck-$1.log"
 done
+echo "== Python tests with CuPy (the wheel from .gpu/, zarr, numcodecs, uproot and nvCOMP's wheels from .whl/)"
+python3 -m pip install --quiet --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .gpu/ferrocomp-*.whl
+PYTHONPATH=/tmp/site python3 -m pytest -p no:cacheprovider -rs python/tests >"$out/pytest.log" 2>&1 || failed=1
+grep -E "^(FAILED|ERROR)|^=+ .* in [0-9.]+s" "$out/pytest.log"
 echo "== CLI on the GPU, decoded on the CPU and back"
 head -c 100000000 .gpu/ferrocomp >/tmp/cli-in && cat README.md docs/FORMAT.md >>/tmp/cli-in
-for algorithm in lz4 snappy gzip gdeflate; do
+for algorithm in lz4 snappy gzip gdeflate blosc; do
     .gpu/ferrocomp -v compress -a $algorithm --checksum compute-verify /tmp/cli-in /tmp/cli.fcmp &&
         .gpu/ferrocomp -v decompress --cpu --checksum compute-verify /tmp/cli.fcmp /tmp/cli-cpu &&
         .gpu/ferrocomp -v decompress /tmp/cli.fcmp /tmp/cli-gpu &&

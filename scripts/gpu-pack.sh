@@ -19,4 +19,8 @@ cargo build --release -p ferrocomp-cli -p ferrocomp-bench
 cp target/release/ferrocomp target/release/ferrocomp-bench .gpu/
 cp "$(ls -t target/release/build/ferrocomp/*/out/kernels.ptx | head -1)" .gpu/kernels.ptx
 strip .gpu/* .gpu/tests/* 2>/dev/null || true
+# The Python package as an abi3 wheel (the GPU machine's CPython 3.12 installs it with pip --target).
+[ -x .venv/bin/maturin ] || { python3 -m venv .venv && .venv/bin/python -m pip install --quiet -r python/requirements-test.txt; }
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin build --quiet --release --compatibility linux \
+    --manifest-path python/Cargo.toml --out .gpu
 du -sh .gpu

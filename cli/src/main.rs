@@ -3,8 +3,8 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ferrocomp::{
-    Bitstream, BufferCodec, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate, GDeflate, Gpu, Lz4, Options,
-    Snappy, Wrapper,
+    Bitstream, Blosc, BufferCodec, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate, GDeflate, Gpu, Lz4,
+    Options, Shuffle, Snappy, Wrapper,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ enum Command {
         /// Uncompressed bytes per chunk (native bitstream): bytes, or with a K, KiB, M or MiB suffix.
         #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
         chunk_size: usize,
-        /// Element type of the input; matches align to its width (lz4, snappy).
+        /// Element type of the input; matches align to its width (lz4, snappy), blosc shuffles its bytes.
         #[arg(long, value_enum, default_value_t = DataTypeArg::Char)]
         data_type: DataTypeArg,
         /// Level of deflate, zlib, gzip and gdeflate (nvCOMP's algorithm_type): 0 entropy coding
@@ -83,6 +83,8 @@ enum AlgorithmArg {
     /// deflate in a gzip wrapper (RFC 1952)
     Gzip,
     Gdeflate,
+    /// Blosc 1 chunks as numcodecs writes them: LZ4 inside, bytes of --data-type elements shuffled
+    Blosc,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -144,6 +146,7 @@ impl Common {
             AlgorithmArg::Zlib => Options::Deflate(Deflate { level, wrapper: Wrapper::Zlib }),
             AlgorithmArg::Gzip => Options::Deflate(Deflate { level, wrapper: Wrapper::Gzip }),
             AlgorithmArg::Gdeflate => Options::GDeflate(GDeflate { level }),
+            AlgorithmArg::Blosc => Options::Blosc(Blosc { typesize: data_type.width() as u8, shuffle: Shuffle::Byte }),
         }
     }
 

@@ -2,27 +2,39 @@
 directory argv[1]: text.bin, binary.bin, float32.bin, int32.bin. The data set functions are the anchor's,
 unchanged, so the bytes are the same on the same machine. ANCHOR_MB sets the size (default 256).
 Needs numpy only. Without PyTorch's libraries (the binary data set's source), binary.bin is skipped."""
-import glob, os, sys
+
+import glob
+import os
+import sys
+
 import numpy as np
 
 MB = 1 << 20
 SIZE = int(os.environ.get("ANCHOR_MB", "256")) * MB
 
+
 def text_data():
     files = sorted(glob.glob("/usr/lib/python3*/**/*.py", recursive=True))
     buf = bytearray()
     for f in files:
-        with open(f, "rb") as fh: buf += fh.read()
-        if len(buf) >= SIZE: break
-    while len(buf) < SIZE: buf += buf[: SIZE - len(buf)]
+        with open(f, "rb") as fh:
+            buf += fh.read()
+        if len(buf) >= SIZE:
+            break
+    while len(buf) < SIZE:
+        buf += buf[: SIZE - len(buf)]
     return np.frombuffer(bytes(buf[:SIZE]), dtype=np.uint8)
+
 
 def binary_data():
     libs = glob.glob("/opt/torch/.venv/lib/python3*/site-packages/torch/lib/*.so*")
     biggest = max(libs, key=os.path.getsize)
-    with open(biggest, "rb") as fh: b = fh.read(SIZE)
-    if len(b) < SIZE: b = (b * (SIZE // len(b) + 1))[:SIZE]
+    with open(biggest, "rb") as fh:
+        b = fh.read(SIZE)
+    if len(b) < SIZE:
+        b = (b * (SIZE // len(b) + 1))[:SIZE]
     return np.frombuffer(b, dtype=np.uint8)
+
 
 def float_field():
     n = SIZE // 4
@@ -34,15 +46,19 @@ def float_field():
     out = np.resize(f, n).astype(np.float32)
     return out.view(np.uint8)
 
+
 def int_offsets():
     n = SIZE // 4
     rng = np.random.default_rng(2)
     return np.cumsum(rng.integers(0, 50, n), dtype=np.int64).astype(np.int32).view(np.uint8)
 
+
 DATA = {"text.bin": text_data, "binary.bin": binary_data, "float32.bin": float_field, "int32.bin": int_offsets}
 
+
 def main():
-    if len(sys.argv) != 2: sys.exit("usage: make_datasets.py DIR")
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_datasets.py DIR")
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, make in DATA.items():
@@ -50,8 +66,10 @@ def main():
             print(f"{name}: skipped (no PyTorch libraries under /opt/torch)", file=sys.stderr)
             continue
         data = make()
-        with open(os.path.join(out, name), "wb") as fh: fh.write(data.tobytes())
+        with open(os.path.join(out, name), "wb") as fh:
+            fh.write(data.tobytes())
         print(f"{name}: {data.nbytes} bytes", file=sys.stderr)
+
 
 if __name__ == "__main__":
     main()

@@ -310,6 +310,42 @@ def call_overhead(lib: Library, clock: Clock, xp: Any, text: np.ndarray, calls: 
     return f"{median * 1e6:.0f} µs per call, {median * 1e9 / OVERHEAD_CHUNKS:.0f} ns per chunk"
 
 
+def packed_overhead(lib: Library, clock: Clock, xp: Any, text: np.ndarray, calls: int) -> str:
+    """As `call_overhead`, with the compressed chunks packed in one buffer and decoded into one buffer, described by
+    offsets: ferrocomp's `decode_packed` (no Python object per chunk), nvCOMP's `as_arrays(buffer, offsets, sizes)`
+    built before the timing."""
+    data = xp.asarray(text[: OVERHEAD_CHUNKS * OVERHEAD_CHUNK_BYTES])
+    codec = lib.codec("LZ4", "RAW")
+    encoded = codec.encode(lib.batch(split(data, [OVERHEAD_CHUNK_BYTES] * OVERHEAD_CHUNKS)))
+    sizes = lib.sizes(encoded)
+    src = xp.concatenate([xp.asarray(encoded[i]).view(xp.uint8).reshape(-1) for i in range(OVERHEAD_CHUNKS)])
+    src_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.uint64)
+    out = xp.empty(data.size, dtype=xp.uint8)
+    out_offsets = np.arange(OVERHEAD_CHUNKS + 1, dtype=np.uint64) * OVERHEAD_CHUNK_BYTES
+    if isinstance(lib, Nvcomp):
+        sources = lib.module.as_arrays(src, src_offsets[:-1].tolist(), list(sizes), **lib.stream_options())
+        targets = lib.carve(out, [OVERHEAD_CHUNK_BYTES] * OVERHEAD_CHUNKS)
+
+        def queue() -> Callable[[], Any]:
+            return lib.decode_queued(codec, sources, targets)
+    else:
+
+        def queue() -> Callable[[], Any]:
+            return codec.decode_packed(src, src_offsets, out, out_offsets, sync=False).wait
+
+    times = []
+    for _ in range(calls):
+        clock.sync()
+        start = time.perf_counter()
+        wait = queue()
+        times.append(time.perf_counter() - start)
+        wait()
+    clock.sync()
+    assert bool((out == data).all()), "round trip failed"
+    median = statistics.median(times)
+    return f"{median * 1e6:.0f} µs per call, {median * 1e9 / OVERHEAD_CHUNKS:.0f} ns per chunk"
+
+
 def overhead_table(libs: list[Library], clock: Clock, xp: Any, text: np.ndarray, calls: int) -> str:
     """The markdown table of the call overhead, per library and input form."""
     rows = [
@@ -328,6 +364,10 @@ def overhead_table(libs: list[Library], clock: Clock, xp: Any, text: np.ndarray,
             result = cell(lambda lib=lib, batch=batch: call_overhead(lib, clock, xp, text, calls, batch))
             rows.append(f"| {lib.name} | {form} | {result} |")
             print(rows[-1], flush=True)
+        form = "as_arrays(buffer, offsets, sizes)" if isinstance(lib, Nvcomp) else "decode_packed(buffer, offsets)"
+        result = cell(lambda lib=lib: packed_overhead(lib, clock, xp, text, calls))
+        rows.append(f"| {lib.name} | one buffer: {form} | {result} |")
+        print(rows[-1], flush=True)
     return "\n".join(rows)
 
 

@@ -32,6 +32,9 @@ pub struct Call {
     pub single: bool,
     /// Bytes before each block (a size prefix), not counted in the device sizes.
     pub prefix_len: usize,
+    /// Whether the chunks are packed in one input and one output array (`decode_packed`): the
+    /// call returns the decoded sizes rather than an array per chunk.
+    pub packed: bool,
     pub outcomes: Outcomes,
 }
 
@@ -51,6 +54,10 @@ impl Call {
             }
             Outcomes::Cpu(outcomes) => first_failure(outcomes.iter().map(copy_outcome), self.direction)?,
         };
+        if self.packed {
+            let sizes: Vec<u64> = sizes.into_iter().map(|size| size as u64).collect();
+            return Ok(Py::new(py, Array::from_values(&sizes, DType::parse("<u8")?))?.into_any());
+        }
         let arrays = self
             .outputs
             .iter()

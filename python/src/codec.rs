@@ -18,6 +18,7 @@ use ferrocomp::{
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::collections::HashSet;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Where a codec runs.
@@ -174,6 +175,29 @@ fn backend(device_id: Option<&Bound<'_, PyAny>>, cuda_stream: Option<u64>) -> Py
     Ok(Backend::Gpu { gpu, ordinal: ordinal.unwrap_or(0), stream: Arc::new(stream) })
 }
 
+/// The byte ranges `n + 1` non-decreasing `offsets` (any integer array or list) cut from an
+/// array of `len` bytes.
+fn packed_ranges(py: Python<'_>, offsets: &Bound<'_, PyAny>, len: usize, what: &str) -> PyResult<Vec<Range<usize>>> {
+    let numpy = py.import("numpy")?;
+    let offsets = numpy.call_method1("ascontiguousarray", (offsets, "<u8"))?;
+    let values = Array::from_object(&offsets, None)?;
+    let values: &[u8] = unsafe { values.host_bytes() };
+    let offsets: Vec<usize> = values.as_chunks::<8>().0.iter().map(|&v| u64::from_le_bytes(v) as usize).collect();
+    if offsets.is_empty() {
+        return Err(value_error(format!("{what} is empty: n chunks need n + 1 offsets")));
+    }
+    if let Some(i) = offsets.windows(2).position(|pair| pair[0] > pair[1]) {
+        return Err(value_error(format!("{what} decreases at chunk {i}: {} > {}", offsets[i], offsets[i + 1])));
+    }
+    if offsets[offsets.len() - 1] > len {
+        return Err(value_error(format!(
+            "{what} ends at {} but the array has {len} bytes",
+            offsets[offsets.len() - 1]
+        )));
+    }
+    Ok(offsets.windows(2).map(|pair| pair[0]..pair[1]).collect())
+}
+
 /// Whether `obj` is a list of arrays (one batch) rather than one array.
 fn is_list(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()
@@ -320,6 +344,87 @@ impl Codec {
         }
     }
 
+    /// Decompresses many RAW chunks packed in one array into one array, with no Python object
+    /// per chunk (the cheapest batched call: an uproot cluster's pages into one buffer). Chunk
+    /// `i` is `src[src_offsets[i]:src_offsets[i + 1]]` and decodes into
+    /// `out[out_offsets[i]:out_offsets[i + 1]]`; offsets are byte offsets (any integer array or
+    /// list, `n + 1` of them, non-decreasing). `src` and `out` are where the codec runs (device
+    /// arrays for a GPU codec). Returns each chunk's decoded size (`uint64`), or raises one
+    /// `DecodeError` naming the first failing chunk (the others decoded intact); `sync=False`
+    /// returns a `Pending` at once, without waiting on the host.
+    #[pyo3(signature = (src, src_offsets, out, out_offsets, *, sync = true))]
+    fn decode_packed(
+        &self,
+        py: Python<'_>,
+        src: &Bound<'_, PyAny>,
+        src_offsets: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+        out_offsets: &Bound<'_, PyAny>,
+        sync: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let chunks = self.chunks.as_ref().ok_or_else(|| value_error("decode_packed is for RAW streams"))?;
+        let (input, output) = (Array::from_object(src, None)?, Array::from_object(out, None)?);
+        input.require_contiguous("src")?;
+        output.require_contiguous("out")?;
+        output.require_writable("out")?;
+        let ordinal = match &self.backend {
+            Backend::Cpu => None,
+            Backend::Gpu { ordinal, .. } => Some(*ordinal),
+        };
+        for (what, array) in [("src", &input), ("out", &output)] {
+            if array.device != ordinal {
+                return Err(value_error(format!("{what} must be in the memory the codec runs on ({})", self.place())));
+            }
+        }
+        let ins = packed_ranges(py, src_offsets, input.nbytes(), "src_offsets")?;
+        let outs = packed_ranges(py, out_offsets, output.nbytes(), "out_offsets")?;
+        if ins.len() != outs.len() {
+            return Err(value_error(format!("{} src chunks but {} out chunks", ins.len(), outs.len())));
+        }
+        let (outcomes, stream) = match &self.backend {
+            Backend::Cpu => {
+                let (bytes, mut rest) = unsafe { (input.host_bytes(), output.host_bytes_mut()) };
+                let sources: Vec<&[u8]> = ins.iter().map(|r| &bytes[r.clone()]).collect();
+                let mut targets = Vec::with_capacity(outs.len());
+                let mut at = 0;
+                for range in &outs {
+                    let (_, tail) = std::mem::take(&mut rest).split_at_mut(range.start - at);
+                    let (target, tail) = tail.split_at_mut(range.len());
+                    targets.push(target);
+                    (rest, at) = (tail, range.end);
+                }
+                (Outcomes::Cpu(py.detach(|| chunks.decompress_cpu(&sources, &mut targets))), None)
+            }
+            Backend::Gpu { gpu, stream, .. } => {
+                for producer in Self::producers([&input, &output], stream.raw()) {
+                    device::wait_for(gpu, stream.raw(), producer).map_err(device_error)?;
+                }
+                let sources: Vec<DeviceView<'_, u8>> =
+                    ins.iter().map(|r| input.device_bytes().slice(r.start, r.len())).collect();
+                let targets: Vec<DeviceViewMut<'_, u8>> = outs
+                    .iter()
+                    .map(|r| unsafe { DeviceViewMut::from_raw(output.ptr + r.start as u64, r.len()) })
+                    .collect();
+                let results = py
+                    .detach(|| unsafe { chunks.decompress_async(&sources, &targets, stream.stream()) })
+                    .map_err(|e| to_py(e, Direction::Decode))?;
+                (Outcomes::Gpu(Arc::new(results)), Some(stream.clone()))
+            }
+        };
+        let call = Call {
+            direction: Direction::Decode,
+            inputs: vec![input],
+            outputs: vec![output],
+            callers_outputs: true,
+            dtype: DType::bytes(),
+            single: true,
+            prefix_len: chunks.prefix_len(),
+            packed: true,
+            outcomes,
+        };
+        if sync { call.finish(py) } else { Ok(Py::new(py, Pending::new(py, call, stream)?)?.into_any()) }
+    }
+
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
@@ -330,10 +435,7 @@ impl Codec {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let place = match &self.backend {
-            Backend::Gpu { ordinal, .. } => format!("device_id={ordinal}"),
-            Backend::Cpu => "device_id='cpu'".into(),
-        };
+        let place = self.place();
         let algorithm = self.algorithm().map_or("None".into(), |name| format!("'{name}'"));
         let kind = Py::new(py, self.bitstream_kind())?.into_bound(py).into_any().repr()?;
         Ok(format!("Codec(algorithm={algorithm}, bitstream_kind={kind}, {place})"))
@@ -341,6 +443,14 @@ impl Codec {
 }
 
 impl Codec {
+    /// Where the codec runs, as its `device_id` argument reads.
+    fn place(&self) -> String {
+        match &self.backend {
+            Backend::Gpu { ordinal, .. } => format!("device_id={ordinal}"),
+            Backend::Cpu => "device_id='cpu'".into(),
+        }
+    }
+
     /// The call's input arrays, contiguous and where the codec runs (host ones uploaded on the
     /// codec's stream for a GPU codec, device ones copied down for the CPU), and whether the call
     /// took a single array.
@@ -553,7 +663,8 @@ impl Codec {
             }
         };
         let prefix_len = chunks.prefix_len();
-        let call = Call { direction, inputs, outputs, callers_outputs, dtype, single, prefix_len, outcomes };
+        let call =
+            Call { direction, inputs, outputs, callers_outputs, dtype, single, prefix_len, packed: false, outcomes };
         if sync { call.finish(py) } else { Ok(Py::new(py, Pending::new(py, call, stream)?)?.into_any()) }
     }
 

@@ -848,3 +848,69 @@ def test_failing_host_allocator_raises_its_error():
     finally:
         fc.set_host_allocator(None)
     assert host(c.decode(encoded)) == b"abc" * 100
+
+
+# ---- decode_packed: chunks packed in one buffer, decoded into one buffer ----
+
+
+def packed(chunks: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks back to back in one uint8 array, and the n + 1 offsets that cut them out."""
+    offsets = np.cumsum([0] + [len(chunk) for chunk in chunks]).astype(np.int64)
+    return np.frombuffer(b"".join(chunks), np.uint8).copy(), offsets
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_decode_packed_into_one_buffer(algorithm):
+    chunks = batch()
+    c = codec(algorithm)
+    src, src_offsets = packed([host(e) for e in c.encode(chunks)])
+    out = np.zeros(sum(chunk.size for chunk in chunks) + 7, np.uint8)
+    out_offsets = np.cumsum([0] + [chunk.size for chunk in chunks])
+    sizes = c.decode_packed(src, src_offsets, out, list(out_offsets))
+    assert np.asarray(sizes).tolist() == [chunk.size for chunk in chunks]
+    assert out[: out_offsets[-1]].tobytes() == b"".join(chunk.tobytes() for chunk in chunks)
+    assert not out[out_offsets[-1] :].any(), "bytes past the last chunk were written"
+
+
+def test_decode_packed_names_the_corrupt_chunk_and_decodes_the_rest():
+    chunks = batch()
+    c = codec("LZ4")
+    encoded = [host(e) for e in c.encode(chunks)]
+    encoded[1] = encoded[1][:3] + b"\xff" * 40
+    src, src_offsets = packed(encoded)
+    out = np.zeros(sum(chunk.size for chunk in chunks), np.uint8)
+    out_offsets = np.cumsum([0] + [chunk.size for chunk in chunks])
+    with pytest.raises(fc.DecodeError) as error:
+        c.decode_packed(src, src_offsets, out, out_offsets)
+    assert error.value.chunk == 1
+    for i in (0, 2, 3):
+        assert out[out_offsets[i] : out_offsets[i + 1]].tobytes() == chunks[i].tobytes()
+    pending = c.decode_packed(src, src_offsets, out, out_offsets, sync=False)
+    statuses = np.asarray(pending.statuses).tolist()
+    assert statuses[1] != 0 and statuses[:1] + statuses[2:] == [0, 0, 0]
+    with pytest.raises(fc.DecodeError):
+        pending.wait()
+
+
+@pytest.mark.parametrize(
+    ("src_offsets", "out_offsets", "message"),
+    [
+        ([], [0], "empty"),
+        ([0, 5, 3], [0, 1, 2], "decreases at chunk 1"),
+        ([0, 10**9], [0, 1], "ends at 1000000000"),
+        ([0, 1], [0, 1, 2], "1 src chunks but 2 out chunks"),
+    ],
+)
+def test_decode_packed_rejects_bad_offsets(src_offsets, out_offsets, message):
+    c = codec("LZ4")
+    with pytest.raises(ValueError, match=message):
+        c.decode_packed(np.zeros(16, np.uint8), src_offsets, np.zeros(16, np.uint8), out_offsets)
+
+
+def test_decode_packed_needs_a_raw_codec_and_a_writable_out():
+    with pytest.raises(ValueError, match="RAW"):
+        codec("LZ4", NATIVE).decode_packed(np.zeros(4, np.uint8), [0, 4], np.zeros(4, np.uint8), [0, 4])
+    readonly = np.zeros(4, np.uint8)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError):
+        codec("LZ4").decode_packed(np.zeros(4, np.uint8), [0, 4], readonly, [0, 4])

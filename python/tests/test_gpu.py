@@ -233,6 +233,30 @@ def test_decode_into_slices_of_one_buffer_without_allocating_or_waiting(cupy, co
     assert cupy.asarray(pending.sizes).tolist() == [len(ch) for ch in chunks]
 
 
+def test_decode_packed_into_one_buffer_without_allocating_or_waiting(cupy, counting_device_allocator):
+    chunks = [sample(size, seed) for seed, size in enumerate((3000, 65536, 20_000, 4096))]
+    stream = cupy.cuda.Stream(non_blocking=True)
+    c = gpu_codec("LZ4", cuda_stream=stream.ptr)
+    encoded = [bytes(e.cpu()) for e in c.encode([cupy.asarray(chunk) for chunk in chunks])]
+    src_offsets = np.cumsum([0] + [len(e) for e in encoded])
+    out_offsets = np.cumsum([0] + [len(ch) for ch in chunks])
+    with stream:
+        src = cupy.asarray(np.frombuffer(b"".join(encoded), np.uint8))
+        whole = cupy.zeros(int(out_offsets[-1]), dtype=cupy.uint8)
+    c.decode_packed(src, src_offsets, whole, out_offsets)  # warm up: the codec's staging slots are made once
+    whole.fill(0)
+    stream.synchronize()
+
+    before = len(counting_device_allocator)
+    busy(cupy, stream)
+    pending = c.decode_packed(src, src_offsets, whole, out_offsets, sync=False)
+    assert not stream.done, "the call waited on the host for work queued before it"
+    assert len(counting_device_allocator) == before, "the call allocated device memory"
+    assert [pointer(a) for a in pending.arrays] == [whole.data.ptr]
+    assert cupy.asnumpy(pending.wait()).tolist() == [len(ch) for ch in chunks]
+    assert cupy.asnumpy(whole).tobytes() == b"".join(ch.tobytes() for ch in chunks)
+
+
 def test_sync_decode_into_out_returns_the_callers_memory(cupy):
     chunks = [sample(5000, seed) for seed in range(3)]
     c = gpu_codec("Deflate")

@@ -38,5 +38,18 @@ fn main() {
         .expect("could not run cargo to build kernels-gpu");
     assert!(status.success(), "building kernels-gpu to PTX failed");
     let ptx = target_dir.join("nvptx64-nvidia-cuda/release/ferrocomp_kernels_gpu.ptx");
-    std::fs::copy(&ptx, out_dir.join("kernels.ptx")).expect("kernels-gpu produced no PTX");
+    let ptx = std::fs::read_to_string(&ptx).expect("kernels-gpu produced no PTX");
+    std::fs::write(out_dir.join("kernels.ptx"), with_launch_bounds(ptx)).unwrap();
+}
+
+/// `ptx` with `.maxntid` and `.minnctapersm` after the parameters of each kernel in
+/// `LAUNCH_BOUNDS` (rustc's NVPTX target has no attribute for them).
+fn with_launch_bounds(mut ptx: String) -> String {
+    for &(kernel, threads, blocks) in ferrocomp_kernels_gpu::LAUNCH_BOUNDS {
+        let entry = format!(".entry {kernel}(");
+        let start = ptx.find(&entry).unwrap_or_else(|| panic!("no kernel {kernel} in the PTX"));
+        let body = start + ptx[start..].find("\n{").expect("a kernel body");
+        ptx.insert_str(body, &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}"));
+    }
+    ptx
 }

@@ -192,8 +192,25 @@ pub unsafe fn transpose_unit(
         }
         Shuffle::Bit => copy(whole + unit - elements / 8, whole + unit - elements / 8),
         _ if unit < elements => {
-            for byte in 0..typesize {
-                copy(unit * typesize + byte, byte_shuffled_index(unit, byte, elements));
+            let element = unsafe { dst.add(unit * typesize) };
+            let word = matches!(typesize, 2 | 4 | 8) && (element as usize).is_multiple_of(typesize);
+            if direction == Direction::Unshuffle && word {
+                // The element's bytes gathered from their planes, stored in one access.
+                let mut value = 0u64;
+                for byte in 0..typesize {
+                    value |= (unsafe { *src.add(byte_shuffled_index(unit, byte, elements)) } as u64) << (8 * byte);
+                }
+                unsafe {
+                    match typesize {
+                        2 => *(element as *mut u16) = value as u16,
+                        4 => *(element as *mut u32) = value as u32,
+                        _ => *(element as *mut u64) = value,
+                    }
+                }
+            } else {
+                for byte in 0..typesize {
+                    copy(unit * typesize + byte, byte_shuffled_index(unit, byte, elements));
+                }
             }
         }
         _ => copy(whole + unit - elements, whole + unit - elements),
@@ -407,11 +424,13 @@ mod kernels {
             for (at, value) in [(4, n), (8, blocksize), (12, cbytes)] {
                 unsafe { write_u32(out, at, value as u32) };
             }
-            unsafe { *total = cbytes };
+            // 0 says memcpyed: a laid-out chunk may be exactly as long as a memcpyed one.
+            unsafe { *total = laid_out.unwrap_or(0) };
         }
         thread::sync_threads();
-        let cbytes = unsafe { *total };
-        if cbytes == n + HEADER_LEN {
+        let laid_out = unsafe { *total };
+        let cbytes = if laid_out == 0 { n + HEADER_LEN } else { laid_out };
+        if laid_out == 0 {
             for i in (thread..n).step_by(threads) {
                 unsafe { *out.add(HEADER_LEN + i) = *input.add(i) };
             }

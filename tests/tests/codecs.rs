@@ -292,6 +292,27 @@ fn gpu_decodes_c_blosc_chunks_of_every_compressor_shuffle_and_size() {
 }
 
 #[test]
+fn gpu_blosc_keeps_a_chunk_exactly_as_long_as_a_memcpyed_one_laid_out() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let codec = Blosc { typesize: 4, shuffle: Shuffle::Byte };
+    // Random bytes after a run of zeros: some run length makes the laid-out chunk exactly the
+    // memcpyed size (n + 16) without the memcpyed flag.
+    let random = random_bytes(CHUNK, 21);
+    let chunk = (0..CHUNK)
+        .map(|zeros| [vec![0u8; zeros], random[zeros..].to_vec()].concat())
+        .find(|data| {
+            let ours = cpu_compress(&codec, data);
+            ours.len() == data.len() + 16 && ours[2] & 2 == 0
+        })
+        .expect("a chunk that lays out to the memcpyed size");
+    let on_gpu = gpu_compress(&gpu, &codec, &[&chunk], &stream);
+    assert!(on_gpu[0] == cpu_compress(&codec, &chunk), "the GPU wrote other bytes than the CPU");
+    let decoded = gpu_decompress(&gpu, &codec, &[&on_gpu[0]], &[CHUNK], &stream);
+    assert!(decoded[0].0 == Status::Success && decoded[0].1 == chunk);
+}
+
+#[test]
 fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
     let Some(gpu) = gpu() else { return };
     let stream = gpu.stream().unwrap();

@@ -59,6 +59,12 @@ pub trait BatchCodec: Send + Sync {
     /// Largest compressed size of a chunk of `chunk_bytes`.
     fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize;
 
+    /// The decompress kernel's shape for chunks of at most `max_chunk_bytes` (the largest the
+    /// call's scratch has room for); by default the one [`BatchCodec::launch`] states.
+    fn decompress_shape(&self, _max_chunk_bytes: usize) -> Shape {
+        self.launch().decompress
+    }
+
     /// Device scratch bytes [`BatchCodec::compress_async`] needs for `count` chunks of at most
     /// `max_chunk_bytes`.
     fn compress_scratch_size(&self, _count: usize, _max_chunk_bytes: usize) -> usize {
@@ -146,7 +152,15 @@ pub trait BatchCodec: Send + Sync {
         stream: &Stream,
     ) -> Result<()> {
         let count = check_batch(inputs.len(), outputs.len(), &results)?;
-        let launch = self.launch();
+        let mut launch = self.launch();
+        // The scratch was sized for the caller's largest chunk: the largest it has room for.
+        let fits = |bytes: usize| self.decompress_scratch_size(count, bytes) <= scratch.len();
+        let (mut low, mut high) = (0, self.max_chunk_size());
+        while low < high {
+            let mid = low + (high - low).div_ceil(2);
+            (low, high) = if fits(mid) { (mid, high) } else { (low, mid - 1) };
+        }
+        launch.decompress = self.decompress_shape(low);
         let args = BatchArgs {
             outputs: outputs.addresses.address(),
             output_capacities: outputs.sizes.address(),

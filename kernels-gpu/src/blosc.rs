@@ -14,8 +14,9 @@ use ferrocomp_format::blosc::{Compressor, Shuffle, Stream, blosclz};
 use ferrocomp_format::deflate::{self, DecodeTables, Wrapper};
 use ferrocomp_format::lz4::HASH_ENTRIES;
 
-/// Warps per CTA of the decompress kernel.
-pub const DECOMPRESS_WARPS: usize = 8;
+/// Most warps per CTA of the decompress kernel (the host launches fewer for small chunks, which
+/// have fewer streams to share out).
+pub const DECOMPRESS_WARPS: usize = 16;
 /// Shared memory per CTA of the decompress kernel: per warp, its first failing stream and status.
 pub const DECOMPRESS_SHARED_BYTES: usize = DECOMPRESS_WARPS * 8;
 /// Warps per CTA of the compress kernel.

@@ -31,7 +31,7 @@ pub use warp::Warp;
 /// Kernels whose occupancy the PTX states, as CUDA's `__launch_bounds__` would: (entry, threads
 /// per block, blocks that must fit on one SM at once). ptxas then keeps each thread's registers
 /// within the SM's share; the host's build script writes them into the PTX.
-pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 4)];
+pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2)];
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

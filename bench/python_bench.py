@@ -136,8 +136,9 @@ class Library:
         return list(arrays)
 
     def carve(self, buffer: Any, sizes: Sequence[int]) -> Any:
-        """The `out=` of a batched decode: consecutive slices of one buffer."""
-        return list(split(buffer, sizes))
+        """The `out=` of a batched decode, consecutive pieces of one buffer: `as_arrays(buffer, offsets, sizes)`."""
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
+        return self.module.as_arrays(buffer, offsets, list(sizes), **self.stream_options())
 
     def sizes(self, encoded: Any) -> list[int]:
         """Bytes of each compressed chunk of a batch."""
@@ -155,11 +156,6 @@ class Nvcomp(Library):
     def batch(self, arrays: Sequence[Any]) -> Any:
         """`nvcomp.as_arrays` of the arrays."""
         return self.module.as_arrays(list(arrays), **self.stream_options())
-
-    def carve(self, buffer: Any, sizes: Sequence[int]) -> Any:
-        """`nvcomp.as_arrays(buffer, offsets, sizes)`."""
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
-        return self.module.as_arrays(buffer, offsets, list(sizes), **self.stream_options())
 
     def sizes(self, encoded: Any) -> list[int]:
         """The BatchArray's `buffer_sizes`."""
@@ -489,7 +485,7 @@ def main() -> None:
         "",
         f"{versions}; {args.mb} MiB per data set, {CHUNK // 1024} KiB chunks, median (best) of {args.reps} "
         "after a warm-up, GB/s of uncompressed bytes. RAW batched: one call on the list of chunks, decoding into "
-        "`out=` slices of one buffer. NVCOMP_NATIVE: one buffer in, one out.",
+        "`out=` pieces of one buffer (`as_arrays(buffer, offsets, sizes)`). NVCOMP_NATIVE: one buffer in, one out.",
         *notes,
         "",
         throughput_table(libs, clock, xp, datasets, codecs, args.reps),

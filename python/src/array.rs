@@ -558,11 +558,42 @@ pub fn as_array(source: &Bound<'_, PyAny>, cuda_stream: Option<&Bound<'_, PyAny>
     Py::new(source.py(), Array::from_object(source, cuda_stream)?)
 }
 
-/// `as_array` over a list.
+/// `as_array` over a list; or, as nvCOMP's `as_arrays(buffer, offsets, sizes)`, byte arrays
+/// carved from one contiguous buffer (`offsets[i]` and `sizes[i]` in bytes), sharing its memory,
+/// with no Python object per piece read.
 #[pyfunction]
-#[pyo3(signature = (sources, cuda_stream = None))]
-pub fn as_arrays(sources: &Bound<'_, PyAny>, cuda_stream: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Py<Array>>> {
-    sources.try_iter()?.map(|source| as_array(&source?, cuda_stream)).collect()
+#[pyo3(signature = (sources, offsets = None, sizes = None, cuda_stream = None))]
+pub fn as_arrays(
+    sources: &Bound<'_, PyAny>,
+    offsets: Option<&Bound<'_, PyAny>>,
+    sizes: Option<&Bound<'_, PyAny>>,
+    cuda_stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<Py<Array>>> {
+    let (offsets, sizes) = match (offsets, sizes) {
+        (None, None) => return sources.try_iter()?.map(|source| as_array(&source?, cuda_stream)).collect(),
+        (Some(offsets), Some(sizes)) => (offsets.extract::<Vec<usize>>()?, sizes.extract::<Vec<usize>>()?),
+        _ => return Err(value_error("as_arrays takes offsets and sizes together")),
+    };
+    if offsets.len() != sizes.len() {
+        return Err(value_error(format!("{} offsets but {} sizes", offsets.len(), sizes.len())));
+    }
+    let buffer = Array::from_object(sources, stream_arg(cuda_stream)?)?;
+    buffer.require_contiguous("the buffer")?;
+    let (py, len) = (sources.py(), buffer.nbytes());
+    offsets
+        .into_iter()
+        .zip(sizes)
+        .enumerate()
+        .map(|(i, (offset, size))| {
+            if offset.checked_add(size).is_none_or(|end| end > len) {
+                return Err(value_error(format!(
+                    "piece {i} ({offset} + {size} bytes) is outside the {len}-byte buffer"
+                )));
+            }
+            let piece = Array { ptr: buffer.ptr + offset as u64, ..buffer.prefix(size, DType::bytes()) };
+            Py::new(py, piece)
+        })
+        .collect()
 }
 
 /// An array from a DLPack capsule or an object with `__dlpack__`, without copying.

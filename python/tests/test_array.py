@@ -332,3 +332,15 @@ def test_module_exports():
     assert set(fc.__all__) <= set(dir(fc))
     assert isinstance(fc.__version__, str) and fc.__version__
     assert fc.device_count() >= 0
+
+
+def test_as_arrays_carves_pieces_of_one_buffer_like_nvcomp():
+    buffer = np.arange(100, dtype=np.uint8)
+    pieces = fc.as_arrays(buffer, [0, 10, 60], [10, 50, 40])
+    assert [bytes(p) for p in pieces] == [buffer[0:10].tobytes(), buffer[10:60].tobytes(), buffer[60:].tobytes()]
+    base = buffer.__array_interface__["data"][0]
+    assert [p.__array_interface__["data"][0] for p in pieces] == [base, base + 10, base + 60]
+    with pytest.raises(ValueError, match="piece 1"):
+        fc.as_arrays(buffer, [0, 90], [10, 20])
+    with pytest.raises(ValueError, match="2 offsets but 1 sizes"):
+        fc.as_arrays(buffer, [0, 10], [10])

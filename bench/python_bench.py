@@ -206,16 +206,27 @@ def throughput(
 ) -> dict:
     """Ratio and compress/decompress timings of one library on one data set, round trip checked."""
     n = int(data.size)
-    codec = lib.codec(algorithm, bitstream)
+    codec = lib.codec(algorithm, "RAW" if bitstream.startswith("RAW") else bitstream)
     out = xp.empty(n, dtype=xp.uint8)
-    if bitstream == "RAW":
+    if bitstream.startswith("RAW"):
         chunks = split(data, [min(CHUNK, n - start) for start in range(0, n, CHUNK)])
         source = lib.batch(chunks)
         encoded = codec.encode(source)
-        compressed = sum(lib.sizes(encoded))
+        sizes = lib.sizes(encoded)
+        compressed = sum(sizes)
         targets = lib.carve(out, [int(c.size) for c in chunks])
         compress = measure(clock, lambda: codec.encode(source), reps)
-        decompress = measure(clock, lambda: codec.decode(encoded, out=targets), reps)
+        if bitstream == "RAW":
+            decompress = measure(clock, lambda: codec.decode(encoded, out=targets), reps)
+        else:  # the chunks packed in one buffer, described by offsets
+            packed = xp.concatenate([xp.asarray(encoded[i]).view(xp.uint8).reshape(-1) for i in range(len(chunks))])
+            offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.uint64)
+            if isinstance(lib, Nvcomp):
+                sources = lib.module.as_arrays(packed, offsets[:-1].tolist(), list(sizes), **lib.stream_options())
+                decompress = measure(clock, lambda: codec.decode(sources, out=targets), reps)
+            else:
+                out_offsets = np.concatenate([[0], np.cumsum([int(c.size) for c in chunks])]).astype(np.uint64)
+                decompress = measure(clock, lambda: codec.decode_packed(packed, offsets, out, out_offsets), reps)
     else:
         source = lib.module.as_array(data, **lib.stream_options())
         encoded = codec.encode(source)
@@ -248,7 +259,7 @@ def throughput_table(
     for dataset, host in datasets.items():
         data = xp.asarray(host)
         for algorithm in codecs:
-            for bitstream in ("RAW", "NVCOMP_NATIVE"):
+            for bitstream in ("RAW", "RAW packed", "NVCOMP_NATIVE"):
                 results = {}
                 for lib in libs:
                     try:
@@ -485,7 +496,9 @@ def main() -> None:
         "",
         f"{versions}; {args.mb} MiB per data set, {CHUNK // 1024} KiB chunks, median (best) of {args.reps} "
         "after a warm-up, GB/s of uncompressed bytes. RAW batched: one call on the list of chunks, decoding into "
-        "`out=` pieces of one buffer (`as_arrays(buffer, offsets, sizes)`). NVCOMP_NATIVE: one buffer in, one out.",
+        "`out=` pieces of one buffer (`as_arrays(buffer, offsets, sizes)`). RAW packed: the compressed chunks in one "
+        "buffer too, decoded by offsets (ferrocomp's `decode_packed`, nvCOMP's `as_arrays(buffer, offsets, sizes)` "
+        "built before the timing; compression as RAW batched). NVCOMP_NATIVE: one buffer in, one out.",
         *notes,
         "",
         throughput_table(libs, clock, xp, datasets, codecs, args.reps),

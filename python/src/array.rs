@@ -92,7 +92,7 @@ impl Array {
     }
 
     /// Fails unless the array is C-contiguous.
-    pub fn require_contiguous(&self, what: &str) -> PyResult<()> {
+    pub fn require_contiguous(&self, what: impl std::fmt::Display) -> PyResult<()> {
         if self.is_contiguous() {
             return Ok(());
         }
@@ -104,7 +104,7 @@ impl Array {
     }
 
     /// Fails if the array is read-only.
-    pub fn require_writable(&self, what: &str) -> PyResult<()> {
+    pub fn require_writable(&self, what: impl std::fmt::Display) -> PyResult<()> {
         if self.readonly { Err(value_error(format!("{what} is read-only"))) } else { Ok(()) }
     }
 

@@ -461,7 +461,7 @@ impl Codec {
         let mut arrays = Vec::with_capacity(objects.len());
         for (i, object) in objects.iter().enumerate() {
             let array = Array::from_object(object, None)?;
-            array.require_contiguous(&format!("input {i}"))?;
+            array.require_contiguous(format_args!("input {i}"))?;
             let placed = match &self.backend {
                 Backend::Cpu => array.to_host(py)?,
                 Backend::Gpu { ordinal, stream, .. } => match array.device {
@@ -492,9 +492,9 @@ impl Codec {
         let mut arrays = Vec::with_capacity(count);
         for (i, object) in objects.iter().enumerate() {
             let array = Array::from_object(object, None)?;
-            let what = format!("out array {i}");
-            array.require_contiguous(&what)?;
-            array.require_writable(&what)?;
+            let what = format_args!("out array {i}");
+            array.require_contiguous(what)?;
+            array.require_writable(what)?;
             match (&self.backend, array.device) {
                 (Backend::Cpu, None) => {}
                 (Backend::Gpu { ordinal, .. }, Some(device)) if device == *ordinal => {}

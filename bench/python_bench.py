@@ -293,6 +293,22 @@ def describe_rate(result: Any, verb: str, nbytes: int) -> str:
     return rate(int(nbytes), result[verb])
 
 
+def queued_call_time(clock: Clock, queue: Callable[[], Callable[[], Any]], calls: int, out: Any, data: Any) -> str:
+    """Median wall time of `queue()` (which queues a decode of OVERHEAD_CHUNKS chunks into `out` and returns what
+    waits for it), the work waited for outside the timing; the round trip checked."""
+    times = []
+    for _ in range(calls):
+        clock.sync()
+        start = time.perf_counter()
+        wait = queue()
+        times.append(time.perf_counter() - start)
+        wait()
+    clock.sync()
+    assert bool((out == data).all()), "round trip failed"
+    median = statistics.median(times)
+    return f"{median * 1e6:.0f} µs per call, {median * 1e9 / OVERHEAD_CHUNKS:.0f} ns per chunk"
+
+
 def call_overhead(lib: Library, clock: Clock, xp: Any, text: np.ndarray, calls: int, batch: Callable) -> str:
     """Median wall time of one `decode(srcs, out=...)` call of OVERHEAD_CHUNKS LZ4 chunks, the call alone: the work
     is queued without waiting for it (ferrocomp's `sync=False`, nvCOMP's asynchronous decode), then waited for
@@ -304,17 +320,7 @@ def call_overhead(lib: Library, clock: Clock, xp: Any, text: np.ndarray, calls: 
     out = xp.empty(data.size, dtype=xp.uint8)
     targets = lib.carve(out, [OVERHEAD_CHUNK_BYTES] * OVERHEAD_CHUNKS)
     sources = batch(encoded)
-    times = []
-    for _ in range(calls):
-        clock.sync()
-        start = time.perf_counter()
-        wait = lib.decode_queued(codec, sources, targets)
-        times.append(time.perf_counter() - start)
-        wait()
-    clock.sync()
-    assert bool((out == data).all()), "round trip failed"
-    median = statistics.median(times)
-    return f"{median * 1e6:.0f} µs per call, {median * 1e9 / OVERHEAD_CHUNKS:.0f} ns per chunk"
+    return queued_call_time(clock, lambda: lib.decode_queued(codec, sources, targets), calls, out, data)
 
 
 def packed_overhead(lib: Library, clock: Clock, xp: Any, text: np.ndarray, calls: int) -> str:
@@ -340,17 +346,7 @@ def packed_overhead(lib: Library, clock: Clock, xp: Any, text: np.ndarray, calls
         def queue() -> Callable[[], Any]:
             return codec.decode_packed(src, src_offsets, out, out_offsets, sync=False).wait
 
-    times = []
-    for _ in range(calls):
-        clock.sync()
-        start = time.perf_counter()
-        wait = queue()
-        times.append(time.perf_counter() - start)
-        wait()
-    clock.sync()
-    assert bool((out == data).all()), "round trip failed"
-    median = statistics.median(times)
-    return f"{median * 1e6:.0f} µs per call, {median * 1e9 / OVERHEAD_CHUNKS:.0f} ns per chunk"
+    return queued_call_time(clock, queue, calls, out, data)
 
 
 def overhead_table(libs: list[Library], clock: Clock, xp: Any, text: np.ndarray, calls: int) -> str:

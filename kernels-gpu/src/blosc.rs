@@ -224,10 +224,7 @@ mod kernels {
     use super::*;
     use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
     use crate::gpu::{HardwareWarp, dynamic_shared_memory, thread};
-    use ferrocomp_format::blosc::{
-        self, CODEC_VERSION, COMPRESSOR_SHIFT, FLAG_BITSHUFFLE, FLAG_DONT_SPLIT, FLAG_MEMCPYED, FLAG_SHUFFLE,
-        HEADER_LEN, Header, MAX_BUFFERSIZE, MIN_BUFFERSIZE, VERSION,
-    };
+    use ferrocomp_format::blosc::{self, HEADER_LEN, Header, MAX_BUFFERSIZE, MIN_BUFFERSIZE};
     use ferrocomp_format::{BatchArgs, DataType};
 
     /// A CTA per chunk compresses and decompresses; a thread per chunk reads the size from the
@@ -405,25 +402,9 @@ mod kernels {
         if thread == 0 {
             let laid_out =
                 if compressible { unsafe { lay_out(out, layout, nblocks, per_block, n, &stream) } } else { None };
-            let mut flags = (Compressor::Lz4 as u8) << COMPRESSOR_SHIFT;
-            flags |= match shuffle {
-                Shuffle::None => 0,
-                Shuffle::Byte => FLAG_SHUFFLE,
-                Shuffle::Bit => FLAG_BITSHUFFLE,
-            };
-            if !split {
-                flags |= FLAG_DONT_SPLIT;
-            }
-            if laid_out.is_none() {
-                flags |= FLAG_MEMCPYED;
-            }
-            let cbytes = laid_out.unwrap_or(n + HEADER_LEN);
-            let header = [VERSION, CODEC_VERSION, flags, typesize as u8];
+            let header = blosc::lz4_header(shuffle, typesize, n, blocksize, laid_out);
             for (k, &byte) in header.iter().enumerate() {
                 unsafe { *out.add(k) = byte };
-            }
-            for (at, value) in [(4, n), (8, blocksize), (12, cbytes)] {
-                unsafe { write_u32(out, at, value as u32) };
             }
             // 0 says memcpyed: a laid-out chunk may be exactly as long as a memcpyed one.
             unsafe { *total = laid_out.unwrap_or(0) };

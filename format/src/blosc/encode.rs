@@ -61,30 +61,43 @@ pub fn compress(
     let typesize = effective_typesize(typesize);
     let blocksize = compute_blocksize(n, typesize);
     let split = splits(typesize, blocksize);
+    let blocks = Blocks { typesize, blocksize, split, shuffle };
+    let compressed = if n >= MIN_BUFFERSIZE { blocks.compress(input, out, lz4_table, tmp)? } else { None };
+    if compressed.is_none() {
+        out[HEADER_LEN..].copy_from_slice(input);
+    }
+    let header = lz4_header(shuffle, typesize, n, blocksize, compressed);
+    out[..HEADER_LEN].copy_from_slice(&header);
+    Ok(compressed.unwrap_or(n + HEADER_LEN))
+}
+
+/// The header of a chunk of `n` bytes this encoder writes (LZ4 inside): `cbytes` as laid out,
+/// or `None` for a memcpyed chunk. The GPU encoder writes the same.
+pub fn lz4_header(
+    shuffle: Shuffle,
+    typesize: usize,
+    n: usize,
+    blocksize: usize,
+    cbytes: Option<usize>,
+) -> [u8; HEADER_LEN] {
     let mut flags = (Compressor::Lz4 as u8) << COMPRESSOR_SHIFT;
     flags |= match shuffle {
         Shuffle::None => 0,
         Shuffle::Byte => FLAG_SHUFFLE,
         Shuffle::Bit => FLAG_BITSHUFFLE,
     };
-    if !split {
+    if !splits(typesize, blocksize) {
         flags |= FLAG_DONT_SPLIT;
     }
-    let blocks = Blocks { typesize, blocksize, split, shuffle };
-    let compressed = if n >= MIN_BUFFERSIZE { blocks.compress(input, out, lz4_table, tmp)? } else { None };
-    let cbytes = match compressed {
-        Some(cbytes) => cbytes,
-        None => {
-            flags |= FLAG_MEMCPYED;
-            out[HEADER_LEN..].copy_from_slice(input);
-            out.len()
-        }
-    };
-    out[..4].copy_from_slice(&[VERSION, CODEC_VERSION, flags, typesize as u8]);
-    for (at, value) in [(4, n), (8, blocksize), (12, cbytes)] {
-        out[at..at + 4].copy_from_slice(&(value as u32).to_le_bytes());
+    if cbytes.is_none() {
+        flags |= FLAG_MEMCPYED;
     }
-    Ok(cbytes)
+    let mut header = [0; HEADER_LEN];
+    header[..4].copy_from_slice(&[VERSION, CODEC_VERSION, flags, typesize as u8]);
+    for (at, value) in [(4, n), (8, blocksize), (12, cbytes.unwrap_or(n + HEADER_LEN))] {
+        header[at..at + 4].copy_from_slice(&(value as u32).to_le_bytes());
+    }
+    header
 }
 
 fn effective_typesize(typesize: usize) -> usize {

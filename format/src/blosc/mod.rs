@@ -19,7 +19,7 @@ pub mod shuffle;
 mod streams;
 
 pub use decode::{decompress, decompress_block, decompressed_size};
-pub use encode::{compress, compute_blocksize, max_compressed_size};
+pub use encode::{compress, compute_blocksize, lz4_header, max_compressed_size};
 pub use header::{
     CODEC_VERSION, COMPRESSOR_SHIFT, Compressor, FLAG_BITSHUFFLE, FLAG_DONT_SPLIT, FLAG_MEMCPYED, FLAG_RESERVED,
     FLAG_SHUFFLE, HEADER_LEN, Header, MAX_BLOCKSIZE, MAX_BUFFERSIZE, MAX_EXPANSION, MAX_SPLITS, MAX_TYPESIZE,

@@ -14,6 +14,7 @@ pub mod deflate;
 pub mod gdeflate;
 pub mod lz4;
 pub mod snappy;
+pub mod zstd;
 
 /// Compression algorithms, by the id written in the native container header.
 #[repr(u8)]
@@ -29,11 +30,13 @@ pub enum Algorithm {
     GDeflate = 4,
     /// Blosc 1 chunks (c-blosc 1.x, numcodecs, zarr v2's default compressor).
     Blosc = 5,
+    /// Zstandard frames (RFC 8878).
+    Zstd = 6,
 }
 
 impl Algorithm {
     /// Every algorithm, in id order.
-    pub const ALL: [Self; 5] = [Self::Lz4, Self::Snappy, Self::Deflate, Self::GDeflate, Self::Blosc];
+    pub const ALL: [Self; 6] = [Self::Lz4, Self::Snappy, Self::Deflate, Self::GDeflate, Self::Blosc, Self::Zstd];
 
     /// The algorithm with header id `id`, if there is one.
     pub fn from_id(id: u8) -> Option<Self> {
@@ -43,6 +46,7 @@ impl Algorithm {
             3 => Some(Self::Deflate),
             4 => Some(Self::GDeflate),
             5 => Some(Self::Blosc),
+            6 => Some(Self::Zstd),
             _ => None,
         }
     }
@@ -55,6 +59,7 @@ impl Algorithm {
             Self::Deflate => "deflate",
             Self::GDeflate => "gdeflate",
             Self::Blosc => "blosc",
+            Self::Zstd => "zstd",
         }
     }
 }
@@ -80,6 +85,8 @@ pub enum Status {
     BadChecksum = 6,
     /// The chunk uses a compressor (or a format version) this build does not decode.
     Unsupported = 7,
+    /// The stream needs a dictionary (a Zstd frame with a dictionary id), and none was given.
+    DictionaryRequired = 8,
 }
 
 impl Status {
@@ -93,6 +100,7 @@ impl Status {
             4 => Self::ChunkTooLarge,
             6 => Self::BadChecksum,
             7 => Self::Unsupported,
+            8 => Self::DictionaryRequired,
             _ => Self::Malformed,
         }
     }
@@ -108,6 +116,7 @@ impl Status {
             Self::Malformed => "compressed stream is malformed",
             Self::BadChecksum => "the stream's checksum trailer does not match the decoded data",
             Self::Unsupported => "the chunk uses a compressor or format version this build does not support",
+            Self::DictionaryRequired => "the frame was compressed with a dictionary, which was not given",
         }
     }
 }

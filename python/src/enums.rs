@@ -101,6 +101,9 @@ pub enum PyStatus {
     /// The chunk uses a compressor (or format version) this build does not decode.
     #[pyo3(name = "UNSUPPORTED")]
     Unsupported = 7,
+    /// The frame needs a dictionary that was not given.
+    #[pyo3(name = "DICTIONARY_REQUIRED")]
+    DictionaryRequired = 8,
 }
 
 /// `name`, `value` and a hash (as Python's and pybind11's enums have them) for an enum class, with
@@ -157,6 +160,7 @@ impl From<Status> for PyStatus {
             4 => Self::ChunkTooLarge,
             6 => Self::BadChecksum,
             7 => Self::Unsupported,
+            8 => Self::DictionaryRequired,
             _ => Self::Malformed,
         }
     }

@@ -1,0 +1,1 @@
+//! Zstandard compression: standard frames of compressed blocks.

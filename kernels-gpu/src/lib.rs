@@ -25,6 +25,7 @@ pub mod lz4;
 pub mod lz77;
 pub mod snappy;
 pub mod warp;
+pub mod zstd;
 
 pub use warp::Warp;
 

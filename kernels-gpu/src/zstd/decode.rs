@@ -1,0 +1,1 @@
+//! Zstandard decompression on the GPU, a warp per chunk.

@@ -1,0 +1,1 @@
+//! Zstandard compression on the GPU, a warp per chunk.

@@ -7,6 +7,8 @@
 //! sequences into the output.
 
 pub mod encode;
+pub mod fse;
+pub mod tables;
 
 use crate::Status;
 

@@ -1,1 +1,148 @@
-//! Zstandard compression: standard frames of compressed blocks.
+//! Zstandard compression: one standard frame (RFC 8878) of blocks of at most 64 KiB, each
+//! compressed (Huffman literals, FSE sequences), RLE, or raw when compressing does not shrink it.
+//!
+//! Level 1 takes the sequences of LZ4's parse (`crate::lz4::parse`, restarted for each block),
+//! which the GPU's warp parse reproduces exactly, so `ferrocomp-kernels-gpu` writes the same
+//! frames. The entropy stages are functions over slices in the submodules, in the pieces a warp
+//! shares out: [`literals`] and [`huffman`] (four streams, one lane each), [`sequences`] and
+//! [`fse`] (one lane), [`block`] (what a parse gathers).
+//!
+//! The frame is single-segment with its content size when that is at most 8 MiB (RFC 8878
+//! advises decoders to accept 8 MiB windows); a larger input gets a 64 KiB window descriptor,
+//! enough for every match (they stay inside their block), and its content size. No checksum.
+
+pub mod bits;
+pub mod block;
+pub mod fse;
+pub mod huffman;
+pub mod literals;
+pub mod sequences;
+
+pub use block::{MAX_BLOCK_SIZE, MAX_SEQUENCES};
+
+use crate::lz4::{self, HASH_ENTRIES};
+use crate::{DataType, Status};
+use block::{BlockScratch, Collector, EntropyScratch, write_compressed_body};
+use sequences::{INITIAL_REPEATS, RepeatOffsets};
+
+/// Highest compression level.
+pub const MAX_LEVEL: u8 = 2;
+/// The default level: LZ4's parse, the one the GPU reproduces.
+pub const DEFAULT_LEVEL: u8 = 1;
+/// Largest input written as a single-segment frame (its window is the whole input).
+pub const MAX_SINGLE_SEGMENT: usize = 1 << 23;
+/// The window descriptor of larger frames: 64 KiB (exponent 6, mantissa 0).
+const WINDOW_64K: u8 = 6 << 3;
+
+/// Bytes of a block header.
+const BLOCK_HEADER: usize = 3;
+const RAW_BLOCK: u32 = 0;
+const RLE_BLOCK: u32 = 1;
+const COMPRESSED_BLOCK: u32 = 2;
+
+/// Largest frame [`compress`] writes for `len` input bytes: the frame header (at most 14
+/// bytes), then every block raw.
+pub const fn max_compressed_size(len: usize) -> usize {
+    14 + len + BLOCK_HEADER * (len / MAX_BLOCK_SIZE + 1)
+}
+
+/// Working memory of [`compress`], about 210 KiB: the parse's hash table, one block's literals
+/// and sequences, and the entropy coders' tables. Any bytes are a valid starting state (every
+/// field is written before it is read), so it may be allocated zeroed
+/// (`Box::<CompressScratch>::new_zeroed()`) and reused as is; on the GPU it is one slot of
+/// global memory per warp.
+#[repr(C)]
+pub struct CompressScratch {
+    /// LZ4's hash table, for the parse.
+    pub table: [u16; HASH_ENTRIES],
+    /// The block being compressed.
+    pub block: BlockScratch,
+    /// The entropy coders' work space.
+    pub entropy: EntropyScratch,
+}
+
+/// Compresses `input` at `level` (1..=[`MAX_LEVEL`]; 0 reads as 1, higher as [`MAX_LEVEL`]) into
+/// one Zstandard frame in `out`; returns its size. Never more than [`max_compressed_size`];
+/// `OutputTooSmall` if `out` is shorter than needed.
+pub fn compress(input: &[u8], level: u8, scratch: &mut CompressScratch, out: &mut [u8]) -> Result<usize, Status> {
+    let _ = level;
+    let mut at = write_frame_header(input.len(), out)?;
+    if input.is_empty() {
+        return Ok(at + write_block_header(out.get_mut(at..).unwrap_or(&mut []), true, RAW_BLOCK, 0)?);
+    }
+    let mut repeats = INITIAL_REPEATS;
+    let mut start = 0;
+    while start < input.len() {
+        let end = input.len().min(start + MAX_BLOCK_SIZE);
+        let out = out.get_mut(at..).unwrap_or(&mut []);
+        at += write_block(&input[start..end], end == input.len(), &mut repeats, scratch, out)?;
+        start = end;
+    }
+    Ok(at)
+}
+
+/// Writes the magic number and frame header for `len` bytes of content; returns their size.
+pub fn write_frame_header(len: usize, out: &mut [u8]) -> Result<usize, Status> {
+    let mut header = [0u8; 14];
+    header[..4].copy_from_slice(&super::MAGIC.to_le_bytes());
+    let single = len <= MAX_SINGLE_SEGMENT;
+    let (flag, size_bytes) = match len {
+        _ if !single && len > u32::MAX as usize => (3, 8),
+        _ if !single => (2, 4),
+        0..256 => (0, 1),
+        256..65792 => (1, 2),
+        _ => (2, 4),
+    };
+    header[4] = flag << 6 | (single as u8) << 5;
+    let mut at = 5;
+    if !single {
+        header[at] = WINDOW_64K;
+        at += 1;
+    }
+    let stored = if size_bytes == 2 { len as u64 - 256 } else { len as u64 };
+    header[at..at + size_bytes].copy_from_slice(&stored.to_le_bytes()[..size_bytes]);
+    at += size_bytes;
+    out.get_mut(..at).ok_or(Status::OutputTooSmall)?.copy_from_slice(&header[..at]);
+    Ok(at)
+}
+
+/// Writes a block header at the start of `out`; returns its size.
+pub fn write_block_header(out: &mut [u8], last: bool, kind: u32, size: usize) -> Result<usize, Status> {
+    let value = last as u32 | kind << 1 | (size as u32) << 3;
+    out.get_mut(..BLOCK_HEADER).ok_or(Status::OutputTooSmall)?.copy_from_slice(&value.to_le_bytes()[..3]);
+    Ok(BLOCK_HEADER)
+}
+
+/// Writes one block of `data` (at most [`MAX_BLOCK_SIZE`] bytes) at the start of `out`: RLE when
+/// it repeats one byte, compressed when that is smaller than raw, else raw; returns its size.
+/// `repeats` moves on only when the block is compressed.
+fn write_block(
+    data: &[u8],
+    last: bool,
+    repeats: &mut RepeatOffsets,
+    scratch: &mut CompressScratch,
+    out: &mut [u8],
+) -> Result<usize, Status> {
+    if data.len() > 1 && data.iter().all(|&b| b == data[0]) {
+        write_block_header(out, last, RLE_BLOCK, data.len())?;
+        *out.get_mut(BLOCK_HEADER).ok_or(Status::OutputTooSmall)? = data[0];
+        return Ok(BLOCK_HEADER + 1);
+    }
+    let mut collector = Collector::new(&mut scratch.block, *repeats);
+    let parsed = lz4::parse(data, DataType::Char, &mut scratch.table, &mut collector);
+    let (literal_count, sequence_count, after) = (collector.literal_count, collector.sequence_count, collector.repeats);
+    if parsed.is_ok() {
+        // Room for anything smaller than the raw block, and no more.
+        let room = out.len().min(BLOCK_HEADER + data.len() - 1);
+        let body = out.get_mut(BLOCK_HEADER..room).unwrap_or(&mut []);
+        if let Ok(len) =
+            write_compressed_body(&scratch.block, literal_count, sequence_count, &mut scratch.entropy, body)
+        {
+            *repeats = after;
+            return Ok(write_block_header(out, last, COMPRESSED_BLOCK, len)? + len);
+        }
+    }
+    write_block_header(out, last, RAW_BLOCK, data.len())?;
+    out.get_mut(BLOCK_HEADER..BLOCK_HEADER + data.len()).ok_or(Status::OutputTooSmall)?.copy_from_slice(data);
+    Ok(BLOCK_HEADER + data.len())
+}

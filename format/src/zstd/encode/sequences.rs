@@ -1,0 +1,222 @@
+//! The sequences section (RFC 8878 §3.1.1.3.2): a block's sequences as literal-length,
+//! match-length and offset codes, each kind coded with the predefined table, one repeated
+//! symbol (RLE) or its own FSE table, whichever costs the fewest bits, then the interleaved
+//! bitstream, written last sequence first.
+
+use super::bits::BitWriter;
+use super::fse::{COST_SHIFT, FseTable, normalize, symbol_cost, table_log, write_description};
+use crate::Status;
+use crate::zstd::tables::{
+    LITERAL_LENGTH_BASELINE, LITERAL_LENGTH_CODES, LITERAL_LENGTH_DEFAULT, LITERAL_LENGTH_DEFAULT_LOG,
+    LITERAL_LENGTH_EXTRA_BITS, MATCH_LENGTH_BASELINE, MATCH_LENGTH_CODES, MATCH_LENGTH_DEFAULT,
+    MATCH_LENGTH_DEFAULT_LOG, MATCH_LENGTH_EXTRA_BITS, MAX_LENGTH_LOG, MAX_OFFSET_LOG, OFFSET_CODES, OFFSET_DEFAULT,
+    OFFSET_DEFAULT_LOG, literal_length_code, match_length_code, offset_code,
+};
+
+/// One sequence of a block: literals, then a match.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sequence {
+    /// The offset value: a repeat code 1..=3, or the match offset plus 3.
+    pub offset_value: u32,
+    /// Literals before the match.
+    pub literal_len: u16,
+    /// Match length minus 3 (zstd's shortest match).
+    pub match_len_minus3: u16,
+}
+
+/// The offsets the last sequences used, most recent first; a frame starts with 1, 4, 8.
+pub type RepeatOffsets = [u32; 3];
+
+/// The repeat offsets a frame starts with.
+pub const INITIAL_REPEATS: RepeatOffsets = [1, 4, 8];
+
+/// The sequence of `literal_len` literals then `match_len` bytes (at least 3) `offset` back:
+/// its offset value uses a repeat code where one names `offset`, and `repeats` is updated as
+/// the decoder will update it.
+#[inline(always)]
+pub fn sequence(repeats: &mut RepeatOffsets, literal_len: usize, offset: u32, match_len: usize) -> Sequence {
+    let [r0, r1, r2] = *repeats;
+    let (offset_value, next) = if literal_len > 0 && offset == r0 {
+        (1, [r0, r1, r2])
+    } else if offset == r1 {
+        (if literal_len > 0 { 2 } else { 1 }, [r1, r0, r2])
+    } else if offset == r2 {
+        (if literal_len > 0 { 3 } else { 2 }, [r2, r0, r1])
+    } else if literal_len == 0 && offset == r0.wrapping_sub(1) {
+        (3, [offset, r0, r1])
+    } else {
+        (offset + 3, [offset, r0, r1])
+    };
+    *repeats = next;
+    Sequence { offset_value, literal_len: literal_len as u16, match_len_minus3: (match_len - 3) as u16 }
+}
+
+/// How one kind of code (literal lengths, offsets, match lengths) is coded in a block.
+#[repr(C)]
+pub struct CodeTable<const CELLS: usize, const SYMBOLS: usize> {
+    /// How many times each code occurs.
+    pub counts: [u32; SYMBOLS],
+    normalized: [i16; SYMBOLS],
+    table: FseTable<CELLS, SYMBOLS>,
+}
+
+/// The three code tables of a block's sequences. Any bytes are a valid starting state.
+#[repr(C)]
+pub struct SequenceTables {
+    /// Literal-length codes.
+    pub literal_lengths: CodeTable<512, LITERAL_LENGTH_CODES>,
+    /// Offset codes.
+    pub offsets: CodeTable<256, OFFSET_CODES>,
+    /// Match-length codes.
+    pub match_lengths: CodeTable<512, MATCH_LENGTH_CODES>,
+}
+
+/// The three codes of `seq`: literal length, offset, match length.
+#[inline(always)]
+pub fn codes(seq: &Sequence) -> (u8, u8, u8) {
+    (
+        literal_length_code(seq.literal_len as u32),
+        offset_code(seq.offset_value),
+        match_length_code(seq.match_len_minus3 as u32 + 3),
+    )
+}
+
+/// Counts the codes of `sequences` into `tables` (cleared first).
+pub fn count_codes(sequences: &[Sequence], tables: &mut SequenceTables) {
+    tables.literal_lengths.counts.fill(0);
+    tables.offsets.counts.fill(0);
+    tables.match_lengths.counts.fill(0);
+    for seq in sequences {
+        let (ll, of, ml) = codes(seq);
+        tables.literal_lengths.counts[ll as usize] += 1;
+        tables.offsets.counts[of as usize] += 1;
+        tables.match_lengths.counts[ml as usize] += 1;
+    }
+}
+
+/// Writes the sequences section for `sequences`, whose codes [`count_codes`] counted into
+/// `tables`, at the start of `out`; returns its size.
+pub fn write_sequences(sequences: &[Sequence], tables: &mut SequenceTables, out: &mut [u8]) -> Result<usize, Status> {
+    let n = sequences.len();
+    let mut at = match n {
+        0..0x80 => put(out, 0, &[n as u8])?,
+        0x80..0x7F00 => put(out, 0, &[(n >> 8) as u8 + 0x80, n as u8])?,
+        _ => put(out, 0, &[0xFF, (n - 0x7F00) as u8, ((n - 0x7F00) >> 8) as u8])?,
+    };
+    if n == 0 {
+        return Ok(at);
+    }
+    let modes_at = at;
+    at += 1;
+    let total = n as u32;
+    let ll = choose(
+        &mut tables.literal_lengths,
+        total,
+        &LITERAL_LENGTH_DEFAULT,
+        LITERAL_LENGTH_DEFAULT_LOG,
+        MAX_LENGTH_LOG,
+        out,
+        &mut at,
+    )?;
+    let of = choose(&mut tables.offsets, total, &OFFSET_DEFAULT, OFFSET_DEFAULT_LOG, MAX_OFFSET_LOG, out, &mut at)?;
+    let ml = choose(
+        &mut tables.match_lengths,
+        total,
+        &MATCH_LENGTH_DEFAULT,
+        MATCH_LENGTH_DEFAULT_LOG,
+        MAX_LENGTH_LOG,
+        out,
+        &mut at,
+    )?;
+    *out.get_mut(modes_at).ok_or(Status::OutputTooSmall)? = ll << 6 | of << 4 | ml << 2;
+    let stream = encode(sequences, tables, out.get_mut(at..).ok_or(Status::OutputTooSmall)?)?;
+    Ok(at + stream)
+}
+
+/// Writes `bytes` at `out[at..]`; returns where they end.
+fn put(out: &mut [u8], at: usize, bytes: &[u8]) -> Result<usize, Status> {
+    let end = at + bytes.len();
+    out.get_mut(at..end).ok_or(Status::OutputTooSmall)?.copy_from_slice(bytes);
+    Ok(end)
+}
+
+/// Compression modes of a code table.
+const PREDEFINED: u8 = 0;
+const RLE_MODE: u8 = 1;
+const FSE_MODE: u8 = 2;
+
+/// Picks the cheapest mode for one code table, builds its encoding table and writes its
+/// description (if any) at `out[*at..]`, advancing `*at`; returns the mode.
+fn choose<const CELLS: usize, const SYMBOLS: usize>(
+    code: &mut CodeTable<CELLS, SYMBOLS>,
+    total: u32,
+    default: &[i16],
+    default_log: u32,
+    max_log: u32,
+    out: &mut [u8],
+    at: &mut usize,
+) -> Result<u8, Status> {
+    let counts = &code.counts;
+    let max_symbol = counts.iter().rposition(|&c| c != 0).unwrap_or(0);
+    if counts[max_symbol] == total {
+        // One symbol: RLE, a one-cell table that codes it in no bits.
+        code.normalized.fill(0);
+        code.normalized[max_symbol] = 1;
+        code.table.build(&code.normalized[..=max_symbol], 0);
+        *at = put(out, *at, &[max_symbol as u8])?;
+        return Ok(RLE_MODE);
+    }
+    let cost = |normalized: &[i16], log: u32| -> u64 {
+        counts.iter().zip(normalized).map(|(&c, &p)| c as u64 * symbol_cost(p, log) as u64).sum()
+    };
+    let predefined = if max_symbol < default.len() { cost(&default[..=max_symbol], default_log) } else { u64::MAX };
+    let log = table_log(total, max_symbol as u32, max_log);
+    normalize(&counts[..=max_symbol], total, log, &mut code.normalized[..=max_symbol]);
+    let description = write_description(&code.normalized[..=max_symbol], log, out.get_mut(*at..).unwrap_or(&mut []));
+    let fse = match description {
+        Ok(len) => ((len as u64 * 8) << COST_SHIFT) + cost(&code.normalized[..=max_symbol], log),
+        Err(_) => u64::MAX,
+    };
+    if predefined <= fse {
+        code.table.build(default, default_log);
+        return Ok(PREDEFINED);
+    }
+    code.table.build(&code.normalized[..=max_symbol], log);
+    *at += description?;
+    Ok(FSE_MODE)
+}
+
+/// Encodes the sequences' bitstream at the start of `out` (the tables built); returns its size.
+fn encode(sequences: &[Sequence], tables: &SequenceTables, out: &mut [u8]) -> Result<usize, Status> {
+    let (ll_table, of_table, ml_table) =
+        (&tables.literal_lengths.table, &tables.offsets.table, &tables.match_lengths.table);
+    let mut w = BitWriter::new(out);
+    let last = sequences.len() - 1;
+    let (ll, of, ml) = codes(&sequences[last]);
+    let (mut ll_state, mut of_state, mut ml_state) =
+        (ll_table.first_state(ll), of_table.first_state(of), ml_table.first_state(ml));
+    extra_bits(&mut w, &sequences[last], ll, of, ml);
+    for seq in sequences[..last].iter().rev() {
+        let (ll, of, ml) = codes(seq);
+        of_table.encode(&mut w, &mut of_state, of);
+        ml_table.encode(&mut w, &mut ml_state, ml);
+        ll_table.encode(&mut w, &mut ll_state, ll);
+        extra_bits(&mut w, seq, ll, of, ml);
+    }
+    ml_table.flush(&mut w, ml_state);
+    of_table.flush(&mut w, of_state);
+    ll_table.flush(&mut w, ll_state);
+    w.finish_backward()
+}
+
+/// The extra bits of a sequence's codes, in the order the decoder reads them backward
+/// (offset, match length, literal length).
+#[inline(always)]
+fn extra_bits(w: &mut BitWriter, seq: &Sequence, ll: u8, of: u8, ml: u8) {
+    let ll_bits = LITERAL_LENGTH_EXTRA_BITS[ll as usize] as u32;
+    w.add(seq.literal_len as u32 - LITERAL_LENGTH_BASELINE[ll as usize], ll_bits);
+    let ml_bits = MATCH_LENGTH_EXTRA_BITS[ml as usize] as u32;
+    w.add(seq.match_len_minus3 as u32 + 3 - MATCH_LENGTH_BASELINE[ml as usize], ml_bits);
+    w.add(seq.offset_value - (1 << of), of as u32);
+}

@@ -2,15 +2,33 @@
 //! written by a fast parse with Huffman literals and FSE sequences.
 //!
 //! The decoder is split in the phases the GPU kernels share out among a warp's lanes: frame and
-//! block headers, the literals section (its Huffman streams decoded one per lane), the sequences
-//! section (FSE tables built in shared memory, sequences decoded), and the execution of the
-//! sequences into the output.
+//! block headers ([`frame`]), the literals section (its Huffman streams decoded one per lane,
+//! [`huffman`]), the sequences section (FSE tables built in shared memory, sequences decoded,
+//! [`sequences`]), and the execution of the sequences into the output ([`decode`]).
+//!
+//! [`decompress`] reads any frame libzstd writes, without a dictionary: every frame header option,
+//! skippable frames, raw, RLE and compressed blocks, all literal and sequence modes, and the
+//! content checksum. It never panics on invalid input; its statuses:
+//! - `Truncated`: the input ends inside a frame (or holds no frame at all);
+//! - `Malformed`: anything inconsistent inside a frame, an unknown magic number, a block over
+//!   the frame's block size limit, a content size the frame does not decode to;
+//! - `BadOffset`: a match reaching back before the frame's start, beyond the window, or 0;
+//! - `OutputTooSmall`: the output (or a frame's stated content size) does not fit `out`;
+//! - `DictionaryRequired`: a frame names a dictionary; `BadChecksum`: the XXH64 does not match.
 
+pub mod bits;
+pub mod decode;
 pub mod encode;
+pub mod frame;
 pub mod fse;
+pub mod huffman;
+pub mod sequences;
 pub mod tables;
+pub mod xxh64;
 
 use crate::Status;
+use huffman::{HUFFMAN_CELLS, WEIGHT_CELLS};
+use sequences::{LENGTH_CELLS, OFFSET_CELLS};
 
 /// The magic number opening a Zstandard frame (little-endian on the wire).
 pub const MAGIC: u32 = 0xFD2F_B528;
@@ -21,20 +39,58 @@ pub const MAX_DECOMPRESSED_CHUNK_SIZE: usize = 1 << 24;
 /// Decodes every frame of `input` (Zstandard and skippable frames, back to back) into `out`;
 /// returns the decoded size.
 pub fn decompress(input: &[u8], out: &mut [u8], tables: &mut DecodeTables) -> Result<usize, Status> {
-    let _ = (input, out, tables);
-    Err(Status::Unsupported)
+    decode::decode_frames::<true>(input, out, tables)
 }
 
-/// The size `input`'s frames decode to: their content sizes where the headers state them, else
-/// found by walking (and decoding) the blocks.
+/// The size `input`'s frames decode to: their content sizes where the headers state them (the
+/// blocks only walked), else found by decoding the sequences without writing, with every check
+/// of [`decompress`] but the checksum and the Huffman streams. Above
+/// [`MAX_DECOMPRESSED_CHUNK_SIZE`]: `ChunkTooLarge`.
 pub fn decompressed_size(input: &[u8], tables: &mut DecodeTables) -> Result<usize, Status> {
-    let _ = (input, tables);
-    Err(Status::Unsupported)
+    decode::decode_frames::<false>(input, &mut [], tables)
 }
 
-/// The tables a frame's decoding keeps between blocks (Huffman and FSE tables, for the repeat
-/// modes). Any bytes are a valid starting state.
+/// The tables a frame's decoding builds and keeps between blocks (the Huffman and FSE tables,
+/// for the treeless and repeat modes), 9992 bytes. Any bytes are a valid starting state (each
+/// frame starts by forgetting its tables), so it may be reused as is or allocated zeroed.
 #[repr(C)]
 pub struct DecodeTables {
-    _todo: [u8; 1],
+    /// The literals' Huffman decode table (see [`huffman`]).
+    pub huffman: [u16; HUFFMAN_CELLS],
+    /// The FSE decode tables of the sequences (see [`fse`]).
+    pub literal_lengths: [u32; LENGTH_CELLS],
+    pub match_lengths: [u32; LENGTH_CELLS],
+    pub offsets: [u32; OFFSET_CELLS],
+    /// The FSE table of Huffman weights.
+    pub weight_table: [u32; WEIGHT_CELLS],
+    /// A table description being read, and the state counters of a table being built.
+    pub normalized: [i16; 64],
+    pub next: [u16; 64],
+    /// Every symbol's Huffman weight, as the tree description gives them.
+    pub weights: [u8; 256],
+    /// The Huffman table's log.
+    pub huffman_log: u8,
+    /// The accuracy logs of the literal-length, offset and match-length tables.
+    pub logs: [u8; 3],
+    /// Whether this frame has a Huffman table for treeless literals (nonzero: yes).
+    pub has_huffman: u8,
+    /// Whether this frame has sequence tables for repeat mode (nonzero: yes).
+    pub repeatable: u8,
+    _pad: [u8; 2],
+}
+
+impl DecodeTables {
+    /// Forgets the tables of the previous frame.
+    pub fn start_frame(&mut self) {
+        self.has_huffman = 0;
+        self.repeatable = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tables_are_compact() {
+        assert_eq!(core::mem::size_of::<super::DecodeTables>(), 9992);
+    }
 }

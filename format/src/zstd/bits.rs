@@ -1,0 +1,128 @@
+//! Reading a bitstream backward (RFC 8878 §4.1, §4.2.2): Huffman streams and the sequences
+//! bitstream are written forward, ended by a 1 bit, and read from that bit back to the start.
+
+use crate::Status;
+
+/// A backward bitstream over a byte slice. The 64 bits of `data[at..at + 8]` (little-endian, zeros
+/// above the end) are held in `container`; `consumed` counts the bits read from its top. Past the
+/// start of `data` it reads zeros, and [`overflowed`](Self::overflowed) tells.
+pub struct ReverseBits<'a> {
+    data: &'a [u8],
+    at: usize,
+    container: u64,
+    consumed: u32,
+}
+
+impl<'a> ReverseBits<'a> {
+    /// A reader positioned just below `data`'s final 1 bit; `Malformed` if `data` is empty or
+    /// its last byte is 0 (no end marker).
+    #[inline(always)]
+    pub fn new(data: &'a [u8]) -> Result<Self, Status> {
+        let last = *data.last().ok_or(Status::Malformed)?;
+        if last == 0 {
+            return Err(Status::Malformed);
+        }
+        let at = data.len().saturating_sub(8);
+        let mut reader = Self { data, at, container: 0, consumed: 0 };
+        reader.load();
+        reader.consumed = 64 - 8 * (data.len() - at) as u32 + last.leading_zeros() + 1;
+        Ok(reader)
+    }
+
+    /// Loads the container from `data[at..]`.
+    #[inline(always)]
+    fn load(&mut self) {
+        let mut bytes = [0u8; 8];
+        if let Some(window) = self.data.get(self.at..) {
+            for (byte, &value) in bytes.iter_mut().zip(window) {
+                *byte = value;
+            }
+        }
+        self.container = u64::from_le_bytes(bytes);
+    }
+
+    /// Moves the container down so that at least 57 unread bits are held (or all that are left).
+    #[inline(always)]
+    pub fn refill(&mut self) {
+        if self.at == 0 || self.consumed < 8 {
+            return;
+        }
+        let back = ((self.consumed / 8) as usize).min(self.at);
+        self.at -= back;
+        self.consumed -= 8 * back as u32;
+        match self.data.get(self.at..self.at + 8) {
+            Some(window) => self.container = u64::from_le_bytes(window.try_into().unwrap_or([0; 8])),
+            None => self.load(),
+        }
+    }
+
+    /// The next `n` (at most 32) bits without consuming them, zeros past the start.
+    #[inline(always)]
+    pub fn peek(&self, n: u32) -> u32 {
+        let top = self.container.checked_shl(self.consumed).unwrap_or(0);
+        ((top >> 1) >> (63 - n.min(32))) as u32
+    }
+
+    /// Consumes `n` bits.
+    #[inline(always)]
+    pub fn consume(&mut self, n: u32) {
+        self.consumed += n;
+    }
+
+    /// Refills, then reads `n` (at most 32) bits.
+    #[inline(always)]
+    pub fn read(&mut self, n: u32) -> u32 {
+        self.refill();
+        let value = self.peek(n);
+        self.consume(n);
+        value
+    }
+
+    /// Whether more bits were read than the stream holds.
+    #[inline(always)]
+    pub fn overflowed(&self) -> bool {
+        self.at == 0 && self.consumed > 64
+    }
+
+    /// Whether every bit was read, and no more.
+    #[inline(always)]
+    pub fn finished(&self) -> bool {
+        self.at == 0 && self.consumed == 64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_fields_back_to_front() {
+        // Fields written LSB-first: 5 (3 bits), 300 (9 bits), 1 (1 bit), then the end marker.
+        let value: u32 = 5 | (300 << 3) | (1 << 12) | (1 << 13);
+        let bytes = value.to_le_bytes();
+        let mut bits = ReverseBits::new(&bytes[..2]).unwrap();
+        assert_eq!((bits.read(1), bits.read(9), bits.read(3)), (1, 300, 5));
+        assert!(bits.finished());
+        assert_eq!(bits.read(4), 0);
+        assert!(bits.overflowed());
+        assert_eq!(ReverseBits::new(&[7, 0]).err(), Some(Status::Malformed));
+        assert_eq!(ReverseBits::new(&[]).err(), Some(Status::Malformed));
+    }
+
+    #[test]
+    fn long_streams_refill() {
+        // 40 bytes of fields 0..=99 of 3 bits each (300 bits), then the marker.
+        let mut bytes = [0u8; 40];
+        for (i, value) in (0..100u32).map(|v| v % 8).enumerate() {
+            for b in 0..3 {
+                bytes[(3 * i + b) / 8] |= (((value >> b) & 1) as u8) << ((3 * i + b) % 8);
+            }
+        }
+        bytes[300 / 8] |= 1 << (300 % 8);
+        let mut bits = ReverseBits::new(&bytes[..38]).unwrap();
+        for i in (0..100u32).rev() {
+            assert_eq!(bits.read(3), i % 8, "field {i}");
+        }
+        assert!(bits.finished());
+    }
+}

@@ -1,0 +1,354 @@
+//! The sequences section (RFC 8878 §3.1.1.3.2): its header, the three FSE tables (predefined,
+//! RLE, described, or repeated from the previous block), the decoding of sequences from the
+//! backward bitstream, the repeat offsets, and the checks each sequence passes before it runs.
+
+use super::DecodeTables;
+use super::bits::ReverseBits;
+use super::fse::{self, cell_baseline, cell_bits, cell_symbol};
+use super::tables::*;
+use crate::Status;
+
+/// Cells of the largest literal-length and match-length tables.
+pub const LENGTH_CELLS: usize = 1 << MAX_LENGTH_LOG;
+/// Cells of the largest offset table.
+pub const OFFSET_CELLS: usize = 1 << MAX_OFFSET_LOG;
+
+/// The three FSE tables, in the order the section lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Table {
+    LiteralLengths = 0,
+    Offsets = 1,
+    MatchLengths = 2,
+}
+
+impl Table {
+    /// All three, in the section's order.
+    pub const ALL: [Self; 3] = [Self::LiteralLengths, Self::Offsets, Self::MatchLengths];
+
+    /// The largest code and accuracy log a described table may have.
+    pub const fn limits(self) -> (usize, u32) {
+        match self {
+            Self::LiteralLengths => (LITERAL_LENGTH_CODES - 1, MAX_LENGTH_LOG),
+            Self::Offsets => (OFFSET_CODES - 1, MAX_OFFSET_LOG),
+            Self::MatchLengths => (MATCH_LENGTH_CODES - 1, MAX_LENGTH_LOG),
+        }
+    }
+
+    /// The predefined distribution and its accuracy log.
+    pub const fn predefined(self) -> (&'static [i16], u32) {
+        match self {
+            Self::LiteralLengths => (&LITERAL_LENGTH_DEFAULT, LITERAL_LENGTH_DEFAULT_LOG),
+            Self::Offsets => (&OFFSET_DEFAULT, OFFSET_DEFAULT_LOG),
+            Self::MatchLengths => (&MATCH_LENGTH_DEFAULT, MATCH_LENGTH_DEFAULT_LOG),
+        }
+    }
+
+    /// This table's cells in `tables`.
+    pub fn cells(self, tables: &DecodeTables) -> &[u32] {
+        match self {
+            Self::LiteralLengths => &tables.literal_lengths,
+            Self::Offsets => &tables.offsets,
+            Self::MatchLengths => &tables.match_lengths,
+        }
+    }
+
+    /// This table's cells in `tables`, to build, and the scratch the build needs.
+    pub fn cells_mut(self, tables: &mut DecodeTables) -> (&mut [u32], &mut [i16], &mut [u16]) {
+        let cells: &mut [u32] = match self {
+            Self::LiteralLengths => &mut tables.literal_lengths,
+            Self::Offsets => &mut tables.offsets,
+            Self::MatchLengths => &mut tables.match_lengths,
+        };
+        (cells, &mut tables.normalized, &mut tables.next)
+    }
+}
+
+/// How a table is given: the two bits of the modes byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Predefined = 0,
+    Rle = 1,
+    Compressed = 2,
+    Repeat = 3,
+}
+
+/// The mode of `table` in the modes byte `modes`.
+pub const fn mode(modes: u8, table: Table) -> Mode {
+    match (modes >> (6 - 2 * table as u32)) & 3 {
+        0 => Mode::Predefined,
+        1 => Mode::Rle,
+        2 => Mode::Compressed,
+        _ => Mode::Repeat,
+    }
+}
+
+/// The sequences section's header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SequencesHeader {
+    /// Number of sequences.
+    pub count: u32,
+    /// The modes byte (0 without sequences).
+    pub modes: u8,
+    /// Bytes of the header.
+    pub len: usize,
+}
+
+/// Reads the header at the start of the sequences section. A section without sequences must
+/// end right after it.
+pub fn read_header(section: &[u8]) -> Result<SequencesHeader, Status> {
+    let byte = |i: usize| section.get(i).map(|&b| b as u32).ok_or(Status::Malformed);
+    let first = byte(0)?;
+    let (count, len) = match first {
+        0..128 => (first, 1),
+        128..255 => (((first - 128) << 8) + byte(1)?, 2),
+        _ => (byte(1)? + (byte(2)? << 8) + 0x7F00, 3),
+    };
+    if count == 0 {
+        return if section.len() == len {
+            Ok(SequencesHeader { count, modes: 0, len })
+        } else {
+            Err(Status::Malformed)
+        };
+    }
+    let modes = byte(len)? as u8;
+    if modes & 3 != 0 {
+        return Err(Status::Malformed);
+    }
+    Ok(SequencesHeader { count, modes, len: len + 1 })
+}
+
+/// Sets up `table` in `tables` for mode `mode` from the description at the start of `input`;
+/// returns the bytes it took.
+pub fn read_table(table: Table, mode: Mode, input: &[u8], tables: &mut DecodeTables) -> Result<usize, Status> {
+    let (max_symbol, max_log) = table.limits();
+    let (log, bytes) = match mode {
+        Mode::Predefined => {
+            let (normalized, log) = table.predefined();
+            let (cells, _, next) = table.cells_mut(tables);
+            fse::build_decode_table(normalized, log, cells, next)?;
+            (log, 0)
+        }
+        Mode::Rle => {
+            let symbol = *input.first().ok_or(Status::Malformed)?;
+            if symbol as usize > max_symbol {
+                return Err(Status::Malformed);
+            }
+            fse::rle_table(symbol, table.cells_mut(tables).0);
+            (0, 1)
+        }
+        Mode::Compressed => {
+            let (cells, normalized, next) = table.cells_mut(tables);
+            let dist = fse::read_distribution(input, max_log, max_symbol, normalized)?;
+            fse::build_decode_table(normalized.get(..dist.symbols).unwrap_or(&[]), dist.log, cells, next)?;
+            (dist.log, dist.bytes)
+        }
+        Mode::Repeat if tables.repeatable != 0 => return Ok(0),
+        Mode::Repeat => return Err(Status::Malformed),
+    };
+    tables.logs[table as usize] = log as u8;
+    Ok(bytes)
+}
+
+/// Sets up the three tables for the modes byte `modes` from the descriptions at the start of
+/// `input`; returns the bytes they took. The tables then stay for later blocks' repeat mode.
+pub fn read_tables(modes: u8, input: &[u8], tables: &mut DecodeTables) -> Result<usize, Status> {
+    let mut at = 0;
+    for table in Table::ALL {
+        at += read_table(table, mode(modes, table), input.get(at..).unwrap_or(&[]), tables)?;
+    }
+    tables.repeatable = 1;
+    Ok(at)
+}
+
+/// One decoded sequence: `literals` bytes, then `match_len` bytes from the offset that
+/// `offset_value` names (above 3: that minus 3; 1..=3: a repeat offset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Sequence {
+    pub literals: u32,
+    pub match_len: u32,
+    pub offset_value: u32,
+}
+
+/// Decodes sequences from the backward bitstream with the three tables' states.
+pub struct SequenceDecoder<'a> {
+    bits: ReverseBits<'a>,
+    /// The literal-length, offset and match-length states.
+    states: [u32; 3],
+}
+
+impl<'a> SequenceDecoder<'a> {
+    /// Starts on `stream` (the rest of the block): reads the three initial states.
+    pub fn new(stream: &'a [u8], tables: &DecodeTables) -> Result<Self, Status> {
+        let mut bits = ReverseBits::new(stream)?;
+        let mut states = [0; 3];
+        for (state, &log) in states.iter_mut().zip(&tables.logs) {
+            *state = bits.read(log as u32);
+        }
+        Ok(Self { bits, states })
+    }
+
+    /// The cell of `table` the current state points at.
+    #[inline(always)]
+    fn cell(&self, table: Table, tables: &DecodeTables) -> u32 {
+        let cells = table.cells(tables);
+        let state = self.states[table as usize] as usize;
+        cells.get(state & (cells.len() - 1)).copied().unwrap_or(0)
+    }
+
+    /// Decodes the next sequence; unless it is the `last`, moves the states on.
+    #[inline(always)]
+    pub fn next(&mut self, tables: &DecodeTables, last: bool) -> Sequence {
+        let cells = Table::ALL.map(|table| self.cell(table, tables));
+        let [ll_code, of_code, ml_code] = cells.map(|cell| cell_symbol(cell) as usize);
+        let of_bits = (of_code as u32).min(31);
+        let offset_value = (1u32 << of_bits) + self.bits.read(of_bits);
+        let ml_bits = *MATCH_LENGTH_EXTRA_BITS.get(ml_code).unwrap_or(&0) as u32;
+        let match_len = MATCH_LENGTH_BASELINE.get(ml_code).unwrap_or(&0) + self.bits.read(ml_bits);
+        let ll_bits = *LITERAL_LENGTH_EXTRA_BITS.get(ll_code).unwrap_or(&0) as u32;
+        let literals = LITERAL_LENGTH_BASELINE.get(ll_code).unwrap_or(&0) + self.bits.read(ll_bits);
+        if !last {
+            for table in [Table::LiteralLengths, Table::MatchLengths, Table::Offsets] {
+                let cell = cells[table as usize];
+                self.states[table as usize] = cell_baseline(cell) + self.bits.read(cell_bits(cell));
+            }
+        }
+        Sequence { literals, match_len, offset_value }
+    }
+
+    /// Whether the bitstream was read exactly to its start.
+    pub fn finished(&self) -> bool {
+        self.bits.finished()
+    }
+}
+
+/// The three most recent offsets, most recent first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RepeatOffsets(pub [u32; 3]);
+
+impl RepeatOffsets {
+    /// A frame's starting offsets.
+    pub const START: Self = Self([1, 4, 8]);
+
+    /// The offset of a sequence with `offset_value` and `literals` literals, updating the
+    /// history (RFC 8878 §3.2.2.1). 0 (from repeat offset 1 minus one) is never valid.
+    #[inline(always)]
+    pub fn resolve(&mut self, offset_value: u32, literals: u32) -> u32 {
+        let [first, second, third] = self.0;
+        if offset_value > 3 {
+            self.0 = [offset_value - 3, first, second];
+            return offset_value - 3;
+        }
+        match offset_value - 1 + (literals == 0) as u32 {
+            0 => first,
+            1 => {
+                self.0 = [second, first, third];
+                second
+            }
+            2 => {
+                self.0 = [third, first, second];
+                third
+            }
+            _ => {
+                let offset = first.wrapping_sub(1);
+                self.0 = [offset, first, second];
+                offset
+            }
+        }
+    }
+}
+
+/// Where a block's sequences go: positions in the output, and the limits they must keep to.
+#[derive(Clone, Copy, Debug)]
+pub struct Cursor {
+    /// Output position of the frame's first byte (matches may not reach before it).
+    pub frame_start: usize,
+    /// Output position of the block's first byte.
+    pub block_start: usize,
+    /// Output position of the next sequence.
+    pub op: usize,
+    /// The block's literals not yet copied.
+    pub literals_left: usize,
+    /// Where the frame's output must end by (the output's size, or the frame's content size).
+    pub limit: usize,
+    /// The status for passing `limit`: `OutputTooSmall`, `Malformed` for a frame's content
+    /// size, `ChunkTooLarge` when only counting.
+    pub limit_status: Status,
+    /// Farthest a match may reach back.
+    pub window: u64,
+    /// Most bytes a block may decode to.
+    pub block_max: usize,
+}
+
+impl Cursor {
+    /// Checks the next sequence, whose offset resolved to `offset`, before it runs: its literals
+    /// exist, the block (counting its literals still to come) stays within its maximum size and
+    /// the output's limit, and the match reaches back neither before the frame nor beyond the
+    /// window. Then advances past it.
+    #[inline(always)]
+    pub fn advance(&mut self, sequence: &Sequence, offset: u32) -> Result<(), Status> {
+        let (literals, match_len) = (sequence.literals as usize, sequence.match_len as usize);
+        if literals > self.literals_left {
+            return Err(Status::Malformed);
+        }
+        let match_at = self.op + literals;
+        let end = match_at + match_len;
+        let bound = end + (self.literals_left - literals);
+        if bound - self.block_start > self.block_max {
+            return Err(Status::Malformed);
+        }
+        if bound > self.limit {
+            return Err(self.limit_status);
+        }
+        if offset == 0 || offset as usize > match_at - self.frame_start || offset as u64 > self.window {
+            return Err(Status::BadOffset);
+        }
+        self.op = end;
+        self.literals_left -= literals;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeat_offsets_follow_rfc_8878s_table() {
+        let mut reps = RepeatOffsets::START;
+        let steps = [
+            (1114, 11, 1111, [1111, 1, 4]),
+            (1, 22, 1111, [1111, 1, 4]),
+            (2225, 22, 2222, [2222, 1111, 1]),
+            (1114, 111, 1111, [1111, 2222, 1111]),
+            (3336, 33, 3333, [3333, 1111, 2222]),
+            (2, 22, 1111, [1111, 3333, 2222]),
+            (3, 33, 2222, [2222, 1111, 3333]),
+            (3, 0, 2221, [2221, 2222, 1111]),
+            (1, 0, 2222, [2222, 2221, 1111]),
+            (2, 0, 1111, [1111, 2222, 2221]),
+        ];
+        for (offset_value, literals, offset, after) in steps {
+            assert_eq!(reps.resolve(offset_value, literals), offset, "{offset_value} {literals}");
+            assert_eq!(reps.0, after);
+        }
+        let mut reps = RepeatOffsets([1, 5, 9]);
+        assert_eq!(reps.resolve(3, 0), 0, "repeat offset 1 minus one");
+    }
+
+    #[test]
+    fn headers_count_sequences() {
+        let header = |bytes: &[u8]| read_header(bytes);
+        assert_eq!(header(&[0]), Ok(SequencesHeader { count: 0, modes: 0, len: 1 }));
+        assert_eq!(header(&[0, 0]), Err(Status::Malformed), "bytes after an empty section");
+        assert_eq!(header(&[5, 0b1010_1000]), Ok(SequencesHeader { count: 5, modes: 0b1010_1000, len: 2 }));
+        assert_eq!(header(&[0x81, 0x02, 0]), Ok(SequencesHeader { count: 258, modes: 0, len: 3 }));
+        assert_eq!(header(&[255, 1, 2, 0]), Ok(SequencesHeader { count: 0x7F00 + 0x201, modes: 0, len: 4 }));
+        assert_eq!(header(&[5, 1]), Err(Status::Malformed), "reserved bits");
+        assert_eq!(header(&[255, 1]), Err(Status::Malformed));
+        assert_eq!(header(&[]), Err(Status::Malformed));
+        assert_eq!(
+            [Table::LiteralLengths, Table::Offsets, Table::MatchLengths].map(|t| mode(0b0001_1100, t)),
+            [Mode::Predefined, Mode::Rle, Mode::Repeat]
+        );
+    }
+}

@@ -63,7 +63,7 @@ pub fn normalize(counts: &[u32], total: u32, log: u32, normalized: &mut [i16]) {
         *p = 0;
         if count != 0 {
             let scaled = ((count as u64) << (log + 1)) / total as u64;
-            *p = ((scaled + 1) / 2).max(1) as i16;
+            *p = scaled.div_ceil(2).max(1) as i16;
             sum += *p as i32;
         }
     }

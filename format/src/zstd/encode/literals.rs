@@ -49,7 +49,7 @@ pub fn write_literals(
                 let end = at + plan.stream_lens[stream] as usize;
                 code.encode_stream(&literals[range], out.get_mut(at..end).ok_or(Status::OutputTooSmall)?)?;
             }
-            return Ok(plan.len());
+            return Ok(plan.size());
         }
     }
     write_uncompressed(literals, counts, out)
@@ -147,7 +147,7 @@ impl HuffmanLiterals {
         for stream in 0..self.streams as usize {
             self.stream_lens[stream] = stream_len(bits[stream]) as u32;
         }
-        self.len() < raw_len(self.regenerated as usize)
+        self.size() < raw_len(self.regenerated as usize)
     }
 
     /// Where stream `stream` starts in the section.
@@ -158,14 +158,14 @@ impl HuffmanLiterals {
     }
 
     /// Bytes of the whole section.
-    pub fn len(&self) -> usize {
+    pub fn size(&self) -> usize {
         self.stream_start(self.streams as usize)
     }
 
     /// Writes the section header and, for four streams, the jump table (the tree description
     /// is already in place).
     pub fn write_header(&self, out: &mut [u8]) -> Result<(), Status> {
-        let compressed = (self.len() - self.header_len as usize) as u64;
+        let compressed = (self.size() - self.header_len as usize) as u64;
         let (format, size_bits) = match self.header_len {
             _ if self.streams == 1 => (0, 10),
             3 => (1, 10),

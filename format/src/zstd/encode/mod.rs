@@ -15,6 +15,7 @@ pub mod bits;
 pub mod block;
 pub mod fse;
 pub mod huffman;
+pub mod lazy;
 pub mod literals;
 pub mod sequences;
 
@@ -23,6 +24,7 @@ pub use block::{MAX_BLOCK_SIZE, MAX_SEQUENCES};
 use crate::lz4::{self, HASH_ENTRIES};
 use crate::{DataType, Status};
 use block::{BlockScratch, Collector, EntropyScratch, write_compressed_body};
+use lazy::ChainTables;
 use sequences::{INITIAL_REPEATS, RepeatOffsets};
 
 /// Highest compression level.
@@ -55,6 +57,8 @@ pub const fn max_compressed_size(len: usize) -> usize {
 pub struct CompressScratch {
     /// LZ4's hash table, for the parse.
     pub table: [u16; HASH_ENTRIES],
+    /// Level 2's hash chains.
+    pub chains: ChainTables,
     /// The block being compressed.
     pub block: BlockScratch,
     /// The entropy coders' work space.
@@ -65,7 +69,7 @@ pub struct CompressScratch {
 /// one Zstandard frame in `out`; returns its size. Never more than [`max_compressed_size`];
 /// `OutputTooSmall` if `out` is shorter than needed.
 pub fn compress(input: &[u8], level: u8, scratch: &mut CompressScratch, out: &mut [u8]) -> Result<usize, Status> {
-    let _ = level;
+    let level = level.clamp(1, MAX_LEVEL);
     let mut at = write_frame_header(input.len(), out)?;
     if input.is_empty() {
         return Ok(at + write_block_header(out.get_mut(at..).unwrap_or(&mut []), true, RAW_BLOCK, 0)?);
@@ -75,7 +79,7 @@ pub fn compress(input: &[u8], level: u8, scratch: &mut CompressScratch, out: &mu
     while start < input.len() {
         let end = input.len().min(start + MAX_BLOCK_SIZE);
         let out = out.get_mut(at..).unwrap_or(&mut []);
-        at += write_block(&input[start..end], end == input.len(), &mut repeats, scratch, out)?;
+        at += write_block(&input[start..end], end == input.len(), level, &mut repeats, scratch, out)?;
         start = end;
     }
     Ok(at)
@@ -119,6 +123,7 @@ pub fn write_block_header(out: &mut [u8], last: bool, kind: u32, size: usize) ->
 fn write_block(
     data: &[u8],
     last: bool,
+    level: u8,
     repeats: &mut RepeatOffsets,
     scratch: &mut CompressScratch,
     out: &mut [u8],
@@ -129,7 +134,10 @@ fn write_block(
         return Ok(BLOCK_HEADER + 1);
     }
     let mut collector = Collector::new(&mut scratch.block, *repeats);
-    let parsed = lz4::parse(data, DataType::Char, &mut scratch.table, &mut collector);
+    let parsed = match level {
+        1 => lz4::parse(data, DataType::Char, &mut scratch.table, &mut collector),
+        _ => lazy::parse(data, &mut scratch.chains, *repeats, &mut collector),
+    };
     let (literal_count, sequence_count, after) = (collector.literal_count, collector.sequence_count, collector.repeats);
     if parsed.is_ok() {
         // Room for anything smaller than the raw block, and no more.

@@ -1,1 +1,496 @@
-//! Zstandard compression on the GPU, a warp per chunk.
+//! Zstandard compression on the GPU, a warp per chunk, writing the frames
+//! `ferrocomp_format::zstd::encode::compress` writes, byte for byte.
+//!
+//! Per block: the lanes check for a run together; the parse is LZ4's warp parse
+//! ([`crate::lz4::parse_chunk`], level 1) or level 2's chain search with a lane per position
+//! ([`chain_parse`]), recording sequences and literals in the warp's scratch slot; the literal
+//! histogram is counted with `match_any` (one lane adds each distinct byte); the first lane
+//! builds the Huffman code; the lanes add up the four streams' bits, then four lanes encode the
+//! four streams at once; the first lane codes the sequences (FSE is serial). Every choice is
+//! made by the format crate's functions, so the two sides cannot drift apart.
+
+use crate::lz4::{SequenceEncoder, parse_chunk};
+use crate::lz77::{copy, scan_add};
+use crate::warp::{WARP_SIZE, Warp};
+use core::ptr::addr_of_mut;
+use core::slice;
+use ferrocomp_format::lz4::HASH_ENTRIES;
+use ferrocomp_format::zstd::encode::block::{BlockScratch, EntropyScratch};
+use ferrocomp_format::zstd::encode::lazy::{self, CHAIN_HASH_BITS, Candidate, LANES, MIN_MATCH, choose_lane};
+use ferrocomp_format::zstd::encode::literals::{HuffmanLiterals, plan_huffman, stream_range, uncompressed_header};
+use ferrocomp_format::zstd::encode::sequences::{
+    INITIAL_REPEATS, RepeatOffsets, Sequence, codes, sequence, write_sequences,
+};
+use ferrocomp_format::zstd::encode::{
+    BLOCK_HEADER, COMPRESSED_BLOCK, CompressScratch, MAX_BLOCK_SIZE, MAX_LEVEL, MAX_SEQUENCES, RAW_BLOCK, RLE_BLOCK,
+    compressed_end, frame_header, write_block_header,
+};
+use ferrocomp_format::zstd::tables::{LITERAL_LENGTH_CODES, MATCH_LENGTH_CODES, OFFSET_CODES};
+use ferrocomp_format::{DataType, Status};
+
+/// Entries of the hash table in shared memory (LZ4's table at level 1, the chain heads at 2).
+const TABLE_ENTRIES: usize = if HASH_ENTRIES > 1 << CHAIN_HASH_BITS { HASH_ENTRIES } else { 1 << CHAIN_HASH_BITS };
+/// Bytes of shared memory each warp of the compress kernel needs: the hash table, then the
+/// literal histogram.
+pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = TABLE_ENTRIES * 2 + 256 * 4;
+/// Bytes of global scratch each warp of the compress kernel needs (one `CompressScratch`).
+pub const COMPRESS_SCRATCH_BYTES_PER_WARP: usize = size_of::<CompressScratch>();
+
+/// Where a warp works: its shared memory and its scratch slot.
+struct Work {
+    table: *mut u16,
+    counts: *mut u32,
+    scratch: *mut CompressScratch,
+}
+
+/// Compresses the `n` bytes at `input` into one Zstandard frame in `out` (room for `capacity`
+/// bytes) at `level`; returns its size (every lane returns the same), or the status
+/// `ferrocomp_format::zstd::encode::compress` gives.
+///
+/// # Safety
+/// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes, `shared` for
+/// [`COMPRESS_SHARED_BYTES_PER_WARP`] bytes (4-byte aligned) and `scratch` for
+/// [`COMPRESS_SCRATCH_BYTES_PER_WARP`] bytes (8-byte aligned), none written by anyone else
+/// meanwhile.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn compress_chunk<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    out: *mut u8,
+    capacity: usize,
+    level: u8,
+    shared: *mut u8,
+    scratch: *mut u8,
+) -> Result<usize, Status> {
+    let level = level.clamp(1, MAX_LEVEL);
+    let work = Work {
+        table: shared as *mut u16,
+        counts: unsafe { shared.add(TABLE_ENTRIES * 2) } as *mut u32,
+        scratch: scratch as *mut CompressScratch,
+    };
+    let (header, mut at) = frame_header(n);
+    if at > capacity {
+        return Err(Status::OutputTooSmall);
+    }
+    if warp.lane() == 0 {
+        unsafe { out.copy_from_nonoverlapping(header.as_ptr(), at) };
+    }
+    if n == 0 {
+        let written = first_lane(warp, || {
+            write_block_header(unsafe { bytes_mut(out.add(at), capacity - at) }, true, RAW_BLOCK, 0)
+        });
+        return Ok(at + written?);
+    }
+    let mut repeats = INITIAL_REPEATS;
+    let mut start = 0;
+    while start < n {
+        let end = n.min(start + MAX_BLOCK_SIZE);
+        let block = Block { data: unsafe { input.add(start) }, len: end - start, last: end == n };
+        at += unsafe { write_block(warp, &work, &block, level, &mut repeats, out.add(at), capacity - at)? };
+        start = end;
+    }
+    warp.sync();
+    Ok(at)
+}
+
+/// One block of the input.
+struct Block {
+    data: *const u8,
+    len: usize,
+    last: bool,
+}
+
+/// Writes one block at `out` (room for `available` bytes) as the format crate's `write_block`
+/// does: RLE, compressed when smaller than raw, else raw; returns its size.
+unsafe fn write_block<W: Warp>(
+    warp: &W,
+    work: &Work,
+    block: &Block,
+    level: u8,
+    repeats: &mut RepeatOffsets,
+    out: *mut u8,
+    available: usize,
+) -> Result<usize, Status> {
+    let (data, len) = (block.data, block.len);
+    if len > 1 && unsafe { is_run(warp, data, len) } {
+        if available < BLOCK_HEADER + 1 {
+            return Err(Status::OutputTooSmall);
+        }
+        if warp.lane() == 0 {
+            let out = unsafe { bytes_mut(out, BLOCK_HEADER + 1) };
+            let _ = write_block_header(out, block.last, RLE_BLOCK, len);
+            out[BLOCK_HEADER] = unsafe { *data };
+        }
+        return Ok(BLOCK_HEADER + 1);
+    }
+    let mut recorder = Recorder {
+        warp,
+        block: unsafe { addr_of_mut!((*work.scratch).block) },
+        repeats: *repeats,
+        literal_count: 0,
+        sequence_count: 0,
+    };
+    let parsed = match level {
+        1 => unsafe { parse_chunk(warp, data, len, work.table, DataType::Char, &mut recorder) },
+        _ => unsafe { chain_parse(warp, work, data, len, *repeats, &mut recorder) },
+    };
+    if parsed.is_ok() {
+        warp.sync(); // the literals and sequences are visible to every lane
+        let room = compressed_end(available, len).saturating_sub(BLOCK_HEADER);
+        let (literals, sequences) = (recorder.literal_count, recorder.sequence_count);
+        let body = unsafe { write_compressed_body(warp, work, literals, sequences, out.add(BLOCK_HEADER), room) };
+        if let Ok(size) = body {
+            *repeats = recorder.repeats;
+            if warp.lane() == 0 {
+                let _ = write_block_header(unsafe { bytes_mut(out, BLOCK_HEADER) }, block.last, COMPRESSED_BLOCK, size);
+            }
+            return Ok(BLOCK_HEADER + size);
+        }
+    }
+    if available < BLOCK_HEADER + len {
+        return Err(Status::OutputTooSmall);
+    }
+    if warp.lane() == 0 {
+        let _ = write_block_header(unsafe { bytes_mut(out, BLOCK_HEADER) }, block.last, RAW_BLOCK, len);
+    }
+    unsafe { copy(warp, data, out.add(BLOCK_HEADER), len as u32) };
+    Ok(BLOCK_HEADER + len)
+}
+
+/// Whether the `len` bytes at `data` all equal the first (4 bytes a lane, 128 a step).
+unsafe fn is_run<W: Warp>(warp: &W, data: *const u8, len: usize) -> bool {
+    let first = unsafe { *data };
+    let mut base = 0;
+    while base < len {
+        let i = base + 4 * warp.lane() as usize;
+        let differs = (i..len.min(i + 4)).any(|i| unsafe { *data.add(i) } != first);
+        if warp.ballot(differs) != 0 {
+            return false;
+        }
+        base += 4 * WARP_SIZE as usize;
+    }
+    true
+}
+
+/// Records a parse's sequences in the scratch slot's block, as the format crate's `Collector`
+/// does: all lanes copy the literals, the first lane stores each sequence.
+struct Recorder<'w, W> {
+    warp: &'w W,
+    block: *mut BlockScratch,
+    repeats: RepeatOffsets,
+    literal_count: usize,
+    sequence_count: usize,
+}
+
+impl<W: Warp> Recorder<'_, W> {
+    unsafe fn push_literals(&mut self, literals: *const u8, count: usize) -> Result<(), Status> {
+        if self.literal_count + count > MAX_BLOCK_SIZE {
+            return Err(Status::ChunkTooLarge);
+        }
+        let dst = unsafe { (addr_of_mut!((*self.block).literals) as *mut u8).add(self.literal_count) };
+        unsafe { copy(self.warp, literals, dst, count as u32) };
+        self.literal_count += count;
+        Ok(())
+    }
+}
+
+impl<W: Warp> SequenceEncoder for Recorder<'_, W> {
+    unsafe fn sequence(
+        &mut self,
+        literals: *const u8,
+        count: usize,
+        offset: usize,
+        match_len: usize,
+    ) -> Result<(), Status> {
+        unsafe { self.push_literals(literals, count)? };
+        if self.sequence_count >= MAX_SEQUENCES {
+            return Err(Status::ChunkTooLarge);
+        }
+        let seq = sequence(&mut self.repeats, count, offset as u32, match_len);
+        if self.warp.lane() == 0 {
+            unsafe { *(addr_of_mut!((*self.block).sequences) as *mut Sequence).add(self.sequence_count) = seq };
+        }
+        self.sequence_count += 1;
+        Ok(())
+    }
+
+    unsafe fn last_literals(&mut self, literals: *const u8, count: usize) -> Result<(), Status> {
+        unsafe { self.push_literals(literals, count) }
+    }
+}
+
+/// Level 2's parse (`ferrocomp_format::zstd::encode::lazy::parse`) with a lane per position:
+/// each lane finds its position's best match, the lanes join their chains in position order
+/// (lanes of one hash link to each other through `match_any`), and the matches are chosen as
+/// the scalar parse chooses them.
+///
+/// # Safety
+/// As [`compress_chunk`], for the `n` bytes at `data`.
+unsafe fn chain_parse<W: Warp, E: SequenceEncoder>(
+    warp: &W,
+    work: &Work,
+    data: *const u8,
+    n: usize,
+    mut repeats: RepeatOffsets,
+    encoder: &mut E,
+) -> Result<(), Status> {
+    let (head, lane) = (work.table, warp.lane());
+    let prev = unsafe { addr_of_mut!((*work.scratch).chains.prev) } as *mut u16;
+    let input = unsafe { bytes(data, n) };
+    warp.for_each_strided(1 << CHAIN_HASH_BITS, |slot| unsafe { *head.add(slot) = 0 });
+    warp.sync();
+    let (mut anchor, mut pos) = (0, 0);
+    while pos + MIN_MATCH <= n {
+        let lanes = (n + 1 - MIN_MATCH - pos).min(LANES);
+        let (p, active) = (pos + lane as usize, (lane as usize) < lanes);
+        let (slot, first, found) = if active {
+            let slot = lazy::hash(input, p);
+            let first = unsafe { *head.add(slot) };
+            let found = lazy::best_match(input, p, first, |c| unsafe { *prev.add(c) }, &repeats);
+            (slot as u32, first, found)
+        } else {
+            (u32::MAX - lane, 0, Candidate::default()) // a slot no other lane holds
+        };
+        warp.sync();
+        let peers = warp.match_any(slot);
+        if active {
+            let below = peers & ((1 << lane) - 1);
+            let link = if below == 0 { first } else { (pos + 31 - below.leading_zeros() as usize) as u16 + 1 };
+            unsafe { *prev.add(p) = link };
+            if 31 - peers.leading_zeros() == lane {
+                unsafe { *head.add(slot as usize) = p as u16 + 1 };
+            }
+        }
+        warp.sync();
+        let matched = warp.ballot(found.len != 0);
+        let gain = found.gain(&repeats) as u32;
+        let mut cursor = pos;
+        let gain_of = |l: u32| (matched >> l & 1 == 1).then(|| warp.shuffle(gain, l) as i32);
+        while let Some(chosen) = choose_lane((cursor - pos) as u32, lanes as u32, &gain_of) {
+            let p = pos + chosen as usize;
+            let c = p - warp.shuffle(found.offset, chosen) as usize;
+            let len = common_forward(warp, data, p, c, n);
+            let back = common_backward(warp, data, p, c, anchor);
+            let literals = p - back - anchor;
+            unsafe { encoder.sequence(data.add(anchor), literals, p - c, len + back)? };
+            sequence(&mut repeats, literals, (p - c) as u32, len + back);
+            cursor = p + len;
+            anchor = cursor;
+            if cursor - pos >= lanes {
+                break;
+            }
+        }
+        pos = cursor.max(pos + LANES);
+    }
+    unsafe { encoder.last_literals(data.add(anchor), n - anchor) }
+}
+
+/// Length of the common run of `data[p..]` and `data[c..]`, not reaching `end`; 32 bytes a step.
+fn common_forward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, end: usize) -> usize {
+    let mut len = 0;
+    loop {
+        let i = len + warp.lane() as usize;
+        let equal = p + i < end && unsafe { *data.add(p + i) == *data.add(c + i) };
+        let differs = warp.ballot(!equal);
+        if differs != 0 {
+            return len + differs.trailing_zeros() as usize;
+        }
+        len += WARP_SIZE as usize;
+    }
+}
+
+/// Length of the common run ending before `p` and `c` (c < p), not reaching before `anchor`.
+fn common_backward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, anchor: usize) -> usize {
+    let limit = (p - anchor).min(c);
+    let mut len = 0;
+    loop {
+        let i = len + warp.lane() as usize;
+        let equal = i < limit && unsafe { *data.add(p - 1 - i) == *data.add(c - 1 - i) };
+        let differs = warp.ballot(!equal);
+        if differs != 0 {
+            return len + differs.trailing_zeros() as usize;
+        }
+        len += WARP_SIZE as usize;
+    }
+}
+
+/// Writes a compressed block's content for the recorded literals and sequences at `out` (room
+/// for `available` bytes), as the format crate's `write_compressed_body` does.
+unsafe fn write_compressed_body<W: Warp>(
+    warp: &W,
+    work: &Work,
+    literal_count: usize,
+    sequence_count: usize,
+    out: *mut u8,
+    available: usize,
+) -> Result<usize, Status> {
+    let block = unsafe { &*addr_of_mut!((*work.scratch).block) };
+    let entropy = unsafe { addr_of_mut!((*work.scratch).entropy) };
+    let literals = &block.literals[..literal_count];
+    unsafe { histogram(warp, work, literals, entropy) };
+    let literals_len = unsafe { write_literals(warp, literals, entropy, out, available)? };
+    let sequences = &block.sequences[..sequence_count];
+    unsafe { count_sequence_codes(warp, work, sequences, entropy) };
+    let sequences_len = first_lane(warp, || {
+        let tables = unsafe { &mut (*entropy).sequences };
+        write_sequences(sequences, tables, unsafe { bytes_mut(out.add(literals_len), available - literals_len) })
+    });
+    Ok(literals_len + sequences_len?)
+}
+
+/// Counts the literals' byte values into the scratch slot's histogram.
+unsafe fn histogram<W: Warp>(warp: &W, work: &Work, literals: &[u8], entropy: *mut EntropyScratch) {
+    let counts = work.counts;
+    warp.for_each_strided(256, |b| unsafe { *counts.add(b) = 0 });
+    warp.sync();
+    unsafe { count(warp, literals.len(), |i| [literals[i] as u32], counts) };
+    let to = unsafe { addr_of_mut!((*entropy).literal_counts) } as *mut u32;
+    warp.for_each_strided(256, |b| unsafe { *to.add(b) = *counts.add(b) });
+    warp.sync();
+}
+
+/// Counts the sequences' literal-length, offset and match-length codes into the scratch slot's
+/// code tables, as `count_codes` does.
+unsafe fn count_sequence_codes<W: Warp>(warp: &W, work: &Work, sequences: &[Sequence], entropy: *mut EntropyScratch) {
+    const OFFSETS_AT: usize = LITERAL_LENGTH_CODES;
+    const MATCHES_AT: usize = OFFSETS_AT + OFFSET_CODES;
+    let counts = work.counts;
+    warp.for_each_strided(MATCHES_AT + MATCH_LENGTH_CODES, |b| unsafe { *counts.add(b) = 0 });
+    warp.sync();
+    let bins = |i: usize| {
+        let (ll, of, ml) = codes(&sequences[i]);
+        [ll as u32, (OFFSETS_AT + of as usize) as u32, (MATCHES_AT + ml as usize) as u32]
+    };
+    unsafe { count(warp, sequences.len(), bins, counts) };
+    let tables = unsafe { addr_of_mut!((*entropy).sequences) };
+    let (ll, of, ml) = unsafe {
+        (
+            addr_of_mut!((*tables).literal_lengths.counts) as *mut u32,
+            addr_of_mut!((*tables).offsets.counts) as *mut u32,
+            addr_of_mut!((*tables).match_lengths.counts) as *mut u32,
+        )
+    };
+    warp.for_each_strided(LITERAL_LENGTH_CODES, |b| unsafe { *ll.add(b) = *counts.add(b) });
+    warp.for_each_strided(OFFSET_CODES, |b| unsafe { *of.add(b) = *counts.add(OFFSETS_AT + b) });
+    warp.for_each_strided(MATCH_LENGTH_CODES, |b| unsafe { *ml.add(b) = *counts.add(MATCHES_AT + b) });
+    warp.sync();
+}
+
+/// Adds up, in `counts` (shared memory), the `K` bins `bins(i)` names for each `i` in `0..n`.
+/// Each step the lanes naming the same bin agree (`match_any`), and the lowest of them adds
+/// their number.
+unsafe fn count<W: Warp, const K: usize>(warp: &W, n: usize, bins: impl Fn(usize) -> [u32; K], counts: *mut u32) {
+    let lane = warp.lane();
+    let mut base = 0;
+    while base < n {
+        let i = base + lane as usize;
+        // Past the end, a bin no other lane names.
+        let named = if i < n { bins(i) } else { [u32::MAX - lane; K] };
+        for bin in named {
+            let peers = warp.match_any(bin);
+            if i < n && peers.trailing_zeros() == lane {
+                unsafe { *counts.add(bin as usize) += peers.count_ones() };
+            }
+            warp.sync();
+        }
+        base += WARP_SIZE as usize;
+    }
+}
+
+/// Writes the literals section at `out` as the format crate's `write_literals` does: the first
+/// lane plans the Huffman code, all lanes count each stream's bits, then a lane per stream
+/// encodes it; raw or RLE literals when Huffman does not pay.
+unsafe fn write_literals<W: Warp>(
+    warp: &W,
+    literals: &[u8],
+    entropy: *mut EntropyScratch,
+    out: *mut u8,
+    available: usize,
+) -> Result<usize, Status> {
+    let (n, lane) = (literals.len(), warp.lane() as usize);
+    let planned = if lane == 0 {
+        let (counts, huffman) = unsafe { (&(*entropy).literal_counts, &mut (*entropy).huffman) };
+        plan_huffman(n, counts, huffman, unsafe { bytes_mut(out, available) })
+    } else {
+        None
+    };
+    if let Some(mut plan) = broadcast_plan(warp, planned, n) {
+        warp.sync(); // the code is visible to every lane
+        let huffman = unsafe { &(*entropy).huffman };
+        let quarter = n.div_ceil(4).max(1);
+        let mut bits = [0u32; 4];
+        warp.for_each_strided(n, |i| {
+            let stream = if plan.streams == 1 { 0 } else { (i / quarter).min(3) };
+            bits[stream] += huffman.lens[literals[i] as usize] as u32;
+        });
+        for bits in &mut bits {
+            *bits = warp.shuffle(scan_add(warp, *bits), WARP_SIZE - 1);
+        }
+        if plan.settle(&bits) {
+            if plan.size() > available {
+                return Err(Status::OutputTooSmall);
+            }
+            if lane == 0 {
+                let _ = plan.write_header(unsafe { bytes_mut(out, plan.stream_start(0)) });
+            }
+            if lane < plan.streams as usize {
+                let at = plan.stream_start(lane);
+                let stream = unsafe { bytes_mut(out.add(at), plan.stream_lens[lane] as usize) };
+                let _ = huffman.encode_stream(&literals[stream_range(n, plan.streams, lane)], stream);
+            }
+            warp.sync();
+            return Ok(plan.size());
+        }
+    }
+    let (header, header_len, body_len) = uncompressed_header(literals, unsafe { &(*entropy).literal_counts });
+    if header_len + body_len > available {
+        return Err(Status::OutputTooSmall);
+    }
+    if lane == 0 {
+        unsafe { out.copy_from_nonoverlapping(header.as_ptr(), header_len) };
+    }
+    unsafe { copy(warp, literals.as_ptr(), out.add(header_len), body_len as u32) };
+    warp.sync();
+    Ok(header_len + body_len)
+}
+
+/// The first lane's Huffman plan for `n` literals, in every lane.
+fn broadcast_plan<W: Warp>(warp: &W, plan: Option<HuffmanLiterals>, n: usize) -> Option<HuffmanLiterals> {
+    let fields = plan.map_or([0; 3], |p| [p.streams, p.header_len, p.description_len]);
+    let [streams, header_len, description_len] = fields.map(|field| warp.shuffle(field, 0));
+    (streams != 0).then_some(HuffmanLiterals {
+        regenerated: n as u32,
+        streams,
+        header_len,
+        description_len,
+        stream_lens: [0; 4],
+    })
+}
+
+/// Runs `f` in the first lane and gives its result to every lane.
+fn first_lane<W: Warp>(warp: &W, f: impl FnOnce() -> Result<usize, Status>) -> Result<usize, Status> {
+    let result = if warp.lane() == 0 { f() } else { Ok(0) };
+    let (code, value) = match result {
+        Ok(value) => (0, value as u32),
+        Err(status) => (status as u32, 0),
+    };
+    let (code, value) = (warp.shuffle(code, 0), warp.shuffle(value, 0));
+    if code == 0 { Ok(value as usize) } else { Err(Status::from_code(code)) }
+}
+
+/// The `len` bytes at `at` (which may be null when `len` is 0).
+///
+/// # Safety
+/// `at` must be readable for `len` bytes, not written meanwhile.
+unsafe fn bytes<'a>(at: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 { &[] } else { unsafe { slice::from_raw_parts(at, len) } }
+}
+
+/// The `len` bytes at `at`, to write (`at` may be null when `len` is 0).
+///
+/// # Safety
+/// `at` must be writable for `len` bytes, by this lane alone while the slice lives.
+unsafe fn bytes_mut<'a>(at: *mut u8, len: usize) -> &'a mut [u8] {
+    if len == 0 { &mut [] } else { unsafe { slice::from_raw_parts_mut(at, len) } }
+}

@@ -58,25 +58,27 @@ pub fn write_literals(
 /// Writes `literals` raw, or as one repeated byte when they are (and there are several), at
 /// the start of `out`; returns the size.
 pub fn write_uncompressed(literals: &[u8], counts: &[u32; 256], out: &mut [u8]) -> Result<usize, Status> {
-    let n = literals.len();
-    let repeated = n > 1 && counts[literals[0] as usize] == n as u32;
-    let header = short_header(if repeated { RLE } else { RAW }, n, out)?;
-    let body = if repeated { 1 } else { n };
-    let out = out.get_mut(header..header + body).ok_or(Status::OutputTooSmall)?;
-    out.copy_from_slice(&literals[..body]);
-    Ok(header + body)
+    let (header, header_len, body_len) = uncompressed_header(literals, counts);
+    let out = out.get_mut(..header_len + body_len).ok_or(Status::OutputTooSmall)?;
+    out[..header_len].copy_from_slice(&header[..header_len]);
+    out[header_len..].copy_from_slice(&literals[..body_len]);
+    Ok(header_len + body_len)
 }
 
-/// Writes a raw or RLE section header for `n` literals; returns its size (1 to 3 bytes).
-fn short_header(kind: u32, n: usize, out: &mut [u8]) -> Result<usize, Status> {
+/// The section header that stores `literals` (of histogram `counts`) uncompressed, its length,
+/// and how many of the literals follow it: all of them (raw), or the first alone when they
+/// all repeat it (RLE, for two or more).
+pub fn uncompressed_header(literals: &[u8], counts: &[u32; 256]) -> ([u8; 3], usize, usize) {
+    let n = literals.len();
+    let repeated = n > 1 && counts[literals[0] as usize] == n as u32;
+    let kind = if repeated { RLE } else { RAW };
     let (value, len) = match n {
         0..32 => (kind | (n as u32) << 3, 1),
         32..4096 => (kind | 1 << 2 | (n as u32) << 4, 2),
         _ => (kind | 3 << 2 | (n as u32) << 4, 3),
     };
-    let out = out.get_mut(..len).ok_or(Status::OutputTooSmall)?;
-    out.copy_from_slice(&value.to_le_bytes()[..len]);
-    Ok(len)
+    let bytes = value.to_le_bytes();
+    ([bytes[0], bytes[1], bytes[2]], len, if repeated { 1 } else { n })
 }
 
 /// Bytes of a raw literals section of `n` literals.

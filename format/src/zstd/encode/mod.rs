@@ -37,10 +37,13 @@ pub const MAX_SINGLE_SEGMENT: usize = 1 << 23;
 const WINDOW_64K: u8 = 6 << 3;
 
 /// Bytes of a block header.
-const BLOCK_HEADER: usize = 3;
-const RAW_BLOCK: u32 = 0;
-const RLE_BLOCK: u32 = 1;
-const COMPRESSED_BLOCK: u32 = 2;
+pub const BLOCK_HEADER: usize = 3;
+/// A block stored as is.
+pub const RAW_BLOCK: u32 = 0;
+/// A block of one byte repeated.
+pub const RLE_BLOCK: u32 = 1;
+/// A compressed block.
+pub const COMPRESSED_BLOCK: u32 = 2;
 
 /// Largest frame [`compress`] writes for `len` input bytes: the frame header (at most 14
 /// bytes), then every block raw.
@@ -87,6 +90,13 @@ pub fn compress(input: &[u8], level: u8, scratch: &mut CompressScratch, out: &mu
 
 /// Writes the magic number and frame header for `len` bytes of content; returns their size.
 pub fn write_frame_header(len: usize, out: &mut [u8]) -> Result<usize, Status> {
+    let (header, header_len) = frame_header(len);
+    out.get_mut(..header_len).ok_or(Status::OutputTooSmall)?.copy_from_slice(&header[..header_len]);
+    Ok(header_len)
+}
+
+/// The magic number and frame header for `len` bytes of content, and their length.
+pub fn frame_header(len: usize) -> ([u8; 14], usize) {
     let mut header = [0u8; 14];
     header[..4].copy_from_slice(&super::MAGIC.to_le_bytes());
     let single = len <= MAX_SINGLE_SEGMENT;
@@ -105,9 +115,7 @@ pub fn write_frame_header(len: usize, out: &mut [u8]) -> Result<usize, Status> {
     }
     let stored = if size_bytes == 2 { len as u64 - 256 } else { len as u64 };
     header[at..at + size_bytes].copy_from_slice(&stored.to_le_bytes()[..size_bytes]);
-    at += size_bytes;
-    out.get_mut(..at).ok_or(Status::OutputTooSmall)?.copy_from_slice(&header[..at]);
-    Ok(at)
+    (header, at + size_bytes)
 }
 
 /// Writes a block header at the start of `out`; returns its size.
@@ -115,6 +123,13 @@ pub fn write_block_header(out: &mut [u8], last: bool, kind: u32, size: usize) ->
     let value = last as u32 | kind << 1 | (size as u32) << 3;
     out.get_mut(..BLOCK_HEADER).ok_or(Status::OutputTooSmall)?.copy_from_slice(&value.to_le_bytes()[..3]);
     Ok(BLOCK_HEADER)
+}
+
+/// Where a compressed block's content must end in a block written at the start of `available`
+/// bytes for `data_len` bytes of data: before the raw block's end, or it is not worth writing.
+#[inline(always)]
+pub fn compressed_end(available: usize, data_len: usize) -> usize {
+    available.min(BLOCK_HEADER + data_len - 1)
 }
 
 /// Writes one block of `data` (at most [`MAX_BLOCK_SIZE`] bytes) at the start of `out`: RLE when
@@ -140,9 +155,7 @@ fn write_block(
     };
     let (literal_count, sequence_count, after) = (collector.literal_count, collector.sequence_count, collector.repeats);
     if parsed.is_ok() {
-        // Room for anything smaller than the raw block, and no more.
-        let room = out.len().min(BLOCK_HEADER + data.len() - 1);
-        let body = out.get_mut(BLOCK_HEADER..room).unwrap_or(&mut []);
+        let body = out.get_mut(BLOCK_HEADER..compressed_end(out.len(), data.len())).unwrap_or(&mut []);
         if let Ok(len) =
             write_compressed_body(&scratch.block, literal_count, sequence_count, &mut scratch.entropy, body)
         {

@@ -1,0 +1,97 @@
+//! The Zstandard compress kernel's body on an emulated warp: it writes the format crate's frames
+//! byte for byte (and the same status when the output is too small), and libzstd decodes them.
+
+use ferrocomp_format::Status;
+use ferrocomp_format::zstd::encode::{self, CompressScratch, MAX_BLOCK_SIZE, MAX_LEVEL, max_compressed_size};
+use ferrocomp_kernels_gpu::emulated;
+use ferrocomp_kernels_gpu::zstd::encode::{
+    COMPRESS_SCRATCH_BYTES_PER_WARP, COMPRESS_SHARED_BYTES_PER_WARP, compress_chunk,
+};
+use ferrocomp_tests::{random_bytes, text_bytes};
+
+/// Every lane's result, which must all agree.
+fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
+    let first = lanes.remove(0);
+    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
+    first
+}
+
+/// Memory filled with garbage: neither side may depend on what its scratch held before.
+fn garbage(len: usize) -> Vec<u64> {
+    (0..len.div_ceil(8)).map(|i| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect()
+}
+
+fn warp_compress(input: &[u8], level: u8, capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity];
+    let mut shared = garbage(COMPRESS_SHARED_BYTES_PER_WARP);
+    let mut scratch = garbage(COMPRESS_SCRATCH_BYTES_PER_WARP);
+    let (i, o) = (input.as_ptr() as usize, out.as_mut_ptr() as usize);
+    let (sh, sc) = (shared.as_mut_ptr() as usize, scratch.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        compress_chunk(warp, i as *const u8, input.len(), o as *mut u8, capacity, level, sh as *mut u8, sc as *mut u8)
+    }));
+    result.map(|n| out[..n].to_vec())
+}
+
+fn scalar_compress(input: &[u8], level: u8, capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut scratch: Box<CompressScratch> = unsafe { Box::new_zeroed().assume_init() };
+    let mut out = vec![0u8; capacity];
+    encode::compress(input, level, &mut scratch, &mut out).map(|n| out[..n].to_vec())
+}
+
+/// A smooth float32 field rounded to hundredths, little-endian.
+fn float32_bytes(n: usize) -> Vec<u8> {
+    (0..n / 4)
+        .flat_map(|i| {
+            let (x, y) = ((i % 512) as f32 / 512.0, (i / 512) as f32 / 512.0);
+            let v = (8.0 * x).sin() * (6.0 * y).cos() * 20.0 + 280.0;
+            ((v * 100.0).round() / 100.0).to_le_bytes()
+        })
+        .collect()
+}
+
+fn inputs() -> Vec<Vec<u8>> {
+    // Two blocks: text, noise and a long run, then a short text block.
+    let mut mixed = text_bytes(8000, 3);
+    mixed.extend(random_bytes(1000, 4));
+    mixed.extend(vec![b'z'; 60_000]);
+    mixed.extend(text_bytes(500, 5));
+    vec![
+        Vec::new(),
+        vec![7],
+        vec![1; 13],
+        text_bytes(100, 1),
+        text_bytes(1001, 2),
+        random_bytes(3001, 2),
+        vec![9; MAX_BLOCK_SIZE + 5],
+        float32_bytes(20_000),
+        text_bytes(MAX_BLOCK_SIZE, 6),
+        mixed,
+    ]
+}
+
+#[test]
+fn warp_compressor_writes_the_scalar_frames() {
+    for input in inputs() {
+        for level in 1..=MAX_LEVEL {
+            let capacity = max_compressed_size(input.len());
+            let expected = scalar_compress(&input, level, capacity).unwrap();
+            let got = warp_compress(&input, level, capacity).unwrap();
+            assert!(got == expected, "{} bytes, level {level}: frames differ", input.len());
+            assert!(zstd::stream::decode_all(&got[..]).unwrap() == input, "{} bytes, level {level}", input.len());
+        }
+    }
+}
+
+#[test]
+fn warp_compressor_reports_a_small_output_as_the_scalar_one_does() {
+    let input = text_bytes(5000, 8);
+    for level in 1..=MAX_LEVEL {
+        let need = scalar_compress(&input, level, max_compressed_size(input.len())).unwrap().len();
+        for capacity in [0, 5, need / 2, need - 1] {
+            assert_eq!(scalar_compress(&input, level, capacity), Err(Status::OutputTooSmall));
+            assert_eq!(warp_compress(&input, level, capacity), Err(Status::OutputTooSmall), "capacity {capacity}");
+        }
+        assert_eq!(warp_compress(&input, level, need).unwrap().len(), need);
+    }
+}

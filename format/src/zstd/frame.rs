@@ -73,17 +73,18 @@ pub fn read_frame_header(input: &[u8]) -> Result<FrameHeader, Status> {
     let window_bytes = !single_segment as usize;
     let len = 1 + window_bytes + dictionary_bytes + content_bytes;
     let header = input.get(..len).ok_or(Status::Truncated)?;
-    let dictionary = little_endian(&header[1 + window_bytes..1 + window_bytes + dictionary_bytes]);
-    let content_field = &header[len - content_bytes..];
+    let field = |from: usize, bytes: usize| header.get(from..from + bytes).map(little_endian).unwrap_or(0);
+    let dictionary = field(1 + window_bytes, dictionary_bytes);
+    let content_field = field(len - content_bytes, content_bytes);
     let content_size = match content_bytes {
         0 => None,
-        2 => Some(little_endian(content_field) + 256),
-        _ => Some(little_endian(content_field)),
+        2 => Some(content_field + 256),
+        _ => Some(content_field),
     };
     let window = match (single_segment, content_size) {
         (true, Some(size)) => size,
         _ => {
-            let descriptor = header[1] as u64;
+            let descriptor = field(1, 1);
             let base = 1u64 << (10 + (descriptor >> 3));
             base + (base / 8) * (descriptor & 7)
         }

@@ -50,7 +50,7 @@ pub const fn cell_for(symbol: u8, next: u32, log: u32) -> u32 {
 
 /// Checks that `normalized` (probabilities, -1 meaning "less than 1") sums to `1 << log`;
 /// returns how many cells the "less than 1" symbols take at the table's end.
-fn check_distribution(normalized: &[i16], log: u32) -> Result<usize, Status> {
+pub fn check_distribution(normalized: &[i16], log: u32) -> Result<usize, Status> {
     let (mut sum, mut low) = (0usize, 0usize);
     for &p in normalized {
         match p {

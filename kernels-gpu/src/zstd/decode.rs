@@ -1,1 +1,734 @@
-//! Zstandard decompression on the GPU, a warp per chunk.
+//! Zstandard decompression on the GPU, a warp per chunk, its lanes sharing each phase of the
+//! format crate's decoder (`ferrocomp_format::zstd`), with its statuses and bytes:
+//!
+//! - frame, block and section headers: every lane reads them (the same bytes, the same result);
+//! - raw and RLE blocks, raw literals, the literals left after a block's sequences: warp copies;
+//! - a Huffman tree: lane 0 reads the weights, the warp fills the decode table's cells; the four
+//!   literal streams: lanes 0..4, each with the format crate's one-stream decoder, into the
+//!   warp's scratch;
+//! - FSE tables: lane 0 reads a table description, the warp spreads the symbols and builds the
+//!   cells in shared memory;
+//! - sequences: lane 0 decodes and checks 32 at a time into shared memory (FSE is serial), then
+//!   the warp writes them: runs of short sequences whose matches read bytes written before them,
+//!   32 output bytes a step; any other sequence alone, with warp copies;
+//! - the XXH64 checksum: lanes 0..4 each keep one accumulator over the frame's stripes.
+//!
+//! The sizes kernel runs the format crate's `decompressed_size` in lane 0: it reads headers and,
+//! for frames without a content size, sequences, all serial work.
+
+use crate::lz77::{SHORT_SEQUENCE, copy, copy_match, scan_add};
+use crate::warp::{WARP_SIZE, Warp};
+use ferrocomp_format::Status;
+use ferrocomp_format::zstd::frame::{
+    BlockKind, FrameHeader, FrameStart, LiteralsHeader, LiteralsKind, MAX_BLOCK_SIZE, frame_start, little_endian,
+    read_block_header, read_frame_header, read_literals_header,
+};
+use ferrocomp_format::zstd::sequences::{self, Cursor, Mode, RepeatOffsets, SequenceDecoder, Table};
+use ferrocomp_format::zstd::{DecodeTables, fse, huffman, xxh64};
+
+/// Sequences lane 0 decodes before the warp writes them.
+const BATCH: usize = WARP_SIZE as usize;
+
+/// What a warp keeps in shared memory: the decode tables, and the batch of sequences lane 0
+/// hands the warp.
+#[repr(C)]
+struct WarpShared {
+    tables: DecodeTables,
+    /// Literal length, match length and offset of each sequence of the batch.
+    batch: [[u32; 3]; BATCH],
+    /// Sequences of the batch that passed their checks.
+    batch_len: u32,
+    /// The status of the first that did not (0: none).
+    batch_status: u32,
+}
+
+/// Bytes of shared memory each warp needs (4-byte aligned): its decode tables and a batch of
+/// sequences.
+pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<WarpShared>();
+/// Bytes of global scratch each warp needs: a block's decoded literals.
+pub const DECODE_SCRATCH_BYTES_PER_WARP: usize = MAX_BLOCK_SIZE;
+
+/// Decodes every frame of the chunk `input[..n]` into `out[..capacity]`; returns the decoded
+/// size, in every lane: the format crate's `zstd::decompress`, warp-wide.
+///
+/// # Safety
+/// `input` must be readable for `n` bytes, `out` writable for `capacity`, `shared` (4-byte
+/// aligned) for [`DECODE_SHARED_BYTES_PER_WARP`] and `scratch` for
+/// [`DECODE_SCRATCH_BYTES_PER_WARP`], none written by anyone else meanwhile.
+pub unsafe fn decompress_chunk<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    out: *mut u8,
+    capacity: usize,
+    shared: *mut u8,
+    scratch: *mut u8,
+) -> Result<usize, Status> {
+    let input = unsafe { bytes(input, n) };
+    let chunk = Job { input, out, capacity, shared: shared as *mut WarpShared, scratch };
+    if input.is_empty() {
+        return Err(Status::Truncated);
+    }
+    let (mut ip, mut op) = (0, 0);
+    while let Some(rest) = input.get(ip..).filter(|rest| !rest.is_empty()) {
+        match frame_start(rest)? {
+            FrameStart::Skippable(len) => {
+                if len > rest.len() as u64 {
+                    return Err(Status::Truncated);
+                }
+                ip += len as usize;
+            }
+            FrameStart::Zstandard => {
+                let header = read_frame_header(rest.get(4..).unwrap_or(&[]))?;
+                ip += 4 + header.len;
+                (ip, op) = unsafe { decode_frame(warp, &chunk, ip, op, &header)? };
+            }
+        }
+    }
+    Ok(op)
+}
+
+/// The size the chunk `input[..n]` decodes to, in every lane: the format crate's
+/// `zstd::decompressed_size`, run by lane 0.
+///
+/// # Safety
+/// As [`decompress_chunk`] (`scratch` is unused).
+pub unsafe fn decompressed_size<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    shared: *mut u8,
+    _scratch: *mut u8,
+) -> Result<usize, Status> {
+    let result = if warp.lane() == 0 {
+        let tables = unsafe { &mut (*(shared as *mut WarpShared)).tables };
+        ferrocomp_format::zstd::decompressed_size(unsafe { bytes(input, n) }, tables)
+    } else {
+        Ok(0)
+    };
+    let size = broadcast(warp, result.map(|size| size as u32))?;
+    Ok(size as usize)
+}
+
+/// `len` bytes at `at` as a slice.
+unsafe fn bytes<'a>(at: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 { &[] } else { unsafe { core::slice::from_raw_parts(at, len) } }
+}
+
+/// Lane 0's `result`, in every lane.
+fn broadcast<W: Warp>(warp: &W, result: Result<u32, Status>) -> Result<u32, Status> {
+    let (code, value) = match result {
+        Ok(value) => (Status::Success as u32, value),
+        Err(status) => (status as u32, 0),
+    };
+    match warp.shuffle(code, 0) {
+        0 => Ok(warp.shuffle(value, 0)),
+        code => Err(Status::from_code(code)),
+    }
+}
+
+/// The chunk a warp decodes, and its memory.
+struct Job<'a> {
+    input: &'a [u8],
+    out: *mut u8,
+    capacity: usize,
+    shared: *mut WarpShared,
+    scratch: *mut u8,
+}
+
+impl Job<'_> {
+    /// The decode tables, for reading (no lane may be writing them).
+    unsafe fn tables(&self) -> &DecodeTables {
+        unsafe { &(*self.shared).tables }
+    }
+
+    /// The decode tables, for lane 0 alone to write.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn tables_mut(&self) -> &mut DecodeTables {
+        unsafe { &mut (*self.shared).tables }
+    }
+}
+
+/// What a frame's blocks leave for the next: whether a Huffman table and sequence tables exist
+/// (for treeless literals and repeat modes), the Huffman table's log, and (in lane 0) the
+/// repeat offsets.
+struct FrameState {
+    cursor: Cursor,
+    huffman_log: Option<u32>,
+    repeatable: bool,
+    reps: RepeatOffsets,
+}
+
+/// Decodes the blocks and checksum of the frame with `header`, from input position `ip` and
+/// output position `op`; returns both after it.
+unsafe fn decode_frame<W: Warp>(
+    warp: &W,
+    chunk: &Job,
+    mut ip: usize,
+    op: usize,
+    header: &FrameHeader,
+) -> Result<(usize, usize), Status> {
+    let (limit, limit_status) = match header.content_size {
+        Some(size) if size > (chunk.capacity - op) as u64 => return Err(Status::OutputTooSmall),
+        Some(size) => (op + size as usize, Status::Malformed),
+        None => (chunk.capacity, Status::OutputTooSmall),
+    };
+    let cursor = Cursor {
+        frame_start: op,
+        block_start: op,
+        op,
+        literals_left: 0,
+        limit,
+        limit_status,
+        window: header.window,
+        block_max: header.block_max(),
+    };
+    let mut frame = FrameState { cursor, huffman_log: None, repeatable: false, reps: RepeatOffsets::START };
+    loop {
+        let block = read_block_header(chunk.input.get(ip..).unwrap_or(&[]), frame.cursor.block_max)?;
+        let content = chunk.input.get(ip + 3..ip + 3 + block.content_len()).ok_or(Status::Truncated)?;
+        ip += 3 + content.len();
+        frame.cursor.block_start = frame.cursor.op;
+        let at = frame.cursor.op;
+        match block.kind {
+            BlockKind::Raw | BlockKind::Rle => {
+                if block.size > frame.cursor.limit - at {
+                    return Err(frame.cursor.limit_status);
+                }
+                let dst = unsafe { chunk.out.add(at) };
+                match block.kind {
+                    BlockKind::Raw => unsafe { copy(warp, content.as_ptr(), dst, block.size as u32) },
+                    _ => unsafe { fill(warp, dst, content.first().copied().unwrap_or(0), block.size) },
+                }
+                warp.sync(); // the block is visible to every lane
+                frame.cursor.op += block.size;
+            }
+            BlockKind::Compressed => unsafe { decode_compressed(warp, chunk, content, &mut frame)? },
+        }
+        if block.last {
+            break;
+        }
+    }
+    let checksum = if header.checksum {
+        let stored = chunk.input.get(ip..ip + 4).ok_or(Status::Truncated)?;
+        ip += 4;
+        Some(little_endian(stored) as u32)
+    } else {
+        None
+    };
+    let end = frame.cursor.op;
+    if header.content_size.is_some_and(|size| size != (end - op) as u64) {
+        return Err(Status::Malformed);
+    }
+    if let Some(stored) = checksum
+        && unsafe { checksum_of(warp, chunk.out.add(op), end - op) } != stored
+    {
+        return Err(Status::BadChecksum);
+    }
+    Ok((ip, end))
+}
+
+/// Writes `byte` `n` times at `dst`.
+unsafe fn fill<W: Warp>(warp: &W, dst: *mut u8, byte: u8, n: usize) {
+    warp.for_each_strided(n, |i| unsafe { *dst.add(i) = byte });
+}
+
+/// Decodes a compressed block's `content` at the frame's cursor.
+unsafe fn decode_compressed<W: Warp>(
+    warp: &W,
+    chunk: &Job,
+    content: &[u8],
+    frame: &mut FrameState,
+) -> Result<(), Status> {
+    let header = read_literals_header(content)?;
+    let cursor = &mut frame.cursor;
+    if header.regenerated > cursor.block_max {
+        return Err(Status::Malformed);
+    }
+    if header.regenerated > cursor.limit - cursor.op {
+        return Err(cursor.limit_status);
+    }
+    let section = content.get(header.len..header.len + header.stored).ok_or(Status::Malformed)?;
+    let literals = unsafe { read_literals(warp, chunk, &header, section, &mut frame.huffman_log)? };
+    let cursor = &mut frame.cursor;
+    cursor.literals_left = header.regenerated;
+    let sequences = content.get(header.len + header.stored..).unwrap_or(&[]);
+    let seq_header = sequences::read_header(sequences)?;
+    let mut literal_at = 0;
+    if seq_header.count > 0 {
+        let tables_at = sequences.get(seq_header.len..).unwrap_or(&[]);
+        let used = unsafe { read_tables(warp, chunk, seq_header.modes, tables_at, &mut frame.repeatable)? };
+        let stream = tables_at.get(used..).unwrap_or(&[]);
+        literal_at = unsafe { run_sequences(warp, chunk, stream, seq_header.count, literals, frame)? };
+    }
+    let cursor = &mut frame.cursor;
+    let dst = unsafe { chunk.out.add(cursor.op) };
+    unsafe { copy(warp, literals.add(literal_at), dst, cursor.literals_left as u32) };
+    warp.sync(); // the block is visible to every lane
+    cursor.op += cursor.literals_left;
+    cursor.literals_left = 0;
+    Ok(())
+}
+
+/// Where the block's literals are: raw ones in the input, RLE and Huffman-coded ones decoded into
+/// the scratch. Reads (and keeps, in `huffman_log`) a Huffman tree.
+unsafe fn read_literals<W: Warp>(
+    warp: &W,
+    chunk: &Job,
+    header: &LiteralsHeader,
+    section: &[u8],
+    huffman_log: &mut Option<u32>,
+) -> Result<*const u8, Status> {
+    let streams = match header.kind {
+        LiteralsKind::Raw => return Ok(section.as_ptr()),
+        LiteralsKind::Rle => {
+            unsafe { fill(warp, chunk.scratch, section.first().copied().unwrap_or(0), header.regenerated) };
+            warp.sync();
+            return Ok(chunk.scratch);
+        }
+        LiteralsKind::Compressed => {
+            let (log, used) = unsafe { read_huffman_table(warp, chunk, section)? };
+            *huffman_log = Some(log);
+            section.get(used..).unwrap_or(&[])
+        }
+        LiteralsKind::Treeless if huffman_log.is_some() => section,
+        LiteralsKind::Treeless => return Err(Status::Malformed),
+    };
+    let log = huffman_log.unwrap_or(0);
+    unsafe { decode_huffman_literals(warp, chunk, streams, header, log)? };
+    Ok(chunk.scratch)
+}
+
+/// Reads a Huffman tree description at the start of `section`: lane 0 its weights, then the warp
+/// fills the table. Returns the table's log and the bytes read.
+unsafe fn read_huffman_table<W: Warp>(warp: &W, chunk: &Job, section: &[u8]) -> Result<(u32, usize), Status> {
+    let weights = if warp.lane() == 0 {
+        huffman::read_weights(section, unsafe { chunk.tables_mut() })
+            .map(|(symbols, used)| (symbols << 16 | used) as u32)
+    } else {
+        Ok(0)
+    };
+    let weights = broadcast(warp, weights)?;
+    let (symbols, used) = ((weights >> 16) as usize, (weights & 0xFFFF) as usize);
+    warp.sync(); // the weights are visible to every lane
+    let log = unsafe { fill_huffman_table(warp, chunk, symbols)? };
+    Ok((log, used))
+}
+
+/// Fills the Huffman decode table from the `symbols` weights in the tables: each lane finds its
+/// symbols' first cells (weight classes in order, symbols in order within one), then fills the
+/// cells of symbols with few; the warp fills those of symbols with many together.
+unsafe fn fill_huffman_table<W: Warp>(warp: &W, chunk: &Job, symbols: usize) -> Result<u32, Status> {
+    const FEW: u32 = 8;
+    let lane = warp.lane();
+    let weights = unsafe { chunk.tables().weights.get(..symbols).ok_or(Status::Malformed)? };
+    let log = huffman::table_log(weights)?;
+    let weight_of = |s: usize| weights.get(s).copied().unwrap_or(0) as u32;
+    let below = (1u32 << lane) - 1;
+    let classes = 1..=ferrocomp_format::zstd::tables::MAX_HUFFMAN_WEIGHT as u32;
+    // Lane w counts the symbols of weight w, then holds the first cell of the next one.
+    let mut count = 0;
+    for base in (0..symbols).step_by(BATCH) {
+        let weight = weight_of(base + lane as usize);
+        for class in classes.clone() {
+            let members = warp.ballot(weight == class);
+            if lane == class {
+                count += members.count_ones();
+            }
+        }
+    }
+    let class_cells = if classes.contains(&lane) { count << (lane - 1) } else { 0 };
+    let mut next_cell = scan_add(warp, class_cells) - class_cells;
+    let cells = unsafe { core::ptr::addr_of_mut!((*chunk.shared).tables.huffman) as *mut u16 };
+    for base in (0..symbols).step_by(BATCH) {
+        let symbol = base + lane as usize;
+        let weight = weight_of(symbol);
+        let mut start = 0;
+        for class in classes.clone() {
+            let members = warp.ballot(weight == class);
+            let first = warp.shuffle(next_cell, class);
+            if weight == class {
+                start = first + ((members & below).count_ones() << (class - 1));
+            }
+            if lane == class {
+                next_cell += members.count_ones() << (class - 1);
+            }
+        }
+        let width = if weight > 0 { 1u32 << (weight - 1) } else { 0 };
+        let cell = huffman::huffman_cell(symbol, weight as u8, log);
+        if width <= FEW {
+            for i in start..start + width {
+                unsafe { *cells.add(i as usize) = cell };
+            }
+        }
+        let mut many = warp.ballot(width > FEW);
+        while many != 0 {
+            let owner = many.trailing_zeros();
+            many &= many - 1;
+            let (start, width, cell) =
+                (warp.shuffle(start, owner), warp.shuffle(width, owner), warp.shuffle(cell as u32, owner) as u16);
+            let run = unsafe { cells.add(start as usize) };
+            warp.for_each_strided(width as usize, |i| unsafe { *run.add(i) = cell });
+        }
+    }
+    warp.sync(); // the table is visible to every lane
+    Ok(log)
+}
+
+/// Decodes Huffman-coded literals (1 stream in lane 0, or 4 in lanes 0..4) into the scratch.
+unsafe fn decode_huffman_literals<W: Warp>(
+    warp: &W,
+    chunk: &Job,
+    streams: &[u8],
+    header: &LiteralsHeader,
+    log: u32,
+) -> Result<(), Status> {
+    let lane = warp.lane() as usize;
+    let literals = header.regenerated;
+    let (sizes, segment) = if header.four_streams {
+        huffman::split_streams(streams, literals)?
+    } else {
+        ([streams.len(), 0, 0, 0], literals)
+    };
+    let result = if lane < 4 && (header.four_streams || lane == 0) {
+        let skip = if header.four_streams { 6 } else { 0 };
+        let from = skip + sizes.iter().take(lane).sum::<usize>();
+        let size = sizes.get(lane).copied().unwrap_or(0);
+        let stream = streams.get(from..from + size).ok_or(Status::Malformed);
+        let len = if lane == 3 || !header.four_streams { literals - lane * segment } else { segment };
+        let out = unsafe { core::slice::from_raw_parts_mut(chunk.scratch.add(lane * segment), len) };
+        stream.and_then(|stream| huffman::decode_stream(&unsafe { chunk.tables() }.huffman, log, stream, out))
+    } else {
+        Ok(())
+    };
+    let failed = warp.ballot(result.is_err()) != 0;
+    warp.sync(); // the literals are visible to every lane
+    if failed { Err(Status::Malformed) } else { Ok(()) }
+}
+
+/// Sets up the three FSE tables for the modes byte `modes` from the descriptions at the start of
+/// `input`, as the format crate's `sequences::read_tables`; returns the bytes they took.
+unsafe fn read_tables<W: Warp>(
+    warp: &W,
+    chunk: &Job,
+    modes: u8,
+    input: &[u8],
+    repeatable: &mut bool,
+) -> Result<usize, Status> {
+    let mut at = 0;
+    for table in Table::ALL {
+        let (max_symbol, max_log) = table.limits();
+        let rest = input.get(at..).unwrap_or(&[]);
+        let log = match sequences::mode(modes, table) {
+            Mode::Predefined => {
+                let (normalized, log) = table.predefined();
+                unsafe { build_fse_table(warp, chunk, table, normalized.as_ptr(), normalized.len(), log)? };
+                log
+            }
+            Mode::Rle => {
+                let symbol = *rest.first().ok_or(Status::Malformed)?;
+                if symbol as usize > max_symbol {
+                    return Err(Status::Malformed);
+                }
+                if warp.lane() == 0 {
+                    fse::rle_table(symbol, table.cells_mut(unsafe { chunk.tables_mut() }).0);
+                }
+                at += 1;
+                0
+            }
+            Mode::Compressed => {
+                let read = if warp.lane() == 0 {
+                    let normalized = &mut unsafe { chunk.tables_mut() }.normalized;
+                    fse::read_distribution(rest, max_log, max_symbol, normalized)
+                        .map(|d| d.log | (d.symbols as u32) << 8 | (d.bytes as u32) << 16)
+                } else {
+                    Ok(0)
+                };
+                let read = broadcast(warp, read)?;
+                let (log, symbols, bytes) = (read & 0xFF, ((read >> 8) & 0xFF) as usize, (read >> 16) as usize);
+                warp.sync(); // the description is visible to every lane
+                let normalized = unsafe { core::ptr::addr_of!((*chunk.shared).tables.normalized) as *const i16 };
+                unsafe { build_fse_table(warp, chunk, table, normalized, symbols, log)? };
+                at += bytes;
+                log
+            }
+            Mode::Repeat if *repeatable => continue,
+            Mode::Repeat => return Err(Status::Malformed),
+        };
+        if warp.lane() == 0 {
+            unsafe { chunk.tables_mut() }.logs[table as usize] = log as u8;
+        }
+    }
+    *repeatable = true;
+    warp.sync(); // the tables are visible to every lane
+    Ok(at)
+}
+
+/// Builds `table`'s FSE decode table for the `symbols` probabilities at `normalized` (accuracy
+/// log `log`, at least 5), as `fse::build_decode_table` does: lane 0 places the "less than 1"
+/// symbols and the others' first cells; each lane spreads the cells at its steps of the walk
+/// (the k-th free position the walk reaches takes the symbol holding the k-th cell); then each
+/// group of lanes with one symbol in a stretch of 32 cells numbers its cells in state order.
+unsafe fn build_fse_table<W: Warp>(
+    warp: &W,
+    chunk: &Job,
+    table: Table,
+    normalized: *const i16,
+    symbols: usize,
+    log: u32,
+) -> Result<(), Status> {
+    let lane = warp.lane();
+    let normalized = unsafe { core::slice::from_raw_parts(normalized, symbols) };
+    let low = fse::check_distribution(normalized, log)?;
+    let size = 1usize << log;
+    let high = size - low;
+    let tables = unsafe { core::ptr::addr_of_mut!((*chunk.shared).tables) };
+    let cells: *mut u32 = match table {
+        Table::LiteralLengths => unsafe { core::ptr::addr_of_mut!((*tables).literal_lengths) as *mut u32 },
+        Table::Offsets => unsafe { core::ptr::addr_of_mut!((*tables).offsets) as *mut u32 },
+        Table::MatchLengths => unsafe { core::ptr::addr_of_mut!((*tables).match_lengths) as *mut u32 },
+    };
+    let first_cell = unsafe { core::ptr::addr_of_mut!((*tables).weight_table) as *mut u32 };
+    let counters = unsafe { core::ptr::addr_of_mut!((*tables).next) as *mut u16 };
+    if lane == 0 {
+        let (mut placed, mut end) = (0u32, size);
+        for (s, &p) in normalized.iter().enumerate() {
+            unsafe {
+                *first_cell.add(s) = placed;
+                *counters.add(s) = if p == -1 { 1 } else { p as u16 };
+            }
+            if p == -1 {
+                end -= 1;
+                unsafe { *cells.add(end) = s as u32 };
+            }
+            placed += p.max(0) as u32;
+        }
+    }
+    warp.sync();
+    // The walk's j-th step lands on (j * step) mod size; free positions are those below `high`.
+    let (step, mask) = (fse::spread_step(size), size - 1);
+    let below = (1u32 << lane) - 1;
+    let mut placed = 0;
+    for base in (0..size).step_by(BATCH) {
+        let position = ((base + lane as usize) * step) & mask;
+        let free = position < high;
+        let reached = warp.ballot(free);
+        if free {
+            let k = placed + (reached & below).count_ones();
+            let symbol = unsafe { symbol_holding(first_cell, symbols, k) };
+            unsafe { *cells.add(position) = symbol };
+        }
+        placed += reached.count_ones();
+    }
+    warp.sync();
+    for base in (0..size).step_by(BATCH) {
+        let at = base + lane as usize;
+        let symbol = unsafe { *cells.add(at) } & 0xFF;
+        let group = warp.match_any(symbol);
+        let first = unsafe { *counters.add(symbol as usize) } as u32;
+        warp.sync(); // every lane has read its symbol's counter
+        if lane == 31 - group.leading_zeros() {
+            unsafe { *counters.add(symbol as usize) = (first + group.count_ones()) as u16 };
+        }
+        let rank = (group & below).count_ones();
+        unsafe { *cells.add(at) = fse::cell_for(symbol as u8, first + rank, log) };
+        warp.sync();
+    }
+    Ok(())
+}
+
+/// The symbol whose cells (in spread order, "less than 1" symbols aside) include the `k`-th:
+/// the last of the `symbols` whose first cell `first_cell[s]` is at most `k`.
+unsafe fn symbol_holding(first_cell: *const u32, symbols: usize, k: u32) -> u32 {
+    let (mut low, mut high) = (0usize, symbols);
+    while high - low > 1 {
+        let mid = (low + high) / 2;
+        if unsafe { *first_cell.add(mid) } <= k {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    low as u32
+}
+
+/// Decodes the block's `count` sequences from `stream` and writes them, a batch at a time, with
+/// the literals at `literals`; returns how many literals they took.
+unsafe fn run_sequences<W: Warp>(
+    warp: &W,
+    chunk: &Job,
+    stream: &[u8],
+    count: u32,
+    literals: *const u8,
+    frame: &mut FrameState,
+) -> Result<usize, Status> {
+    // Every lane starts a decoder (the same stream, the same result); lane 0 runs it, checking
+    // each sequence with its own copy of the cursor.
+    let mut decoder = SequenceDecoder::new(stream, unsafe { chunk.tables() })?;
+    let mut check = frame.cursor;
+    let (mut decoded, mut literal_at) = (0, 0);
+    let shared = chunk.shared;
+    while decoded < count {
+        let batch = (count - decoded).min(BATCH as u32);
+        if warp.lane() == 0 {
+            let tables = unsafe { chunk.tables() };
+            let (mut len, mut status) = (0, Status::Success);
+            while len < batch {
+                let sequence = decoder.next(tables, decoded + len + 1 == count);
+                let offset = frame.reps.resolve(sequence.offset_value, sequence.literals);
+                if let Err(error) = check.advance(&sequence, offset) {
+                    status = error;
+                    break;
+                }
+                if let Some(slot) = unsafe { (*shared).batch.get_mut(len as usize) } {
+                    *slot = [sequence.literals, sequence.match_len, offset];
+                }
+                len += 1;
+            }
+            if status == Status::Success && decoded + len == count && !decoder.finished() {
+                status = Status::Malformed;
+            }
+            unsafe { ((*shared).batch_len, (*shared).batch_status) = (len, status as u32) };
+        }
+        warp.sync(); // the batch is visible to every lane
+        let (len, status) = unsafe { ((*shared).batch_len, (*shared).batch_status) };
+        if status != Status::Success as u32 {
+            return Err(Status::from_code(status));
+        }
+        let (written, taken) = unsafe { write_batch(warp, chunk, literals.add(literal_at), frame.cursor.op, len) };
+        frame.cursor.op += written;
+        frame.cursor.literals_left -= taken;
+        literal_at += taken;
+        decoded += len;
+    }
+    Ok(literal_at)
+}
+
+/// One sequence of a batch as its lane holds it: output position and literals position
+/// (relative to the batch's), literal and match lengths, offset.
+#[derive(Clone, Copy)]
+struct Placed {
+    start: u32,
+    literal_at: u32,
+    literals: u32,
+    match_len: u32,
+    offset: u32,
+}
+
+/// Writes the `len` sequences of the shared batch at output position `op`, their literals from
+/// `literals`; returns the bytes written and the literals taken. Lane i holds sequence i. Runs of
+/// short sequences whose matches read bytes written before them (an offset of at least 32, or a
+/// source before the batch) go 32 bytes a step; any other sequence alone.
+unsafe fn write_batch<W: Warp>(warp: &W, chunk: &Job, literals: *const u8, op: usize, len: u32) -> (usize, usize) {
+    let lane = warp.lane();
+    let entry = unsafe { (*chunk.shared).batch.get(lane as usize) }.filter(|_| lane < len);
+    let [literal_len, match_len, offset] = entry.copied().unwrap_or([0; 3]);
+    let bytes = literal_len + match_len;
+    let end = scan_add(warp, bytes);
+    let literal_end = scan_add(warp, literal_len);
+    let me =
+        Placed { start: end - bytes, literal_at: literal_end - literal_len, literals: literal_len, match_len, offset };
+    let match_start = me.start + literal_len;
+    let reads_before = offset >= WARP_SIZE || (match_start + match_len) as usize <= offset as usize;
+    let alone = warp.ballot(lane < len && (!reads_before || bytes > SHORT_SEQUENCE));
+    let mut first = 0;
+    while first < len {
+        let next_alone = (alone >> first << first).trailing_zeros().min(len);
+        if next_alone > first {
+            unsafe { write_run(warp, chunk.out, op, literals, &me, first, next_alone) };
+        }
+        if next_alone < len {
+            let one = shuffle_placed(warp, &me, next_alone);
+            let match_at = op + (one.start + one.literals) as usize;
+            unsafe {
+                copy(warp, literals.add(one.literal_at as usize), chunk.out.add(op + one.start as usize), one.literals);
+                warp.sync(); // the literals may be the match's source
+                // Addressed from the match's source, which the checks keep within the frame.
+                let source = chunk.out.add(match_at - one.offset as usize);
+                copy_match(warp, source, one.offset, one.offset, one.match_len);
+            }
+        }
+        first = next_alone + 1;
+    }
+    (warp.shuffle(end, 31) as usize, warp.shuffle(literal_end, 31) as usize)
+}
+
+/// Lane `from`'s sequence, in every lane.
+fn shuffle_placed<W: Warp>(warp: &W, placed: &Placed, from: u32) -> Placed {
+    Placed {
+        start: warp.shuffle(placed.start, from),
+        literal_at: warp.shuffle(placed.literal_at, from),
+        literals: warp.shuffle(placed.literals, from),
+        match_len: warp.shuffle(placed.match_len, from),
+        offset: warp.shuffle(placed.offset, from),
+    }
+}
+
+/// Writes sequences `first..end` of the batch at output position `op` (lanes `first..end`), 32
+/// output bytes a step: lane i writes byte `step + i` of the run, from its sequence's literals or
+/// the bytes it repeats.
+unsafe fn write_run<W: Warp>(
+    warp: &W,
+    out: *mut u8,
+    op: usize,
+    literals: *const u8,
+    me: &Placed,
+    first: u32,
+    end: u32,
+) {
+    let lane = warp.lane();
+    let run_start = warp.shuffle(me.start, first);
+    let last = shuffle_placed(warp, me, end - 1);
+    let total = last.start + last.literals + last.match_len - run_start;
+    // Lanes before the run start where it does, lanes after it never: starts only grow.
+    let owner_start = match lane {
+        l if l < first => 0,
+        l if l < end => me.start - run_start,
+        _ => u32::MAX,
+    };
+    let mut step = 0;
+    while step < total {
+        let at = step + lane;
+        let mut owner = 0;
+        let mut half = WARP_SIZE / 2;
+        while half > 0 {
+            if warp.shuffle(owner_start, owner + half) <= at {
+                owner += half;
+            }
+            half /= 2;
+        }
+        let owner = shuffle_placed(warp, me, owner);
+        if at < total {
+            let into = at + run_start - owner.start;
+            let to = op + (run_start + at) as usize;
+            let byte = if into < owner.literals {
+                unsafe { *literals.add((owner.literal_at + into) as usize) }
+            } else {
+                unsafe { *out.add(to - owner.offset as usize) }
+            };
+            unsafe { *out.add(to) = byte };
+        }
+        warp.sync(); // the step's bytes are visible to every lane
+        step += WARP_SIZE;
+    }
+}
+
+/// The low 32 bits of the XXH64 of `len` bytes at `data`, in every lane: lane i < 4 keeps
+/// accumulator i over the 32-byte stripes, then every lane finishes the hash.
+unsafe fn checksum_of<W: Warp>(warp: &W, data: *const u8, len: usize) -> u32 {
+    let lane = warp.lane() as usize;
+    let stripes = len / xxh64::STRIPE;
+    let mut acc = xxh64::initial(lane);
+    if lane < 4 {
+        for stripe in 0..stripes {
+            let word = unsafe { data.add(stripe * xxh64::STRIPE + 8 * lane).cast::<[u8; 8]>().read() };
+            acc = xxh64::round(acc, u64::from_le_bytes(word));
+        }
+    }
+    let accs: [u64; 4] = core::array::from_fn(|i| {
+        let low = warp.shuffle(acc as u32, i as u32) as u64;
+        low | (warp.shuffle((acc >> 32) as u32, i as u32) as u64) << 32
+    });
+    let tail = unsafe { bytes(data.add(stripes * xxh64::STRIPE), len % xxh64::STRIPE) };
+    xxh64::finish(xxh64::converge(accs), tail, len as u64) as u32
+}

@@ -98,19 +98,9 @@ pub fn best_match(
 ) -> Candidate {
     let mut best = Candidate::default();
     let mut best_gain = 0;
-    let mut consider = |c: usize, best: &mut Candidate| {
-        let len = measure(input, c, p, MEASURE_CAP);
-        if len >= MIN_MATCH {
-            let found = Candidate { len: len as u32, offset: (p - c) as u32 };
-            let gain = found.gain(repeats);
-            if best.len == 0 || gain > best_gain {
-                (*best, best_gain) = (found, gain);
-            }
-        }
-    };
     for &r in repeats {
         if r as usize <= p {
-            consider(p - r as usize, &mut best);
+            consider(input, p, p - r as usize, repeats, &mut best, &mut best_gain);
         }
     }
     let mut entry = first;
@@ -122,11 +112,26 @@ pub fn best_match(
         let c = c - 1;
         let at = best.len as usize;
         if best.len == 0 || (p + at < input.len() && input[c + at] == input[p + at]) {
-            consider(c, &mut best);
+            consider(input, p, c, repeats, &mut best, &mut best_gain);
         }
         entry = link(c);
     }
     best
+}
+
+/// Measures the match of `p` at `c` and makes it `best` if it gains more.
+#[inline(always)]
+fn consider(input: &[u8], p: usize, c: usize, repeats: &RepeatOffsets, best: &mut Candidate, best_gain: &mut i32) {
+    let word = |at: usize| u32::from_le_bytes([input[at], input[at + 1], input[at + 2], input[at + 3]]);
+    if word(c) != word(p) {
+        return;
+    }
+    let len = MIN_MATCH + measure(input, c + MIN_MATCH, p + MIN_MATCH, MEASURE_CAP - MIN_MATCH);
+    let found = Candidate { len: len as u32, offset: (p - c) as u32 };
+    let gain = found.gain(repeats);
+    if best.len == 0 || gain > *best_gain {
+        (*best, *best_gain) = (found, gain);
+    }
 }
 
 /// Which lane's match to take first from lane `from` on, among `lanes` lanes whose gains

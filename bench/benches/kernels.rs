@@ -1,23 +1,25 @@
-//! Criterion microbenchmarks of ferrocomp's GPU kernels: compress and decompress of LZ4, Snappy, Deflate level 1
-//! and GDeflate level 1, and CRC-32, each one batched call over 64 MiB of text-like data in 64 KiB chunks, timed
+//! Criterion microbenchmarks of ferrocomp's GPU kernels: compress and decompress of LZ4, Snappy, Deflate level 1,
+//! GDeflate level 1 and Zstd levels 1 and 2, and CRC-32, each one batched call over 64 MiB of text-like data in 64 KiB chunks, timed
 //! with CUDA events.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ferrocomp::checksum::crc32_async;
-use ferrocomp::{Chunks, DataType, Deflate, DeviceBuffer, GDeflate, Gpu, Lz4, Options, Results, Snappy, Wrapper};
-use ferrocomp_bench::{BenchStream, Chunked, Timer};
+use ferrocomp::{Chunks, DataType, Deflate, DeviceBuffer, GDeflate, Gpu, Lz4, Options, Results, Snappy, Wrapper, Zstd};
+use ferrocomp_bench::{BenchStream, Chunked, Timer, codec_name};
 use std::time::Duration;
 
 /// Bytes each call processes.
 const LEN: usize = 64 << 20;
 /// Uncompressed chunk size.
 const CHUNK_SIZE: usize = 64 << 10;
-/// The codecs benchmarked, each as `<algorithm>_compress` and `<algorithm>_decompress`.
-const CODECS: [Options; 4] = [
+/// The codecs benchmarked, each as `<codec>_compress` and `<codec>_decompress` (`zstd_level_1_compress`...).
+const CODECS: [Options; 6] = [
     Options::Lz4(Lz4 { data_type: DataType::Char }),
     Options::Snappy(Snappy { data_type: DataType::Char }),
     Options::Deflate(Deflate { level: 1, wrapper: Wrapper::Raw }),
     Options::GDeflate(GDeflate { level: 1 }),
+    Options::Zstd(Zstd { level: 1 }),
+    Options::Zstd(Zstd { level: 2 }),
 ];
 
 /// Deterministic text-like bytes: words and numbers picked by a xorshift generator, so the codecs find matches.
@@ -69,7 +71,7 @@ fn kernels(c: &mut Criterion) {
     let mut group = c.benchmark_group("kernels");
     group.throughput(Throughput::Bytes(LEN as u64));
     for options in CODECS {
-        let (codec, name) = (options.codec(), options.algorithm().name());
+        let (codec, name) = (options.codec(), codec_name(&options).to_lowercase().replace(' ', "_"));
         let slot = codec.max_compressed_chunk_size(CHUNK_SIZE).next_multiple_of(16);
         let mut compressed = Chunked::new(&gpu, count * slot, slot).unwrap();
         let scratch_bytes =

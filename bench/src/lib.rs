@@ -47,7 +47,7 @@ pub trait Codec {
     ) -> Result<()>;
 }
 
-/// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc".
+/// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd".
 pub fn title(algorithm: Algorithm) -> &'static str {
     match algorithm {
         Algorithm::Lz4 => "LZ4",
@@ -55,14 +55,16 @@ pub fn title(algorithm: Algorithm) -> &'static str {
         Algorithm::Deflate => "Deflate",
         Algorithm::GDeflate => "GDeflate",
         Algorithm::Blosc => "Blosc",
+        Algorithm::Zstd => "Zstd",
     }
 }
 
-/// The codec's name in tables: its algorithm's [`title`], and the level of Deflate and GDeflate.
+/// The codec's name in tables: its algorithm's [`title`], and the level of Deflate, GDeflate and Zstd.
 pub fn codec_name(options: &Options) -> String {
     match options {
         Options::Deflate(deflate) => format!("Deflate level {}", deflate.level),
         Options::GDeflate(gdeflate) => format!("GDeflate level {}", gdeflate.level),
+        Options::Zstd(zstd) => format!("Zstd level {}", zstd.level),
         _ => title(options.algorithm()).to_owned(),
     }
 }

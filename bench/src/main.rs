@@ -6,6 +6,7 @@
 use anyhow::{Context, Result, bail, ensure};
 use ferrocomp::{
     Algorithm, Blosc, Chunks, Deflate, DeviceBuffer, GDeflate, Gpu, Lz4, Options, Results, Shuffle, Snappy, Wrapper,
+    Zstd,
 };
 use ferrocomp_bench::nvcomp::Nvcomp;
 use ferrocomp_bench::{BenchStream, Chunked, Codec, Timer, chunk_sizes, codec_name, title};
@@ -16,9 +17,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: ferrocomp-bench --data DIR [--nvcomp PATH/libnvcomp.so.6] \
-                     [--codecs lz4,snappy,deflate,gdeflate,blosc] [--levels 1,4] [--chunk-size 65536] [--reps 10] \
+                     [--codecs lz4,snappy,deflate,gdeflate,blosc,zstd] [--levels 1,4] [--chunk-size 65536] [--reps 10] \
                      [--out FILE]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
-                     `algorithm` option), default 1";
+                     `algorithm` option), default 1; Zstd runs every level";
 
 /// The data sets `make_datasets.py` writes: file name, and the name the nvCOMP anchor gives it.
 const DATASETS: [(&str, &str); 4] = [
@@ -29,10 +30,7 @@ const DATASETS: [(&str, &str); 4] = [
 ];
 
 /// Every algorithm, in table order.
-const ALGORITHMS: [Algorithm; 5] = Algorithm::ALL;
-
-/// Highest Deflate and GDeflate level (nvCOMP's `algorithm` option).
-const MAX_LEVEL: u8 = 5;
+const ALGORITHMS: [Algorithm; 6] = Algorithm::ALL;
 
 /// zlib levels whose ratios (zlib-rs's) the Deflate and GDeflate tables give for reference.
 const ZLIB_LEVELS: [u32; 2] = [1, 6];
@@ -97,7 +95,8 @@ impl Args {
         Ok(Self { data: data.context(USAGE)?, nvcomp, algorithms, levels, chunk_size, reps, out })
     }
 
-    /// The codecs of `algorithm` to run: for Deflate and GDeflate one per level (raw deflate streams).
+    /// The codecs of `algorithm` to run: for Deflate and GDeflate one per level of `--levels` (raw deflate
+    /// streams), for Zstd one per level.
     fn codecs(&self, algorithm: Algorithm) -> Vec<Options> {
         let levels = self.levels.iter().copied();
         match algorithm {
@@ -109,6 +108,8 @@ impl Args {
             Algorithm::GDeflate => levels.map(|level| Options::GDeflate(GDeflate { level })).collect(),
             // Zarr's usual float32/int32 arrays: four-byte elements, byte shuffle.
             Algorithm::Blosc => vec![Options::Blosc(Blosc { typesize: 4, shuffle: Shuffle::Byte })],
+            // Every level, each beside nvCOMP's Zstd (which has none).
+            Algorithm::Zstd => Zstd::LEVELS.map(|level| Options::Zstd(Zstd { level })).collect(),
         }
     }
 }
@@ -118,13 +119,14 @@ fn parse_algorithm(name: &str) -> Result<Algorithm> {
     ALGORITHMS.into_iter().find(|algorithm| algorithm.name() == name).with_context(|| format!("unknown codec {name:?}"))
 }
 
-/// A Deflate and GDeflate level, 0 to [`MAX_LEVEL`].
+/// A Deflate and GDeflate level (nvCOMP's `algorithm` option).
 fn parse_level(level: &str) -> Result<u8> {
+    let levels = Deflate::LEVELS;
     level
         .parse()
         .ok()
-        .filter(|&level| level <= MAX_LEVEL)
-        .with_context(|| format!("level {level:?}: not 0 to {MAX_LEVEL}"))
+        .filter(|level| levels.contains(level))
+        .with_context(|| format!("level {level:?}: not {} to {}", levels.start(), levels.end()))
 }
 
 /// Whether the algorithm writes deflate streams, which the zlib reference lines compare with.

@@ -1,5 +1,5 @@
-//! nvCOMP 6's batched C API for LZ4, Snappy, Deflate and GDeflate, loaded at run time from `libnvcomp.so.6` (as
-//! its `nvcomp/{lz4,snappy,deflate,gdeflate}.h` and `nvcomp.h` declare it). The four algorithms' entry points,
+//! nvCOMP 6's batched C API for LZ4, Snappy, Deflate, GDeflate and Zstd, loaded at run time from `libnvcomp.so.6`
+//! (as its `nvcomp/{lz4,snappy,deflate,gdeflate,zstd}.h` and `nvcomp.h` declare it). The algorithms' entry points,
 //! `nvcompBatched<Name>CompressAsync` and the like, have the same signatures but for their options structs
 //! (64 bytes each, passed by value), so one table of entry points, generic over those structs, serves them all.
 //! Device arrays of chunk addresses (`const void* const*`) and sizes (`const size_t*`) are the same memory as
@@ -39,7 +39,7 @@ struct Lz4DecompressOpts {
     reserved: [u8; 48],
 }
 
-/// `nvcompBatchedSnappyCompressOpts_t`: reserved bytes only, all zero.
+/// `nvcompBatchedSnappyCompressOpts_t` and `nvcompBatchedZstdCompressOpts_t`: reserved bytes only, all zero.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct SnappyCompressOpts {
@@ -65,7 +65,7 @@ struct DecompressOpts {
     reserved: [u8; 56],
 }
 
-/// `nvcompBatchedGdeflateDecompressOpts_t`. All zeros are nvCOMP's default: `NVCOMP_DECOMPRESS_BACKEND_DEFAULT`.
+/// `nvcompBatchedGdeflateDecompressOpts_t` and `nvcompBatchedZstdDecompressOpts_t`. All zeros are nvCOMP's default: `NVCOMP_DECOMPRESS_BACKEND_DEFAULT`.
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct GdeflateDecompressOpts {
@@ -167,7 +167,10 @@ impl Nvcomp {
     /// nvCOMP's batched codec for `options`: the algorithm's entry points with its default options but for
     /// the level of Deflate and GDeflate (their `algorithm` option) and LZ4's data type. Raw deflate only.
     pub fn codec(&self, options: Options) -> Result<Box<dyn Codec + '_>> {
-        let label = format!("nvCOMP {}", codec_name(&options));
+        let label = match options {
+            Options::Zstd(_) => "nvCOMP Zstd".to_owned(), // one level only
+            _ => format!("nvCOMP {}", codec_name(&options)),
+        };
         let level = |level: u8| LevelCompressOpts { algorithm: i32::from(level), reserved: [0; 60] };
         // SAFETY: each options struct is the one its algorithm's entry points take.
         unsafe {
@@ -196,6 +199,14 @@ impl Nvcomp {
                     Box::new(Batched::load(self, "Deflate", label, level(deflate.level), DECOMPRESS_DEFAULTS)?)
                 }
                 Options::Blosc(_) => bail!("nvCOMP has no Blosc"),
+                // nvCOMP's Zstd has no level: ours at any level is set beside its one.
+                Options::Zstd(_) => Box::new(Batched::load(
+                    self,
+                    "Zstd",
+                    label,
+                    SNAPPY_COMPRESS_DEFAULTS,
+                    GDEFLATE_DECOMPRESS_DEFAULTS,
+                )?),
                 Options::GDeflate(gdeflate) => Box::new(Batched::load(
                     self,
                     "Gdeflate",

@@ -4,7 +4,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ferrocomp::{
     Bitstream, Blosc, BufferCodec, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate, GDeflate, Gpu, Lz4,
-    Options, Shuffle, Snappy, Wrapper,
+    Options, Shuffle, Snappy, Wrapper, Zstd,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
@@ -37,9 +37,10 @@ enum Command {
         #[arg(long, value_enum, default_value_t = DataTypeArg::Char)]
         data_type: DataTypeArg,
         /// Level of deflate, zlib, gzip and gdeflate (nvCOMP's algorithm_type): 0 entropy coding
-        /// only, 1 fast, 2-3 medium, 4 high, 5 highest ratio.
-        #[arg(short, long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=5))]
-        level: u8,
+        /// only, 1 fast (the default), 2-3 medium, 4 high, 5 highest ratio. Of zstd: 1 fast (the
+        /// default) to 2, higher ratio.
+        #[arg(short, long)]
+        level: Option<u8>,
     },
     /// Decompress IN into OUT.
     Decompress {
@@ -72,7 +73,7 @@ struct Common {
     output: PathBuf,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum AlgorithmArg {
     Lz4,
     Snappy,
@@ -85,6 +86,8 @@ enum AlgorithmArg {
     Gdeflate,
     /// Blosc 1 chunks as numcodecs writes them: LZ4 inside, bytes of --data-type elements shuffled
     Blosc,
+    /// Zstandard frames (RFC 8878), as libzstd reads and writes them
+    Zstd,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -132,14 +135,23 @@ impl Common {
         Config { chunk_size, bitstream, checksum }
     }
 
-    fn options(&self, data_type: DataTypeArg, level: u8) -> Options {
+    fn options(&self, data_type: DataTypeArg, level: Option<u8>) -> Result<Options> {
         let data_type = match data_type {
             DataTypeArg::Char => DataType::Char,
             DataTypeArg::Short => DataType::Short,
             DataTypeArg::Int => DataType::Int,
             DataTypeArg::LongLong => DataType::LongLong,
         };
-        match self.algorithm {
+        let (levels, default) = match self.algorithm {
+            AlgorithmArg::Zstd => (Zstd::LEVELS, Zstd::default().level),
+            _ => (Deflate::LEVELS, Deflate::default().level),
+        };
+        let level = match level {
+            None => default,
+            Some(level) if levels.contains(&level) => level,
+            Some(level) => bail!("level {level} is outside {}..={} for this algorithm", levels.start(), levels.end()),
+        };
+        Ok(match self.algorithm {
             AlgorithmArg::Lz4 => Options::Lz4(Lz4 { data_type }),
             AlgorithmArg::Snappy => Options::Snappy(Snappy { data_type }),
             AlgorithmArg::Deflate => Options::Deflate(Deflate { level, wrapper: Wrapper::Raw }),
@@ -147,7 +159,8 @@ impl Common {
             AlgorithmArg::Gzip => Options::Deflate(Deflate { level, wrapper: Wrapper::Gzip }),
             AlgorithmArg::Gdeflate => Options::GDeflate(GDeflate { level }),
             AlgorithmArg::Blosc => Options::Blosc(Blosc { typesize: data_type.width() as u8, shuffle: Shuffle::Byte }),
-        }
+            AlgorithmArg::Zstd => Options::Zstd(Zstd { level }),
+        })
     }
 
     /// The GPU, unless `--cpu` was given or there is none (which is said once on stderr).
@@ -197,7 +210,7 @@ fn run(cli: Cli) -> Result<()> {
     let start = Instant::now();
     let (output, uncompressed, compressed) = match cli.command {
         Command::Compress { ref common, chunk_size, data_type, level } => {
-            let codec = BufferCodec::new(common.options(data_type, level), common.config(chunk_size), gpu)
+            let codec = BufferCodec::new(common.options(data_type, level)?, common.config(chunk_size), gpu)
                 .context("configuring the compressor")?;
             let bar = progress_bar(input.len());
             let output = codec
@@ -208,8 +221,9 @@ fn run(cli: Cli) -> Result<()> {
             (output, input.len(), compressed)
         }
         Command::Decompress { ref common, size } => {
-            let codec = BufferCodec::new(common.options(DataTypeArg::Char, 1), common.config(DEFAULT_CHUNK_SIZE), gpu)
-                .context("configuring the decompressor")?;
+            let codec =
+                BufferCodec::new(common.options(DataTypeArg::Char, None)?, common.config(DEFAULT_CHUNK_SIZE), gpu)
+                    .context("configuring the decompressor")?;
             let context = || format!("decompressing {input_path}");
             let total = codec.read_frame(&input).with_context(context)?.total_size;
             if let Some(size) = size.filter(|&size| size != total) {

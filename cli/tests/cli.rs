@@ -219,6 +219,7 @@ fn every_algorithm_round_trips_at_its_levels() {
         ("zlib", &["2"]),
         ("gzip", &["5"]),
         ("gdeflate", &["1", "4"]),
+        ("zstd", &["1", "2"]),
     ] {
         for level in levels {
             let (compressed, restored) = (dir.path("c"), dir.path("r"));
@@ -232,6 +233,28 @@ fn every_algorithm_round_trips_at_its_levels() {
             std::fs::remove_file(&restored).unwrap();
         }
     }
+}
+
+#[test]
+fn levels_outside_an_algorithms_range_are_refused() {
+    let dir = TempDir::new("levels");
+    let input = dir.file("in", &sample(1000));
+    for (algorithm, level, range) in [("zstd", "0", "1..=2"), ("zstd", "3", "1..=2"), ("deflate", "6", "0..=5")] {
+        let stderr = ferrocomp_err("compress", &["-a", algorithm, "--level", level], &input, &dir.path("out"));
+        assert!(stderr.contains(&format!("level {level} is outside {range}")), "{stderr}");
+    }
+}
+
+#[test]
+fn raw_zstd_frames_are_libzstds() {
+    let dir = TempDir::new("zstd-frames");
+    let data = sample(200_000);
+    let input = dir.file("in", &data);
+    let frame = ferrocomp_ok("compress", &["-a", "zstd", "--bitstream", "raw"], &input, &dir.path("in.zst"));
+    assert_eq!(zstd::bulk::decompress(&frame, data.len()).unwrap(), data);
+    let theirs = dir.file("theirs.zst", &zstd::bulk::compress(&data, 19).unwrap());
+    let args = ["-a", "zstd", "--bitstream", "raw", "--size", "200000"];
+    assert_eq!(ferrocomp_ok("decompress", &args, &theirs, &dir.path("out")), data);
 }
 
 #[test]

@@ -9,8 +9,9 @@
 //! - a CPU path writing the same bitstream, used when there is no GPU.
 //!
 //! Codecs ([`Options`]): LZ4 blocks, Snappy raw streams, Deflate (raw, zlib or gzip, with
-//! nvCOMP's six levels) and GDeflate pages. Their chunks are the standard formats both ways:
-//! liblz4, `snap`, zlib/gzip and nvCOMP read what ferrocomp writes, and the reverse.
+//! nvCOMP's six levels), GDeflate pages, Blosc 1 chunks and Zstandard frames. Their chunks are
+//! the standard formats both ways: liblz4, `snap`, zlib/gzip, c-blosc, libzstd and nvCOMP read
+//! what ferrocomp writes, and the reverse.
 //!
 //! ```no_run
 //! use ferrocomp::{BufferCodec, Config, Gpu, Options};
@@ -39,7 +40,7 @@ pub use batch::{BatchCodec, Chunks, Results};
 pub use buffer_codec::{BufferCodec, Config, DEFAULT_CHUNK_SIZE};
 pub use checksum::ChecksumPolicy;
 pub use chunk_list::{ChunkListCodec, ChunkResults};
-pub use codec::{Blosc, Deflate, GDeflate, Lz4, Options, Snappy};
+pub use codec::{Blosc, Deflate, GDeflate, Lz4, Options, Snappy, Zstd};
 pub use container::{Bitstream, Frame};
 pub use error::{ChecksumPart, Error, Result};
 pub use ferrocomp_format::blosc::Shuffle;

@@ -151,6 +151,7 @@ NUMCODECS_LZ4 = NumcodecsLz4Format("LZ4")
 ZLIB_STREAM = DeflateFormat("Deflate", (("wrapper", "zlib"),))
 GZIP_MEMBER = DeflateFormat("Deflate", (("wrapper", "gzip"),))
 BLOSC_CHUNK = BloscFormat("Blosc")
+ZSTD_FRAME = StreamFormat("Zstd")
 
 
 _codecs: dict[tuple[Any, ...], tuple[Any, threading.Lock]] = {}

@@ -26,7 +26,7 @@ ALGORITHMS = {b"ZL": "zlib", b"L4": "lz4", b"ZS": "zstd", b"XZ": "lzma", b"CS": 
 """ROOT's two-letter algorithm tags."""
 STORED = "stored"
 """The algorithm of an object kept uncompressed."""
-DECODED_BY = {"zlib": _zarr_batch.ZLIB_STREAM, "lz4": _zarr_batch.LZ4_BLOCK}
+DECODED_BY = {"zlib": _zarr_batch.ZLIB_STREAM, "lz4": _zarr_batch.LZ4_BLOCK, "zstd": _zarr_batch.ZSTD_FRAME}
 """The ferrocomp stream format of each ROOT algorithm this module decodes."""
 
 

@@ -9,8 +9,8 @@ entry points and chosen the way zarr chooses any codec implementation, through `
         data = zarr.open_array(store)[:]   # numpy; under zarr.config.enable_gpu() a CuPy array
 
 `enable` also selects `BatchedPipeline`, zarr's batched pipeline that hands a zarr format 2 array's numcodecs
-compressor (lz4, zlib, gzip, blosc) to the same batched codecs, and sets `codec_pipeline.batch_size`, the number of
-chunks that go to ferrocomp in one call.
+compressor (lz4, zlib, gzip, blosc, zstd) to the same batched codecs, and sets `codec_pipeline.batch_size`, the
+number of chunks that go to ferrocomp in one call.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from ferrocomp._zarr_batch import (
     GZIP_MEMBER,
     NUMCODECS_LZ4,
     ZLIB_STREAM,
+    ZSTD_FRAME,
     StreamFormat,
     array_module,
 )
@@ -54,6 +55,8 @@ __all__ = [
     "LZ4",
     "BatchedPipeline",
     "Zlib",
+    "Zstd",
+    "ZstdCodec",
     "enable",
     "register",
 ]
@@ -68,11 +71,14 @@ V2_COMPRESSORS: dict[str, StreamFormat] = {
     "zlib": ZLIB_STREAM,
     "gzip": GZIP_MEMBER,
     "blosc": BLOSC_CHUNK,
+    "zstd": ZSTD_FRAME,
 }
 """The numcodecs compressor ids of zarr format 2 arrays that `BatchedPipeline` decodes with ferrocomp."""
 
 ENCODE_LEVELS = (0, 1, 2, 2, 2, 2, 4, 4, 4, 5)
 """ferrocomp's Deflate level (nvCOMP's algorithm_type 0-5) for each zlib/gzip level 0-9."""
+ZSTD_HIGH_LEVEL = 4
+"""The first zstd level ferrocomp writes at its higher-ratio level 2 (below it: its fast level 1)."""
 BLOSC_SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 BLOSC_AUTOSHUFFLE = -1
 """numcodecs' shuffle that picks bit shuffle for 1-byte elements, byte shuffle for others."""
@@ -212,6 +218,13 @@ def _deflate_options(level: int) -> tuple[tuple[str, Any], ...]:
     return (("algorithm_type", ENCODE_LEVELS[level]),)
 
 
+def _zstd_options(level: int, checksum: bool) -> tuple[tuple[str, Any], ...] | None:
+    """ferrocomp's Zstd level for a zstd level, or None where a content checksum is asked (numcodecs writes)."""
+    if checksum:
+        return None
+    return (("algorithm_type", 2 if level >= ZSTD_HIGH_LEVEL else 1),)
+
+
 class GzipCodec(_BatchedStreamCodec, zarr.codecs.GzipCodec, name="gzip", stream_format=GZIP_MEMBER):
     """zarr's gzip codec (one gzip member per chunk), batched through ferrocomp."""
 
@@ -236,6 +249,19 @@ class BloscCodec(_BatchedStreamCodec, zarr.codecs.BloscCodec, name="blosc", stre
     def numcodec(self) -> Numcodec:
         """numcodecs' Blosc with the codec's configuration."""
         return self._blosc_codec
+
+
+class ZstdCodec(_BatchedStreamCodec, zarr.codecs.ZstdCodec, name="zstd", stream_format=ZSTD_FRAME):
+    """zarr's zstd codec (zarr format 3's default): one or more frames per chunk, batched through ferrocomp."""
+
+    def encode_options(self, chunk_spec: ArraySpec) -> tuple[tuple[str, Any], ...] | None:
+        """ferrocomp's level for the codec's level; None (numcodecs writes) where a checksum is asked."""
+        return _zstd_options(self.level, self.checksum)
+
+    @property
+    def numcodec(self) -> Numcodec:
+        """numcodecs' Zstd with the codec's configuration."""
+        return self._zstd_codec
 
 
 class _NumcodecsStreamCodec(_BatchedStreamCodec):
@@ -304,6 +330,20 @@ class Blosc(
         )
 
 
+class Zstd(
+    _NumcodecsStreamCodec,
+    zarr.codecs.numcodecs.Zstd,
+    name="numcodecs.zstd",
+    stream_format=ZSTD_FRAME,
+):
+    """numcodecs' Zstd in zarr format 3, batched through ferrocomp."""
+
+    def encode_options(self, chunk_spec: ArraySpec) -> tuple[tuple[str, Any], ...] | None:
+        """ferrocomp's level for the configured level (numcodecs' default is 1)."""
+        config = self.codec_config
+        return _zstd_options(int(config.get("level", 1)), bool(config.get("checksum", False)))
+
+
 @dataclass(frozen=True)
 class V2Compressor(_BatchedStreamCodec):
     """A zarr format 2 array's numcodecs compressor as a batched bytes-to-bytes codec (built by `BatchedPipeline`)."""
@@ -333,6 +373,8 @@ class V2Compressor(_BatchedStreamCodec):
             return _blosc_options(config["cname"], config["shuffle"], typesize)
         if codec_id in ("zlib", "gzip"):
             return _deflate_options(int(config.get("level", 1)))
+        if codec_id == "zstd":
+            return _zstd_options(int(config.get("level", 1)), bool(config.get("checksum", False)))
         return ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -354,7 +396,8 @@ def _with_v2_compressors(codecs: Iterable[Codec]) -> list[Codec]:
 
 
 class BatchedPipeline(BatchedCodecPipeline):
-    """zarr's batched codec pipeline, with format 2 compressors (lz4, zlib, gzip, blosc) batched through ferrocomp."""
+    """zarr's batched codec pipeline, with format 2 compressors (lz4, zlib, gzip, blosc, zstd) batched through
+    ferrocomp."""
 
     @classmethod
     def from_codecs(cls, codecs: Iterable[Codec], *, batch_size: int | None = None) -> BatchedPipeline:

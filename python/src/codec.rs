@@ -13,12 +13,12 @@ use crate::enums::{BitstreamKind, PyChecksumPolicy};
 use crate::errors::{Direction, device_error, to_py, value_error};
 use ferrocomp::{
     Bitstream, Blosc, BufferCodec, ChecksumPolicy, ChunkListCodec, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate,
-    DeviceView, DeviceViewMut, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper,
+    DeviceView, DeviceViewMut, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::collections::HashSet;
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
 
 /// Where a codec runs.
@@ -29,14 +29,15 @@ enum Backend {
 
 /// Compresses and decompresses arrays with one algorithm (nvCOMP's `Codec`).
 ///
-/// `algorithm`: "LZ4", "Snappy", "Deflate", "GDeflate" (any case), or "zlib"/"gzip" for Deflate
+/// `algorithm`: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd" (any case), or "zlib"/"gzip" for Deflate
 /// with that wrapper; `None` makes a codec that only decodes native streams (their header names
 /// the algorithm). `device_id`: a CUDA device, `"cpu"`, or `None` for the first GPU when there is
 /// one (and `FERROCOMP_CPU=1` is not set), else the CPU. `cuda_stream`: the stream the codec
 /// works on (an int or an object with `ptr`); by default one of its own. `uncomp_chunk_size`:
 /// bytes per chunk of the native bitstream. `data_type` (LZ4, Snappy): the element type, as an
 /// array-protocol string ("<i4") or NumPy dtype; matches then keep to its width.
-/// `algorithm_type` (Deflate, GDeflate): nvCOMP's level, 0 to 5 (default 1). `wrapper`
+/// `algorithm_type` (Deflate, GDeflate): nvCOMP's level, 0 to 5 (default 1); (Zstd) ferrocomp's
+/// level, 1 (fast, the default) or 2 (higher ratio), where nvCOMP's Zstd has none. `wrapper`
 /// (Deflate): "raw" (default), "zlib" or "gzip". `typesize` and `shuffle` (Blosc): the element
 /// size the shuffle transposes (default `data_type`'s, else 1) and the filter, as numcodecs
 /// names it (0/"noshuffle", 1/"shuffle" (default), 2/"bitshuffle").
@@ -72,14 +73,15 @@ fn parse_options(
             size => Err(value_error(format!("data_type of {size} bytes: LZ4 and Snappy take 1, 2, 4 or 8"))),
         }
     };
-    let level = || match algorithm_type {
-        None => Ok(1),
-        Some(level @ 0..=5) => Ok(level as u8),
-        Some(level) => Err(value_error(format!("algorithm_type {level} is outside 0..=5"))),
+    let level = |levels: RangeInclusive<u8>, default: u8| match algorithm_type {
+        None => Ok(default),
+        Some(level) if u8::try_from(level).is_ok_and(|level| levels.contains(&level)) => Ok(level as u8),
+        Some(level) => Err(value_error(format!("algorithm_type {level} is outside {levels:?}"))),
     };
-    if algorithm_type.is_some() && !matches!(name.as_str(), "deflate" | "zlib" | "gzip" | "gdeflate") {
-        return Err(value_error(format!("algorithm_type applies to Deflate and GDeflate, not {algorithm}")));
+    if algorithm_type.is_some() && !matches!(name.as_str(), "deflate" | "zlib" | "gzip" | "gdeflate" | "zstd") {
+        return Err(value_error(format!("algorithm_type applies to Deflate, GDeflate and Zstd, not {algorithm}")));
     }
+    let deflate_level = || level(Deflate::LEVELS, Deflate::default().level);
     let named_wrapper = match name.as_str() {
         "zlib" => Some(Wrapper::Zlib),
         "gzip" => Some(Wrapper::Gzip),
@@ -100,12 +102,14 @@ fn parse_options(
     Ok(match name.as_str() {
         "lz4" => Options::Lz4(Lz4 { data_type: data_type()? }),
         "snappy" => Options::Snappy(Snappy { data_type: data_type()? }),
-        "deflate" | "zlib" | "gzip" => Options::Deflate(Deflate { level: level()?, wrapper }),
-        "gdeflate" => Options::GDeflate(GDeflate { level: level()? }),
+        "deflate" | "zlib" | "gzip" => Options::Deflate(Deflate { level: deflate_level()?, wrapper }),
+        "gdeflate" => Options::GDeflate(GDeflate { level: deflate_level()? }),
         "blosc" => Options::Blosc(blosc.options(element_type)?),
+        "zstd" => Options::Zstd(Zstd { level: level(Zstd::LEVELS, Zstd::default().level)? }),
         _ => {
             return Err(value_error(format!(
-                "unknown algorithm {algorithm:?}: ferrocomp has LZ4, Snappy, Deflate (and zlib, gzip), GDeflate, Blosc"
+                "unknown algorithm {algorithm:?}: ferrocomp has LZ4, Snappy, Deflate (and zlib, gzip), GDeflate, \
+                 Blosc, Zstd"
             )));
         }
     })
@@ -151,6 +155,7 @@ fn algorithm_name(options: &Options) -> &'static str {
         Options::Deflate(_) => "Deflate",
         Options::GDeflate(_) => "GDeflate",
         Options::Blosc(_) => "Blosc",
+        Options::Zstd(_) => "Zstd",
     }
 }
 

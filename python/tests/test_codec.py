@@ -16,7 +16,7 @@ NATIVE = fc.BitstreamKind.NVCOMP_NATIVE
 RAW = fc.BitstreamKind.RAW
 SIZED = fc.BitstreamKind.WITH_UNCOMPRESSED_SIZE
 KINDS = {"native": NATIVE, "raw": RAW, "sized": SIZED}
-ALGORITHMS = ["LZ4", "Snappy", "Deflate", "zlib", "gzip", "GDeflate", "Blosc"]
+ALGORITHMS = ["LZ4", "Snappy", "Deflate", "zlib", "gzip", "GDeflate", "Blosc", "Zstd"]
 # zlib's window bits for each Deflate wrapper.
 WBITS = {"Deflate": -15, "zlib": 15, "gzip": 31}
 
@@ -63,6 +63,8 @@ def decode_block(algorithm: str, block: bytes, size: int) -> bytes:
         return out
     if algorithm == "Blosc":
         return bytes(oracle("numcodecs").Blosc().decode(block))
+    if algorithm == "Zstd":
+        return oracle("zstandard").ZstdDecompressor().decompress(block, max_output_size=size)
     raise AssertionError(f"no oracle for {algorithm}")
 
 
@@ -81,6 +83,8 @@ def encode_block(algorithm: str, data: bytes) -> bytes:
             .Blosc(cname="lz4", clevel=5, shuffle=oracle("numcodecs").Blosc.SHUFFLE, typesize=4)
             .encode(data)
         )
+    if algorithm == "Zstd":
+        return oracle("zstandard").ZstdCompressor(level=3, write_checksum=True).compress(data)
     raise AssertionError(f"no oracle for {algorithm}")
 
 
@@ -130,7 +134,7 @@ def test_round_trip_list(algorithm, kind):
     assert [host(d) for d in c.decode(tuple(encoded))] == [chunk.tobytes() for chunk in chunks]
 
 
-@pytest.mark.parametrize("algorithm", ["LZ4", "Snappy", "Deflate", "zlib", "gzip", "Blosc"])
+@pytest.mark.parametrize("algorithm", ["LZ4", "Snappy", "Deflate", "zlib", "gzip", "Blosc", "Zstd"])
 def test_raw_blocks_are_the_algorithms_own(algorithm):
     chunks = batch()
     encoded = codec(algorithm, RAW).encode(chunks)
@@ -138,7 +142,7 @@ def test_raw_blocks_are_the_algorithms_own(algorithm):
         assert decode_block(algorithm, host(block), len(chunk)) == chunk.tobytes()
 
 
-@pytest.mark.parametrize("algorithm", ["LZ4", "Snappy", "Deflate", "zlib", "gzip", "Blosc"])
+@pytest.mark.parametrize("algorithm", ["LZ4", "Snappy", "Deflate", "zlib", "gzip", "Blosc", "Zstd"])
 def test_decodes_the_algorithms_own_blocks(algorithm):
     chunks = batch()
     blocks = [np.frombuffer(encode_block(algorithm, chunk.tobytes()), np.uint8) for chunk in chunks]
@@ -146,7 +150,7 @@ def test_decodes_the_algorithms_own_blocks(algorithm):
     assert [host(d) for d in decoded] == [chunk.tobytes() for chunk in chunks]
 
 
-@pytest.mark.parametrize("algorithm", ["LZ4", "Snappy", "Deflate", "Blosc"])
+@pytest.mark.parametrize("algorithm", ["LZ4", "Snappy", "Deflate", "Blosc", "Zstd"])
 def test_with_uncompressed_size_is_a_size_then_a_block(algorithm):
     chunks = batch()
     c = codec(algorithm, SIZED)
@@ -161,7 +165,9 @@ def test_with_uncompressed_size_is_a_size_then_a_block(algorithm):
     assert [host(d) for d in c.decode(built)] == [chunk.tobytes() for chunk in chunks]
 
 
-@pytest.mark.parametrize(("algorithm", "algorithm_id"), [("LZ4", 1), ("Snappy", 2), ("Deflate", 3), ("gzip", 3)])
+@pytest.mark.parametrize(
+    ("algorithm", "algorithm_id"), [("LZ4", 1), ("Snappy", 2), ("Deflate", 3), ("gzip", 3), ("Zstd", 6)]
+)
 def test_native_stream_holds_the_algorithms_blocks(algorithm, algorithm_id):
     data = sample(10_000)
     stream = host(codec(algorithm, NATIVE, uncomp_chunk_size=4096).encode(data))
@@ -180,7 +186,9 @@ def test_native_stream_needs_no_algorithm_to_decode():
         assert host(reader.decode(stream)) == data.tobytes()
 
 
-@pytest.mark.parametrize("name", ["lz4", "LZ4", "Lz4", "snappy", "SNAPPY", "deflate", "DEFLATE", "gdeflate", "blosc"])
+@pytest.mark.parametrize(
+    "name", ["lz4", "LZ4", "Lz4", "snappy", "SNAPPY", "deflate", "DEFLATE", "gdeflate", "blosc", "zstd", "ZSTD"]
+)
 def test_algorithm_names_are_case_insensitive(name):
     c = codec(name)
     assert c.algorithm.lower() == name.lower()
@@ -223,6 +231,37 @@ def test_algorithm_type_levels_round_trip(algorithm, level):
     if algorithm == "Deflate":
         assert zlib.decompress(encoded, -15) == data.tobytes()
     assert host(c.decode(np.frombuffer(encoded, np.uint8))) == data.tobytes()
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_zstd_levels_write_frames_zstandard_reads(level):
+    data = sample(200_000)
+    c = codec("Zstd", RAW, algorithm_type=level)
+    encoded = host(c.encode(data))
+    assert decode_block("Zstd", encoded, data.size) == data.tobytes()
+    assert host(c.decode(np.frombuffer(encoded, np.uint8))) == data.tobytes()
+
+
+@pytest.mark.parametrize("level", [0, 3, -1])
+def test_zstd_levels_outside_the_range_are_refused(level):
+    with pytest.raises(ValueError, match="algorithm_type"):
+        codec("Zstd", algorithm_type=level)
+
+
+def test_zstd_frames_of_every_kind_decode_in_one_call():
+    """zstandard's frames at several levels, with and without checksum and content size, several in one chunk."""
+    zstandard = oracle("zstandard")
+    data = sample(100_000).tobytes()
+    frames, expected = [], []
+    for level in (1, 3, 9, 19, -5):
+        for checksum, size in ((False, True), (True, False)):
+            frames.append(zstandard.ZstdCompressor(level=level, write_checksum=checksum, write_content_size=size))
+            expected.append(data)
+    blocks = [f.compress(data) for f in frames]
+    blocks.append(blocks[0] + blocks[1])
+    expected.append(data + data)
+    decoded = codec("Zstd", RAW).decode([np.frombuffer(b, np.uint8) for b in blocks])
+    assert [host(d) for d in decoded] == expected
 
 
 @pytest.mark.parametrize("data_type", ["|u1", "<u2", "<i4", "<i8", np.int16, np.dtype("float32"), "float64"])
@@ -722,11 +761,12 @@ def test_checksums_need_the_native_bitstream():
 @pytest.mark.parametrize(
     ("args", "kwargs", "match"),
     [
-        (("zstd",), {}, "unknown algorithm"),
+        (("lzma",), {}, "unknown algorithm"),
         (("",), {}, "unknown algorithm"),
         (("deflate",), {"algorithm_type": 6}, "outside 0..=5"),
         (("deflate",), {"algorithm_type": -1}, "outside 0..=5"),
-        (("LZ4",), {"algorithm_type": 1}, "applies to Deflate and GDeflate"),
+        (("LZ4",), {"algorithm_type": 1}, "applies to Deflate, GDeflate and Zstd"),
+        (("zstd",), {"algorithm_type": 3}, "outside 1..=2"),
         (("LZ4",), {"wrapper": "zlib"}, "wrapper applies to Deflate"),
         (("deflate",), {"wrapper": "brotli"}, "does not fit"),
         (("zlib",), {"wrapper": "gzip"}, "does not fit"),

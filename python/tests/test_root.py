@@ -1,5 +1,5 @@
-"""ROOT baskets (written by uproot with ZLIB and LZ4) split into compression frames and decoded, a cluster at a time,
-in one ferrocomp batch per codec into slices of one buffer; compared byte for byte with uproot's own decoding."""
+"""ROOT baskets (written by uproot with ZLIB, LZ4 and ZSTD) split into compression frames and decoded, a cluster at a
+time, in one ferrocomp batch per codec into slices of one buffer; compared byte for byte with uproot's own decoding."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ BRANCHES = {
     "time": ("i8", uproot.LZ4(4)),
     "stored": ("f4", uproot.LZ4(1)),
     "tracks": ("var * float64", uproot.LZ4(1)),
+    "charge": ("f8", uproot.ZSTD(3)),
 }
 TKEY_HEAD = struct.Struct(">ihiIh")  # fNbytes, fVersion, fObjlen, fDatime, fKeylen
 
@@ -37,6 +38,7 @@ def cluster_data(cluster: int, rng: np.random.Generator) -> dict[str, object]:
         "time": np.cumsum(rng.integers(0, 9, n)) + cluster * 10**6,
         "stored": np.arange(n, dtype="f4") + cluster,
         "tracks": ak.unflatten(np.round(rng.normal(size=int(counts.sum())), 1), counts),
+        "charge": np.round(rng.normal(0, 1, n), 3),
     }
 
 
@@ -101,12 +103,17 @@ def test_frames_of_a_cluster_match_uproots_blocks(root_file: str) -> None:
             assert [f.algorithm for f in frames] == [root.STORED], branch.name
         else:
             assert [(f.algorithm.upper(), f.size, f.decoded_size) for f in frames] == list(info), branch.name
-    assert {f.algorithm for frames in split_cluster(file_bytes, baskets) for f in frames} == {"zlib", "lz4", "stored"}
+    assert {f.algorithm for frames in split_cluster(file_bytes, baskets) for f in frames} == {
+        "zlib",
+        "lz4",
+        "zstd",
+        "stored",
+    }
 
 
 @pytest.mark.parametrize("cluster", range(CLUSTERS))
 def test_cluster_decodes_in_one_batch_per_codec(root_file: str, cluster: int, ferrocomp_calls: list) -> None:
-    """All pages of a cluster decode into one numpy buffer: one ferrocomp call for the zlib pages, one for LZ4."""
+    """All pages of a cluster decode into one numpy buffer: one ferrocomp call per codec (zlib, LZ4, zstd)."""
     file_bytes, baskets = cluster_baskets(root_file, cluster)
     per_basket = split_cluster(file_bytes, baskets)
     frames = [frame for frames in per_basket for frame in frames]
@@ -115,7 +122,12 @@ def test_cluster_decodes_in_one_batch_per_codec(root_file: str, cluster: int, fe
     check_against_uproot(root_file, cluster, baskets, per_basket, out)
     zlib_pages = sum(f.algorithm == "zlib" for f in frames)
     lz4_pages = sum(f.algorithm == "lz4" for f in frames)
-    assert ferrocomp_calls == [("decode", "Deflate", zlib_pages), ("decode", "LZ4", lz4_pages)]
+    zstd_pages = sum(f.algorithm == "zstd" for f in frames)
+    assert ferrocomp_calls == [
+        ("decode", "Deflate", zlib_pages),
+        ("decode", "LZ4", lz4_pages),
+        ("decode", "Zstd", zstd_pages),
+    ]
 
 
 def test_cluster_decodes_into_one_cupy_buffer(root_file: str, cupy) -> None:

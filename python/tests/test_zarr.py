@@ -59,6 +59,11 @@ PLAIN_STORES = [
     (3, zarr.codecs.numcodecs.Zlib(level=3), "Deflate"),
     (3, zarr.codecs.numcodecs.GZip(level=1), "Deflate"),
     (3, zarr.codecs.numcodecs.Blosc(cname="lz4hc", shuffle=1), "Blosc"),
+    (2, numcodecs.Zstd(level=1), "Zstd"),
+    (2, numcodecs.Zstd(level=19, checksum=True), "Zstd"),
+    (3, zarr.codecs.ZstdCodec(level=0), "Zstd"),
+    (3, zarr.codecs.ZstdCodec(level=-3, checksum=True), "Zstd"),
+    (3, zarr.codecs.numcodecs.Zstd(level=9), "Zstd"),
 ]
 
 
@@ -106,6 +111,11 @@ FERROCOMP_STORES = [
     (3, {"name": "numcodecs.lz4", "configuration": {}}, "LZ4"),
     (3, {"name": "numcodecs.zlib", "configuration": {"level": 1}}, "Deflate"),
     (3, {"name": "numcodecs.gzip", "configuration": {"level": 9}}, "Deflate"),
+    (2, numcodecs.Zstd(level=1), "Zstd"),
+    (2, numcodecs.Zstd(level=5), "Zstd"),
+    (3, {"name": "zstd", "configuration": {"level": 0, "checksum": False}}, "Zstd"),
+    (3, {"name": "zstd", "configuration": {"level": 9, "checksum": False}}, "Zstd"),
+    (3, {"name": "numcodecs.zstd", "configuration": {"level": 3}}, "Zstd"),
 ]
 
 
@@ -165,6 +175,18 @@ def test_blosc_zstd_chunks_fall_back_to_numcodecs(ferrocomp_calls: list) -> None
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
+def test_zstd_with_checksum_is_written_by_numcodecs(ferrocomp_calls: list) -> None:
+    """A zstd codec asking for content checksums is written by numcodecs (checksums included), read by ferrocomp."""
+    data = sample()
+    store = MemoryStore()
+    with ferrocomp.zarr.enable():
+        write(store, data, zarr.codecs.ZstdCodec(level=3, checksum=True), 3)
+        assert ferrocomp_calls == []
+        np.testing.assert_array_equal(zarr.open_array(store, mode="r")[:], data)
+    assert ferrocomp_calls == [("decode", "Zstd", CHUNK_COUNT)]
+    assert store._store_dict["c/0/0"].to_bytes()[4] & 4, "the frame header's checksum flag"
+
+
 def test_sharded_array_decodes_each_shard_in_one_call(ferrocomp_calls: list) -> None:
     """Inside a shard of 12 gzip chunks, the inner chunks go to ferrocomp together, one call per shard."""
     data = sample()

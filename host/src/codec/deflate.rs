@@ -4,10 +4,13 @@
 //! per warp, and each warp's decoding tables sit in shared memory.
 
 use crate::batch::{BatchCodec, Launch, Shape};
-use ferrocomp_format::deflate::{self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, Wrapper};
+use ferrocomp_format::deflate::{
+    self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper,
+};
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::deflate::DECODE_SHARED_BYTES_PER_WARP;
 use std::cell::RefCell;
+use std::ops::RangeInclusive;
 
 /// Most warps a compress kernel runs (each with a [`CompressScratch`] slot); more chunks are
 /// taken in turns.
@@ -25,6 +28,11 @@ pub struct Deflate {
     pub level: u8,
     /// The container around the deflate stream.
     pub wrapper: Wrapper,
+}
+
+impl Deflate {
+    /// The levels there are (GDeflate's too).
+    pub const LEVELS: RangeInclusive<u8> = 0..=MAX_LEVEL;
 }
 
 impl Default for Deflate {

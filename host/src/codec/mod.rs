@@ -7,17 +7,20 @@ pub mod deflate;
 pub mod gdeflate;
 pub mod lz4;
 pub mod snappy;
+pub mod zstd;
 
 use crate::batch::BatchCodec;
 use crate::error::{Error, Result};
 pub use blosc::Blosc;
 pub use deflate::Deflate;
 use ferrocomp_format::blosc::Shuffle;
-use ferrocomp_format::deflate::{MAX_LEVEL, Wrapper};
+use ferrocomp_format::deflate::Wrapper;
 use ferrocomp_format::{Algorithm, DataType};
 pub use gdeflate::GDeflate;
 pub use lz4::Lz4;
 pub use snappy::Snappy;
+use std::ops::RangeInclusive;
+pub use zstd::Zstd;
 
 /// An algorithm and its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +35,8 @@ pub enum Options {
     GDeflate(GDeflate),
     /// Blosc 1 chunks.
     Blosc(Blosc),
+    /// Zstandard frames.
+    Zstd(Zstd),
 }
 
 impl Default for Options {
@@ -49,6 +54,7 @@ impl Options {
             Self::Deflate(_) => Algorithm::Deflate,
             Self::GDeflate(_) => Algorithm::GDeflate,
             Self::Blosc(_) => Algorithm::Blosc,
+            Self::Zstd(_) => Algorithm::Zstd,
         }
     }
 
@@ -60,6 +66,7 @@ impl Options {
             Self::Deflate(codec) => codec,
             Self::GDeflate(codec) => codec,
             Self::Blosc(codec) => codec,
+            Self::Zstd(codec) => codec,
         }
     }
 
@@ -71,6 +78,7 @@ impl Options {
             Self::Deflate(deflate) => [deflate.level, deflate.wrapper as u8],
             Self::GDeflate(gdeflate) => [gdeflate.level, 0],
             Self::Blosc(blosc) => [blosc.typesize, blosc.shuffle as u8],
+            Self::Zstd(zstd) => [zstd.level, 0],
         };
         [first[0], first[1], 0, 0, 0, 0, 0, 0]
     }
@@ -82,8 +90,8 @@ impl Options {
             DataType::from_id(bytes[0])
                 .ok_or_else(|| Error::Container(format!("unknown {name} data type {}", bytes[0])))
         };
-        let level = || match bytes[0] {
-            level @ 0..=MAX_LEVEL => Ok(level),
+        let level = |levels: RangeInclusive<u8>| match bytes[0] {
+            level if levels.contains(&level) => Ok(level),
             level => Err(Error::Container(format!("unknown {name} level {level}"))),
         };
         Ok(match algorithm {
@@ -92,9 +100,9 @@ impl Options {
             Algorithm::Deflate => {
                 let wrapper = Wrapper::from_id(bytes[1])
                     .ok_or_else(|| Error::Container(format!("unknown deflate wrapper {}", bytes[1])))?;
-                Self::Deflate(Deflate { level: level()?, wrapper })
+                Self::Deflate(Deflate { level: level(Deflate::LEVELS)?, wrapper })
             }
-            Algorithm::GDeflate => Self::GDeflate(GDeflate { level: level()? }),
+            Algorithm::GDeflate => Self::GDeflate(GDeflate { level: level(Deflate::LEVELS)? }),
             Algorithm::Blosc => {
                 let shuffle = match bytes[1] {
                     0 => Shuffle::None,
@@ -104,6 +112,7 @@ impl Options {
                 };
                 Self::Blosc(Blosc { typesize: bytes[0].max(1), shuffle })
             }
+            Algorithm::Zstd => Self::Zstd(Zstd { level: level(Zstd::LEVELS)? }),
         })
     }
 
@@ -115,6 +124,7 @@ impl Options {
             Algorithm::Deflate => Self::Deflate(Deflate::default()),
             Algorithm::GDeflate => Self::GDeflate(GDeflate::default()),
             Algorithm::Blosc => Self::Blosc(Blosc::default()),
+            Algorithm::Zstd => Self::Zstd(Zstd::default()),
         }
     }
 }

@@ -1,5 +1,56 @@
 //! Zstandard on the GPU: a warp per chunk, its lanes sharing the work of each phase
-//! ([`decode`], [`encode`]).
+//! ([`decode`], [`encode`]). Each warp keeps its tables in shared memory and owns a slot of the
+//! batch's device scratch for its literals and sequences.
 
 pub mod decode;
 pub mod encode;
+
+/// The batched entry points (`zstd_compress`, `zstd_decompress`, `zstd_decompressed_sizes`).
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use super::decode::{self, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
+    use super::encode::{self, COMPRESS_SCRATCH_BYTES_PER_WARP, COMPRESS_SHARED_BYTES_PER_WARP};
+    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::gpu::HardwareWarp;
+    use ferrocomp_format::{BatchArgs, Status};
+
+    /// A warp per chunk; the options word is the compression level.
+    pub struct Zstd;
+
+    /// The chunk's slot of `bytes_per_warp` in the batch's scratch (null without scratch).
+    fn scratch(args: &BatchArgs, chunk: &Chunk, bytes_per_warp: usize) -> *mut u8 {
+        if args.scratch == 0 {
+            return core::ptr::null_mut();
+        }
+        unsafe { (args.scratch as *mut u8).add(chunk.slot * bytes_per_warp) }
+    }
+
+    impl ChunkKernels for Zstd {
+        const COMPRESS: Lanes = Lanes::Warp;
+        const DECOMPRESS: Lanes = Lanes::Warp;
+        const SIZES: Lanes = Lanes::Warp;
+
+        unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let shared = warp_shared::<u8>(COMPRESS_SHARED_BYTES_PER_WARP);
+            let scratch = scratch(args, chunk, COMPRESS_SCRATCH_BYTES_PER_WARP);
+            let (input, n, out, capacity, level) =
+                (chunk.input, chunk.input_len, chunk.output, chunk.capacity, args.options as u8);
+            unsafe { encode::compress_chunk(warp, input, n, out, capacity, level, shared, scratch) }
+        }
+
+        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let shared = warp_shared::<u8>(DECODE_SHARED_BYTES_PER_WARP);
+            let scratch = scratch(args, chunk, DECODE_SCRATCH_BYTES_PER_WARP);
+            let (input, n, out, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
+            unsafe { decode::decompress_chunk(warp, input, n, out, capacity, shared, scratch) }
+        }
+
+        unsafe fn decompressed_size(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let shared = warp_shared::<u8>(DECODE_SHARED_BYTES_PER_WARP);
+            let scratch = scratch(args, chunk, DECODE_SCRATCH_BYTES_PER_WARP);
+            unsafe { decode::decompressed_size(warp, chunk.input, chunk.input_len, shared, scratch) }
+        }
+    }
+
+    crate::batch_kernels!(Zstd: zstd_compress, zstd_decompress, zstd_decompressed_sizes);
+}

@@ -1,0 +1,113 @@
+//! Zstandard (RFC 8878): one frame per chunk written, any frames (back to back, skippable ones
+//! included) read, as libzstd writes them. On the GPU a warp codes each chunk, its lanes sharing
+//! every phase; each warp keeps its tables in shared memory and its literals and sequences in a
+//! scratch slot of device memory.
+
+use crate::batch::{BatchCodec, Launch, Shape};
+use ferrocomp_format::zstd::encode::{self, CompressScratch, DEFAULT_LEVEL};
+use ferrocomp_format::zstd::{self as format, DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE};
+use ferrocomp_format::{Algorithm, Status};
+use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
+use ferrocomp_kernels_gpu::zstd::encode::{COMPRESS_SCRATCH_BYTES_PER_WARP, COMPRESS_SHARED_BYTES_PER_WARP};
+use std::cell::RefCell;
+use std::ops::RangeInclusive;
+
+/// Most warps a kernel with scratch runs (each owns a slot: 128 KiB to decode, about 210 KiB to
+/// encode); more chunks are taken in turns. 2048 fill an H100's SMs about 16 warps deep.
+const SLOTS: usize = 2048;
+/// Shared memory a block may use without opting in.
+const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
+/// Most bytes one byte of a frame decodes to: a 4-byte RLE block regenerates 128 KiB.
+const MAX_EXPANSION: usize = (128 << 10) / 4;
+
+/// Zstandard with its options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Zstd {
+    /// Compression level, 1 (fast, the default) to [`encode::MAX_LEVEL`] (higher ratio).
+    pub level: u8,
+}
+
+impl Zstd {
+    /// The levels there are.
+    pub const LEVELS: RangeInclusive<u8> = 1..=encode::MAX_LEVEL;
+}
+
+impl Default for Zstd {
+    fn default() -> Self {
+        Self { level: DEFAULT_LEVEL }
+    }
+}
+
+/// Warps per block for `shared_bytes` of shared memory each: as many as fit, from 1 to 8.
+const fn warps_per_block(shared_bytes: usize) -> u32 {
+    match SHARED_BYTES_PER_BLOCK / shared_bytes {
+        0 => 1,
+        warps @ 1..=8 => warps as u32,
+        _ => 8,
+    }
+}
+
+/// A warp per chunk with `shared_bytes` each, at most [`SLOTS`] of them.
+const fn slotted(shared_bytes: usize) -> Shape {
+    Shape::Warps { per_block: warps_per_block(shared_bytes), shared_bytes, max_warps: SLOTS }
+}
+
+thread_local! {
+    static CPU_DECODE_TABLES: RefCell<Box<DecodeTables>> = RefCell::new(zeroed());
+    static CPU_COMPRESS_SCRATCH: RefCell<Box<CompressScratch>> = RefCell::new(zeroed());
+}
+
+/// A heap value of all-zero bytes (a valid start state of the format crate's scratch types).
+fn zeroed<T>() -> Box<T> {
+    // SAFETY: the format crate documents any bytes, zeros included, as valid for these types.
+    unsafe { Box::<T>::new_zeroed().assume_init() }
+}
+
+/// Runs `f` with this thread's CPU decoding tables.
+fn with_decode_tables<R>(f: impl FnOnce(&mut DecodeTables) -> R) -> R {
+    CPU_DECODE_TABLES.with(|tables| f(&mut tables.borrow_mut()))
+}
+
+impl BatchCodec for Zstd {
+    fn max_chunk_size(&self) -> usize {
+        MAX_DECOMPRESSED_CHUNK_SIZE
+    }
+
+    fn max_decompressed_size(&self, compressed_bytes: usize) -> usize {
+        compressed_bytes.saturating_mul(MAX_EXPANSION).min(MAX_DECOMPRESSED_CHUNK_SIZE)
+    }
+
+    fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize {
+        encode::max_compressed_size(chunk_bytes)
+    }
+
+    fn compress_scratch_size(&self, count: usize, _max_chunk_bytes: usize) -> usize {
+        count.min(SLOTS) * COMPRESS_SCRATCH_BYTES_PER_WARP
+    }
+
+    fn decompress_scratch_size(&self, count: usize, _max_chunk_bytes: usize) -> usize {
+        count.min(SLOTS) * DECODE_SCRATCH_BYTES_PER_WARP
+    }
+
+    fn launch(&self) -> Launch {
+        Launch {
+            algorithm: Algorithm::Zstd,
+            options: self.level as u32,
+            compress: slotted(COMPRESS_SHARED_BYTES_PER_WARP),
+            decompress: slotted(DECODE_SHARED_BYTES_PER_WARP),
+            sizes: Shape::warps(warps_per_block(DECODE_SHARED_BYTES_PER_WARP), DECODE_SHARED_BYTES_PER_WARP),
+        }
+    }
+
+    fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        CPU_COMPRESS_SCRATCH.with(|scratch| encode::compress(input, self.level, &mut scratch.borrow_mut(), out))
+    }
+
+    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        with_decode_tables(|tables| format::decompress(input, out, tables))
+    }
+
+    fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {
+        with_decode_tables(|tables| format::decompressed_size(input, tables))
+    }
+}

@@ -5,9 +5,12 @@ use ferrocomp_format::Status;
 use ferrocomp_format::zstd::encode::{self, CompressScratch, MAX_BLOCK_SIZE, MAX_LEVEL, max_compressed_size};
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::encode::{
-    COMPRESS_SCRATCH_BYTES_PER_WARP, COMPRESS_SHARED_BYTES_PER_WARP, compress_chunk,
+    COMPRESS_SCRATCH_BYTES_PER_WARP, COMPRESS_SHARED_BYTES_PER_WARP, compress_chunk, compress_scratch_bytes_per_warp,
 };
 use ferrocomp_tests::{random_bytes, text_bytes};
+
+/// Bytes after a warp's scratch share that it must leave alone.
+const GUARD: usize = 4096;
 
 /// Every lane's result, which must all agree.
 fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
@@ -21,15 +24,23 @@ fn garbage(len: usize) -> Vec<u64> {
     (0..len.div_ceil(8)).map(|i| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect()
 }
 
+fn as_bytes(words: &[u64]) -> &[u8] {
+    unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, words.len() * 8) }
+}
+
 fn warp_compress(input: &[u8], level: u8, capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];
     let mut shared = garbage(COMPRESS_SHARED_BYTES_PER_WARP);
-    let mut scratch = garbage(COMPRESS_SCRATCH_BYTES_PER_WARP);
+    // The level's share of the slot, then a guard that must come back untouched.
+    let share = compress_scratch_bytes_per_warp(level);
+    let mut scratch = garbage(share + GUARD);
+    let guard = as_bytes(&scratch)[share..].to_vec();
     let (i, o) = (input.as_ptr() as usize, out.as_mut_ptr() as usize);
     let (sh, sc) = (shared.as_mut_ptr() as usize, scratch.as_mut_ptr() as usize);
     let result = agreed(emulated::run(|warp| unsafe {
         compress_chunk(warp, i as *const u8, input.len(), o as *mut u8, capacity, level, sh as *mut u8, sc as *mut u8)
     }));
+    assert!(as_bytes(&scratch)[share..] == guard[..], "level {level} wrote past its scratch");
     result.map(|n| out[..n].to_vec())
 }
 
@@ -81,6 +92,13 @@ fn warp_compressor_writes_the_scalar_frames() {
             assert!(zstd::stream::decode_all(&got[..]).unwrap() == input, "{} bytes, level {level}", input.len());
         }
     }
+}
+
+#[test]
+fn level_1_needs_less_scratch() {
+    assert_eq!(compress_scratch_bytes_per_warp(2), COMPRESS_SCRATCH_BYTES_PER_WARP);
+    assert_eq!(COMPRESS_SCRATCH_BYTES_PER_WARP, size_of::<CompressScratch>());
+    assert!(compress_scratch_bytes_per_warp(1) < 215_000);
 }
 
 #[test]

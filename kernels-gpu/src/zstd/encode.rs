@@ -12,6 +12,7 @@
 use crate::lz4::{SequenceEncoder, parse_chunk};
 use crate::lz77::{copy, scan_add};
 use crate::warp::{WARP_SIZE, Warp};
+use core::mem::offset_of;
 use core::ptr::addr_of_mut;
 use core::slice;
 use ferrocomp_format::lz4::HASH_ENTRIES;
@@ -33,8 +34,15 @@ const TABLE_ENTRIES: usize = if HASH_ENTRIES > 1 << CHAIN_HASH_BITS { HASH_ENTRI
 /// Bytes of shared memory each warp of the compress kernel needs: the hash table, then the
 /// literal histogram.
 pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = TABLE_ENTRIES * 2 + 256 * 4;
-/// Bytes of global scratch each warp of the compress kernel needs (one `CompressScratch`).
+/// Bytes of global scratch each warp of the compress kernel needs (one `CompressScratch`), at
+/// any level.
 pub const COMPRESS_SCRATCH_BYTES_PER_WARP: usize = size_of::<CompressScratch>();
+
+/// Bytes of global scratch each warp needs at `level`: level 1 uses the `CompressScratch` up
+/// to its hash tables (about 209 KiB; its parse's table is in shared memory), level 2 all of it.
+pub const fn compress_scratch_bytes_per_warp(level: u8) -> usize {
+    if level <= 1 { offset_of!(CompressScratch, table) } else { COMPRESS_SCRATCH_BYTES_PER_WARP }
+}
 
 /// Where a warp works: its shared memory and its scratch slot.
 struct Work {

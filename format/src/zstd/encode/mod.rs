@@ -51,21 +51,22 @@ pub const fn max_compressed_size(len: usize) -> usize {
     14 + len + BLOCK_HEADER * (len / MAX_BLOCK_SIZE + 1)
 }
 
-/// Working memory of [`compress`], about 210 KiB: the parse's hash table, one block's literals
-/// and sequences, and the entropy coders' tables. Any bytes are a valid starting state (every
-/// field is written before it is read), so it may be allocated zeroed
+/// Working memory of [`compress`], 353,804 bytes: one block's literals and sequences, the
+/// entropy coders' tables, and the parses' hash tables. Any bytes are a valid starting state
+/// (every field is written before it is read), so it may be allocated zeroed
 /// (`Box::<CompressScratch>::new_zeroed()`) and reused as is; on the GPU it is one slot of
-/// global memory per warp.
+/// global memory per warp, of which level 1 uses only what precedes `table` (its hash table is
+/// in shared memory there).
 #[repr(C)]
 pub struct CompressScratch {
-    /// LZ4's hash table, for the parse.
-    pub table: [u16; HASH_ENTRIES],
-    /// Level 2's hash chains.
-    pub chains: ChainTables,
     /// The block being compressed.
     pub block: BlockScratch,
     /// The entropy coders' work space.
     pub entropy: EntropyScratch,
+    /// LZ4's hash table, for level 1's parse.
+    pub table: [u16; HASH_ENTRIES],
+    /// Level 2's hash chains.
+    pub chains: ChainTables,
 }
 
 /// Compresses `input` at `level` (1..=[`MAX_LEVEL`]; 0 reads as 1, higher as [`MAX_LEVEL`]) into

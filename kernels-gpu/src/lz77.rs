@@ -164,15 +164,7 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, batch: &Batch, op: u32
     let mut step = 0;
     while step < batch.total {
         let at = op + step + lane;
-        // The last lane whose sequence starts at or before `at` (owner starts only grow).
-        let mut j = 0;
-        let mut half = WARP_SIZE / 2;
-        while half > 0 {
-            if warp.shuffle(batch.owner_start, j + half) <= at {
-                j += half;
-            }
-            half /= 2;
-        }
+        let j = last_starting_by(warp, batch.owner_start, at);
         let owner = warp.shuffle(batch.owner, j);
         let start = warp.shuffle(batch.owner_start, j);
         let literals = warp.shuffle(batch.literals, owner);
@@ -190,6 +182,20 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, batch: &Batch, op: u32
         warp.sync(); // the step's bytes are visible to every lane
         step += WARP_SIZE;
     }
+}
+
+/// The last lane whose `start` is at most `at`, where `start` grows with the lane: the lane
+/// owning output byte `at` of sequences laid out one per lane.
+#[inline(always)]
+pub fn last_starting_by<W: Warp>(warp: &W, start: u32, at: u32) -> u32 {
+    let (mut lane, mut half) = (0, WARP_SIZE / 2);
+    while half > 0 {
+        if warp.shuffle(start, lane + half) <= at {
+            lane += half;
+        }
+        half /= 2;
+    }
+    lane
 }
 
 /// Sum of `value` over lanes `0..=lane`.

@@ -16,7 +16,7 @@
 //! The sizes kernel runs the format crate's `decompressed_size` in lane 0: it reads headers and,
 //! for frames without a content size, sequences, all serial work.
 
-use crate::lz77::{SHORT_SEQUENCE, copy, copy_match, scan_add};
+use crate::lz77::{SHORT_SEQUENCE, copy, copy_match, last_starting_by, scan_add};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::frame::{
@@ -689,15 +689,7 @@ unsafe fn write_run<W: Warp>(
     let mut step = 0;
     while step < total {
         let at = step + lane;
-        let mut owner = 0;
-        let mut half = WARP_SIZE / 2;
-        while half > 0 {
-            if warp.shuffle(owner_start, owner + half) <= at {
-                owner += half;
-            }
-            half /= 2;
-        }
-        let owner = shuffle_placed(warp, me, owner);
+        let owner = shuffle_placed(warp, me, last_starting_by(warp, owner_start, at));
         if at < total {
             let into = at + run_start - owner.start;
             let to = op + (run_start + at) as usize;

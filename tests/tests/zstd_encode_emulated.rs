@@ -67,6 +67,8 @@ fn inputs() -> Vec<Vec<u8>> {
     mixed.extend(random_bytes(1000, 4));
     mixed.extend(vec![b'z'; 60_000]);
     mixed.extend(text_bytes(500, 5));
+    // Few byte values, most of them one: codes of 1 to 3 bits, so stream runs share bytes.
+    let skewed = random_bytes(6000, 12).iter().map(|&b| if b < 200 { b'a' } else { b'b' + b % 3 }).collect();
     vec![
         Vec::new(),
         vec![7],
@@ -76,6 +78,7 @@ fn inputs() -> Vec<Vec<u8>> {
         random_bytes(3001, 2),
         vec![9; MAX_BLOCK_SIZE + 5],
         float32_bytes(20_000),
+        skewed,
         text_bytes(MAX_BLOCK_SIZE, 6),
         mixed,
     ]

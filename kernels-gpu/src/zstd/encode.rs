@@ -17,6 +17,7 @@ use core::ptr::addr_of_mut;
 use core::slice;
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::zstd::encode::block::{BlockScratch, EntropyScratch};
+use ferrocomp_format::zstd::encode::huffman::HuffmanCode;
 use ferrocomp_format::zstd::encode::lazy::{self, CHAIN_HASH_BITS, Candidate, LANES, MIN_MATCH, choose_lane};
 use ferrocomp_format::zstd::encode::literals::{HuffmanLiterals, plan_huffman, stream_range, uncompressed_header};
 use ferrocomp_format::zstd::encode::sequences::{
@@ -442,7 +443,9 @@ unsafe fn write_literals<W: Warp>(
             if lane == 0 {
                 let _ = plan.write_header(unsafe { bytes_mut(out, plan.stream_start(0)) });
             }
-            if lane < plan.streams as usize {
+            if n >= SPLIT_STREAMS {
+                unsafe { encode_streams_split(warp, huffman, literals, &plan, out) };
+            } else if lane < plan.streams as usize {
                 let at = plan.stream_start(lane);
                 let stream = unsafe { bytes_mut(out.add(at), plan.stream_lens[lane] as usize) };
                 let _ = huffman.encode_stream(&literals[stream_range(n, plan.streams, lane)], stream);
@@ -461,6 +464,75 @@ unsafe fn write_literals<W: Warp>(
     unsafe { copy(warp, literals.as_ptr(), out.add(header_len), body_len as u32) };
     warp.sync();
     Ok(header_len + body_len)
+}
+
+/// Fewest literals whose four streams are split among all lanes (eight per stream, each with
+/// at least 32 literals, so at least 32 bits: two lanes at most share a byte).
+const SPLIT_STREAMS: usize = 1024;
+/// Lanes sharing one stream.
+const LANES_PER_STREAM: u32 = WARP_SIZE / 4;
+
+/// Encodes the four Huffman streams of `literals` at their places in `out` with eight lanes
+/// per stream, the bits `HuffmanCode::encode_stream` writes: each lane codes a run of the
+/// stream's literals at the bit where the later runs' codes end (a stream is written last
+/// literal first), and a byte two lanes' bits share is completed by the lane coding the
+/// earlier literals, with the other lane's bits passed over.
+unsafe fn encode_streams_split<W: Warp>(
+    warp: &W,
+    huffman: &HuffmanCode,
+    literals: &[u8],
+    plan: &HuffmanLiterals,
+    out: *mut u8,
+) {
+    let lane = warp.lane();
+    let (stream, rank) = ((lane / LANES_PER_STREAM) as usize, lane % LANES_PER_STREAM);
+    let range = stream_range(literals.len(), 4, stream);
+    let cut = |r: u32| range.start + range.len() * r as usize / LANES_PER_STREAM as usize;
+    let run = &literals[cut(rank)..cut(rank + 1)];
+    let bits: u32 = run.iter().map(|&b| huffman.lens[b as usize] as u32).sum();
+    // The bits of the runs after this one (lanes of higher rank in the same stream).
+    let mut start = 0;
+    for distance in 1..LANES_PER_STREAM {
+        let later = warp.shuffle(bits, lane + distance);
+        if rank + distance < LANES_PER_STREAM {
+            start += later;
+        }
+    }
+    let dst = unsafe { out.add(plan.stream_start(stream)) };
+    let mut at = start as usize / 8; // the byte being filled
+    let mut acc = 0u64;
+    let mut filled = start % 8;
+    let mut head = None; // this lane's first byte, which it may share
+    let mut put = |value: u32, n: u32, at: &mut usize| {
+        acc |= (value as u64) << filled;
+        filled += n;
+        while filled >= 8 {
+            if head.is_none() {
+                head = Some(acc as u8);
+            } else {
+                unsafe { *dst.add(*at) = acc as u8 };
+            }
+            *at += 1;
+            acc >>= 8;
+            filled -= 8;
+        }
+    };
+    for &b in run.iter().rev() {
+        put(huffman.codes[b as usize] as u32, huffman.lens[b as usize] as u32, &mut at);
+    }
+    if rank == 0 {
+        put(1, 1, &mut at); // the end marker after the stream's first literal
+    }
+    // A partial last byte goes to the lane coding the run before this one, which shares it;
+    // the stream's first run ends the stream and writes it.
+    let tail = if filled > 0 { acc as u32 } else { 0 };
+    let (head_index, head_byte) = (start as usize / 8, head.unwrap_or(acc as u8));
+    if rank == 0 && filled > 0 && head.is_some() {
+        unsafe { *dst.add(at) = acc as u8 };
+    }
+    let later_tail = warp.shuffle(tail, lane + 1);
+    let shared = if rank + 1 < LANES_PER_STREAM { later_tail as u8 } else { 0 };
+    unsafe { *dst.add(head_index) = head_byte | shared };
 }
 
 /// The first lane's Huffman plan for `n` literals, in every lane.

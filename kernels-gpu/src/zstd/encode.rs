@@ -4,10 +4,11 @@
 //! Per block: the lanes check for a run together; the parse is LZ4's warp parse
 //! ([`crate::lz4::parse_chunk`], level 1) or level 2's chain search with a lane per position
 //! ([`chain_parse`]), recording sequences and literals in the warp's scratch slot; the literal
-//! histogram is counted with `match_any` (one lane adds each distinct byte); the first lane
-//! builds the Huffman code; the lanes add up the four streams' bits, then four lanes encode the
-//! four streams at once; the first lane codes the sequences (FSE is serial). Every choice is
-//! made by the format crate's functions, so the two sides cannot drift apart.
+//! histogram and the sequence codes' are counted with `match_any` (one lane adds each distinct
+//! value); the first lane builds the Huffman code; the lanes add up the four streams' bits, then
+//! eight lanes code each stream ([`encode_streams_split`]; a lane per stream below 1024
+//! literals); the first lane codes the sequences (FSE is serial). Every choice is made by the
+//! format crate's functions, so the two sides cannot drift apart.
 
 use crate::lz4::{SequenceEncoder, parse_chunk};
 use crate::lz77::{copy, scan_add};

@@ -60,7 +60,7 @@ struct Work {
 /// # Safety
 /// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes, `shared` for
 /// [`COMPRESS_SHARED_BYTES_PER_WARP`] bytes (4-byte aligned) and `scratch` for
-/// [`COMPRESS_SCRATCH_BYTES_PER_WARP`] bytes (8-byte aligned), none written by anyone else
+/// [`compress_scratch_bytes_per_warp`] of `level` bytes (4-byte aligned), none written by anyone else
 /// meanwhile.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn compress_chunk<W: Warp>(
@@ -409,8 +409,8 @@ unsafe fn count<W: Warp, const K: usize>(warp: &W, n: usize, bins: impl Fn(usize
 }
 
 /// Writes the literals section at `out` as the format crate's `write_literals` does: the first
-/// lane plans the Huffman code, all lanes count each stream's bits, then a lane per stream
-/// encodes it; raw or RLE literals when Huffman does not pay.
+/// lane plans the Huffman code, all lanes count each stream's bits, then eight lanes (below
+/// 1024 literals one) code each stream; raw or RLE literals when Huffman does not pay.
 unsafe fn write_literals<W: Warp>(
     warp: &W,
     literals: &[u8],

@@ -15,7 +15,7 @@ for test in .gpu/tests/*; do
 done
 # The codecs' decoders on foreign and corrupt streams (compressing at every level on one lane a
 # chunk is too slow under memcheck).
-for test in "gpu" "codecs corrupt cpu_libraries c_blosc"; do
+for test in "gpu" "codecs corrupt cpu_libraries c_blosc libzstd"; do
     set -- $test
     echo "== compute-sanitizer memcheck: $*"
     timeout -s KILL 200 compute-sanitizer --tool memcheck --error-exitcode 9 ".gpu/tests/$1" "${@:2}" \
@@ -28,7 +28,7 @@ PYTHONPATH=/tmp/site python3 -m pytest -p no:cacheprovider -rs python/tests >"$o
 grep -E "^(FAILED|ERROR)|^=+ .* in [0-9.]+s" "$out/pytest.log"
 echo "== CLI on the GPU, decoded on the CPU and back"
 head -c 100000000 .gpu/ferrocomp >/tmp/cli-in && cat README.md docs/FORMAT.md >>/tmp/cli-in
-for algorithm in lz4 snappy gzip gdeflate blosc; do
+for algorithm in lz4 snappy gzip gdeflate blosc zstd; do
     .gpu/ferrocomp -v compress -a $algorithm --checksum compute-verify /tmp/cli-in /tmp/cli.fcmp &&
         .gpu/ferrocomp -v decompress --cpu --checksum compute-verify /tmp/cli.fcmp /tmp/cli-cpu &&
         .gpu/ferrocomp -v decompress /tmp/cli.fcmp /tmp/cli-gpu &&

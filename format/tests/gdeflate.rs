@@ -24,6 +24,7 @@ fn text() -> Vec<u8> {
     while text.len() < MAX_CHUNK_SIZE {
         text.extend_from_within(..text.len().min(MAX_CHUNK_SIZE - text.len()));
     }
+    text.truncate(MAX_CHUNK_SIZE);
     text
 }
 

@@ -138,7 +138,7 @@ pub unsafe fn parse_chunk<W: Warp, E: SequenceEncoder>(
 
 /// Length of the common run of `data[p..]` and `data[c..]`, not reaching `end`; 32 bytes a step.
 #[inline(always)]
-fn common_forward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, end: usize) -> usize {
+pub(crate) fn common_forward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, end: usize) -> usize {
     let mut len = 0;
     loop {
         let i = len + warp.lane() as usize;
@@ -153,7 +153,7 @@ fn common_forward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, end: u
 
 /// Length of the common run ending before `p` and `c`, not reaching before `anchor` or 0.
 #[inline(always)]
-fn common_backward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, anchor: usize) -> usize {
+pub(crate) fn common_backward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, anchor: usize) -> usize {
     let limit = (p - anchor).min(c);
     let mut len = 0;
     loop {

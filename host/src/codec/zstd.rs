@@ -8,12 +8,13 @@ use ferrocomp_format::zstd::encode::{self, CompressScratch, DEFAULT_LEVEL};
 use ferrocomp_format::zstd::{self as format, DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
-use ferrocomp_kernels_gpu::zstd::encode::{COMPRESS_SCRATCH_BYTES_PER_WARP, COMPRESS_SHARED_BYTES_PER_WARP};
+use ferrocomp_kernels_gpu::zstd::encode::{COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
 
-/// Most warps a kernel with scratch runs (each owns a slot: 128 KiB to decode, about 210 KiB to
-/// encode); more chunks are taken in turns. 2048 fill an H100's SMs about 16 warps deep.
+/// Most warps a kernel with scratch runs (each owns a slot: 128 KiB to decode, 209 KiB to encode
+/// at level 1, 346 KiB at level 2); more chunks are taken in turns. 2048 fill an H100's SMs about
+/// 16 warps deep.
 const SLOTS: usize = 2048;
 /// Shared memory a block may use without opting in.
 const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
@@ -82,7 +83,7 @@ impl BatchCodec for Zstd {
     }
 
     fn compress_scratch_size(&self, count: usize, _max_chunk_bytes: usize) -> usize {
-        count.min(SLOTS) * COMPRESS_SCRATCH_BYTES_PER_WARP
+        count.min(SLOTS) * compress_scratch_bytes_per_warp(self.level)
     }
 
     fn decompress_scratch_size(&self, count: usize, _max_chunk_bytes: usize) -> usize {

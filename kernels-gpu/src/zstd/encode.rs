@@ -10,7 +10,7 @@
 //! literals); the first lane codes the sequences (FSE is serial). Every choice is made by the
 //! format crate's functions, so the two sides cannot drift apart.
 
-use crate::lz4::{SequenceEncoder, parse_chunk};
+use crate::lz4::{SequenceEncoder, common_backward, common_forward, parse_chunk};
 use crate::lz77::{copy, scan_add};
 use crate::warp::{WARP_SIZE, Warp};
 use core::mem::offset_of;
@@ -294,35 +294,6 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder>(
         pos = cursor.max(pos + LANES);
     }
     unsafe { encoder.last_literals(data.add(anchor), n - anchor) }
-}
-
-/// Length of the common run of `data[p..]` and `data[c..]`, not reaching `end`; 32 bytes a step.
-fn common_forward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, end: usize) -> usize {
-    let mut len = 0;
-    loop {
-        let i = len + warp.lane() as usize;
-        let equal = p + i < end && unsafe { *data.add(p + i) == *data.add(c + i) };
-        let differs = warp.ballot(!equal);
-        if differs != 0 {
-            return len + differs.trailing_zeros() as usize;
-        }
-        len += WARP_SIZE as usize;
-    }
-}
-
-/// Length of the common run ending before `p` and `c` (c < p), not reaching before `anchor`.
-fn common_backward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, anchor: usize) -> usize {
-    let limit = (p - anchor).min(c);
-    let mut len = 0;
-    loop {
-        let i = len + warp.lane() as usize;
-        let equal = i < limit && unsafe { *data.add(p - 1 - i) == *data.add(c - 1 - i) };
-        let differs = warp.ballot(!equal);
-        if differs != 0 {
-            return len + differs.trailing_zeros() as usize;
-        }
-        len += WARP_SIZE as usize;
-    }
 }
 
 /// Writes a compressed block's content for the recorded literals and sequences at `out` (room

@@ -9,12 +9,13 @@ pub mod encode;
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::decode::{self, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
-    use super::encode::{self, COMPRESS_SCRATCH_BYTES_PER_WARP, COMPRESS_SHARED_BYTES_PER_WARP};
+    use super::encode::{self, COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
     use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
     use crate::gpu::HardwareWarp;
     use ferrocomp_format::{BatchArgs, Status};
 
-    /// A warp per chunk; the options word is the compression level.
+    /// A warp per chunk; the options word is the compression level, whose scratch slots are
+    /// `compress_scratch_bytes_per_warp(level)` apart.
     pub struct Zstd;
 
     /// The chunk's slot of `bytes_per_warp` in the batch's scratch (null without scratch).
@@ -32,9 +33,9 @@ mod kernels {
 
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let shared = warp_shared::<u8>(COMPRESS_SHARED_BYTES_PER_WARP);
-            let scratch = scratch(args, chunk, COMPRESS_SCRATCH_BYTES_PER_WARP);
-            let (input, n, out, capacity, level) =
-                (chunk.input, chunk.input_len, chunk.output, chunk.capacity, args.options as u8);
+            let level = args.options as u8;
+            let scratch = scratch(args, chunk, compress_scratch_bytes_per_warp(level));
+            let (input, n, out, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
             unsafe { encode::compress_chunk(warp, input, n, out, capacity, level, shared, scratch) }
         }
 

@@ -69,10 +69,13 @@ impl<'a> ReverseBits<'a> {
         self.consumed += n;
     }
 
-    /// Refills, then reads `n` (at most 32) bits.
+    /// Reads `n` (at most 32) bits, refilling first only when fewer than 32 are held: a reload
+    /// is 8 byte loads, which a GPU lane decoding sequences would otherwise wait on for every field.
     #[inline(always)]
     pub fn read(&mut self, n: u32) -> u32 {
-        self.refill();
+        if self.consumed > 32 {
+            self.refill();
+        }
         let value = self.peek(n);
         self.consume(n);
         value

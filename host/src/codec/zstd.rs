@@ -13,9 +13,10 @@ use std::cell::RefCell;
 use std::ops::RangeInclusive;
 
 /// Most warps a kernel with scratch runs (each owns a slot: 128 KiB to decode, 209 KiB to encode
-/// at level 1, 346 KiB at level 2); more chunks are taken in turns. 2048 fill an H100's SMs about
-/// 16 warps deep.
-const SLOTS: usize = 2048;
+/// at level 1, 346 KiB at level 2); more chunks are taken in turns. Each warp's work is mostly
+/// serial (one lane decodes or encodes the sequences), so throughput comes from chunks in flight:
+/// 4096 is more than an H100 holds at once.
+const SLOTS: usize = 4096;
 /// Shared memory a block may use without opting in.
 const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
 /// Most bytes one byte of a frame decodes to: a 4-byte RLE block regenerates 128 KiB.

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, after scripts/gpu-pack.sh: every test with a GPU
 # required, the GPU tests under compute-sanitizer memcheck, the Python tests with CuPy, and the CLI on
-# the GPU. Logs go to $OUT.
+# the GPU. Logs go to $OUT. TESTS picks the test executables (default all of .gpu/tests).
 set -uo pipefail
 out=${OUT:-/tmp/ferrocomp-out}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 export FERROCOMP_REQUIRE_GPU=1 RUST_BACKTRACE=1
 failed=0
-for test in .gpu/tests/*; do
+for test in ${TESTS:-.gpu/tests/*}; do
     echo "== $(basename "$test")"
     "$test" >"$out/$(basename "$test").log" 2>&1 || failed=1
     grep -E "^test result|panicked|FAILED" "$out/$(basename "$test").log"

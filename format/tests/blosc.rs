@@ -14,25 +14,12 @@ use ferrocomp_format::blosc::{
 use ferrocomp_format::deflate::DecodeTables;
 use ferrocomp_format::lz4::{self, HASH_ENTRIES};
 use std::ffi::CString;
+mod common;
+use common::XorShift;
 
 const COMPRESSORS: [&str; 5] = ["blosclz", "lz4", "lz4hc", "zlib", "snappy"];
 const SHUFFLES: [Shuffle; 3] = [Shuffle::None, Shuffle::Byte, Shuffle::Bit];
 const TYPESIZES: [usize; 7] = [1, 2, 4, 8, 3, 16, 24];
-
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// The data sets: float32 ramp, int64 counters, text, random bytes; each `len` bytes.
 fn data_sets(len: usize) -> [(&'static str, Vec<u8>); 4] {

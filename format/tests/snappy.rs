@@ -5,27 +5,10 @@
 use ferrocomp_format::snappy::{self, MAX_CHUNK_SIZE};
 use ferrocomp_format::{DataType, Status, lz4};
 use std::path::{Path, PathBuf};
+mod common;
+use common::XorShift;
 
 const DATA_TYPES: [DataType; 4] = [DataType::Char, DataType::Short, DataType::Int, DataType::LongLong];
-
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next() as u8).collect()
-    }
-}
 
 /// Text-like bytes: words from a small vocabulary, now and then a random byte.
 fn words(seed: u64, len: usize) -> Vec<u8> {

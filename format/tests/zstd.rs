@@ -6,6 +6,8 @@ use std::io::Write;
 
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::{DecodeTables, MAGIC, decompress, decompressed_size};
+mod common;
+use common::XorShift;
 
 /// Decode tables full of garbage: any bytes must be a valid starting state.
 fn tables() -> Box<DecodeTables> {
@@ -18,24 +20,8 @@ fn tables() -> Box<DecodeTables> {
     t
 }
 
-/// A xorshift generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn random(n: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng(seed | 1);
+    let mut rng = XorShift(seed | 1);
     (0..n).map(|_| rng.next() as u8).collect()
 }
 
@@ -67,7 +53,7 @@ fn text(n: usize, seed: u64) -> Vec<u8> {
         "{",
         "};\n",
     ];
-    let mut rng = Rng(seed | 1);
+    let mut rng = XorShift(seed | 1);
     let mut out = Vec::with_capacity(n + 16);
     while out.len() < n {
         out.extend_from_slice(WORDS[rng.below(WORDS.len()).min(rng.below(WORDS.len()))].as_bytes());
@@ -79,7 +65,7 @@ fn text(n: usize, seed: u64) -> Vec<u8> {
 
 /// Little-endian f32 samples of a smooth signal, with a little noise.
 fn numeric(n: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng(seed | 1);
+    let mut rng = XorShift(seed | 1);
     let mut out = Vec::with_capacity(n + 4);
     let mut i = 0u32;
     while out.len() < n {
@@ -93,7 +79,7 @@ fn numeric(n: usize, seed: u64) -> Vec<u8> {
 
 /// Long runs of a few byte values, with short random stretches between.
 fn runs(n: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng(seed | 1);
+    let mut rng = XorShift(seed | 1);
     let mut out = Vec::with_capacity(n + 4096);
     while out.len() < n {
         let byte = [0u8, 0xFF, b'a', 7][rng.below(4)];
@@ -146,14 +132,14 @@ fn check_decodes_to(frames: &[u8], expected: &[u8], t: &mut DecodeTables, what: 
 /// Random bytes 0..13: Huffman tables with few symbols (weights written directly, not
 /// FSE-compressed).
 fn small_alphabet(n: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng(seed | 1);
+    let mut rng = XorShift(seed | 1);
     (0..n).map(|_| rng.below(13) as u8).collect()
 }
 
 /// A random 200-byte piece repeated, one byte of each copy replaced by a 'Q': after the first
 /// copies, every literal is a 'Q' (RLE literals).
 fn one_literal(n: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng(seed | 1);
+    let mut rng = XorShift(seed | 1);
     let piece: Vec<u8> = random(200, seed).into_iter().map(|b| if b == b'Q' { 0 } else { b }).collect();
     let mut out = Vec::with_capacity(n + 200);
     while out.len() < n {
@@ -475,7 +461,7 @@ fn offsets_before_the_frame_or_beyond_the_window() {
 #[test]
 fn mutated_frames_never_panic() {
     let mut t = tables();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
     let sources = [
         compress(&text(4000, 1), Options { checksum: true, ..PLAIN }),
         compress(&text(4000, 2), Options { level: 19, checksum: false, content_size: false, long_window: None }),

@@ -3,6 +3,8 @@
 
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::encode::{CompressScratch, MAX_BLOCK_SIZE, MAX_LEVEL, compress, max_compressed_size};
+mod common;
+use common::random_bytes;
 
 fn scratch() -> Box<CompressScratch> {
     // All-zero memory is a valid scratch; so is garbage, which the fill shows.
@@ -31,19 +33,6 @@ fn round_trip(input: &[u8], level: u8) -> Vec<u8> {
     assert!(back == input, "{} bytes, level {level}: decoded bytes differ", input.len());
     assert_eq!(zstd::zstd_safe::get_frame_content_size(&frame).ok(), Some(Some(input.len() as u64)));
     frame
-}
-
-/// `n` pseudo-random bytes from `seed` (xorshift).
-fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        })
-        .collect()
 }
 
 /// `n` bytes of source-like text: lines of identifiers, keywords and numbers from `seed`.

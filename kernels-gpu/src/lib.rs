@@ -32,7 +32,19 @@ pub use warp::Warp;
 /// Kernels whose occupancy the PTX states, as CUDA's `__launch_bounds__` would: (entry, threads
 /// per block, blocks that must fit on one SM at once). ptxas then keeps each thread's registers
 /// within the SM's share; the host's build script writes them into the PTX.
-pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2)];
+pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
+    ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),
+    ("zstd_decompress", zstd::DECOMPRESS_WARPS * 32, ZSTD_DECOMPRESS_BLOCKS),
+    ("zstd_decompressed_sizes", zstd::DECOMPRESS_WARPS * 32, ZSTD_DECOMPRESS_BLOCKS),
+    ("zstd_compress", zstd::COMPRESS_WARPS * 32, ZSTD_COMPRESS_BLOCKS),
+];
+
+/// Blocks per SM of Zstd's decompress kernels.
+const ZSTD_DECOMPRESS_BLOCKS: u32 =
+    zstd::blocks_per_sm(zstd::DECOMPRESS_WARPS, zstd::decode::DECODE_SHARED_BYTES_PER_WARP);
+/// Blocks per SM of Zstd's compress kernel.
+const ZSTD_COMPRESS_BLOCKS: u32 =
+    zstd::blocks_per_sm(zstd::COMPRESS_WARPS, zstd::encode::COMPRESS_SHARED_BYTES_PER_WARP);
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

@@ -9,6 +9,7 @@ use ferrocomp_format::zstd::{self as format, DecodeTables, MAX_DECOMPRESSED_CHUN
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
 use ferrocomp_kernels_gpu::zstd::encode::{COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
+use ferrocomp_kernels_gpu::zstd::{COMPRESS_WARPS, DECOMPRESS_WARPS};
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
 
@@ -17,8 +18,6 @@ use std::ops::RangeInclusive;
 /// serial (one lane decodes or encodes the sequences), so throughput comes from chunks in flight:
 /// 4096 is more than an H100 holds at once.
 const SLOTS: usize = 4096;
-/// Shared memory a block may use without opting in.
-const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
 /// Most bytes one byte of a frame decodes to: a 4-byte RLE block regenerates 128 KiB.
 const MAX_EXPANSION: usize = (128 << 10) / 4;
 
@@ -40,18 +39,10 @@ impl Default for Zstd {
     }
 }
 
-/// Warps per block for `shared_bytes` of shared memory each: as many as fit, from 1 to 8.
-const fn warps_per_block(shared_bytes: usize) -> u32 {
-    match SHARED_BYTES_PER_BLOCK / shared_bytes {
-        0 => 1,
-        warps @ 1..=8 => warps as u32,
-        _ => 8,
-    }
-}
-
-/// A warp per chunk with `shared_bytes` each, at most [`SLOTS`] of them.
-const fn slotted(shared_bytes: usize) -> Shape {
-    Shape::Warps { per_block: warps_per_block(shared_bytes), shared_bytes, max_warps: SLOTS }
+/// A warp per chunk, `per_block` to a block (the kernels' launch bounds), with `shared_bytes`
+/// each, at most [`SLOTS`] of them.
+const fn slotted(per_block: u32, shared_bytes: usize) -> Shape {
+    Shape::Warps { per_block, shared_bytes, max_warps: SLOTS }
 }
 
 thread_local! {
@@ -95,9 +86,9 @@ impl BatchCodec for Zstd {
         Launch {
             algorithm: Algorithm::Zstd,
             options: self.level as u32,
-            compress: slotted(COMPRESS_SHARED_BYTES_PER_WARP),
-            decompress: slotted(DECODE_SHARED_BYTES_PER_WARP),
-            sizes: Shape::warps(warps_per_block(DECODE_SHARED_BYTES_PER_WARP), DECODE_SHARED_BYTES_PER_WARP),
+            compress: slotted(COMPRESS_WARPS, COMPRESS_SHARED_BYTES_PER_WARP),
+            decompress: slotted(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP),
+            sizes: Shape::warps(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP),
         }
     }
 

@@ -5,6 +5,27 @@
 pub mod decode;
 pub mod encode;
 
+use decode::DECODE_SHARED_BYTES_PER_WARP;
+use encode::COMPRESS_SHARED_BYTES_PER_WARP;
+
+/// Shared memory a block may use without opting in.
+const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
+/// Shared memory of one SM (an H100's, less the 1 KiB per block the driver keeps).
+const SHARED_BYTES_PER_SM: usize = 228 << 10;
+
+/// Warps per block of the decompress and size kernels: as many as their shared memory allows.
+pub const DECOMPRESS_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP) as u32;
+/// Warps per block of the compress kernel.
+pub const COMPRESS_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / COMPRESS_SHARED_BYTES_PER_WARP) as u32;
+
+/// Blocks of `warps` warps with `shared_bytes` each that fit an SM's shared memory: the occupancy
+/// the launch bounds ask of ptxas. A warp's work is mostly one lane's serial decoding or coding
+/// (FSE sequences, Huffman streams), so the speed comes from warps in flight: unbounded, ptxas
+/// gave the kernels 234 and 255 registers, 8 and 5 warps per SM (measured on an H100).
+pub const fn blocks_per_sm(warps: u32, shared_bytes: usize) -> u32 {
+    (SHARED_BYTES_PER_SM / (warps as usize * (shared_bytes + 1024 / warps as usize))) as u32
+}
+
 /// The batched entry points (`zstd_compress`, `zstd_decompress`, `zstd_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {

@@ -8,8 +8,8 @@
 
 use super::DecodeTables;
 use super::frame::{
-    BlockHeader, BlockKind, FrameHeader, FrameStart, LiteralsHeader, LiteralsKind, frame_start, little_endian,
-    read_block_header, read_frame_header, read_literals_header,
+    BlockHeader, BlockKind, FrameHeader, LiteralsHeader, LiteralsKind, for_each_frame, little_endian,
+    read_block_header, read_literals_header,
 };
 use super::sequences::{self, Cursor, RepeatOffsets, SequenceDecoder};
 use super::{MAX_DECOMPRESSED_CHUNK_SIZE, huffman, xxh64};
@@ -22,26 +22,7 @@ pub fn decode_frames<const WRITE: bool>(
     out: &mut [u8],
     tables: &mut DecodeTables,
 ) -> Result<usize, Status> {
-    if input.is_empty() {
-        return Err(Status::Truncated);
-    }
-    let (mut ip, mut op) = (0, 0);
-    while let Some(rest) = input.get(ip..).filter(|rest| !rest.is_empty()) {
-        match frame_start(rest)? {
-            FrameStart::Skippable(len) => {
-                if len > rest.len() as u64 {
-                    return Err(Status::Truncated);
-                }
-                ip += len as usize;
-            }
-            FrameStart::Zstandard => {
-                let header = read_frame_header(rest.get(4..).unwrap_or(&[]))?;
-                ip += 4 + header.len;
-                (ip, op) = decode_frame::<WRITE>(input, ip, out, op, &header, tables)?;
-            }
-        }
-    }
-    Ok(op)
+    for_each_frame(input, |ip, op, header| decode_frame::<WRITE>(input, ip, out, op, header, tables))
 }
 
 /// Decodes the blocks and checksum of the frame with `header`, from input position `ip` and

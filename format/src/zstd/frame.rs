@@ -57,6 +57,35 @@ impl FrameHeader {
     }
 }
 
+/// Walks the frames of a chunk back to back: skips skippable frames and hands each Zstandard
+/// frame's header to `frame` with the input position after it and the output position so far;
+/// `frame` decodes it and returns the positions after it. Returns the output size; `Truncated`
+/// for an empty chunk.
+pub fn for_each_frame(
+    input: &[u8],
+    mut frame: impl FnMut(usize, usize, &FrameHeader) -> Result<(usize, usize), Status>,
+) -> Result<usize, Status> {
+    if input.is_empty() {
+        return Err(Status::Truncated);
+    }
+    let (mut ip, mut op) = (0, 0);
+    while let Some(rest) = input.get(ip..).filter(|rest| !rest.is_empty()) {
+        match frame_start(rest)? {
+            FrameStart::Skippable(len) => {
+                if len > rest.len() as u64 {
+                    return Err(Status::Truncated);
+                }
+                ip += len as usize;
+            }
+            FrameStart::Zstandard => {
+                let header = read_frame_header(rest.get(4..).unwrap_or(&[]))?;
+                (ip, op) = frame(ip + 4 + header.len, op, &header)?;
+            }
+        }
+    }
+    Ok(op)
+}
+
 /// Reads the frame header at the start of `input` (after the magic number). `Malformed` if the
 /// reserved bit is set, `DictionaryRequired` for a nonzero dictionary id.
 pub fn read_frame_header(input: &[u8]) -> Result<FrameHeader, Status> {

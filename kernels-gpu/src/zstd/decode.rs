@@ -20,8 +20,8 @@ use crate::lz77::{SHORT_SEQUENCE, copy, copy_match, last_starting_by, scan_add};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::frame::{
-    BlockKind, FrameHeader, FrameStart, LiteralsHeader, LiteralsKind, MAX_BLOCK_SIZE, frame_start, little_endian,
-    read_block_header, read_frame_header, read_literals_header,
+    BlockKind, FrameHeader, LiteralsHeader, LiteralsKind, MAX_BLOCK_SIZE, for_each_frame, little_endian,
+    read_block_header, read_literals_header,
 };
 use ferrocomp_format::zstd::sequences::{self, Cursor, Mode, RepeatOffsets, SequenceDecoder, Table};
 use ferrocomp_format::zstd::{DecodeTables, fse, huffman, xxh64};
@@ -66,26 +66,7 @@ pub unsafe fn decompress_chunk<W: Warp>(
 ) -> Result<usize, Status> {
     let input = unsafe { bytes(input, n) };
     let chunk = Job { input, out, capacity, shared: shared as *mut WarpShared, scratch };
-    if input.is_empty() {
-        return Err(Status::Truncated);
-    }
-    let (mut ip, mut op) = (0, 0);
-    while let Some(rest) = input.get(ip..).filter(|rest| !rest.is_empty()) {
-        match frame_start(rest)? {
-            FrameStart::Skippable(len) => {
-                if len > rest.len() as u64 {
-                    return Err(Status::Truncated);
-                }
-                ip += len as usize;
-            }
-            FrameStart::Zstandard => {
-                let header = read_frame_header(rest.get(4..).unwrap_or(&[]))?;
-                ip += 4 + header.len;
-                (ip, op) = unsafe { decode_frame(warp, &chunk, ip, op, &header)? };
-            }
-        }
-    }
-    Ok(op)
+    for_each_frame(input, |ip, op, header| unsafe { decode_frame(warp, &chunk, ip, op, header) })
 }
 
 /// The size the chunk `input[..n]` decodes to, in every lane: the format crate's

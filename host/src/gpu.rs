@@ -80,7 +80,14 @@ impl Gpu {
             .map(cust::module::ModuleJitOption::MaxRegisters)
             .into_iter()
             .collect();
-        let module = Module::from_ptx(PTX, &jit)?;
+        // FERROCOMP_PTX loads the kernels from that PTX file instead, to try a kernel variant
+        // without rebuilding the host.
+        let ptx = match std::env::var_os("FERROCOMP_PTX") {
+            Some(path) => std::fs::read_to_string(&path)
+                .map_err(|e| Error::InvalidArgument(format!("FERROCOMP_PTX {}: {e}", path.to_string_lossy())))?,
+            None => PTX.to_owned(),
+        };
+        let module = Module::from_ptx(&ptx, &jit)?;
         let function = |name: &str| module.get_function(name).map(|f| f.to_raw());
         let codec = |name: &str| -> Result<CodecKernels> {
             Ok(CodecKernels {

@@ -170,47 +170,65 @@ pub struct Sequence {
 }
 
 /// Decodes sequences from the backward bitstream with the three tables' states.
+///
+/// Written for one GPU lane as much as for a CPU: the states live in registers, every index is
+/// masked or clamped into its table (no bounds-check branches), and a length code's baseline
+/// and extra bits come from one packed entry.
 pub struct SequenceDecoder<'a> {
     bits: ReverseBits<'a>,
-    /// The literal-length, offset and match-length states.
-    states: [u32; 3],
+    literal_length_state: u32,
+    offset_state: u32,
+    match_length_state: u32,
 }
+
+/// A length code's baseline (low 24 bits) and extra bits (high 8), packed for one load.
+const fn packed_codes<const N: usize>(baselines: [u32; N], extra_bits: [u8; N]) -> [u32; N] {
+    let mut packed = [0; N];
+    let mut i = 0;
+    while i < N {
+        packed[i] = baselines[i] | (extra_bits[i] as u32) << 24;
+        i += 1;
+    }
+    packed
+}
+
+static LITERAL_LENGTH_CODE: [u32; LITERAL_LENGTH_CODES] =
+    packed_codes(LITERAL_LENGTH_BASELINE, LITERAL_LENGTH_EXTRA_BITS);
+static MATCH_LENGTH_CODE: [u32; MATCH_LENGTH_CODES] = packed_codes(MATCH_LENGTH_BASELINE, MATCH_LENGTH_EXTRA_BITS);
 
 impl<'a> SequenceDecoder<'a> {
     /// Starts on `stream` (the rest of the block): reads the three initial states.
     pub fn new(stream: &'a [u8], tables: &DecodeTables) -> Result<Self, Status> {
         let mut bits = ReverseBits::new(stream)?;
-        let mut states = [0; 3];
-        for (state, &log) in states.iter_mut().zip(&tables.logs) {
-            *state = bits.read(log as u32);
-        }
-        Ok(Self { bits, states })
+        let [ll_log, of_log, ml_log] = tables.logs.map(u32::from);
+        let literal_length_state = bits.read(ll_log);
+        let offset_state = bits.read(of_log);
+        let match_length_state = bits.read(ml_log);
+        Ok(Self { bits, literal_length_state, offset_state, match_length_state })
     }
 
-    /// The cell of `table` the current state points at.
+    /// Reads a length: the packed `code`'s baseline plus its extra bits.
     #[inline(always)]
-    fn cell(&self, table: Table, tables: &DecodeTables) -> u32 {
-        let cells = table.cells(tables);
-        let state = self.states[table as usize] as usize;
-        cells.get(state & (cells.len() - 1)).copied().unwrap_or(0)
+    fn length(&mut self, code: u32) -> u32 {
+        (code & 0xFF_FFFF) + self.bits.read(code >> 24)
     }
 
     /// Decodes the next sequence; unless it is the `last`, moves the states on.
     #[inline(always)]
     pub fn next(&mut self, tables: &DecodeTables, last: bool) -> Sequence {
-        let cells = Table::ALL.map(|table| self.cell(table, tables));
-        let [ll_code, of_code, ml_code] = cells.map(|cell| cell_symbol(cell) as usize);
-        let of_bits = (of_code as u32).min(31);
+        let ll = tables.literal_lengths[self.literal_length_state as usize & (LENGTH_CELLS - 1)];
+        let of = tables.offsets[self.offset_state as usize & (OFFSET_CELLS - 1)];
+        let ml = tables.match_lengths[self.match_length_state as usize & (LENGTH_CELLS - 1)];
+        let of_bits = (cell_symbol(of) as u32).min(31);
         let offset_value = (1u32 << of_bits) + self.bits.read(of_bits);
-        let ml_bits = *MATCH_LENGTH_EXTRA_BITS.get(ml_code).unwrap_or(&0) as u32;
-        let match_len = MATCH_LENGTH_BASELINE.get(ml_code).unwrap_or(&0) + self.bits.read(ml_bits);
-        let ll_bits = *LITERAL_LENGTH_EXTRA_BITS.get(ll_code).unwrap_or(&0) as u32;
-        let literals = LITERAL_LENGTH_BASELINE.get(ll_code).unwrap_or(&0) + self.bits.read(ll_bits);
+        let ml_code = (cell_symbol(ml) as usize).min(MATCH_LENGTH_CODES - 1);
+        let match_len = self.length(MATCH_LENGTH_CODE[ml_code]);
+        let ll_code = (cell_symbol(ll) as usize).min(LITERAL_LENGTH_CODES - 1);
+        let literals = self.length(LITERAL_LENGTH_CODE[ll_code]);
         if !last {
-            for table in [Table::LiteralLengths, Table::MatchLengths, Table::Offsets] {
-                let cell = cells[table as usize];
-                self.states[table as usize] = cell_baseline(cell) + self.bits.read(cell_bits(cell));
-            }
+            self.literal_length_state = cell_baseline(ll) + self.bits.read(cell_bits(ll));
+            self.match_length_state = cell_baseline(ml) + self.bits.read(cell_bits(ml));
+            self.offset_state = cell_baseline(of) + self.bits.read(cell_bits(of));
         }
         Sequence { literals, match_len, offset_value }
     }

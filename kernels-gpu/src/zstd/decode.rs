@@ -8,9 +8,10 @@
 //!   warp's scratch;
 //! - FSE tables: lane 0 reads a table description, the warp spreads the symbols and builds the
 //!   cells in shared memory;
-//! - sequences: lane 0 decodes and checks 32 at a time into shared memory (FSE is serial), then
-//!   the warp writes them: runs of short sequences whose matches read bytes written before them,
-//!   32 output bytes a step; any other sequence alone, with warp copies;
+//! - sequences: lane 0 decodes 32 at a time into shared memory (FSE is serial, so lane 0 does
+//!   nothing else), then each lane checks one as `Cursor::advance` would, placed by prefix sums,
+//!   and the warp writes them: runs of short sequences whose matches read bytes written before
+//!   them, 32 output bytes a step; any other sequence alone, with warp copies;
 //! - the XXH64 checksum: lanes 0..4 each keep one accumulator over the frame's stripes.
 //!
 //! The sizes kernel runs the format crate's `decompressed_size` in lane 0: it reads headers and,
@@ -23,7 +24,7 @@ use ferrocomp_format::zstd::frame::{
     BlockKind, FrameHeader, LiteralsHeader, LiteralsKind, MAX_BLOCK_SIZE, for_each_frame, little_endian,
     read_block_header, read_literals_header,
 };
-use ferrocomp_format::zstd::sequences::{self, Cursor, Mode, RepeatOffsets, SequenceDecoder, Table};
+use ferrocomp_format::zstd::sequences::{self, Cursor, Mode, RepeatOffsets, Sequence, SequenceDecoder, Table};
 use ferrocomp_format::zstd::{DecodeTables, fse, huffman, xxh64};
 
 /// Sequences lane 0 decodes before the warp writes them.
@@ -36,10 +37,8 @@ struct WarpShared {
     tables: DecodeTables,
     /// Literal length, match length and offset of each sequence of the batch.
     batch: [[u32; 3]; BATCH],
-    /// Sequences of the batch that passed their checks.
-    batch_len: u32,
-    /// The status of the first that did not (0: none).
-    batch_status: u32,
+    /// Whether the bitstream has bits left after the block's last sequence (nonzero: yes).
+    bits_left: u32,
 }
 
 /// Bytes of shared memory each warp needs (4-byte aligned): its decode tables and a batch of
@@ -543,40 +542,29 @@ unsafe fn run_sequences<W: Warp>(
     literals: *const u8,
     frame: &mut FrameState,
 ) -> Result<usize, Status> {
-    // Every lane starts a decoder (the same stream, the same result); lane 0 runs it, checking
-    // each sequence with its own copy of the cursor.
+    // Every lane starts a decoder (the same stream, the same result); lane 0 runs it.
     let mut decoder = SequenceDecoder::new(stream, unsafe { chunk.tables() })?;
-    let mut check = frame.cursor;
     let (mut decoded, mut literal_at) = (0, 0);
     let shared = chunk.shared;
     while decoded < count {
-        let batch = (count - decoded).min(BATCH as u32);
+        let len = (count - decoded).min(BATCH as u32);
         if warp.lane() == 0 {
-            let tables = unsafe { chunk.tables() };
-            let (mut len, mut status) = (0, Status::Success);
-            while len < batch {
-                let sequence = decoder.next(tables, decoded + len + 1 == count);
+            let (tables, batch) = unsafe { (chunk.tables(), &mut (*shared).batch) };
+            for (i, slot) in batch.iter_mut().take(len as usize).enumerate() {
+                let sequence = decoder.next(tables, decoded + i as u32 + 1 == count);
                 let offset = frame.reps.resolve(sequence.offset_value, sequence.literals);
-                if let Err(error) = check.advance(&sequence, offset) {
-                    status = error;
-                    break;
-                }
-                if let Some(slot) = unsafe { (*shared).batch.get_mut(len as usize) } {
-                    *slot = [sequence.literals, sequence.match_len, offset];
-                }
-                len += 1;
+                *slot = [sequence.literals, sequence.match_len, offset];
             }
-            if status == Status::Success && decoded + len == count && !decoder.finished() {
-                status = Status::Malformed;
-            }
-            unsafe { ((*shared).batch_len, (*shared).batch_status) = (len, status as u32) };
+            let bits_left = decoded + len == count && !decoder.finished();
+            unsafe { (*shared).bits_left = bits_left as u32 };
         }
         warp.sync(); // the batch is visible to every lane
-        let (len, status) = unsafe { ((*shared).batch_len, (*shared).batch_status) };
-        if status != Status::Success as u32 {
-            return Err(Status::from_code(status));
+        let me = unsafe { place(warp, chunk, len) };
+        check(warp, &frame.cursor, &me, len)?;
+        if unsafe { (*shared).bits_left } != 0 {
+            return Err(Status::Malformed);
         }
-        let (written, taken) = unsafe { write_batch(warp, chunk, literals.add(literal_at), frame.cursor.op, len) };
+        let (written, taken) = unsafe { write_batch(warp, chunk, literals.add(literal_at), frame.cursor.op, len, &me) };
         frame.cursor.op += written;
         frame.cursor.literals_left -= taken;
         literal_at += taken;
@@ -596,30 +584,62 @@ struct Placed {
     offset: u32,
 }
 
-/// Writes the `len` sequences of the shared batch at output position `op`, their literals from
-/// `literals`; returns the bytes written and the literals taken. Lane i holds sequence i. Runs of
-/// short sequences whose matches read bytes written before them (an offset of at least 32, or a
-/// source before the batch) go 32 bytes a step; any other sequence alone.
-unsafe fn write_batch<W: Warp>(warp: &W, chunk: &Job, literals: *const u8, op: usize, len: u32) -> (usize, usize) {
+/// Lane i's sequence of the `len` in the shared batch (none past them), placed by prefix sums.
+unsafe fn place<W: Warp>(warp: &W, chunk: &Job, len: u32) -> Placed {
     let lane = warp.lane();
     let entry = unsafe { (*chunk.shared).batch.get(lane as usize) }.filter(|_| lane < len);
-    let [literal_len, match_len, offset] = entry.copied().unwrap_or([0; 3]);
-    let bytes = literal_len + match_len;
-    let end = scan_add(warp, bytes);
-    let literal_end = scan_add(warp, literal_len);
-    let me =
-        Placed { start: end - bytes, literal_at: literal_end - literal_len, literals: literal_len, match_len, offset };
-    let match_start = me.start + literal_len;
-    let reads_before = offset >= WARP_SIZE || (match_start + match_len) as usize <= offset as usize;
+    let [literals, match_len, offset] = entry.copied().unwrap_or([0; 3]);
+    let bytes = literals + match_len;
+    let start = scan_add(warp, bytes) - bytes;
+    let literal_at = scan_add(warp, literals) - literals;
+    Placed { start, literal_at, literals, match_len, offset }
+}
+
+/// Checks the batch's `len` sequences at `cursor` as the format crate's `Cursor::advance` does
+/// one after another: each lane its own, from where the sequences before it leave the cursor.
+/// The status is the first failing sequence's.
+fn check<W: Warp>(warp: &W, cursor: &Cursor, me: &Placed, len: u32) -> Result<(), Status> {
+    let status = if warp.lane() < len {
+        let mut at = *cursor;
+        at.op += me.start as usize;
+        // Past the literals left, a sequence before this one fails first.
+        at.literals_left = at.literals_left.saturating_sub(me.literal_at as usize);
+        let sequence = Sequence { literals: me.literals, match_len: me.match_len, offset_value: 0 };
+        at.advance(&sequence, me.offset).err().map_or(0, |status| status as u32)
+    } else {
+        0
+    };
+    match warp.ballot(status != 0) {
+        0 => Ok(()),
+        failing => Err(Status::from_code(warp.shuffle(status, failing.trailing_zeros()))),
+    }
+}
+
+/// Writes the `len` sequences of the batch (lane i holding sequence i as `me`) at output
+/// position `op`, their literals from `literals`; returns the bytes written and the literals
+/// taken. Runs of short sequences whose matches read bytes written before them (an offset of at
+/// least 32, or a source before the batch) go 32 bytes a step; any other sequence alone.
+unsafe fn write_batch<W: Warp>(
+    warp: &W,
+    chunk: &Job,
+    literals: *const u8,
+    op: usize,
+    len: u32,
+    me: &Placed,
+) -> (usize, usize) {
+    let lane = warp.lane();
+    let bytes = me.literals + me.match_len;
+    let match_start = me.start + me.literals;
+    let reads_before = me.offset >= WARP_SIZE || (match_start + me.match_len) as usize <= me.offset as usize;
     let alone = warp.ballot(lane < len && (!reads_before || bytes > SHORT_SEQUENCE));
     let mut first = 0;
     while first < len {
         let next_alone = (alone >> first << first).trailing_zeros().min(len);
         if next_alone > first {
-            unsafe { write_run(warp, chunk.out, op, literals, &me, first, next_alone) };
+            unsafe { write_run(warp, chunk.out, op, literals, me, first, next_alone) };
         }
         if next_alone < len {
-            let one = shuffle_placed(warp, &me, next_alone);
+            let one = shuffle_placed(warp, me, next_alone);
             let match_at = op + (one.start + one.literals) as usize;
             unsafe {
                 copy(warp, literals.add(one.literal_at as usize), chunk.out.add(op + one.start as usize), one.literals);
@@ -631,7 +651,8 @@ unsafe fn write_batch<W: Warp>(warp: &W, chunk: &Job, literals: *const u8, op: u
         }
         first = next_alone + 1;
     }
-    (warp.shuffle(end, 31) as usize, warp.shuffle(literal_end, 31) as usize)
+    let last = shuffle_placed(warp, me, 31);
+    ((last.start + last.literals + last.match_len) as usize, (last.literal_at + last.literals) as usize)
 }
 
 /// Lane `from`'s sequence, in every lane.

@@ -181,21 +181,6 @@ pub struct SequenceDecoder<'a> {
     match_length_state: u32,
 }
 
-/// A length code's baseline (low 24 bits) and extra bits (high 8), packed for one load.
-const fn packed_codes<const N: usize>(baselines: [u32; N], extra_bits: [u8; N]) -> [u32; N] {
-    let mut packed = [0; N];
-    let mut i = 0;
-    while i < N {
-        packed[i] = baselines[i] | (extra_bits[i] as u32) << 24;
-        i += 1;
-    }
-    packed
-}
-
-static LITERAL_LENGTH_CODE: [u32; LITERAL_LENGTH_CODES] =
-    packed_codes(LITERAL_LENGTH_BASELINE, LITERAL_LENGTH_EXTRA_BITS);
-static MATCH_LENGTH_CODE: [u32; MATCH_LENGTH_CODES] = packed_codes(MATCH_LENGTH_BASELINE, MATCH_LENGTH_EXTRA_BITS);
-
 impl<'a> SequenceDecoder<'a> {
     /// Starts on `stream` (the rest of the block): reads the three initial states.
     pub fn new(stream: &'a [u8], tables: &DecodeTables) -> Result<Self, Status> {
@@ -210,7 +195,7 @@ impl<'a> SequenceDecoder<'a> {
     /// Reads a length: the packed `code`'s baseline plus its extra bits.
     #[inline(always)]
     fn length(&mut self, code: u32) -> u32 {
-        (code & 0xFF_FFFF) + self.bits.read(code >> 24)
+        code_baseline(code) + self.bits.read(code_extra_bits(code))
     }
 
     /// Decodes the next sequence; unless it is the `last`, moves the states on.

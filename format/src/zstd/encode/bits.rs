@@ -21,29 +21,21 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Appends the low `n` bits of `value` (`n` at most 32; higher bits of `value` must be 0).
-    /// Fewer than 32 bits wait in the accumulator; then 4 bytes go out at once.
     #[inline(always)]
     pub fn add(&mut self, value: u32, n: u32) {
         self.acc |= (value as u64) << self.bits;
         self.bits += n;
-        if self.bits >= 32 {
-            let word = (self.acc as u32).to_le_bytes();
-            match self.out.get_mut(self.len..self.len + 4) {
-                Some(slot) => {
-                    slot.copy_from_slice(&word);
-                    self.len += 4;
-                }
-                None => word.into_iter().for_each(|byte| self.push(byte)),
-            }
-            self.acc >>= 32;
-            self.bits -= 32;
+        while self.bits >= 8 {
+            self.push(self.acc as u8);
+            self.acc >>= 8;
+            self.bits -= 8;
         }
     }
 
     /// Pads the last byte with zeros; returns the bytes written, or `OutputTooSmall`.
     pub fn finish(mut self) -> Result<usize, Status> {
-        for byte in self.acc.to_le_bytes().into_iter().take(self.bits.div_ceil(8) as usize) {
-            self.push(byte);
+        if self.bits > 0 {
+            self.push(self.acc as u8);
         }
         if self.overflow { Err(Status::OutputTooSmall) } else { Ok(self.len) }
     }

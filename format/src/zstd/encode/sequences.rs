@@ -7,10 +7,10 @@ use super::bits::BitWriter;
 use super::fse::{COST_SHIFT, FseTable, normalize, symbol_cost, table_log, write_description};
 use crate::Status;
 use crate::zstd::tables::{
-    LITERAL_LENGTH_CODE, LITERAL_LENGTH_CODES, LITERAL_LENGTH_DEFAULT, LITERAL_LENGTH_DEFAULT_LOG, MATCH_LENGTH_CODE,
-    MATCH_LENGTH_CODES, MATCH_LENGTH_DEFAULT, MATCH_LENGTH_DEFAULT_LOG, MAX_LENGTH_LOG, MAX_OFFSET_LOG, OFFSET_CODES,
-    OFFSET_DEFAULT, OFFSET_DEFAULT_LOG, code_baseline, code_extra_bits, literal_length_code, match_length_code,
-    offset_code,
+    LITERAL_LENGTH_BASELINE, LITERAL_LENGTH_CODES, LITERAL_LENGTH_DEFAULT, LITERAL_LENGTH_DEFAULT_LOG,
+    LITERAL_LENGTH_EXTRA_BITS, MATCH_LENGTH_BASELINE, MATCH_LENGTH_CODES, MATCH_LENGTH_DEFAULT,
+    MATCH_LENGTH_DEFAULT_LOG, MATCH_LENGTH_EXTRA_BITS, MAX_LENGTH_LOG, MAX_OFFSET_LOG, OFFSET_CODES, OFFSET_DEFAULT,
+    OFFSET_DEFAULT_LOG, literal_length_code, match_length_code, offset_code,
 };
 
 /// One sequence of a block: literals, then a match.
@@ -214,9 +214,9 @@ fn encode(sequences: &[Sequence], tables: &SequenceTables, out: &mut [u8]) -> Re
 /// (offset, match length, literal length).
 #[inline(always)]
 fn extra_bits(w: &mut BitWriter, seq: &Sequence, ll: u8, of: u8, ml: u8) {
-    let ll_code = LITERAL_LENGTH_CODE[ll as usize];
-    w.add(seq.literal_len as u32 - code_baseline(ll_code), code_extra_bits(ll_code));
-    let ml_code = MATCH_LENGTH_CODE[ml as usize];
-    w.add(seq.match_len_minus3 as u32 + 3 - code_baseline(ml_code), code_extra_bits(ml_code));
+    let ll_bits = LITERAL_LENGTH_EXTRA_BITS[ll as usize] as u32;
+    w.add(seq.literal_len as u32 - LITERAL_LENGTH_BASELINE[ll as usize], ll_bits);
+    let ml_bits = MATCH_LENGTH_EXTRA_BITS[ml as usize] as u32;
+    w.add(seq.match_len_minus3 as u32 + 3 - MATCH_LENGTH_BASELINE[ml as usize], ml_bits);
     w.add(seq.offset_value - (1 << of), of as u32);
 }

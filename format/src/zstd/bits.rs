@@ -4,13 +4,15 @@
 use crate::Status;
 
 /// A backward bitstream over a byte slice. The 64 bits of `data[at..at + 8]` (little-endian, zeros
-/// above the end) are held in `container`; `consumed` counts the bits read from its top. Past the
-/// start of `data` it reads zeros, and [`overflowed`](Self::overflowed) tells.
+/// above the end) are the container; `consumed` counts the bits read from its top, and `window`
+/// holds the container shifted left by them, the next bit on top, so that reading is two shifts
+/// (on a GPU lane as on a CPU). Past the start of `data` it reads zeros, and
+/// [`overflowed`](Self::overflowed) tells.
 pub struct ReverseBits<'a> {
     data: &'a [u8],
     at: usize,
-    container: u64,
     consumed: u32,
+    window: u64,
 }
 
 impl<'a> ReverseBits<'a> {
@@ -23,22 +25,26 @@ impl<'a> ReverseBits<'a> {
             return Err(Status::Malformed);
         }
         let at = data.len().saturating_sub(8);
-        let mut reader = Self { data, at, container: 0, consumed: 0 };
+        let consumed = 64 - 8 * (data.len() - at) as u32 + last.leading_zeros() + 1;
+        let mut reader = Self { data, at, consumed, window: 0 };
         reader.load();
-        reader.consumed = 64 - 8 * (data.len() - at) as u32 + last.leading_zeros() + 1;
         Ok(reader)
     }
 
-    /// Loads the container from `data[at..]`.
+    /// Loads the container from `data[at..]` into the window.
     #[inline(always)]
     fn load(&mut self) {
-        let mut bytes = [0u8; 8];
-        if let Some(window) = self.data.get(self.at..) {
-            for (byte, &value) in bytes.iter_mut().zip(window) {
-                *byte = value;
+        let container = match self.data.get(self.at..self.at + 8) {
+            Some(window) => u64::from_le_bytes(window.try_into().unwrap_or([0; 8])),
+            None => {
+                let mut bytes = [0u8; 8];
+                for (byte, &value) in bytes.iter_mut().zip(self.data.get(self.at..).unwrap_or(&[])) {
+                    *byte = value;
+                }
+                u64::from_le_bytes(bytes)
             }
-        }
-        self.container = u64::from_le_bytes(bytes);
+        };
+        self.window = container.checked_shl(self.consumed).unwrap_or(0);
     }
 
     /// Moves the container down so that at least 57 unread bits are held (or all that are left).
@@ -50,23 +56,20 @@ impl<'a> ReverseBits<'a> {
         let back = ((self.consumed / 8) as usize).min(self.at);
         self.at -= back;
         self.consumed -= 8 * back as u32;
-        match self.data.get(self.at..self.at + 8) {
-            Some(window) => self.container = u64::from_le_bytes(window.try_into().unwrap_or([0; 8])),
-            None => self.load(),
-        }
+        self.load();
     }
 
     /// The next `n` (at most 32) bits without consuming them, zeros past the start.
     #[inline(always)]
     pub fn peek(&self, n: u32) -> u32 {
-        let top = self.container.checked_shl(self.consumed).unwrap_or(0);
-        ((top >> 1) >> (63 - n.min(32))) as u32
+        ((self.window >> 1) >> (63 - n.min(32))) as u32
     }
 
-    /// Consumes `n` bits.
+    /// Consumes `n` bits (at most 32: every field of the format is).
     #[inline(always)]
     pub fn consume(&mut self, n: u32) {
         self.consumed += n;
+        self.window = self.window.wrapping_shl(n);
     }
 
     /// Reads `n` (at most 32) bits, refilling first only when fewer than 32 are held: a reload

@@ -550,10 +550,13 @@ unsafe fn run_sequences<W: Warp>(
         let len = (count - decoded).min(BATCH as u32);
         if warp.lane() == 0 {
             let (tables, batch) = unsafe { (chunk.tables(), &mut (*shared).batch) };
-            for (i, slot) in batch.iter_mut().take(len as usize).enumerate() {
-                let sequence = decoder.next(tables, decoded + i as u32 + 1 == count);
+            // Counted in 32 bits with a masked index: the loop is the kernel's serial path.
+            let mut i = 0;
+            while i < len {
+                let sequence = decoder.next(tables, decoded + i + 1 == count);
                 let offset = frame.reps.resolve(sequence.offset_value, sequence.literals);
-                *slot = [sequence.literals, sequence.match_len, offset];
+                batch[i as usize & (BATCH - 1)] = [sequence.literals, sequence.match_len, offset];
+                i += 1;
             }
             let bits_left = decoded + len == count && !decoder.finished();
             unsafe { (*shared).bits_left = bits_left as u32 };

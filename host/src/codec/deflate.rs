@@ -3,6 +3,7 @@
 //! a warp) running the format crate's codec; compression scratch is a device array with one slot
 //! per warp, and each warp's decoding tables sit in shared memory.
 
+use super::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::deflate::{
     self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper,
@@ -68,12 +69,6 @@ pub(crate) fn launch(algorithm: Algorithm, options: u32) -> Launch {
 thread_local! {
     static CPU_COMPRESS_SCRATCH: RefCell<Box<CompressScratch>> = RefCell::new(zeroed());
     static CPU_DECODE_TABLES: RefCell<Box<DecodeTables>> = RefCell::new(zeroed());
-}
-
-/// A heap value of all-zero bytes (a valid start state of the format crate's scratch types).
-fn zeroed<T>() -> Box<T> {
-    // SAFETY: the format crate documents any bytes, zeros included, as valid for these types.
-    unsafe { Box::<T>::new_zeroed().assume_init() }
 }
 
 /// Runs `f` with this thread's CPU compression scratch.

@@ -3,6 +3,7 @@
 //! every phase; each warp keeps its tables in shared memory and its literals and sequences in a
 //! scratch slot of device memory.
 
+use super::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::zstd::encode::{self, CompressScratch, DEFAULT_LEVEL};
 use ferrocomp_format::zstd::{self as format, DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE};
@@ -48,12 +49,6 @@ const fn slotted(per_block: u32, shared_bytes: usize) -> Shape {
 thread_local! {
     static CPU_DECODE_TABLES: RefCell<Box<DecodeTables>> = RefCell::new(zeroed());
     static CPU_COMPRESS_SCRATCH: RefCell<Box<CompressScratch>> = RefCell::new(zeroed());
-}
-
-/// A heap value of all-zero bytes (a valid start state of the format crate's scratch types).
-fn zeroed<T>() -> Box<T> {
-    // SAFETY: the format crate documents any bytes, zeros included, as valid for these types.
-    unsafe { Box::<T>::new_zeroed().assume_init() }
 }
 
 /// Runs `f` with this thread's CPU decoding tables.

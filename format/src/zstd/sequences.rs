@@ -4,6 +4,7 @@
 
 use super::DecodeTables;
 use super::bits::ReverseBits;
+use super::frame::FrameHeader;
 use super::fse::{self, cell_baseline, cell_bits, cell_symbol};
 use super::tables::*;
 use crate::Status;
@@ -290,6 +291,27 @@ pub struct Cursor {
 }
 
 impl Cursor {
+    /// The cursor at the start of a frame with `header` at output position `op`, with room up
+    /// to `room` (passing it is `room_status`); a stated content size beyond the room fails with
+    /// `room_status`, and becomes the limit (passing it: `Malformed`).
+    pub fn for_frame(header: &FrameHeader, op: usize, room: usize, room_status: Status) -> Result<Self, Status> {
+        let (limit, limit_status) = match header.content_size {
+            Some(size) if size > (room - op) as u64 => return Err(room_status),
+            Some(size) => (op + size as usize, Status::Malformed),
+            None => (room, room_status),
+        };
+        Ok(Self {
+            frame_start: op,
+            block_start: op,
+            op,
+            literals_left: 0,
+            limit,
+            limit_status,
+            window: header.window,
+            block_max: header.block_max(),
+        })
+    }
+
     /// Checks the next sequence, whose offset resolved to `offset`, before it runs: its literals
     /// exist, the block (counting its literals still to come) stays within its maximum size and
     /// the output's limit, and the match reaches back neither before the frame nor beyond the

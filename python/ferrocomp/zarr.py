@@ -77,8 +77,8 @@ V2_COMPRESSORS: dict[str, StreamFormat] = {
 
 ENCODE_LEVELS = (0, 1, 2, 2, 2, 2, 4, 4, 4, 5)
 """ferrocomp's Deflate level (nvCOMP's algorithm_type 0-5) for each zlib/gzip level 0-9."""
-ZSTD_HIGH_LEVEL = 4
-"""The first zstd level ferrocomp writes at its higher-ratio level 2 (below it: its fast level 1)."""
+ZSTD_LEVELS = (4, 10)
+"""The first zstd levels ferrocomp writes at its levels 2 and 3 (below the first: its fast level 1)."""
 BLOSC_SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 BLOSC_AUTOSHUFFLE = -1
 """numcodecs' shuffle that picks bit shuffle for 1-byte elements, byte shuffle for others."""
@@ -222,7 +222,7 @@ def _zstd_options(level: int, checksum: bool) -> tuple[tuple[str, Any], ...] | N
     """ferrocomp's Zstd level for a zstd level, or None where a content checksum is asked (numcodecs writes)."""
     if checksum:
         return None
-    return (("algorithm_type", 2 if level >= ZSTD_HIGH_LEVEL else 1),)
+    return (("algorithm_type", 1 + sum(level >= first for first in ZSTD_LEVELS)),)
 
 
 class GzipCodec(_BatchedStreamCodec, zarr.codecs.GzipCodec, name="gzip", stream_format=GZIP_MEMBER):

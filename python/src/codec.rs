@@ -37,7 +37,8 @@ enum Backend {
 /// bytes per chunk of the native bitstream. `data_type` (LZ4, Snappy): the element type, as an
 /// array-protocol string ("<i4") or NumPy dtype; matches then keep to its width.
 /// `algorithm_type` (Deflate, GDeflate): nvCOMP's level, 0 to 5 (default 1); (Zstd) ferrocomp's
-/// level, 1 (fast, the default) or 2 (higher ratio), where nvCOMP's Zstd has none. `wrapper`
+/// level, 1 (fast, the default), 2 (nvCOMP's ratio or better) or 3 (highest ratio), where nvCOMP's
+/// Zstd has none. `wrapper`
 /// (Deflate): "raw" (default), "zlib" or "gzip". `typesize` and `shuffle` (Blosc): the element
 /// size the shuffle transposes (default `data_type`'s, else 1) and the filter, as numcodecs
 /// names it (0/"noshuffle", 1/"shuffle" (default), 2/"bitshuffle").

@@ -233,7 +233,7 @@ def test_algorithm_type_levels_round_trip(algorithm, level):
     assert host(c.decode(np.frombuffer(encoded, np.uint8))) == data.tobytes()
 
 
-@pytest.mark.parametrize("level", [1, 2])
+@pytest.mark.parametrize("level", [1, 2, 3])
 def test_zstd_levels_write_frames_zstandard_reads(level):
     data = sample(200_000)
     c = codec("Zstd", RAW, algorithm_type=level)
@@ -242,7 +242,7 @@ def test_zstd_levels_write_frames_zstandard_reads(level):
     assert host(c.decode(np.frombuffer(encoded, np.uint8))) == data.tobytes()
 
 
-@pytest.mark.parametrize("level", [0, 3, -1])
+@pytest.mark.parametrize("level", [0, 4, -1])
 def test_zstd_levels_outside_the_range_are_refused(level):
     with pytest.raises(ValueError, match="algorithm_type"):
         codec("Zstd", algorithm_type=level)
@@ -766,7 +766,7 @@ def test_checksums_need_the_native_bitstream():
         (("deflate",), {"algorithm_type": 6}, "outside 0..=5"),
         (("deflate",), {"algorithm_type": -1}, "outside 0..=5"),
         (("LZ4",), {"algorithm_type": 1}, "applies to Deflate, GDeflate and Zstd"),
-        (("zstd",), {"algorithm_type": 3}, "outside 1..=2"),
+        (("zstd",), {"algorithm_type": 4}, "outside 1..=3"),
         (("LZ4",), {"wrapper": "zlib"}, "wrapper applies to Deflate"),
         (("deflate",), {"wrapper": "brotli"}, "does not fit"),
         (("zlib",), {"wrapper": "gzip"}, "does not fit"),

@@ -37,21 +37,7 @@ fn decode_frame<const WRITE: bool>(
 ) -> Result<(usize, usize), Status> {
     let (room, room_status) =
         if WRITE { (out.len(), Status::OutputTooSmall) } else { (MAX_DECOMPRESSED_CHUNK_SIZE, Status::ChunkTooLarge) };
-    let (limit, limit_status) = match header.content_size {
-        Some(size) if size > (room - op) as u64 => return Err(room_status),
-        Some(size) => (op + size as usize, Status::Malformed),
-        None => (room, room_status),
-    };
-    let mut cursor = Cursor {
-        frame_start: op,
-        block_start: op,
-        op,
-        literals_left: 0,
-        limit,
-        limit_status,
-        window: header.window,
-        block_max: header.block_max(),
-    };
+    let mut cursor = Cursor::for_frame(header, op, room, room_status)?;
     let walk_only = !WRITE && header.content_size.is_some();
     tables.start_frame();
     let mut reps = RepeatOffsets::START;
@@ -75,7 +61,7 @@ fn decode_frame<const WRITE: bool>(
         None
     };
     if walk_only {
-        return Ok((ip, limit));
+        return Ok((ip, cursor.limit));
     }
     if header.content_size.is_some_and(|size| size != (cursor.op - op) as u64) {
         return Err(Status::Malformed);

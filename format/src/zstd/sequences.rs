@@ -4,6 +4,7 @@
 
 use super::DecodeTables;
 use super::bits::ReverseBits;
+use super::frame::FrameHeader;
 use super::fse::{self, cell_baseline, cell_bits, cell_symbol};
 use super::tables::*;
 use crate::Status;
@@ -169,6 +170,12 @@ pub struct Sequence {
     pub offset_value: u32,
 }
 
+/// The low `n` (below 32) bits set.
+#[inline(always)]
+const fn low_bits(n: u32) -> u32 {
+    (1 << (n & 31)) - 1
+}
+
 /// Decodes sequences from the backward bitstream with the three tables' states.
 ///
 /// Written for one GPU lane as much as for a CPU: the states live in registers, every index is
@@ -192,13 +199,10 @@ impl<'a> SequenceDecoder<'a> {
         Ok(Self { bits, literal_length_state, offset_state, match_length_state })
     }
 
-    /// Reads a length: the packed `code`'s baseline plus its extra bits.
-    #[inline(always)]
-    fn length(&mut self, code: u32) -> u32 {
-        code_baseline(code) + self.bits.read(code_extra_bits(code))
-    }
-
-    /// Decodes the next sequence; unless it is the `last`, moves the states on.
+    /// Decodes the next sequence; unless it is the `last`, moves the states on. Fields read one
+    /// after another are read at once where together they fit 32 bits: the match- and
+    /// literal-length extra bits (at most 16 each), and the three state updates (at most 9, 9
+    /// and 8 bits, as every table this crate builds keeps them).
     #[inline(always)]
     pub fn next(&mut self, tables: &DecodeTables, last: bool) -> Sequence {
         let ll = tables.literal_lengths[self.literal_length_state as usize & (LENGTH_CELLS - 1)];
@@ -206,14 +210,18 @@ impl<'a> SequenceDecoder<'a> {
         let ml = tables.match_lengths[self.match_length_state as usize & (LENGTH_CELLS - 1)];
         let of_bits = (cell_symbol(of) as u32).min(31);
         let offset_value = (1u32 << of_bits) + self.bits.read(of_bits);
-        let ml_code = (cell_symbol(ml) as usize).min(MATCH_LENGTH_CODES - 1);
-        let match_len = self.length(MATCH_LENGTH_CODE[ml_code]);
-        let ll_code = (cell_symbol(ll) as usize).min(LITERAL_LENGTH_CODES - 1);
-        let literals = self.length(LITERAL_LENGTH_CODE[ll_code]);
+        let ml_code = MATCH_LENGTH_CODE[(cell_symbol(ml) as usize).min(MATCH_LENGTH_CODES - 1)];
+        let ll_code = LITERAL_LENGTH_CODE[(cell_symbol(ll) as usize).min(LITERAL_LENGTH_CODES - 1)];
+        let (ml_extra, ll_extra) = (code_extra_bits(ml_code), code_extra_bits(ll_code));
+        let extras = self.bits.read(ml_extra + ll_extra);
+        let match_len = code_baseline(ml_code) + (extras >> ll_extra);
+        let literals = code_baseline(ll_code) + (extras & low_bits(ll_extra));
         if !last {
-            self.literal_length_state = cell_baseline(ll) + self.bits.read(cell_bits(ll));
-            self.match_length_state = cell_baseline(ml) + self.bits.read(cell_bits(ml));
-            self.offset_state = cell_baseline(of) + self.bits.read(cell_bits(of));
+            let (ll_bits, ml_bits, of_bits) = (cell_bits(ll), cell_bits(ml), cell_bits(of));
+            let states = self.bits.read(ll_bits + ml_bits + of_bits);
+            self.literal_length_state = cell_baseline(ll) + states.wrapping_shr(ml_bits + of_bits);
+            self.match_length_state = cell_baseline(ml) + (states.wrapping_shr(of_bits) & low_bits(ml_bits));
+            self.offset_state = cell_baseline(of) + (states & low_bits(of_bits));
         }
         Sequence { literals, match_len, offset_value }
     }
@@ -283,6 +291,27 @@ pub struct Cursor {
 }
 
 impl Cursor {
+    /// The cursor at the start of a frame with `header` at output position `op`, with room up
+    /// to `room` (passing it is `room_status`); a stated content size beyond the room fails with
+    /// `room_status`, and becomes the limit (passing it: `Malformed`).
+    pub fn for_frame(header: &FrameHeader, op: usize, room: usize, room_status: Status) -> Result<Self, Status> {
+        let (limit, limit_status) = match header.content_size {
+            Some(size) if size > (room - op) as u64 => return Err(room_status),
+            Some(size) => (op + size as usize, Status::Malformed),
+            None => (room, room_status),
+        };
+        Ok(Self {
+            frame_start: op,
+            block_start: op,
+            op,
+            literals_left: 0,
+            limit,
+            limit_status,
+            window: header.window,
+            block_max: header.block_max(),
+        })
+    }
+
     /// Checks the next sequence, whose offset resolved to `offset`, before it runs: its literals
     /// exist, the block (counting its literals still to come) stays within its maximum size and
     /// the output's limit, and the match reaches back neither before the frame nor beyond the

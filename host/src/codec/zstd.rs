@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use std::ops::RangeInclusive;
 
 /// Most warps a kernel with scratch runs (each owns a slot: 128 KiB to decode, 209 KiB to encode
-/// at level 1, 346 KiB at level 2); more chunks are taken in turns. Each warp's work is mostly
+/// at level 1, 346 KiB at levels 2 and 3); more chunks are taken in turns. Each warp's work is mostly
 /// serial (one lane decodes or encodes the sequences), so throughput comes from chunks in flight:
 /// 4096 is more than an H100 holds at once.
 const SLOTS: usize = 4096;

@@ -148,21 +148,7 @@ unsafe fn decode_frame<W: Warp>(
     op: usize,
     header: &FrameHeader,
 ) -> Result<(usize, usize), Status> {
-    let (limit, limit_status) = match header.content_size {
-        Some(size) if size > (chunk.capacity - op) as u64 => return Err(Status::OutputTooSmall),
-        Some(size) => (op + size as usize, Status::Malformed),
-        None => (chunk.capacity, Status::OutputTooSmall),
-    };
-    let cursor = Cursor {
-        frame_start: op,
-        block_start: op,
-        op,
-        literals_left: 0,
-        limit,
-        limit_status,
-        window: header.window,
-        block_max: header.block_max(),
-    };
+    let cursor = Cursor::for_frame(header, op, chunk.capacity, Status::OutputTooSmall)?;
     let mut frame = FrameState { cursor, huffman_log: None, repeatable: false, reps: RepeatOffsets::START };
     loop {
         let block = read_block_header(chunk.input.get(ip..).unwrap_or(&[]), frame.cursor.block_max)?;

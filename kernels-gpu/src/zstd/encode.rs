@@ -2,7 +2,7 @@
 //! `ferrocomp_format::zstd::encode::compress` writes, byte for byte.
 //!
 //! Per block: the lanes check for a run together; the parse is LZ4's warp parse
-//! ([`crate::lz4::parse_chunk`], level 1) or level 2's chain search with a lane per position
+//! ([`crate::lz4::parse_chunk`], level 1) or the chain search of levels 2 and 3 with a lane per position
 //! ([`chain_parse`]), recording sequences and literals in the warp's scratch slot; the literal
 //! histogram and the sequence codes' are counted with `match_any` (one lane adds each distinct
 //! value); the first lane builds the Huffman code; the lanes add up the four streams' bits, then
@@ -41,7 +41,7 @@ pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = TABLE_ENTRIES * 2 + 256 * 4;
 pub const COMPRESS_SCRATCH_BYTES_PER_WARP: usize = size_of::<CompressScratch>();
 
 /// Bytes of global scratch each warp needs at `level`: level 1 uses the `CompressScratch` up
-/// to its hash tables (about 209 KiB; its parse's table is in shared memory), level 2 all of it.
+/// to its hash tables (about 209 KiB; its parse's table is in shared memory), levels 2 and 3 all of it.
 pub const fn compress_scratch_bytes_per_warp(level: u8) -> usize {
     if level <= 1 { offset_of!(CompressScratch, table) } else { COMPRESS_SCRATCH_BYTES_PER_WARP }
 }
@@ -143,7 +143,7 @@ unsafe fn write_block<W: Warp>(
     };
     let parsed = match level {
         1 => unsafe { parse_chunk(warp, data, len, work.table, DataType::Char, &mut recorder) },
-        _ => unsafe { chain_parse(warp, work, data, len, *repeats, &mut recorder) },
+        _ => unsafe { chain_parse(warp, work, data, len, level, *repeats, &mut recorder) },
     };
     if parsed.is_ok() {
         warp.sync(); // the literals and sequences are visible to every lane
@@ -230,7 +230,8 @@ impl<W: Warp> SequenceEncoder for Recorder<'_, W> {
     }
 }
 
-/// Level 2's parse (`ferrocomp_format::zstd::encode::lazy::parse`) with a lane per position:
+/// The chain parse of levels 2 and up (`ferrocomp_format::zstd::encode::lazy::parse`) with a
+/// lane per position:
 /// each lane finds its position's best match, the lanes join their chains in position order
 /// (lanes of one hash link to each other through `match_any`), and the matches are chosen as
 /// the scalar parse chooses them.
@@ -242,10 +243,11 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder>(
     work: &Work,
     data: *const u8,
     n: usize,
+    level: u8,
     mut repeats: RepeatOffsets,
     encoder: &mut E,
 ) -> Result<(), Status> {
-    let (head, lane) = (work.table, warp.lane());
+    let (head, lane, depth) = (work.table, warp.lane(), lazy::chain_depth(level));
     let prev = unsafe { addr_of_mut!((*work.scratch).chains.prev) } as *mut u16;
     let input = unsafe { bytes(data, n) };
     warp.for_each_strided(1 << CHAIN_HASH_BITS, |slot| unsafe { *head.add(slot) = 0 });
@@ -257,7 +259,7 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder>(
         let (slot, first, found) = if active {
             let slot = lazy::hash(input, p);
             let first = unsafe { *head.add(slot) };
-            let found = lazy::best_match(input, p, first, |c| unsafe { *prev.add(c) }, &repeats);
+            let found = lazy::best_match(input, p, first, |c| unsafe { *prev.add(c) }, &repeats, depth);
             (slot as u32, first, found)
         } else {
             (u32::MAX - lane, 0, Candidate::default()) // a slot no other lane holds

@@ -176,11 +176,20 @@ impl<const CELLS: usize, const SYMBOLS: usize> FseTable<CELLS, SYMBOLS> {
     /// Codes `symbol` from `state`: writes the bits the decoder reads to return to `state`.
     #[inline(always)]
     pub fn encode(&self, w: &mut BitWriter, state: &mut State, symbol: u8) {
+        let (value, bits) = self.step(state, symbol);
+        w.add(value, bits);
+    }
+
+    /// Codes `symbol` from `state` without writing: returns the bits the decoder reads to return
+    /// to `state` (at most the table's log) and their count.
+    #[inline(always)]
+    pub fn step(&self, state: &mut State, symbol: u8) -> (u32, u32) {
         let count = self.count[symbol as usize] as u32;
         let most = self.log - highbit(count);
         let bits = most - (*state < count << most) as u32;
-        w.add(*state & ((1 << bits) - 1), bits);
+        let value = *state & ((1 << bits) - 1);
         *state = self.next[(self.start[symbol as usize] as u32 + (*state >> bits) - count) as usize] as State;
+        (value, bits)
     }
 
     /// Writes `state` for the decoder to start from.

@@ -27,8 +27,9 @@ use block::{BlockScratch, Collector, EntropyScratch, write_compressed_body};
 use lazy::ChainTables;
 use sequences::{INITIAL_REPEATS, RepeatOffsets};
 
-/// Highest compression level.
-pub const MAX_LEVEL: u8 = 2;
+/// Highest compression level: 1 is LZ4's parse, 2 and 3 search hash chains lazily, 3 deeper
+/// (see [`lazy::chain_depth`]).
+pub const MAX_LEVEL: u8 = 3;
 /// The default level: LZ4's parse, the one the GPU reproduces.
 pub const DEFAULT_LEVEL: u8 = 1;
 /// Largest input written as a single-segment frame (its window is the whole input).
@@ -65,7 +66,7 @@ pub struct CompressScratch {
     pub entropy: EntropyScratch,
     /// LZ4's hash table, for level 1's parse.
     pub table: [u16; HASH_ENTRIES],
-    /// Level 2's hash chains.
+    /// The hash chains of levels 2 and 3.
     pub chains: ChainTables,
 }
 
@@ -152,7 +153,7 @@ fn write_block(
     let mut collector = Collector::new(&mut scratch.block, *repeats);
     let parsed = match level {
         1 => lz4::parse(data, DataType::Char, &mut scratch.table, &mut collector),
-        _ => lazy::parse(data, &mut scratch.chains, *repeats, &mut collector),
+        _ => lazy::parse(data, level, &mut scratch.chains, *repeats, &mut collector),
     };
     let (literal_count, sequence_count, after) = (collector.literal_count, collector.sequence_count, collector.repeats);
     if parsed.is_ok() {

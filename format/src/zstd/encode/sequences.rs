@@ -199,9 +199,11 @@ fn encode(sequences: &[Sequence], tables: &SequenceTables, out: &mut [u8]) -> Re
     extra_bits(&mut w, &sequences[last], ll, of, ml);
     for seq in sequences[..last].iter().rev() {
         let (ll, of, ml) = codes(seq);
-        of_table.encode(&mut w, &mut of_state, of);
-        ml_table.encode(&mut w, &mut ml_state, ml);
-        ll_table.encode(&mut w, &mut ll_state, ll);
+        // The three state updates in one field (at most 8 + 9 + 9 bits), as the decoder reads them.
+        let (of_value, of_bits) = of_table.step(&mut of_state, of);
+        let (ml_value, ml_bits) = ml_table.step(&mut ml_state, ml);
+        let (ll_value, ll_bits) = ll_table.step(&mut ll_state, ll);
+        w.add(of_value | (ml_value | ll_value << ml_bits) << of_bits, of_bits + ml_bits + ll_bits);
         extra_bits(&mut w, seq, ll, of, ml);
     }
     ml_table.flush(&mut w, ml_state);
@@ -211,12 +213,13 @@ fn encode(sequences: &[Sequence], tables: &SequenceTables, out: &mut [u8]) -> Re
 }
 
 /// The extra bits of a sequence's codes, in the order the decoder reads them backward
-/// (offset, match length, literal length).
+/// (offset, match length, literal length); the two lengths' in one field (at most 16 + 16 bits).
 #[inline(always)]
 fn extra_bits(w: &mut BitWriter, seq: &Sequence, ll: u8, of: u8, ml: u8) {
     let ll_bits = LITERAL_LENGTH_EXTRA_BITS[ll as usize] as u32;
-    w.add(seq.literal_len as u32 - LITERAL_LENGTH_BASELINE[ll as usize], ll_bits);
+    let ll_value = seq.literal_len as u32 - LITERAL_LENGTH_BASELINE[ll as usize];
     let ml_bits = MATCH_LENGTH_EXTRA_BITS[ml as usize] as u32;
-    w.add(seq.match_len_minus3 as u32 + 3 - MATCH_LENGTH_BASELINE[ml as usize], ml_bits);
+    let ml_value = seq.match_len_minus3 as u32 + 3 - MATCH_LENGTH_BASELINE[ml as usize];
+    w.add(ll_value | ml_value << ll_bits, ll_bits + ml_bits);
     w.add(seq.offset_value - (1 << of), of as u32);
 }

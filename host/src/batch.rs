@@ -80,6 +80,12 @@ pub trait BatchCodec: Send + Sync {
     /// How the codec's kernels are launched.
     fn launch(&self) -> Launch;
 
+    /// The shape of the decompress prologue, for a codec with one: a kernel over the batch that
+    /// runs before the decompress kernel, with the same arguments.
+    fn decompress_prologue(&self) -> Option<Shape> {
+        None
+    }
+
     /// Compresses one chunk on the CPU into `out`; returns the compressed size.
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status>;
 
@@ -114,7 +120,7 @@ pub trait BatchCodec: Send + Sync {
             output_capacity: output_capacity as u64,
             ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
         };
-        unsafe { launch.run(gpu, Kernel::Compress, &args, stream) }
+        unsafe { launch.run(gpu, Kernel::Compress, launch.compress, &args, stream) }
     }
 
     /// Enqueues finding the decompressed size of each chunk of `inputs`.
@@ -131,7 +137,7 @@ pub trait BatchCodec: Send + Sync {
         let count = check_batch(inputs.len(), inputs.len(), &results)?;
         let launch = self.launch();
         let args = batch_args(inputs, &results, None, count, launch.options);
-        unsafe { launch.run(gpu, Kernel::DecompressedSizes, &args, stream) }
+        unsafe { launch.run(gpu, Kernel::DecompressedSizes, launch.sizes, &args, stream) }
     }
 
     /// Enqueues decompressing each chunk of `inputs` into `outputs`; a chunk that is corrupt or
@@ -152,7 +158,8 @@ pub trait BatchCodec: Send + Sync {
         stream: &Stream,
     ) -> Result<()> {
         let count = check_batch(inputs.len(), outputs.len(), &results)?;
-        let mut launch = self.launch();
+        check_scratch(&scratch, self.decompress_scratch_size(count, 0))?;
+        let launch = self.launch();
         // The scratch was sized for the caller's largest chunk: the largest it has room for.
         let fits = |bytes: usize| self.decompress_scratch_size(count, bytes) <= scratch.len();
         let (mut low, mut high) = (0, self.max_chunk_size());
@@ -160,19 +167,21 @@ pub trait BatchCodec: Send + Sync {
             let mid = low + (high - low).div_ceil(2);
             (low, high) = if fits(mid) { (mid, high) } else { (low, mid - 1) };
         }
-        launch.decompress = self.decompress_shape(low);
         let args = BatchArgs {
             outputs: outputs.addresses.address(),
             output_capacities: outputs.sizes.address(),
             first_failure: first_failure.map_or(0, |f| f.address()),
             ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
         };
-        unsafe { launch.run(gpu, Kernel::Decompress, &args, stream) }
+        if let Some(shape) = self.decompress_prologue() {
+            unsafe { launch.run(gpu, Kernel::DecompressPrologue, shape, &args, stream)? };
+        }
+        unsafe { launch.run(gpu, Kernel::Decompress, self.decompress_shape(low), &args, stream) }
     }
 }
 
-/// The three kernels of a codec: `{algorithm}_compress`, `{algorithm}_decompress` and
-/// `{algorithm}_decompressed_sizes` in the PTX.
+/// The kernels of a codec: `{algorithm}_compress`, `{algorithm}_decompress`,
+/// `{algorithm}_decompressed_sizes` and `{algorithm}_decompress_prologue` in the PTX.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
     /// Compresses each chunk.
@@ -181,6 +190,8 @@ pub enum Kernel {
     Decompress,
     /// Finds each chunk's decompressed size.
     DecompressedSizes,
+    /// Runs before the decompress kernel (see [`BatchCodec::decompress_prologue`]).
+    DecompressPrologue,
 }
 
 /// How a codec's kernels are spread over the GPU: what differs between codecs' launches.
@@ -232,18 +243,13 @@ impl Shape {
 }
 
 impl Launch {
-    /// Enqueues `kernel` over the batch `args`.
+    /// Enqueues `kernel` in `shape` over the batch `args`.
     ///
     /// # Safety
     /// `args` must describe device memory valid until the stream has run the kernel.
-    unsafe fn run(&self, gpu: &Gpu, kernel: Kernel, args: &BatchArgs, stream: &Stream) -> Result<()> {
-        let shape = match kernel {
-            Kernel::Compress => self.compress,
-            Kernel::Decompress => self.decompress,
-            Kernel::DecompressedSizes => self.sizes,
-        };
+    unsafe fn run(&self, gpu: &Gpu, kernel: Kernel, shape: Shape, args: &BatchArgs, stream: &Stream) -> Result<()> {
         let (blocks, threads, shared_bytes) = shape.grid(args.count as usize);
-        let function = gpu.kernel(self.algorithm, kernel);
+        let function = gpu.kernel(self.algorithm, kernel)?;
         let params = [args as *const BatchArgs as *mut c_void];
         unsafe { gpu.launch(function, blocks, threads, shared_bytes, stream, &params) }
     }

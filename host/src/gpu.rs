@@ -42,13 +42,15 @@ pub(crate) struct Kernels {
     pub gather: cu::CUfunction,
 }
 
-/// One codec's batched kernels, named `{codec}_compress`, `{codec}_decompress` and
-/// `{codec}_decompressed_sizes` in the PTX.
+/// One codec's batched kernels, named `{codec}_compress`, `{codec}_decompress`,
+/// `{codec}_decompressed_sizes` and (where the codec has one) `{codec}_decompress_prologue` in
+/// the PTX.
 #[derive(Clone, Copy)]
 struct CodecKernels {
     compress: cu::CUfunction,
     decompress: cu::CUfunction,
     decompressed_sizes: cu::CUfunction,
+    decompress_prologue: Option<cu::CUfunction>,
 }
 
 // The handles are plain driver handles, usable from any thread once the context is current.
@@ -94,6 +96,7 @@ impl Gpu {
                 compress: function(&format!("{name}_compress"))?,
                 decompress: function(&format!("{name}_decompress"))?,
                 decompressed_sizes: function(&format!("{name}_decompressed_sizes"))?,
+                decompress_prologue: function(&format!("{name}_decompress_prologue")).ok(),
             })
         };
         let kernels = Kernels {
@@ -187,15 +190,16 @@ impl Gpu {
         &self.inner.kernels
     }
 
-    /// The handle of `algorithm`'s `kernel`.
-    pub(crate) fn kernel(&self, algorithm: Algorithm, kernel: Kernel) -> cu::CUfunction {
+    /// The handle of `algorithm`'s `kernel` (`NotFound` for a prologue the PTX lacks).
+    pub(crate) fn kernel(&self, algorithm: Algorithm, kernel: Kernel) -> Result<cu::CUfunction> {
         let index = Algorithm::ALL.iter().position(|&a| a == algorithm).expect("every algorithm is in ALL");
         let codec = &self.inner.kernels.codecs[index];
-        match kernel {
+        Ok(match kernel {
             Kernel::Compress => codec.compress,
             Kernel::Decompress => codec.decompress,
             Kernel::DecompressedSizes => codec.decompressed_sizes,
-        }
+            Kernel::DecompressPrologue => codec.decompress_prologue.ok_or(cust::error::CudaError::NotFound)?,
+        })
     }
 
     /// Launches `function` on a 1-D grid.

@@ -89,9 +89,19 @@ pub trait ChunkKernels {
     /// # Safety
     /// As [`ChunkKernels::compress`].
     unsafe fn decompressed_size(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status>;
+
+    /// Threads working on a chunk in the decompress prologue, for a codec that has one.
+    const PROLOGUE: Lanes = Lanes::Thread;
+
+    /// The decompress prologue's work on `chunk`: a pass over the batch before the decompress
+    /// kernel, leaving what it needs in the scratch (it records no result).
+    ///
+    /// # Safety
+    /// As [`ChunkKernels::compress`].
+    unsafe fn decompress_prologue(_warp: &HardwareWarp, _chunk: &Chunk, _args: &BatchArgs) {}
 }
 
-/// The three kernels a codec's batched API launches, which the host finds by these names.
+/// The kernels a codec's batched API launches, which the host finds by these names.
 #[derive(Clone, Copy)]
 pub enum Kernel {
     /// `{codec}_compress`.
@@ -100,6 +110,8 @@ pub enum Kernel {
     Decompress,
     /// `{codec}_decompressed_sizes`.
     DecompressedSizes,
+    /// `{codec}_decompress_prologue`, where a codec has one.
+    DecompressPrologue,
 }
 
 /// Runs `kernel` of codec `C` over the batch `args`: each chunk is coded by the threads of its
@@ -113,6 +125,7 @@ pub unsafe fn run<C: ChunkKernels>(kernel: Kernel, args: &BatchArgs) {
         Kernel::Compress => C::COMPRESS,
         Kernel::Decompress => C::DECOMPRESS,
         Kernel::DecompressedSizes => C::SIZES,
+        Kernel::DecompressPrologue => C::PROLOGUE,
     };
     let warp = HardwareWarp;
     let (slot, slots) = match lanes {
@@ -135,12 +148,16 @@ pub unsafe fn run<C: ChunkKernels>(kernel: Kernel, args: &BatchArgs) {
         let chunk = unsafe { chunk_at(args, index, slot) };
         let result = unsafe {
             match kernel {
-                Kernel::Compress => C::compress(&warp, &chunk, args),
-                Kernel::Decompress => C::decompress(&warp, &chunk, args),
-                Kernel::DecompressedSizes => C::decompressed_size(&warp, &chunk, args),
+                Kernel::Compress => Some(C::compress(&warp, &chunk, args)),
+                Kernel::Decompress => Some(C::decompress(&warp, &chunk, args)),
+                Kernel::DecompressedSizes => Some(C::decompressed_size(&warp, &chunk, args)),
+                Kernel::DecompressPrologue => {
+                    C::decompress_prologue(&warp, &chunk, args);
+                    None
+                }
             }
         };
-        if records {
+        if records && let Some(result) = result {
             unsafe { finish(args, index, result) };
         }
         index += slots;
@@ -210,8 +227,9 @@ pub fn warp_shared<T>(per_warp: usize) -> *mut T {
     unsafe { crate::gpu::dynamic_shared_memory::<T>().add(HardwareWarp::index_in_block() as usize * per_warp) }
 }
 
-/// Defines a codec's three batched kernels, `$compress`, `$decompress` and `$sizes`, each taking
-/// one [`BatchArgs`] and running the codec's [`ChunkKernels`] impl `$codec` over the batch.
+/// Defines a codec's batched kernels, `$compress`, `$decompress`, `$sizes` and, if named, the
+/// decompress prologue, each taking one [`BatchArgs`] and running the codec's [`ChunkKernels`]
+/// impl `$codec` over the batch.
 #[macro_export]
 macro_rules! batch_kernels {
     ($codec:ty: $compress:ident, $decompress:ident, $sizes:ident) => {
@@ -231,6 +249,15 @@ macro_rules! batch_kernels {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $sizes(args: ferrocomp_format::BatchArgs) {
             unsafe { $crate::batch::run::<$codec>($crate::batch::Kernel::DecompressedSizes, &args) }
+        }
+    };
+    ($codec:ty: $compress:ident, $decompress:ident, $sizes:ident, $prologue:ident) => {
+        $crate::batch_kernels!($codec: $compress, $decompress, $sizes);
+
+        /// The pass over the batch the decompress kernel needs first.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $prologue(args: ferrocomp_format::BatchArgs) {
+            unsafe { $crate::batch::run::<$codec>($crate::batch::Kernel::DecompressPrologue, &args) }
         }
     };
 }

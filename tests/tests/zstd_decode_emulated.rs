@@ -1,14 +1,16 @@
-//! The Zstandard decode kernel on an emulated warp (32 host threads in lockstep): for libzstd's
-//! frames of every kind, hand-made ones and corrupt ones, it must write exactly the bytes and
-//! report exactly the status of the format crate's scalar decoder.
+//! The Zstandard decode kernel on an emulated warp (32 host threads in lockstep), after the
+//! first pass decoded the sequences: for libzstd's frames of every kind, hand-made ones and
+//! corrupt ones, it must write exactly the bytes and report exactly the status of the format
+//! crate's scalar decoder.
 
 use std::io::Write;
 
 use ferrocomp_format::Status;
+use ferrocomp_format::zstd::ahead::{self, TABLE_WORDS};
 use ferrocomp_format::zstd::{self, DecodeTables, MAGIC};
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::decode::{
-    DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, decompress_chunk, decompressed_size,
+    Ahead, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, decompress_chunk, decompressed_size,
 };
 use ferrocomp_tests::{random_bytes, text_bytes};
 
@@ -26,13 +28,31 @@ fn warp_memory() -> (Vec<u32>, Vec<u8>) {
     (shared, vec![0x5A; DECODE_SCRATCH_BYTES_PER_WARP])
 }
 
+/// The first pass over `frames` into a slot of `words` (garbage before); returns the slot.
+fn decode_ahead(frames: &[u8], words: usize) -> Vec<u64> {
+    let mut slot: Vec<u64> = (0..words as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+    let mut tables: Box<DecodeTables> = unsafe { Box::new_zeroed().assume_init() };
+    let stop = ahead::decode_sequences(frames, &mut tables, &mut slot[TABLE_WORDS + 1..]);
+    slot[TABLE_WORDS] = stop.to_word();
+    slot
+}
+
 fn warp_decompress(frames: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
+    warp_decompress_in(frames, capacity, ahead::slot_words(capacity))
+}
+
+/// The kernel's result with a first-pass slot of `words`.
+fn warp_decompress_in(frames: &[u8], capacity: usize, words: usize) -> Result<Vec<u8>, Status> {
     let (mut shared, mut scratch) = warp_memory();
+    let slot = decode_ahead(frames, words);
     let mut out = vec![0xA5u8; capacity];
     let (i, o) = (frames.as_ptr() as usize, out.as_mut_ptr() as usize);
     let (s, x) = (shared.as_mut_ptr() as usize, scratch.as_mut_ptr() as usize);
+    let (sequences, stop) = (slot[TABLE_WORDS + 1..].as_ptr() as usize, ahead::Stop::from_word(slot[TABLE_WORDS]));
     let result = agreed(emulated::run(|warp| unsafe {
-        decompress_chunk(warp, i as *const u8, frames.len(), o as *mut u8, capacity, s as *mut u8, x as *mut u8)
+        let ahead = Ahead { sequences: sequences as *const u64, stop };
+        let (input, out) = (i as *const u8, o as *mut u8);
+        decompress_chunk(warp, input, frames.len(), out, capacity, s as *mut u8, x as *mut u8, ahead)
     }));
     result.map(|n| {
         out.truncate(n);
@@ -157,6 +177,23 @@ fn large_blocks_and_long_matches() {
     data.extend(&text);
     let frame = libzstd(&data, 3, true, true, None);
     assert_eq!(check_same(&frame, data.len(), "large").as_deref(), Ok(&data[..]));
+}
+
+#[test]
+fn a_slot_short_of_the_sequences_fails_where_they_run_out() {
+    // Two frames with several blocks each: the sequences run on across blocks and frames.
+    let data = text_bytes(3000, 9);
+    let one = libzstd(&data, 19, false, true, Some(10));
+    let frames = [one.clone(), one].concat();
+    let stop_with_room = |n: usize| ahead::Stop::from_word(decode_ahead(&frames, TABLE_WORDS + 1 + n)[TABLE_WORDS]);
+    let needed = (0..frames.len() * 8).find(|&n| stop_with_room(n) == ahead::Stop::No).unwrap();
+    assert!(needed > 100, "{needed} sequences");
+    assert_eq!(stop_with_room(needed - 1), ahead::Stop::Unstored { at: needed as u32 - 1 });
+    let room = |n: usize| warp_decompress_in(&frames, 2 * data.len(), TABLE_WORDS + 1 + n);
+    assert_eq!(room(needed - 1), Err(Status::ChunkTooLarge));
+    assert_eq!(room(needed), Ok([&data[..], &data[..]].concat()));
+    // Room for fewer sequences than a too-small output takes: the output's status comes first.
+    assert_eq!(warp_decompress_in(&frames, data.len(), TABLE_WORDS + 1 + needed / 2), Err(Status::OutputTooSmall));
 }
 
 /// A skippable frame with `payload`.

@@ -16,6 +16,7 @@
 //! - `OutputTooSmall`: the output (or a frame's stated content size) does not fit `out`;
 //! - `DictionaryRequired`: a frame names a dictionary; `BadChecksum`: the XXH64 does not match.
 
+pub mod ahead;
 pub mod bits;
 pub mod decode;
 pub mod encode;

@@ -1,24 +1,25 @@
 //! Zstandard (RFC 8878): one frame per chunk written, any frames (back to back, skippable ones
 //! included) read, as libzstd writes them. On the GPU a warp codes each chunk, its lanes sharing
 //! every phase; each warp keeps its tables in shared memory and its literals and sequences in a
-//! scratch slot of device memory.
+//! scratch slot of device memory. Decoding, a prologue first decodes every chunk's sequences, a
+//! thread per chunk, into the scratch: 8 bytes for each 3 bytes a chunk may decode to.
 
 use super::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::zstd::encode::{self, CompressScratch, DEFAULT_LEVEL};
 use ferrocomp_format::zstd::{self as format, DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
+use ferrocomp_kernels_gpu::zstd::decode::DECODE_SHARED_BYTES_PER_WARP;
 use ferrocomp_kernels_gpu::zstd::encode::{COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
-use ferrocomp_kernels_gpu::zstd::{COMPRESS_WARPS, DECOMPRESS_WARPS};
+use ferrocomp_kernels_gpu::zstd::{COMPRESS_WARPS, DECODE_SLOTS, DECOMPRESS_WARPS, decompress_scratch_bytes};
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
 
 /// Most warps a kernel with scratch runs (each owns a slot: 128 KiB to decode, 209 KiB to encode
 /// at level 1, 346 KiB at levels 2 and 3); more chunks are taken in turns. Each warp's work is mostly
-/// serial (one lane decodes or encodes the sequences), so throughput comes from chunks in flight:
-/// 4096 is more than an H100 holds at once.
-const SLOTS: usize = 4096;
+/// serial (one lane encodes the sequences), so throughput comes from chunks in flight: 4096 is
+/// more than an H100 holds at once.
+const SLOTS: usize = DECODE_SLOTS;
 /// Most bytes one byte of a frame decodes to: a 4-byte RLE block regenerates 128 KiB.
 const MAX_EXPANSION: usize = (128 << 10) / 4;
 
@@ -73,8 +74,8 @@ impl BatchCodec for Zstd {
         count.min(SLOTS) * compress_scratch_bytes_per_warp(self.level)
     }
 
-    fn decompress_scratch_size(&self, count: usize, _max_chunk_bytes: usize) -> usize {
-        count.min(SLOTS) * DECODE_SCRATCH_BYTES_PER_WARP
+    fn decompress_scratch_size(&self, count: usize, max_chunk_bytes: usize) -> usize {
+        decompress_scratch_bytes(count, max_chunk_bytes)
     }
 
     fn launch(&self) -> Launch {
@@ -85,6 +86,12 @@ impl BatchCodec for Zstd {
             decompress: slotted(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP),
             sizes: Shape::warps(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP),
         }
+    }
+
+    fn decompress_prologue(&self) -> Option<Shape> {
+        // Few lanes to a warp: each runs its own chunk's serial FSE decoding, and small warps
+        // spread the chunks over more of an SM's schedulers.
+        Some(Shape::Threads { per_block: 8 })
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

@@ -6,12 +6,11 @@
 //! - a Huffman tree: lane 0 reads the weights, the warp fills the decode table's cells; the four
 //!   literal streams: lanes 0..4, each with the format crate's one-stream decoder, into the
 //!   warp's scratch;
-//! - FSE tables: lane 0 reads a table description, the warp spreads the symbols and builds the
-//!   cells in shared memory;
-//! - sequences: lane 0 decodes 32 at a time into shared memory (FSE is serial, so lane 0 does
-//!   nothing else), then each lane checks one as `Cursor::advance` would, placed by prefix sums,
-//!   and the warp writes them: runs of short sequences whose matches read bytes written before
-//!   them, 32 output bytes a step; any other sequence alone, with warp copies;
+//! - sequences: decoded before, by the first pass (`ferrocomp_format::zstd::ahead`, a lane per
+//!   chunk, as FSE is serial); the warp reads 32 at a time, each lane checks one as
+//!   `Cursor::advance` would, placed by prefix sums, and the warp writes them: runs of short
+//!   sequences whose matches read bytes written before them, 32 output bytes a step; any other
+//!   sequence alone, with warp copies;
 //! - the XXH64 checksum: lanes 0..4 each keep one accumulator over the frame's stripes.
 //!
 //! The sizes kernel runs the format crate's `decompressed_size` in lane 0: it reads headers and,
@@ -20,40 +19,47 @@
 use crate::lz77::{SHORT_SEQUENCE, copy, copy_match, last_starting_by, scan_add};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
+use ferrocomp_format::zstd::ahead::{self, Stop};
 use ferrocomp_format::zstd::frame::{
     BlockKind, FrameHeader, LiteralsHeader, LiteralsKind, MAX_BLOCK_SIZE, for_each_frame, little_endian,
     read_block_header, read_literals_header,
 };
-use ferrocomp_format::zstd::sequences::{self, Cursor, Mode, RepeatOffsets, Sequence, SequenceDecoder, Table};
-use ferrocomp_format::zstd::{DecodeTables, fse, huffman, xxh64};
+use ferrocomp_format::zstd::sequences::{self, Cursor, Sequence};
+use ferrocomp_format::zstd::{DecodeTables, huffman, xxh64};
 
-/// Sequences lane 0 decodes before the warp writes them.
+/// Sequences the warp writes at a time.
 const BATCH: usize = WARP_SIZE as usize;
 
-/// What a warp keeps in shared memory: the decode tables, and the batch of sequences lane 0
-/// hands the warp.
+/// What a warp keeps in shared memory: the decode tables (the Huffman one, here).
 #[repr(C)]
 struct WarpShared {
     tables: DecodeTables,
-    /// Literal length, match length and offset of each sequence of the batch.
-    batch: [[u32; 3]; BATCH],
-    /// Whether the bitstream has bits left after the block's last sequence (nonzero: yes).
-    bits_left: u32,
 }
 
-/// Bytes of shared memory each warp needs (4-byte aligned): its decode tables and a batch of
-/// sequences.
+/// Bytes of shared memory each warp needs (4-byte aligned): its decode tables.
 pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<WarpShared>();
 /// Bytes of global scratch each warp needs: a block's decoded literals.
 pub const DECODE_SCRATCH_BYTES_PER_WARP: usize = MAX_BLOCK_SIZE;
 
-/// Decodes every frame of the chunk `input[..n]` into `out[..capacity]`; returns the decoded
-/// size, in every lane: the format crate's `zstd::decompress`, warp-wide.
+/// A chunk's sequences as the first pass left them ([`ahead::decode_sequences`]).
+#[derive(Clone, Copy)]
+pub struct Ahead {
+    /// The stored sequences, in the chunk's order.
+    pub sequences: *const u64,
+    /// Where the pass stopped short.
+    pub stop: Stop,
+}
+
+/// Decodes every frame of the chunk `input[..n]` into `out[..capacity]`, with its sequences
+/// from `ahead`; returns the decoded size, in every lane: the format crate's `zstd::decompress`,
+/// warp-wide.
 ///
 /// # Safety
 /// `input` must be readable for `n` bytes, `out` writable for `capacity`, `shared` (4-byte
-/// aligned) for [`DECODE_SHARED_BYTES_PER_WARP`] and `scratch` for
-/// [`DECODE_SCRATCH_BYTES_PER_WARP`], none written by anyone else meanwhile.
+/// aligned) for [`DECODE_SHARED_BYTES_PER_WARP`], `scratch` for
+/// [`DECODE_SCRATCH_BYTES_PER_WARP`] and `ahead.sequences` for the sequences its stop says are
+/// stored, none written by anyone else meanwhile.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn decompress_chunk<W: Warp>(
     warp: &W,
     input: *const u8,
@@ -62,10 +68,11 @@ pub unsafe fn decompress_chunk<W: Warp>(
     capacity: usize,
     shared: *mut u8,
     scratch: *mut u8,
+    ahead: Ahead,
 ) -> Result<usize, Status> {
     let input = unsafe { bytes(input, n) };
-    let chunk = Job { input, out, capacity, shared: shared as *mut WarpShared, scratch };
-    for_each_frame(input, |ip, op, header| unsafe { decode_frame(warp, &chunk, ip, op, header) })
+    let mut chunk = Job { input, out, capacity, shared: shared as *mut WarpShared, scratch, ahead, next_sequence: 0 };
+    for_each_frame(input, |ip, op, header| unsafe { decode_frame(warp, &mut chunk, ip, op, header) })
 }
 
 /// The size the chunk `input[..n]` decodes to, in every lane: the format crate's
@@ -114,6 +121,9 @@ struct Job<'a> {
     capacity: usize,
     shared: *mut WarpShared,
     scratch: *mut u8,
+    ahead: Ahead,
+    /// Index (in the chunk) of the next block's first sequence.
+    next_sequence: u32,
 }
 
 impl Job<'_> {
@@ -129,27 +139,24 @@ impl Job<'_> {
     }
 }
 
-/// What a frame's blocks leave for the next: whether a Huffman table and sequence tables exist
-/// (for treeless literals and repeat modes), the Huffman table's log, and (in lane 0) the
-/// repeat offsets.
+/// What a frame's blocks leave for the next: where they got to, and the Huffman table's log
+/// (for treeless literals), if there is one.
 struct FrameState {
     cursor: Cursor,
     huffman_log: Option<u32>,
-    repeatable: bool,
-    reps: RepeatOffsets,
 }
 
 /// Decodes the blocks and checksum of the frame with `header`, from input position `ip` and
 /// output position `op`; returns both after it.
 unsafe fn decode_frame<W: Warp>(
     warp: &W,
-    chunk: &Job,
+    chunk: &mut Job,
     mut ip: usize,
     op: usize,
     header: &FrameHeader,
 ) -> Result<(usize, usize), Status> {
     let cursor = Cursor::for_frame(header, op, chunk.capacity, Status::OutputTooSmall)?;
-    let mut frame = FrameState { cursor, huffman_log: None, repeatable: false, reps: RepeatOffsets::START };
+    let mut frame = FrameState { cursor, huffman_log: None };
     loop {
         let block = read_block_header(chunk.input.get(ip..).unwrap_or(&[]), frame.cursor.block_max)?;
         let content = chunk.input.get(ip + 3..ip + 3 + block.content_len()).ok_or(Status::Truncated)?;
@@ -202,7 +209,7 @@ unsafe fn fill<W: Warp>(warp: &W, dst: *mut u8, byte: u8, n: usize) {
 /// Decodes a compressed block's `content` at the frame's cursor.
 unsafe fn decode_compressed<W: Warp>(
     warp: &W,
-    chunk: &Job,
+    chunk: &mut Job,
     content: &[u8],
     frame: &mut FrameState,
 ) -> Result<(), Status> {
@@ -222,10 +229,11 @@ unsafe fn decode_compressed<W: Warp>(
     let seq_header = sequences::read_header(sequences)?;
     let mut literal_at = 0;
     if seq_header.count > 0 {
-        let tables_at = sequences.get(seq_header.len..).unwrap_or(&[]);
-        let used = unsafe { read_tables(warp, chunk, seq_header.modes, tables_at, &mut frame.repeatable)? };
-        let stream = tables_at.get(used..).unwrap_or(&[]);
-        literal_at = unsafe { run_sequences(warp, chunk, stream, seq_header.count, literals, frame)? };
+        let (first, end) = (chunk.next_sequence, chunk.next_sequence.wrapping_add(seq_header.count));
+        chunk.ahead.stop.before(first)?;
+        literal_at = unsafe { run_sequences(warp, chunk, seq_header.count, literals, &mut frame.cursor)? };
+        chunk.ahead.stop.after(end)?;
+        chunk.next_sequence = end;
     }
     let cursor = &mut frame.cursor;
     let dst = unsafe { chunk.out.add(cursor.op) };
@@ -372,198 +380,32 @@ unsafe fn decode_huffman_literals<W: Warp>(
     if failed { Err(Status::Malformed) } else { Ok(()) }
 }
 
-/// Sets up the three FSE tables for the modes byte `modes` from the descriptions at the start of
-/// `input`, as the format crate's `sequences::read_tables`; returns the bytes they took.
-unsafe fn read_tables<W: Warp>(
-    warp: &W,
-    chunk: &Job,
-    modes: u8,
-    input: &[u8],
-    repeatable: &mut bool,
-) -> Result<usize, Status> {
-    let mut at = 0;
-    for table in Table::ALL {
-        let (max_symbol, max_log) = table.limits();
-        let rest = input.get(at..).unwrap_or(&[]);
-        let log = match sequences::mode(modes, table) {
-            Mode::Predefined => {
-                let (normalized, log) = table.predefined();
-                unsafe { build_fse_table(warp, chunk, table, normalized.as_ptr(), normalized.len(), log)? };
-                log
-            }
-            Mode::Rle => {
-                let symbol = *rest.first().ok_or(Status::Malformed)?;
-                if symbol as usize > max_symbol {
-                    return Err(Status::Malformed);
-                }
-                if warp.lane() == 0 {
-                    fse::rle_table(symbol, table.cells_mut(unsafe { chunk.tables_mut() }).0);
-                }
-                at += 1;
-                0
-            }
-            Mode::Compressed => {
-                let read = if warp.lane() == 0 {
-                    let normalized = &mut unsafe { chunk.tables_mut() }.normalized;
-                    fse::read_distribution(rest, max_log, max_symbol, normalized)
-                        .map(|d| d.log | (d.symbols as u32) << 8 | (d.bytes as u32) << 16)
-                } else {
-                    Ok(0)
-                };
-                let read = broadcast(warp, read)?;
-                let (log, symbols, bytes) = (read & 0xFF, ((read >> 8) & 0xFF) as usize, (read >> 16) as usize);
-                warp.sync(); // the description is visible to every lane
-                let normalized = unsafe { core::ptr::addr_of!((*chunk.shared).tables.normalized) as *const i16 };
-                unsafe { build_fse_table(warp, chunk, table, normalized, symbols, log)? };
-                at += bytes;
-                log
-            }
-            Mode::Repeat if *repeatable => continue,
-            Mode::Repeat => return Err(Status::Malformed),
-        };
-        if warp.lane() == 0 {
-            unsafe { chunk.tables_mut() }.logs[table as usize] = log as u8;
-        }
-    }
-    *repeatable = true;
-    warp.sync(); // the tables are visible to every lane
-    Ok(at)
-}
-
-/// Builds `table`'s FSE decode table for the `symbols` probabilities at `normalized` (accuracy
-/// log `log`, at least 5), as `fse::build_decode_table` does: lane 0 places the "less than 1"
-/// symbols and the others' first cells; each lane spreads the cells at its steps of the walk
-/// (the k-th free position the walk reaches takes the symbol holding the k-th cell); then each
-/// group of lanes with one symbol in a stretch of 32 cells numbers its cells in state order.
-unsafe fn build_fse_table<W: Warp>(
-    warp: &W,
-    chunk: &Job,
-    table: Table,
-    normalized: *const i16,
-    symbols: usize,
-    log: u32,
-) -> Result<(), Status> {
-    let lane = warp.lane();
-    let normalized = unsafe { core::slice::from_raw_parts(normalized, symbols) };
-    let low = fse::check_distribution(normalized, log)?;
-    let size = 1usize << log;
-    let high = size - low;
-    let tables = unsafe { core::ptr::addr_of_mut!((*chunk.shared).tables) };
-    let cells: *mut u32 = match table {
-        Table::LiteralLengths => unsafe { core::ptr::addr_of_mut!((*tables).literal_lengths) as *mut u32 },
-        Table::Offsets => unsafe { core::ptr::addr_of_mut!((*tables).offsets) as *mut u32 },
-        Table::MatchLengths => unsafe { core::ptr::addr_of_mut!((*tables).match_lengths) as *mut u32 },
-    };
-    let first_cell = unsafe { core::ptr::addr_of_mut!((*tables).weight_table) as *mut u32 };
-    let counters = unsafe { core::ptr::addr_of_mut!((*tables).next) as *mut u16 };
-    if lane == 0 {
-        let (mut placed, mut end) = (0u32, size);
-        for (s, &p) in normalized.iter().enumerate() {
-            unsafe {
-                *first_cell.add(s) = placed;
-                *counters.add(s) = if p == -1 { 1 } else { p as u16 };
-            }
-            if p == -1 {
-                end -= 1;
-                unsafe { *cells.add(end) = s as u32 };
-            }
-            placed += p.max(0) as u32;
-        }
-    }
-    warp.sync();
-    // The walk's j-th step lands on (j * step) mod size; free positions are those below `high`.
-    let (step, mask) = (fse::spread_step(size), size - 1);
-    let below = (1u32 << lane) - 1;
-    let mut placed = 0;
-    for base in (0..size).step_by(BATCH) {
-        let position = ((base + lane as usize) * step) & mask;
-        let free = position < high;
-        let reached = warp.ballot(free);
-        if free {
-            let k = placed + (reached & below).count_ones();
-            let symbol = unsafe { symbol_holding(first_cell, symbols, k) };
-            unsafe { *cells.add(position) = symbol };
-        }
-        placed += reached.count_ones();
-    }
-    warp.sync();
-    for base in (0..size).step_by(BATCH) {
-        let at = base + lane as usize;
-        let symbol = unsafe { *cells.add(at) } & 0xFF;
-        let group = warp.match_any(symbol);
-        let first = unsafe { *counters.add(symbol as usize) } as u32;
-        warp.sync(); // every lane has read its symbol's counter
-        if lane == 31 - group.leading_zeros() {
-            unsafe { *counters.add(symbol as usize) = (first + group.count_ones()) as u16 };
-        }
-        let rank = (group & below).count_ones();
-        unsafe { *cells.add(at) = fse::cell_for(symbol as u8, first + rank, log) };
-        warp.sync();
-    }
-    Ok(())
-}
-
-/// The symbol whose cells (in spread order, "less than 1" symbols aside) include the `k`-th:
-/// the last of the `symbols` whose first cell `first_cell[s]` is at most `k`.
-unsafe fn symbol_holding(first_cell: *const u32, symbols: usize, k: u32) -> u32 {
-    let (mut low, mut high) = (0usize, symbols);
-    while high - low > 1 {
-        let mid = (low + high) / 2;
-        if unsafe { *first_cell.add(mid) } <= k {
-            low = mid;
-        } else {
-            high = mid;
-        }
-    }
-    low as u32
-}
-
-/// Decodes the block's `count` sequences from `stream` and writes them, a batch at a time, with
-/// the literals at `literals`; returns how many literals they took.
+/// Writes the block's `count` sequences (the chunk's next), a batch at a time, with the literals
+/// at `literals`; returns how many literals they took.
 unsafe fn run_sequences<W: Warp>(
     warp: &W,
     chunk: &Job,
-    stream: &[u8],
     count: u32,
     literals: *const u8,
-    frame: &mut FrameState,
+    cursor: &mut Cursor,
 ) -> Result<usize, Status> {
-    // Every lane starts a decoder (the same stream, the same result); lane 0 runs it.
-    let mut decoder = SequenceDecoder::new(stream, unsafe { chunk.tables() })?;
-    let (mut decoded, mut literal_at) = (0, 0);
-    let shared = chunk.shared;
-    while decoded < count {
-        let len = (count - decoded).min(BATCH as u32);
-        if warp.lane() == 0 {
-            let (tables, batch) = unsafe { (chunk.tables(), &mut (*shared).batch) };
-            // Counted in 32 bits with a masked index: the loop is the kernel's serial path.
-            let mut i = 0;
-            while i < len {
-                let sequence = decoder.next(tables, decoded + i + 1 == count);
-                let offset = frame.reps.resolve(sequence.offset_value, sequence.literals);
-                batch[i as usize & (BATCH - 1)] = [sequence.literals, sequence.match_len, offset];
-                i += 1;
-            }
-            let bits_left = decoded + len == count && !decoder.finished();
-            unsafe { (*shared).bits_left = bits_left as u32 };
-        }
-        warp.sync(); // the batch is visible to every lane
-        let me = unsafe { place(warp, chunk, len) };
-        check(warp, &frame.cursor, &me, len)?;
-        if unsafe { (*shared).bits_left } != 0 {
-            return Err(Status::Malformed);
-        }
-        let (written, taken) = unsafe { write_batch(warp, chunk, literals.add(literal_at), frame.cursor.op, len, &me) };
-        frame.cursor.op += written;
-        frame.cursor.literals_left -= taken;
+    let (mut written, mut literal_at) = (0, 0);
+    while written < count {
+        let len = (count - written).min(BATCH as u32);
+        let me = unsafe { place(warp, chunk, chunk.next_sequence.wrapping_add(written), len) };
+        check(warp, cursor, &me, len)?;
+        let (bytes, taken) = unsafe { write_batch(warp, chunk, literals.add(literal_at), cursor.op, len, &me) };
+        cursor.op += bytes;
+        cursor.literals_left -= taken;
         literal_at += taken;
-        decoded += len;
+        written += len;
     }
     Ok(literal_at)
 }
 
 /// One sequence of a batch as its lane holds it: output position and literals position
-/// (relative to the batch's), literal and match lengths, offset.
+/// (relative to the batch's), literal and match lengths, offset, and whether the first pass had
+/// no room to store it.
 #[derive(Clone, Copy)]
 struct Placed {
     start: u32,
@@ -571,24 +413,30 @@ struct Placed {
     literals: u32,
     match_len: u32,
     offset: u32,
+    unstored: bool,
 }
 
-/// Lane i's sequence of the `len` in the shared batch (none past them), placed by prefix sums.
-unsafe fn place<W: Warp>(warp: &W, chunk: &Job, len: u32) -> Placed {
+/// Lane i's sequence of the `len` from the chunk's sequence `first` on (none past them), placed
+/// by prefix sums.
+unsafe fn place<W: Warp>(warp: &W, chunk: &Job, first: u32, len: u32) -> Placed {
     let lane = warp.lane();
-    let entry = unsafe { (*chunk.shared).batch.get(lane as usize) }.filter(|_| lane < len);
-    let [literals, match_len, offset] = entry.copied().unwrap_or([0; 3]);
+    let index = first.wrapping_add(lane);
+    let stored = lane < len && index < chunk.ahead.stop.stored();
+    let word = if stored { unsafe { *chunk.ahead.sequences.add(index as usize) } } else { 0 };
+    let [literals, match_len, offset] = ahead::unpack(word);
     let bytes = literals + match_len;
     let start = scan_add(warp, bytes) - bytes;
     let literal_at = scan_add(warp, literals) - literals;
-    Placed { start, literal_at, literals, match_len, offset }
+    Placed { start, literal_at, literals, match_len, offset, unstored: lane < len && !stored }
 }
 
 /// Checks the batch's `len` sequences at `cursor` as the format crate's `Cursor::advance` does
-/// one after another: each lane its own, from where the sequences before it leave the cursor.
-/// The status is the first failing sequence's.
+/// one after another: each lane its own, from where the sequences before it leave the cursor
+/// (one the first pass did not store fails). The status is the first failing sequence's.
 fn check<W: Warp>(warp: &W, cursor: &Cursor, me: &Placed, len: u32) -> Result<(), Status> {
-    let status = if warp.lane() < len {
+    let status = if me.unstored {
+        Stop::UNSTORED_STATUS as u32
+    } else if warp.lane() < len {
         let mut at = *cursor;
         at.op += me.start as usize;
         // Past the literals left, a sequence before this one fails first.
@@ -652,6 +500,7 @@ fn shuffle_placed<W: Warp>(warp: &W, placed: &Placed, from: u32) -> Placed {
         literals: warp.shuffle(placed.literals, from),
         match_len: warp.shuffle(placed.match_len, from),
         offset: warp.shuffle(placed.offset, from),
+        unstored: false,
     }
 }
 

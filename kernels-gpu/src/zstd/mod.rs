@@ -1,12 +1,28 @@
 //! Zstandard on the GPU: a warp per chunk, its lanes sharing the work of each phase
 //! ([`decode`], [`encode`]). Each warp keeps its tables in shared memory and owns a slot of the
 //! batch's device scratch for its literals and sequences.
+//!
+//! Decompression takes two kernels. FSE decoding is serial, so the first (the prologue) decodes
+//! each chunk's sequences in a lane of its own, 32 chunks to a warp, into the chunk's slot of
+//! the scratch (`ferrocomp_format::zstd::ahead`); the second writes each chunk with a warp.
+//! The decompress scratch: a slot of [`DECODE_SCRATCH_BYTES_PER_WARP`] for each warp (at most
+//! [`DECODE_SLOTS`]), then the rest shared evenly by the chunks, 8-byte words each.
 
 pub mod decode;
 pub mod encode;
 
-use decode::DECODE_SHARED_BYTES_PER_WARP;
+use decode::{DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
 use encode::COMPRESS_SHARED_BYTES_PER_WARP;
+
+/// Most warps the decompress kernel runs, each owning a slot of the scratch (the rest of the
+/// chunks are taken in turns): more than an H100 holds at once.
+pub const DECODE_SLOTS: usize = 4096;
+
+/// Bytes of the decompress scratch for `count` chunks decoding to at most `max_chunk_bytes`.
+pub const fn decompress_scratch_bytes(count: usize, max_chunk_bytes: usize) -> usize {
+    let warps = if count < DECODE_SLOTS { count } else { DECODE_SLOTS };
+    warps * DECODE_SCRATCH_BYTES_PER_WARP + count * 8 * ferrocomp_format::zstd::ahead::slot_words(max_chunk_bytes)
+}
 
 /// Shared memory a block may use without opting in.
 const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
@@ -29,10 +45,13 @@ pub const fn blocks_per_sm(warps: u32, shared_bytes: usize) -> u32 {
 /// The batched entry points (`zstd_compress`, `zstd_decompress`, `zstd_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
-    use super::decode::{self, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
+    use super::DECODE_SLOTS;
+    use super::decode::{self, Ahead, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
     use super::encode::{self, COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
     use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
     use crate::gpu::HardwareWarp;
+    use ferrocomp_format::zstd::DecodeTables;
+    use ferrocomp_format::zstd::ahead::{Stop, TABLE_WORDS, decode_sequences};
     use ferrocomp_format::{BatchArgs, Status};
 
     /// A warp per chunk; the options word is the compression level, whose scratch slots are
@@ -45,6 +64,16 @@ mod kernels {
             return core::ptr::null_mut();
         }
         unsafe { (args.scratch as *mut u8).add(chunk.slot * bytes_per_warp) }
+    }
+
+    /// Chunk `index`'s slot of the first decompression pass: its tables, its stop, then its
+    /// sequences, `words` in all (the host makes it more than the tables and the stop).
+    fn sequence_slot(args: &BatchArgs, index: usize) -> (*mut u64, usize) {
+        let count = args.count as usize;
+        let warps_bytes = count.min(DECODE_SLOTS) * DECODE_SCRATCH_BYTES_PER_WARP;
+        let words = (args.scratch_len as usize).saturating_sub(warps_bytes) / 8 / count;
+        let first = (args.scratch as usize + warps_bytes) as *mut u64;
+        (unsafe { first.add(index * words) }, words)
     }
 
     impl ChunkKernels for Zstd {
@@ -63,8 +92,21 @@ mod kernels {
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let shared = warp_shared::<u8>(DECODE_SHARED_BYTES_PER_WARP);
             let scratch = scratch(args, chunk, DECODE_SCRATCH_BYTES_PER_WARP);
+            let (slot, _) = sequence_slot(args, chunk.index);
+            let ahead = unsafe {
+                Ahead { sequences: slot.add(TABLE_WORDS + 1), stop: Stop::from_word(*slot.add(TABLE_WORDS)) }
+            };
             let (input, n, out, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
-            unsafe { decode::decompress_chunk(warp, input, n, out, capacity, shared, scratch) }
+            unsafe { decode::decompress_chunk(warp, input, n, out, capacity, shared, scratch, ahead) }
+        }
+
+        unsafe fn decompress_prologue(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) {
+            let (slot, words) = sequence_slot(args, chunk.index);
+            unsafe {
+                let tables = &mut *(slot as *mut DecodeTables);
+                let stored = core::slice::from_raw_parts_mut(slot.add(TABLE_WORDS + 1), words - TABLE_WORDS - 1);
+                *slot.add(TABLE_WORDS) = decode_sequences(chunk.input(), tables, stored).to_word();
+            }
         }
 
         unsafe fn decompressed_size(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
@@ -74,5 +116,5 @@ mod kernels {
         }
     }
 
-    crate::batch_kernels!(Zstd: zstd_compress, zstd_decompress, zstd_decompressed_sizes);
+    crate::batch_kernels!(Zstd: zstd_compress, zstd_decompress, zstd_decompressed_sizes, zstd_decompress_prologue);
 }

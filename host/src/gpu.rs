@@ -96,7 +96,11 @@ impl Gpu {
                 compress: function(&format!("{name}_compress"))?,
                 decompress: function(&format!("{name}_decompress"))?,
                 decompressed_sizes: function(&format!("{name}_decompressed_sizes"))?,
-                decompress_prologue: function(&format!("{name}_decompress_prologue")).ok(),
+                // Looked up only where the PTX has it (a failed lookup is a driver error).
+                decompress_prologue: match format!("{name}_decompress_prologue") {
+                    prologue if ptx.contains(&format!(".entry {prologue}(")) => Some(function(&prologue)?),
+                    _ => None,
+                },
             })
         };
         let kernels = Kernels {

@@ -7,10 +7,11 @@ use std::io::Write;
 
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::ahead::{self, TABLE_WORDS};
-use ferrocomp_format::zstd::{self, DecodeTables, MAGIC};
+use ferrocomp_format::zstd::{self, DecodeTables, MAGIC, SequenceTables};
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::decode::{
-    Ahead, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, decompress_chunk, decompressed_size,
+    Ahead, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP, decompress_chunk,
+    decompressed_size,
 };
 use ferrocomp_tests::{random_bytes, text_bytes};
 
@@ -21,17 +22,18 @@ fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
     first
 }
 
-/// Shared memory and scratch of one warp, full of garbage as a reused slot would be.
+/// Shared memory (as much as either kernel takes) and scratch of one warp, full of garbage as a
+/// reused slot would be.
 fn warp_memory() -> (Vec<u32>, Vec<u8>) {
-    let shared =
-        (0..DECODE_SHARED_BYTES_PER_WARP.div_ceil(4)).map(|i| (i as u32).wrapping_mul(2_654_435_761)).collect();
+    let bytes = DECODE_SHARED_BYTES_PER_WARP.max(SIZES_SHARED_BYTES_PER_WARP);
+    let shared = (0..bytes.div_ceil(4)).map(|i| (i as u32).wrapping_mul(2_654_435_761)).collect();
     (shared, vec![0x5A; DECODE_SCRATCH_BYTES_PER_WARP])
 }
 
 /// The first pass over `frames` into a slot of `words` (garbage before); returns the slot.
 fn decode_ahead(frames: &[u8], words: usize) -> Vec<u64> {
     let mut slot: Vec<u64> = (0..words as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
-    let mut tables: Box<DecodeTables> = unsafe { Box::new_zeroed().assume_init() };
+    let mut tables: Box<SequenceTables> = unsafe { Box::new_zeroed().assume_init() };
     let stop = ahead::decode_sequences(frames, &mut tables, &mut slot[TABLE_WORDS + 1..]);
     slot[TABLE_WORDS] = stop.to_word();
     slot

@@ -7,7 +7,7 @@
 //! status to report and when: at the point the scalar decoder fails, unless the writer fails
 //! there first (the pass checks a part of what the decoder checks, in the same order).
 
-use super::DecodeTables;
+use super::SequenceTables;
 use super::frame::{BlockKind, for_each_frame, read_block_header, read_literals_header};
 use super::sequences::{self, RepeatOffsets, SequenceDecoder};
 use crate::Status;
@@ -20,7 +20,7 @@ const MATCH_BITS: u32 = 18;
 pub const MAX_STORED_OFFSET: u32 = (1 << (64 - LITERAL_BITS - MATCH_BITS)) - 1;
 
 /// 64-bit words of the tables the pass builds.
-pub const TABLE_WORDS: usize = size_of::<DecodeTables>() / 8;
+pub const TABLE_WORDS: usize = size_of::<SequenceTables>() / 8;
 
 /// Words of a chunk's slot for chunks decoding to at most `max_chunk_bytes`: the tables, the
 /// stop, and one per sequence the writer may need (each writes at least 3 bytes, so the one past
@@ -116,10 +116,10 @@ impl Stop {
 
 /// Decodes the sequences of every block of the chunk `input` into `stored`, with `tables` to
 /// build the FSE tables in (any bytes); returns where it stopped short.
-pub fn decode_sequences(input: &[u8], tables: &mut DecodeTables, stored: &mut [u64]) -> Stop {
+pub fn decode_sequences(input: &[u8], tables: &mut SequenceTables, stored: &mut [u64]) -> Stop {
     let mut pass = Pass { stored, count: 0, stop: Stop::No };
     let walked = for_each_frame(input, |ip, op, header| {
-        tables.start_frame();
+        tables.repeatable = 0;
         pass.frame(input, ip, header.block_max(), tables).map(|ip| {
             let ip = if header.checksum { ip + 4 } else { ip };
             (ip.min(input.len()), op)
@@ -148,7 +148,7 @@ impl Pass<'_> {
         input: &[u8],
         mut ip: usize,
         block_max: usize,
-        tables: &mut DecodeTables,
+        tables: &mut SequenceTables,
     ) -> Result<usize, Status> {
         let mut reps = RepeatOffsets::START;
         loop {
@@ -165,7 +165,7 @@ impl Pass<'_> {
     }
 
     /// Decodes the sequences of a compressed block's `content`.
-    fn block(&mut self, content: &[u8], reps: &mut RepeatOffsets, tables: &mut DecodeTables) -> Result<(), Status> {
+    fn block(&mut self, content: &[u8], reps: &mut RepeatOffsets, tables: &mut SequenceTables) -> Result<(), Status> {
         let literals = read_literals_header(content)?;
         let section = content.get(literals.len + literals.stored..).ok_or(Status::Malformed)?;
         let header = sequences::read_header(section)?;

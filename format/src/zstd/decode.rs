@@ -138,6 +138,7 @@ fn decode_compressed<const WRITE: bool>(
     let mut literal_at = 0;
     if seq_header.count > 0 {
         let tables_at = sequences.get(seq_header.len..).unwrap_or(&[]);
+        let tables = &mut tables.sequences;
         let stream = tables_at.get(sequences::read_tables(seq_header.modes, tables_at, tables)?..).unwrap_or(&[]);
         let mut decoder = SequenceDecoder::new(stream, tables)?;
         for i in 1..=seq_header.count {
@@ -176,11 +177,11 @@ fn read_literals<'a, const WRITE: bool>(
         LiteralsKind::Raw => return Ok(Literals::Raw(section)),
         LiteralsKind::Rle => return Ok(Literals::Rle(section.first().copied().unwrap_or(0))),
         LiteralsKind::Compressed => {
-            let tree = huffman::read_table(section, tables)?;
-            tables.has_huffman = 1;
+            let tree = huffman::read_table(section, &mut tables.literals)?;
+            tables.literals.present = 1;
             section.get(tree..).unwrap_or(&[])
         }
-        LiteralsKind::Treeless if tables.has_huffman != 0 => section,
+        LiteralsKind::Treeless if tables.literals.present != 0 => section,
         LiteralsKind::Treeless => return Err(Status::Malformed),
     };
     if !WRITE {
@@ -188,7 +189,7 @@ fn read_literals<'a, const WRITE: bool>(
     }
     let at = cursor.limit - header.regenerated;
     let dst = out.get_mut(at..cursor.limit).ok_or(Status::OutputTooSmall)?;
-    huffman::decode_literals(streams, header.four_streams, tables, dst)?;
+    huffman::decode_literals(streams, header.four_streams, &tables.literals, dst)?;
     Ok(Literals::Decoded(at))
 }
 

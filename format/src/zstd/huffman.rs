@@ -4,7 +4,7 @@
 //! A decode table cell is a `u16`: the symbol in the low byte, the code length in the high byte.
 //! A table of log `L` has `1 << L` cells, indexed by the next `L` bits of the stream.
 
-use super::DecodeTables;
+use super::HuffmanTables;
 use super::bits::ReverseBits;
 use super::fse::{self, cell_baseline, cell_bits, cell_symbol};
 use super::tables::{MAX_HUFFMAN_BITS, MAX_HUFFMAN_WEIGHT, MAX_WEIGHT_LOG};
@@ -19,7 +19,7 @@ const MAX_LISTED_WEIGHTS: usize = 255;
 
 /// Reads the Huffman tree description at the start of `input` into `tables.weights` (every
 /// symbol's weight, the implied last one included); returns (symbols, bytes read).
-pub fn read_weights(input: &[u8], tables: &mut DecodeTables) -> Result<(usize, usize), Status> {
+pub fn read_weights(input: &[u8], tables: &mut HuffmanTables) -> Result<(usize, usize), Status> {
     let header = *input.first().ok_or(Status::Malformed)? as usize;
     let (listed, bytes) = if header >= 128 {
         let listed = header - 127;
@@ -41,7 +41,7 @@ pub fn read_weights(input: &[u8], tables: &mut DecodeTables) -> Result<(usize, u
 
 /// Decodes FSE-compressed weights (a table description, then one bitstream read by two
 /// interleaved states) into `tables.weights`; returns how many.
-fn fse_weights(input: &[u8], tables: &mut DecodeTables) -> Result<usize, Status> {
+fn fse_weights(input: &[u8], tables: &mut HuffmanTables) -> Result<usize, Status> {
     let dist = fse::read_distribution(input, MAX_WEIGHT_LOG, MAX_HUFFMAN_WEIGHT as usize, &mut tables.normalized)?;
     let normalized = tables.normalized.get(..dist.symbols).ok_or(Status::Malformed)?;
     fse::build_decode_table(normalized, dist.log, &mut tables.weight_table, &mut tables.next)?;
@@ -127,12 +127,12 @@ pub fn build_table(weights: &[u8], table: &mut [u16; HUFFMAN_CELLS]) -> Result<u
     Ok(log)
 }
 
-/// Reads a tree description from the start of `input` and builds `tables.huffman` from it;
+/// Reads a tree description from the start of `input` and builds `tables.cells` from it;
 /// returns the bytes read.
-pub fn read_table(input: &[u8], tables: &mut DecodeTables) -> Result<usize, Status> {
+pub fn read_table(input: &[u8], tables: &mut HuffmanTables) -> Result<usize, Status> {
     let (symbols, bytes) = read_weights(input, tables)?;
     let weights = tables.weights.get(..symbols).ok_or(Status::Malformed)?;
-    tables.huffman_log = build_table(weights, &mut tables.huffman)? as u8;
+    tables.log = build_table(weights, &mut tables.cells)? as u8;
     Ok(bytes)
 }
 
@@ -169,10 +169,10 @@ pub fn split_streams(streams: &[u8], regenerated: usize) -> Result<([usize; 4], 
 
 /// Decodes the literals of a Huffman-coded section (1 or 4 `streams`, jump table included)
 /// into `out` with the table in `tables`.
-pub fn decode_literals(streams: &[u8], four: bool, tables: &DecodeTables, out: &mut [u8]) -> Result<(), Status> {
-    let log = tables.huffman_log as u32;
+pub fn decode_literals(streams: &[u8], four: bool, tables: &HuffmanTables, out: &mut [u8]) -> Result<(), Status> {
+    let log = tables.log as u32;
     if !four {
-        return decode_stream(&tables.huffman, log, streams, out);
+        return decode_stream(&tables.cells, log, streams, out);
     }
     let (sizes, segment) = split_streams(streams, out.len())?;
     let (mut input, mut output) = (streams.get(6..).unwrap_or(&[]), out);
@@ -180,7 +180,7 @@ pub fn decode_literals(streams: &[u8], four: bool, tables: &DecodeTables, out: &
         let (stream, rest_in) = input.split_at_checked(size).ok_or(Status::Malformed)?;
         let take = if i == 3 { output.len() } else { segment };
         let (part, rest_out) = output.split_at_mut_checked(take).ok_or(Status::Malformed)?;
-        decode_stream(&tables.huffman, log, stream, part)?;
+        decode_stream(&tables.cells, log, stream, part)?;
         (input, output) = (rest_in, rest_out);
     }
     Ok(())

@@ -51,47 +51,64 @@ pub fn decompressed_size(input: &[u8], tables: &mut DecodeTables) -> Result<usiz
     decode::decode_frames::<false>(input, &mut [], tables)
 }
 
-/// The tables a frame's decoding builds and keeps between blocks (the Huffman and FSE tables,
-/// for the treeless and repeat modes), 9992 bytes. Any bytes are a valid starting state (each
-/// frame starts by forgetting its tables), so it may be reused as is or allocated zeroed.
+/// The tables a frame's decoding builds and keeps between blocks (for the treeless and repeat
+/// modes): the literals' and the sequences'. Any bytes are a valid starting state (each frame
+/// starts by forgetting its tables), so they may be reused as they are or allocated zeroed.
 #[repr(C)]
 pub struct DecodeTables {
-    /// The literals' Huffman decode table (see [`huffman`]).
-    pub huffman: [u16; HUFFMAN_CELLS],
-    /// The FSE decode tables of the sequences (see [`fse`]).
-    pub literal_lengths: [u32; LENGTH_CELLS],
-    pub match_lengths: [u32; LENGTH_CELLS],
-    pub offsets: [u32; OFFSET_CELLS],
-    /// The FSE table of Huffman weights.
-    pub weight_table: [u32; WEIGHT_CELLS],
-    /// A table description being read, and the state counters of a table being built.
-    pub normalized: [i16; 64],
-    pub next: [u16; 64],
-    /// Every symbol's Huffman weight, as the tree description gives them.
-    pub weights: [u8; 256],
-    /// The Huffman table's log.
-    pub huffman_log: u8,
-    /// The accuracy logs of the literal-length, offset and match-length tables.
-    pub logs: [u8; 3],
-    /// Whether this frame has a Huffman table for treeless literals (nonzero: yes).
-    pub has_huffman: u8,
-    /// Whether this frame has sequence tables for repeat mode (nonzero: yes).
-    pub repeatable: u8,
-    _pad: [u8; 2],
+    pub literals: HuffmanTables,
+    pub sequences: SequenceTables,
 }
 
 impl DecodeTables {
     /// Forgets the tables of the previous frame.
     pub fn start_frame(&mut self) {
-        self.has_huffman = 0;
-        self.repeatable = 0;
+        self.literals.present = 0;
+        self.sequences.repeatable = 0;
     }
+}
+
+/// The literals' Huffman decode table (see [`huffman`]) and what reading a tree takes, 4868 bytes.
+#[repr(C)]
+pub struct HuffmanTables {
+    /// The decode table.
+    pub cells: [u16; HUFFMAN_CELLS],
+    /// The FSE table of the weights.
+    pub weight_table: [u32; WEIGHT_CELLS],
+    /// A weight distribution being read, and the state counters of the weight table.
+    pub normalized: [i16; 64],
+    pub next: [u16; 64],
+    /// Every symbol's weight, as the tree description gives them.
+    pub weights: [u8; 256],
+    /// The decode table's log.
+    pub log: u8,
+    /// Whether this frame has a decode table for treeless literals (nonzero: yes).
+    pub present: u8,
+    _pad: [u8; 2],
+}
+
+/// The sequences' three FSE decode tables (see [`fse`]) and what building them takes, 5384
+/// bytes (a whole number of 8-byte words).
+#[repr(C)]
+pub struct SequenceTables {
+    pub literal_lengths: [u32; LENGTH_CELLS],
+    pub match_lengths: [u32; LENGTH_CELLS],
+    pub offsets: [u32; OFFSET_CELLS],
+    /// A table description being read, and the state counters of a table being built.
+    pub normalized: [i16; 64],
+    pub next: [u16; 64],
+    /// The accuracy logs of the literal-length, offset and match-length tables.
+    pub logs: [u8; 3],
+    /// Whether this frame has sequence tables for repeat mode (nonzero: yes).
+    pub repeatable: u8,
+    _pad: [u8; 4],
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn tables_are_compact() {
-        assert_eq!(core::mem::size_of::<super::DecodeTables>(), 9992);
+        use core::mem::size_of;
+        assert_eq!((size_of::<super::HuffmanTables>(), size_of::<super::SequenceTables>()), (4868, 5384));
     }
 }

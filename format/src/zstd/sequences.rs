@@ -2,7 +2,7 @@
 //! RLE, described, or repeated from the previous block), the decoding of sequences from the
 //! backward bitstream, the repeat offsets, and the checks each sequence passes before it runs.
 
-use super::DecodeTables;
+use super::SequenceTables;
 use super::bits::ReverseBits;
 use super::frame::FrameHeader;
 use super::fse::{self, cell_baseline, cell_bits, cell_symbol};
@@ -45,7 +45,7 @@ impl Table {
     }
 
     /// This table's cells in `tables`.
-    pub fn cells(self, tables: &DecodeTables) -> &[u32] {
+    pub fn cells(self, tables: &SequenceTables) -> &[u32] {
         match self {
             Self::LiteralLengths => &tables.literal_lengths,
             Self::Offsets => &tables.offsets,
@@ -54,7 +54,7 @@ impl Table {
     }
 
     /// This table's cells in `tables`, to build, and the scratch the build needs.
-    pub fn cells_mut(self, tables: &mut DecodeTables) -> (&mut [u32], &mut [i16], &mut [u16]) {
+    pub fn cells_mut(self, tables: &mut SequenceTables) -> (&mut [u32], &mut [i16], &mut [u16]) {
         let cells: &mut [u32] = match self {
             Self::LiteralLengths => &mut tables.literal_lengths,
             Self::Offsets => &mut tables.offsets,
@@ -120,7 +120,7 @@ pub fn read_header(section: &[u8]) -> Result<SequencesHeader, Status> {
 
 /// Sets up `table` in `tables` for mode `mode` from the description at the start of `input`;
 /// returns the bytes it took.
-pub fn read_table(table: Table, mode: Mode, input: &[u8], tables: &mut DecodeTables) -> Result<usize, Status> {
+pub fn read_table(table: Table, mode: Mode, input: &[u8], tables: &mut SequenceTables) -> Result<usize, Status> {
     let (max_symbol, max_log) = table.limits();
     let (log, bytes) = match mode {
         Mode::Predefined => {
@@ -152,7 +152,7 @@ pub fn read_table(table: Table, mode: Mode, input: &[u8], tables: &mut DecodeTab
 
 /// Sets up the three tables for the modes byte `modes` from the descriptions at the start of
 /// `input`; returns the bytes they took. The tables then stay for later blocks' repeat mode.
-pub fn read_tables(modes: u8, input: &[u8], tables: &mut DecodeTables) -> Result<usize, Status> {
+pub fn read_tables(modes: u8, input: &[u8], tables: &mut SequenceTables) -> Result<usize, Status> {
     let mut at = 0;
     for table in Table::ALL {
         at += read_table(table, mode(modes, table), input.get(at..).unwrap_or(&[]), tables)?;
@@ -190,7 +190,7 @@ pub struct SequenceDecoder<'a> {
 
 impl<'a> SequenceDecoder<'a> {
     /// Starts on `stream` (the rest of the block): reads the three initial states.
-    pub fn new(stream: &'a [u8], tables: &DecodeTables) -> Result<Self, Status> {
+    pub fn new(stream: &'a [u8], tables: &SequenceTables) -> Result<Self, Status> {
         let mut bits = ReverseBits::new(stream)?;
         let [ll_log, of_log, ml_log] = tables.logs.map(u32::from);
         let literal_length_state = bits.read(ll_log);
@@ -204,7 +204,7 @@ impl<'a> SequenceDecoder<'a> {
     /// literal-length extra bits (at most 16 each), and the three state updates (at most 9, 9
     /// and 8 bits, as every table this crate builds keeps them).
     #[inline(always)]
-    pub fn next(&mut self, tables: &DecodeTables, last: bool) -> Sequence {
+    pub fn next(&mut self, tables: &SequenceTables, last: bool) -> Sequence {
         let ll = tables.literal_lengths[self.literal_length_state as usize & (LENGTH_CELLS - 1)];
         let of = tables.offsets[self.offset_state as usize & (OFFSET_CELLS - 1)];
         let ml = tables.match_lengths[self.match_length_state as usize & (LENGTH_CELLS - 1)];

@@ -25,19 +25,21 @@ use ferrocomp_format::zstd::frame::{
     read_block_header, read_literals_header,
 };
 use ferrocomp_format::zstd::sequences::{self, Cursor, Sequence};
-use ferrocomp_format::zstd::{DecodeTables, huffman, xxh64};
+use ferrocomp_format::zstd::{DecodeTables, HuffmanTables, huffman, xxh64};
 
 /// Sequences the warp writes at a time.
 const BATCH: usize = WARP_SIZE as usize;
 
-/// What a warp keeps in shared memory: the decode tables (the Huffman one, here).
+/// What a warp keeps in shared memory: the literals' tables.
 #[repr(C)]
 struct WarpShared {
-    tables: DecodeTables,
+    literals: HuffmanTables,
 }
 
-/// Bytes of shared memory each warp needs (4-byte aligned): its decode tables.
+/// Bytes of shared memory each warp of the decompress kernel needs (4-byte aligned).
 pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<WarpShared>();
+/// Bytes of shared memory each warp of the sizes kernel needs (4-byte aligned): all the tables.
+pub const SIZES_SHARED_BYTES_PER_WARP: usize = size_of::<DecodeTables>();
 /// Bytes of global scratch each warp needs: a block's decoded literals.
 pub const DECODE_SCRATCH_BYTES_PER_WARP: usize = MAX_BLOCK_SIZE;
 
@@ -79,7 +81,7 @@ pub unsafe fn decompress_chunk<W: Warp>(
 /// `zstd::decompressed_size`, run by lane 0.
 ///
 /// # Safety
-/// As [`decompress_chunk`] (`scratch` is unused).
+/// As [`decompress_chunk`], with `shared` of [`SIZES_SHARED_BYTES_PER_WARP`] (`scratch` is unused).
 pub unsafe fn decompressed_size<W: Warp>(
     warp: &W,
     input: *const u8,
@@ -88,7 +90,7 @@ pub unsafe fn decompressed_size<W: Warp>(
     _scratch: *mut u8,
 ) -> Result<usize, Status> {
     let result = if warp.lane() == 0 {
-        let tables = unsafe { &mut (*(shared as *mut WarpShared)).tables };
+        let tables = unsafe { &mut *(shared as *mut DecodeTables) };
         ferrocomp_format::zstd::decompressed_size(unsafe { bytes(input, n) }, tables)
     } else {
         Ok(0)
@@ -127,15 +129,15 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// The decode tables, for reading (no lane may be writing them).
-    unsafe fn tables(&self) -> &DecodeTables {
-        unsafe { &(*self.shared).tables }
+    /// The literals' tables, for reading (no lane may be writing them).
+    unsafe fn tables(&self) -> &HuffmanTables {
+        unsafe { &(*self.shared).literals }
     }
 
-    /// The decode tables, for lane 0 alone to write.
+    /// The literals' tables, for lane 0 alone to write.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn tables_mut(&self) -> &mut DecodeTables {
-        unsafe { &mut (*self.shared).tables }
+    unsafe fn tables_mut(&self) -> &mut HuffmanTables {
+        unsafe { &mut (*self.shared).literals }
     }
 }
 
@@ -313,7 +315,7 @@ unsafe fn fill_huffman_table<W: Warp>(warp: &W, chunk: &Job, symbols: usize) -> 
     }
     let class_cells = if classes.contains(&lane) { count << (lane - 1) } else { 0 };
     let mut next_cell = scan_add(warp, class_cells) - class_cells;
-    let cells = unsafe { core::ptr::addr_of_mut!((*chunk.shared).tables.huffman) as *mut u16 };
+    let cells = unsafe { core::ptr::addr_of_mut!((*chunk.shared).literals.cells) as *mut u16 };
     for base in (0..symbols).step_by(BATCH) {
         let symbol = base + lane as usize;
         let weight = weight_of(symbol);
@@ -371,7 +373,7 @@ unsafe fn decode_huffman_literals<W: Warp>(
         let stream = streams.get(from..from + size).ok_or(Status::Malformed);
         let len = if lane == 3 || !header.four_streams { literals - lane * segment } else { segment };
         let out = unsafe { core::slice::from_raw_parts_mut(chunk.scratch.add(lane * segment), len) };
-        stream.and_then(|stream| huffman::decode_stream(&unsafe { chunk.tables() }.huffman, log, stream, out))
+        stream.and_then(|stream| huffman::decode_stream(&unsafe { chunk.tables() }.cells, log, stream, out))
     } else {
         Ok(())
     };

@@ -11,7 +11,7 @@
 pub mod decode;
 pub mod encode;
 
-use decode::{DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
+use decode::{DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
 use encode::COMPRESS_SHARED_BYTES_PER_WARP;
 
 /// Most warps the decompress kernel runs, each owning a slot of the scratch (the rest of the
@@ -29,8 +29,17 @@ const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
 /// Shared memory of one SM (an H100's, less the 1 KiB per block the driver keeps).
 const SHARED_BYTES_PER_SM: usize = 228 << 10;
 
-/// Warps per block of the decompress and size kernels: as many as their shared memory allows.
-pub const DECOMPRESS_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP) as u32;
+/// Warps per block of the decompress kernel, and its blocks per SM: 32 warps to an SM (64
+/// registers each), so that an H100 holds 4224 chunks at once, as many as a batch of 256 MiB in
+/// 64 KiB chunks has.
+pub const DECOMPRESS_WARPS: u32 = 8;
+pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 4;
+const _: () = assert!(
+    DECOMPRESS_WARPS as usize * DECODE_SHARED_BYTES_PER_WARP <= SHARED_BYTES_PER_BLOCK
+        && DECOMPRESS_BLOCKS_PER_SM <= blocks_per_sm(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP)
+);
+/// Warps per block of the sizes kernel: as many as its shared memory allows.
+pub const SIZES_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / SIZES_SHARED_BYTES_PER_WARP) as u32;
 /// Warps per block of the compress kernel.
 pub const COMPRESS_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / COMPRESS_SHARED_BYTES_PER_WARP) as u32;
 
@@ -46,11 +55,13 @@ pub const fn blocks_per_sm(warps: u32, shared_bytes: usize) -> u32 {
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::DECODE_SLOTS;
-    use super::decode::{self, Ahead, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP};
+    use super::decode::{
+        self, Ahead, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP,
+    };
     use super::encode::{self, COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
     use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
     use crate::gpu::HardwareWarp;
-    use ferrocomp_format::zstd::DecodeTables;
+    use ferrocomp_format::zstd::SequenceTables;
     use ferrocomp_format::zstd::ahead::{Stop, TABLE_WORDS, decode_sequences};
     use ferrocomp_format::{BatchArgs, Status};
 
@@ -103,14 +114,14 @@ mod kernels {
         unsafe fn decompress_prologue(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) {
             let (slot, words) = sequence_slot(args, chunk.index);
             unsafe {
-                let tables = &mut *(slot as *mut DecodeTables);
+                let tables = &mut *(slot as *mut SequenceTables);
                 let stored = core::slice::from_raw_parts_mut(slot.add(TABLE_WORDS + 1), words - TABLE_WORDS - 1);
                 *slot.add(TABLE_WORDS) = decode_sequences(chunk.input(), tables, stored).to_word();
             }
         }
 
         unsafe fn decompressed_size(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-            let shared = warp_shared::<u8>(DECODE_SHARED_BYTES_PER_WARP);
+            let shared = warp_shared::<u8>(SIZES_SHARED_BYTES_PER_WARP);
             let scratch = scratch(args, chunk, DECODE_SCRATCH_BYTES_PER_WARP);
             unsafe { decode::decompressed_size(warp, chunk.input, chunk.input_len, shared, scratch) }
         }

@@ -1,10 +1,10 @@
 //! Zstandard (RFC 8878): frames decoded in full (the CPU path and the GPU kernels' oracle) and
 //! written by a fast parse with Huffman literals and FSE sequences.
 //!
-//! The decoder is split in the phases the GPU kernels share out among a warp's lanes: frame and
-//! block headers ([`frame`]), the literals section (its Huffman streams decoded one per lane,
-//! [`huffman`]), the sequences section (FSE tables built in shared memory, sequences decoded,
-//! [`sequences`]), and the execution of the sequences into the output ([`decode`]).
+//! The decoder is split in the phases the GPU kernels share out: frame and block headers
+//! ([`frame`]), the literals section (its Huffman streams decoded one per lane, [`huffman`]), the
+//! sequences section (FSE tables and sequences, [`sequences`], decoded ahead of the rest a lane
+//! per chunk, [`ahead`]), and the execution of the sequences into the output ([`decode`]).
 //!
 //! [`decompress`] reads any frame libzstd writes, without a dictionary: every frame header option,
 //! skippable frames, raw, RLE and compressed blocks, all literal and sequence modes, and the

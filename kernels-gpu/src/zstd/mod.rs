@@ -3,7 +3,7 @@
 //! batch's device scratch for its literals and sequences.
 //!
 //! Decompression takes two kernels. FSE decoding is serial, so the first (the prologue) decodes
-//! each chunk's sequences in a lane of its own, 32 chunks to a warp, into the chunk's slot of
+//! each chunk's sequences in a lane of its own, 4 chunks to a warp, into the chunk's slot of
 //! the scratch (`ferrocomp_format::zstd::ahead`); the second writes each chunk with a warp.
 //! The decompress scratch: a slot of [`DECODE_SCRATCH_BYTES_PER_WARP`] for each warp (at most
 //! [`DECODE_SLOTS`]), then the rest shared evenly by the chunks, 8-byte words each.

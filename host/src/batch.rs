@@ -215,8 +215,9 @@ pub enum Shape {
     /// A warp per chunk, `per_block` warps to a block, each with `shared_bytes` of shared
     /// memory; at most `max_warps` warps (the rest of the chunks are taken in turns).
     Warps { per_block: u32, shared_bytes: usize, max_warps: usize },
-    /// A thread per chunk, `per_block` threads to a block.
-    Threads { per_block: u32 },
+    /// A thread per chunk, `per_block` threads to a block, each with `shared_bytes` of shared
+    /// memory.
+    Threads { per_block: u32, shared_bytes: usize },
     /// A block of `warps` warps per chunk, with `shared_bytes` of shared memory; at most
     /// `max_blocks` blocks (each owns a scratch slot; the rest of the chunks are taken in turns).
     Blocks { warps: u32, shared_bytes: usize, max_blocks: usize },
@@ -234,7 +235,9 @@ impl Shape {
             Self::Warps { per_block, shared_bytes, max_warps } => {
                 (blocks(count.min(max_warps), per_block), per_block * 32, per_block * shared_bytes as u32)
             }
-            Self::Threads { per_block } => (blocks(count, per_block), per_block, 0),
+            Self::Threads { per_block, shared_bytes } => {
+                (blocks(count, per_block), per_block, per_block * shared_bytes as u32)
+            }
             Self::Blocks { warps, shared_bytes, max_blocks } => {
                 (count.min(max_blocks) as u32, warps * 32, shared_bytes as u32)
             }

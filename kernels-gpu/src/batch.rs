@@ -221,6 +221,12 @@ pub unsafe fn scratch_slot<'a, T>(args: &BatchArgs, slot: usize) -> &'a mut T {
     unsafe { &mut *(args.scratch as *mut T).add(slot) }
 }
 
+/// This thread's share of the block's dynamic shared memory, taken as `T`s of `per_thread` each.
+#[inline(always)]
+pub fn thread_shared<T>(per_thread: usize) -> *mut T {
+    unsafe { crate::gpu::dynamic_shared_memory::<T>().add(thread::thread_idx_x() as usize * per_thread) }
+}
+
 /// This warp's share of the block's dynamic shared memory, taken as `T`s of `per_warp` each.
 #[inline(always)]
 pub fn warp_shared<T>(per_warp: usize) -> *mut T {

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use ferrocomp_format::Status;
-use ferrocomp_format::zstd::ahead::{self, TABLE_WORDS};
+use ferrocomp_format::zstd::ahead;
 use ferrocomp_format::zstd::{self, DecodeTables, MAGIC, SequenceTables};
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::decode::{
@@ -34,8 +34,8 @@ fn warp_memory() -> (Vec<u32>, Vec<u8>) {
 fn decode_ahead(frames: &[u8], words: usize) -> Vec<u64> {
     let mut slot: Vec<u64> = (0..words as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
     let mut tables: Box<SequenceTables> = unsafe { Box::new_zeroed().assume_init() };
-    let stop = ahead::decode_sequences(frames, &mut tables, &mut slot[TABLE_WORDS + 1..]);
-    slot[TABLE_WORDS] = stop.to_word();
+    let stop = ahead::decode_sequences(frames, &mut tables, &mut slot[1..]);
+    slot[0] = stop.to_word();
     slot
 }
 
@@ -50,7 +50,7 @@ fn warp_decompress_in(frames: &[u8], capacity: usize, words: usize) -> Result<Ve
     let mut out = vec![0xA5u8; capacity];
     let (i, o) = (frames.as_ptr() as usize, out.as_mut_ptr() as usize);
     let (s, x) = (shared.as_mut_ptr() as usize, scratch.as_mut_ptr() as usize);
-    let (sequences, stop) = (slot[TABLE_WORDS + 1..].as_ptr() as usize, ahead::Stop::from_word(slot[TABLE_WORDS]));
+    let (sequences, stop) = (slot[1..].as_ptr() as usize, ahead::Stop::from_word(slot[0]));
     let result = agreed(emulated::run(|warp| unsafe {
         let ahead = Ahead { sequences: sequences as *const u64, stop };
         let (input, out) = (i as *const u8, o as *mut u8);
@@ -187,15 +187,15 @@ fn a_slot_short_of_the_sequences_fails_where_they_run_out() {
     let data = text_bytes(3000, 9);
     let one = libzstd(&data, 19, false, true, Some(10));
     let frames = [one.clone(), one].concat();
-    let stop_with_room = |n: usize| ahead::Stop::from_word(decode_ahead(&frames, TABLE_WORDS + 1 + n)[TABLE_WORDS]);
+    let stop_with_room = |n: usize| ahead::Stop::from_word(decode_ahead(&frames, 1 + n)[0]);
     let needed = (0..frames.len() * 8).find(|&n| stop_with_room(n) == ahead::Stop::No).unwrap();
     assert!(needed > 100, "{needed} sequences");
     assert_eq!(stop_with_room(needed - 1), ahead::Stop::Unstored { at: needed as u32 - 1 });
-    let room = |n: usize| warp_decompress_in(&frames, 2 * data.len(), TABLE_WORDS + 1 + n);
+    let room = |n: usize| warp_decompress_in(&frames, 2 * data.len(), 1 + n);
     assert_eq!(room(needed - 1), Err(Status::ChunkTooLarge));
     assert_eq!(room(needed), Ok([&data[..], &data[..]].concat()));
     // Room for fewer sequences than a too-small output takes: the output's status comes first.
-    assert_eq!(warp_decompress_in(&frames, data.len(), TABLE_WORDS + 1 + needed / 2), Err(Status::OutputTooSmall));
+    assert_eq!(warp_decompress_in(&frames, data.len(), 1 + needed / 2), Err(Status::OutputTooSmall));
 }
 
 /// A skippable frame with `payload`.

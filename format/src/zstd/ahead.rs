@@ -19,14 +19,11 @@ const MATCH_BITS: u32 = 18;
 /// frame's start and the window) in any chunk decoding to less.
 pub const MAX_STORED_OFFSET: u32 = (1 << (64 - LITERAL_BITS - MATCH_BITS)) - 1;
 
-/// 64-bit words of the tables the pass builds.
-pub const TABLE_WORDS: usize = size_of::<SequenceTables>() / 8;
-
-/// Words of a chunk's slot for chunks decoding to at most `max_chunk_bytes`: the tables, the
-/// stop, and one per sequence the writer may need (each writes at least 3 bytes, so the one past
+/// Words of a chunk's slot for chunks decoding to at most `max_chunk_bytes`: the stop, then one
+/// per sequence the writer may need (each writes at least 3 bytes, so the one past
 /// `max_chunk_bytes / 3` fails its checks before any later one is read).
 pub const fn slot_words(max_chunk_bytes: usize) -> usize {
-    TABLE_WORDS + 1 + max_chunk_bytes / 3 + 1
+    1 + max_chunk_bytes / 3 + 1
 }
 
 /// A sequence as stored: its literal length, match length and resolved offset in one word.

@@ -76,7 +76,7 @@ impl BatchCodec for Blosc {
                 max_blocks: SLOTS,
             },
             decompress: self.decompress_shape(MAX_BUFFERSIZE),
-            sizes: Shape::Threads { per_block: 128 },
+            sizes: Shape::Threads { per_block: 128, shared_bytes: 0 },
         }
     }
 

@@ -11,7 +11,7 @@ pub(crate) const COMPRESS_SHAPE: Shape = Shape::warps(4, COMPRESS_SHARED_BYTES_P
 /// The decompress kernel's shape (Snappy's decoder shares it).
 pub(crate) const DECOMPRESS_SHAPE: Shape = Shape::warps(8, 0);
 /// The size kernel's shape: a thread per chunk.
-pub(crate) const SIZES_SHAPE: Shape = Shape::Threads { per_block: 128 };
+pub(crate) const SIZES_SHAPE: Shape = Shape::Threads { per_block: 128, shared_bytes: 0 };
 
 /// LZ4 with its options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -12,7 +12,8 @@ use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
 use ferrocomp_kernels_gpu::zstd::encode::{COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
 use ferrocomp_kernels_gpu::zstd::{
-    COMPRESS_WARPS, DECODE_SLOTS, DECOMPRESS_WARPS, SIZES_WARPS, decompress_scratch_bytes,
+    COMPRESS_WARPS, DECODE_SLOTS, DECOMPRESS_WARPS, PROLOGUE_SHARED_BYTES_PER_THREAD, SIZES_WARPS,
+    decompress_scratch_bytes,
 };
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
@@ -94,7 +95,7 @@ impl BatchCodec for Zstd {
         // Each lane's FSE decoding is serial and branches its own way: few lanes to a warp keep
         // them in step, and more warps let an SM's schedulers interleave them. Measured on an
         // H100 (256 MiB of text in 64 KiB chunks): 8 lanes a warp took 5.6 ms, 1 lane 7.6 ms.
-        Some(Shape::Threads { per_block: 4 })
+        Some(Shape::Threads { per_block: 4, shared_bytes: PROLOGUE_SHARED_BYTES_PER_THREAD })
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

@@ -14,6 +14,9 @@ pub mod encode;
 use decode::{DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
 use encode::COMPRESS_SHARED_BYTES_PER_WARP;
 
+/// Shared memory of each thread of the decompress prologue: the FSE tables it builds.
+pub const PROLOGUE_SHARED_BYTES_PER_THREAD: usize = size_of::<ferrocomp_format::zstd::SequenceTables>();
+
 /// Most warps the decompress kernel runs, each owning a slot of the scratch (the rest of the
 /// chunks are taken in turns): more than an H100 holds at once.
 pub const DECODE_SLOTS: usize = 4096;
@@ -54,15 +57,15 @@ pub const fn blocks_per_sm(warps: u32, shared_bytes: usize) -> u32 {
 /// The batched entry points (`zstd_compress`, `zstd_decompress`, `zstd_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
-    use super::DECODE_SLOTS;
     use super::decode::{
         self, Ahead, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP,
     };
     use super::encode::{self, COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
-    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
+    use super::{DECODE_SLOTS, PROLOGUE_SHARED_BYTES_PER_THREAD};
+    use crate::batch::{Chunk, ChunkKernels, Lanes, thread_shared, warp_shared};
     use crate::gpu::HardwareWarp;
     use ferrocomp_format::zstd::SequenceTables;
-    use ferrocomp_format::zstd::ahead::{Stop, TABLE_WORDS, decode_sequences};
+    use ferrocomp_format::zstd::ahead::{Stop, decode_sequences};
     use ferrocomp_format::{BatchArgs, Status};
 
     /// A warp per chunk; the options word is the compression level, whose scratch slots are
@@ -77,8 +80,8 @@ mod kernels {
         unsafe { (args.scratch as *mut u8).add(chunk.slot * bytes_per_warp) }
     }
 
-    /// Chunk `index`'s slot of the first decompression pass: its tables, its stop, then its
-    /// sequences, `words` in all (the host makes it more than the tables and the stop).
+    /// Chunk `index`'s slot of the first decompression pass: its stop, then its sequences,
+    /// `words` in all (the host makes it at least 2).
     fn sequence_slot(args: &BatchArgs, index: usize) -> (*mut u64, usize) {
         let count = args.count as usize;
         let warps_bytes = count.min(DECODE_SLOTS) * DECODE_SCRATCH_BYTES_PER_WARP;
@@ -104,19 +107,17 @@ mod kernels {
             let shared = warp_shared::<u8>(DECODE_SHARED_BYTES_PER_WARP);
             let scratch = scratch(args, chunk, DECODE_SCRATCH_BYTES_PER_WARP);
             let (slot, _) = sequence_slot(args, chunk.index);
-            let ahead = unsafe {
-                Ahead { sequences: slot.add(TABLE_WORDS + 1), stop: Stop::from_word(*slot.add(TABLE_WORDS)) }
-            };
+            let ahead = unsafe { Ahead { sequences: slot.add(1), stop: Stop::from_word(*slot) } };
             let (input, n, out, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
             unsafe { decode::decompress_chunk(warp, input, n, out, capacity, shared, scratch, ahead) }
         }
 
         unsafe fn decompress_prologue(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) {
+            let tables = unsafe { &mut *thread_shared::<SequenceTables>(PROLOGUE_SHARED_BYTES_PER_THREAD) };
             let (slot, words) = sequence_slot(args, chunk.index);
             unsafe {
-                let tables = &mut *(slot as *mut SequenceTables);
-                let stored = core::slice::from_raw_parts_mut(slot.add(TABLE_WORDS + 1), words - TABLE_WORDS - 1);
-                *slot.add(TABLE_WORDS) = decode_sequences(chunk.input(), tables, stored).to_word();
+                let stored = core::slice::from_raw_parts_mut(slot.add(1), words - 1);
+                *slot = decode_sequences(chunk.input(), tables, stored).to_word();
             }
         }
 

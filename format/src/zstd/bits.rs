@@ -10,6 +10,10 @@ use crate::Status;
 /// [`overflowed`](Self::overflowed) tells.
 pub struct ReverseBits<'a> {
     data: &'a [u8],
+    /// The 4-byte-aligned words within `data`, which `head` bytes precede: a container inside
+    /// them loads as three aligned words (on a GPU lane: three loads, not eight).
+    words: &'a [u32],
+    head: usize,
     at: usize,
     consumed: u32,
     window: u64,
@@ -26,7 +30,8 @@ impl<'a> ReverseBits<'a> {
         }
         let at = data.len().saturating_sub(8);
         let consumed = 64 - 8 * (data.len() - at) as u32 + last.leading_zeros() + 1;
-        let mut reader = Self { data, at, consumed, window: 0 };
+        let (head, words, _) = bytemuck::pod_align_to::<u8, u32>(data);
+        let mut reader = Self { data, words, head: head.len(), at, consumed, window: 0 };
         reader.load();
         Ok(reader)
     }
@@ -34,17 +39,25 @@ impl<'a> ReverseBits<'a> {
     /// Loads the container from `data[at..]` into the window.
     #[inline(always)]
     fn load(&mut self) {
-        let container = match self.data.get(self.at..self.at + 8) {
-            Some(window) => u64::from_le_bytes(window.try_into().unwrap_or([0; 8])),
-            None => {
-                let mut bytes = [0u8; 8];
-                for (byte, &value) in bytes.iter_mut().zip(self.data.get(self.at..).unwrap_or(&[])) {
-                    *byte = value;
-                }
-                u64::from_le_bytes(bytes)
-            }
-        };
-        self.window = container.checked_shl(self.consumed).unwrap_or(0);
+        self.window = self.container().checked_shl(self.consumed).unwrap_or(0);
+    }
+
+    /// The 64 bits of `data[at..at + 8]`, zeros above the end.
+    #[inline(always)]
+    fn container(&self) -> u64 {
+        let word_at = self.at.wrapping_sub(self.head);
+        if self.at >= self.head && word_at + 8 <= 4 * self.words.len() {
+            // The two words the bytes start in, and the third they reach into unless aligned.
+            let (first, shift) = (word_at / 4, 8 * (word_at % 4) as u32);
+            let word = |i: usize| self.words.get(i).map_or(0, |&w| u32::from_le(w) as u64);
+            let low = (word(first) | word(first + 1) << 32) >> shift;
+            return if shift == 0 { low } else { low | word(first + 2) << (64 - shift) };
+        }
+        let mut bytes = [0u8; 8];
+        for (byte, &value) in bytes.iter_mut().zip(self.data.get(self.at..).unwrap_or(&[])) {
+            *byte = value;
+        }
+        u64::from_le_bytes(bytes)
     }
 
     /// Moves the container down so that at least 57 unread bits are held (or all that are left).
@@ -125,10 +138,17 @@ mod tests {
             }
         }
         bytes[300 / 8] |= 1 << (300 % 8);
-        let mut bits = ReverseBits::new(&bytes[..38]).unwrap();
-        for i in (0..100u32).rev() {
-            assert_eq!(bits.read(3), i % 8, "field {i}");
+        // At every alignment: containers inside the aligned words load from them, the rest
+        // byte by byte.
+        let mut words = [0u32; 11];
+        for offset in 0..4 {
+            let aligned: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+            aligned[offset..offset + 38].copy_from_slice(&bytes[..38]);
+            let mut bits = ReverseBits::new(&aligned[offset..offset + 38]).unwrap();
+            for i in (0..100u32).rev() {
+                assert_eq!(bits.read(3), i % 8, "field {i}, offset {offset}");
+            }
+            assert!(bits.finished());
         }
-        assert!(bits.finished());
     }
 }

@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: ferrocomp-bench --data DIR [--nvcomp PATH/libnvcomp.so.6] \
-                     [--codecs lz4,snappy,deflate,gdeflate,blosc,zstd] [--levels 1,4] [--chunk-size 65536] [--reps 10] \
-                     [--out FILE]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
-                     `algorithm` option), default 1; Zstd runs every level";
+                     [--codecs lz4,snappy,deflate,gdeflate,blosc,zstd] [--levels 1,4] [--zstd-levels 1,2,3] [--chunk-size 65536] \
+                     [--reps 10] [--out FILE]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
+                     `algorithm` option), default 1; --zstd-levels: the Zstd levels, default all";
 
 /// The data sets `make_datasets.py` writes: file name, and the name the nvCOMP anchor gives it.
 const DATASETS: [(&str, &str); 4] = [
@@ -61,6 +61,7 @@ struct Args {
     nvcomp: Option<PathBuf>,
     algorithms: Vec<Algorithm>,
     levels: Vec<u8>,
+    zstd_levels: Vec<u8>,
     chunk_size: usize,
     reps: usize,
     out: Option<PathBuf>,
@@ -70,6 +71,7 @@ impl Args {
     fn parse() -> Result<Self> {
         let (mut data, mut nvcomp, mut out) = (None, None, None);
         let (mut algorithms, mut levels) = (ALGORITHMS.to_vec(), vec![Deflate::default().level]);
+        let mut zstd_levels = Zstd::LEVELS.collect();
         let (mut chunk_size, mut reps) = (65536, 10);
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
@@ -79,6 +81,7 @@ impl Args {
                 "--nvcomp" => nvcomp = Some(PathBuf::from(value()?)),
                 "--codecs" => algorithms = value()?.split(',').map(parse_algorithm).collect::<Result<_>>()?,
                 "--level" | "--levels" => levels = value()?.split(',').map(parse_level).collect::<Result<_>>()?,
+                "--zstd-levels" => zstd_levels = value()?.split(',').map(parse_zstd_level).collect::<Result<_>>()?,
                 "--chunk-size" => chunk_size = value()?.parse().context("--chunk-size")?,
                 "--reps" => reps = value()?.parse().context("--reps")?,
                 "--out" => out = Some(PathBuf::from(value()?)),
@@ -92,11 +95,11 @@ impl Args {
         if chunk_size == 0 || chunk_size % CHUNK_ALIGN != 0 || reps == 0 {
             bail!("--chunk-size must be a positive multiple of {CHUNK_ALIGN}, and --reps positive");
         }
-        Ok(Self { data: data.context(USAGE)?, nvcomp, algorithms, levels, chunk_size, reps, out })
+        Ok(Self { data: data.context(USAGE)?, nvcomp, algorithms, levels, zstd_levels, chunk_size, reps, out })
     }
 
     /// The codecs of `algorithm` to run: for Deflate and GDeflate one per level of `--levels` (raw deflate
-    /// streams), for Zstd one per level.
+    /// streams), for Zstd one per level of `--zstd-levels`.
     fn codecs(&self, algorithm: Algorithm) -> Vec<Options> {
         let levels = self.levels.iter().copied();
         match algorithm {
@@ -108,8 +111,8 @@ impl Args {
             Algorithm::GDeflate => levels.map(|level| Options::GDeflate(GDeflate { level })).collect(),
             // Zarr's usual float32/int32 arrays: four-byte elements, byte shuffle.
             Algorithm::Blosc => vec![Options::Blosc(Blosc { typesize: 4, shuffle: Shuffle::Byte })],
-            // Every level, each beside nvCOMP's Zstd (which has none).
-            Algorithm::Zstd => Zstd::LEVELS.map(|level| Options::Zstd(Zstd { level })).collect(),
+            // Each level beside nvCOMP's Zstd (which has none).
+            Algorithm::Zstd => self.zstd_levels.iter().map(|&level| Options::Zstd(Zstd { level })).collect(),
         }
     }
 }
@@ -121,7 +124,16 @@ fn parse_algorithm(name: &str) -> Result<Algorithm> {
 
 /// A Deflate and GDeflate level (nvCOMP's `algorithm` option).
 fn parse_level(level: &str) -> Result<u8> {
-    let levels = Deflate::LEVELS;
+    parse_level_in(level, Deflate::LEVELS)
+}
+
+/// A Zstd level of `--zstd-levels`.
+fn parse_zstd_level(level: &str) -> Result<u8> {
+    parse_level_in(level, Zstd::LEVELS)
+}
+
+/// `level` as a number within `levels`.
+fn parse_level_in(level: &str, levels: std::ops::RangeInclusive<u8>) -> Result<u8> {
     level
         .parse()
         .ok()

@@ -113,7 +113,8 @@ mod kernels {
         }
 
         unsafe fn decompress_prologue(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) {
-            let tables = unsafe { &mut *thread_shared::<SequenceTables>(PROLOGUE_SHARED_BYTES_PER_THREAD) };
+            let tables =
+                unsafe { &mut *(thread_shared::<u8>(PROLOGUE_SHARED_BYTES_PER_THREAD) as *mut SequenceTables) };
             let (slot, words) = sequence_slot(args, chunk.index);
             unsafe {
                 let stored = core::slice::from_raw_parts_mut(slot.add(1), words - 1);

@@ -172,8 +172,8 @@ impl Pass<'_> {
         let tables_at = section.get(header.len..).unwrap_or(&[]);
         let stream = tables_at.get(sequences::read_tables(header.modes, tables_at, tables)?..).unwrap_or(&[]);
         let mut decoder = SequenceDecoder::new(stream, tables)?;
-        for i in 1..=header.count {
-            let sequence = decoder.next(tables, i == header.count);
+        for i in 0..header.count {
+            let sequence = decoder.next(tables, i + 1 == header.count);
             let offset = reps.resolve(sequence.offset_value, sequence.literals);
             let Some(slot) = self.stored.get_mut(self.count as usize) else {
                 self.stop = Stop::Unstored { at: self.count };

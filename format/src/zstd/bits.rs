@@ -3,76 +3,75 @@
 
 use crate::Status;
 
-/// A backward bitstream over a byte slice. The 64 bits of `data[at..at + 8]` (little-endian, zeros
-/// above the end) are the container; `consumed` counts the bits read from its top, and `window`
-/// holds the container shifted left by them, the next bit on top, so that reading is two shifts
-/// (on a GPU lane as on a CPU). Past the start of `data` it reads zeros, and
-/// [`overflowed`](Self::overflowed) tells.
+/// A backward bitstream over a byte slice. `window` holds the next `held` bits at its top, the
+/// next bit first; `data[..at]` is not loaded yet. Loads take the aligned 4-byte words within
+/// `data` one at a time, and only its few unaligned bytes at either end one by one: on a GPU
+/// lane a refill is one load (the stream's bytes in global memory, a word per 32 bits read).
+/// Past the start of `data` it reads zeros, and [`overflowed`](Self::overflowed) tells.
 pub struct ReverseBits<'a> {
     data: &'a [u8],
-    /// The 4-byte-aligned words within `data`, which `head` bytes precede: a container inside
-    /// them loads as three aligned words (on a GPU lane: three loads, not eight).
+    /// The aligned words of `data`, after its first `head` bytes.
     words: &'a [u32],
-    head: usize,
-    at: usize,
-    consumed: u32,
+    head: u32,
+    at: u32,
+    /// Bits in `window`: below 0 once more were read than the stream holds.
+    held: i32,
     window: u64,
 }
 
 impl<'a> ReverseBits<'a> {
-    /// A reader positioned just below `data`'s final 1 bit; `Malformed` if `data` is empty or
-    /// its last byte is 0 (no end marker).
+    /// A reader positioned just below `data`'s final 1 bit; `Malformed` if `data` is empty, its
+    /// last byte is 0 (no end marker), or it is longer than any stream of the format (4 GiB).
     #[inline(always)]
     pub fn new(data: &'a [u8]) -> Result<Self, Status> {
         let last = *data.last().ok_or(Status::Malformed)?;
+        let len = u32::try_from(data.len()).map_err(|_| Status::Malformed)?;
         if last == 0 {
             return Err(Status::Malformed);
         }
-        let at = data.len().saturating_sub(8);
-        let consumed = 64 - 8 * (data.len() - at) as u32 + last.leading_zeros() + 1;
         let (head, words, _) = bytemuck::pod_align_to::<u8, u32>(data);
-        let mut reader = Self { data, words, head: head.len(), at, consumed, window: 0 };
-        reader.load();
+        let (head, words_end) = (head.len() as u32, (head.len() + 4 * words.len()) as u32);
+        // The last byte's bits below its marker, then bytes down to a word's end, so that from
+        // there on words load whole.
+        let held = 7 - last.leading_zeros() as i32;
+        let window = (last as u64) << 56 << (last.leading_zeros() + 1);
+        let mut reader = Self { data, words, head, at: len - 1, held, window };
+        while reader.at > head && (reader.at > words_end || !(reader.at - head).is_multiple_of(4)) {
+            reader.load_byte();
+        }
+        reader.refill();
         Ok(reader)
     }
 
-    /// Loads the container from `data[at..]` into the window.
+    /// Loads the byte below `at` under the bits held.
     #[inline(always)]
-    fn load(&mut self) {
-        self.window = self.container().checked_shl(self.consumed).unwrap_or(0);
+    fn load_byte(&mut self) {
+        self.at -= 1;
+        let byte = self.data.get(self.at as usize).copied().unwrap_or(0);
+        self.window |= (byte as u64) << (56 - self.held);
+        self.held += 8;
     }
 
-    /// The 64 bits of `data[at..at + 8]`, zeros above the end.
-    #[inline(always)]
-    fn container(&self) -> u64 {
-        let word_at = self.at.wrapping_sub(self.head);
-        if self.at >= self.head && word_at + 8 <= 4 * self.words.len() {
-            // The two words the bytes start in, and the third they reach into unless aligned.
-            let (first, shift) = (word_at / 4, 8 * (word_at % 4) as u32);
-            let word = |i: usize| self.words.get(i).map_or(0, |&w| u32::from_le(w) as u64);
-            let low = (word(first) | word(first + 1) << 32) >> shift;
-            return if shift == 0 { low } else { low | word(first + 2) << (64 - shift) };
-        }
-        let mut bytes = [0u8; 8];
-        for (byte, &value) in bytes.iter_mut().zip(self.data.get(self.at..).unwrap_or(&[])) {
-            *byte = value;
-        }
-        u64::from_le_bytes(bytes)
-    }
-
-    /// Moves the container down so that at least 57 unread bits are held (or all that are left).
+    /// Loads bits until more than 32 are held, or every bit is.
     #[inline(always)]
     pub fn refill(&mut self) {
-        if self.at == 0 || self.consumed < 8 {
+        if self.held > 32 || self.at == 0 {
             return;
         }
-        let back = ((self.consumed / 8) as usize).min(self.at);
-        self.at -= back;
-        self.consumed -= 8 * back as u32;
-        self.load();
+        if self.at > self.head {
+            let word = self.words.get(((self.at - self.head) / 4) as usize - 1).copied().unwrap_or(0);
+            self.window |= (u32::from_le(word) as u64) << (32 - self.held);
+            self.held += 32;
+            self.at -= 4;
+        } else {
+            while self.held <= 56 && self.at > 0 {
+                self.load_byte();
+            }
+        }
     }
 
-    /// The next `n` (at most 32) bits without consuming them, zeros past the start.
+    /// The next `n` (at most 32) bits without consuming them, zeros past the start; as many must
+    /// be held (a refill holds 33).
     #[inline(always)]
     pub fn peek(&self, n: u32) -> u32 {
         ((self.window >> 1) >> (63 - n.min(32))) as u32
@@ -81,15 +80,14 @@ impl<'a> ReverseBits<'a> {
     /// Consumes `n` bits (at most 32: every field of the format is).
     #[inline(always)]
     pub fn consume(&mut self, n: u32) {
-        self.consumed += n;
+        self.held -= n as i32;
         self.window = self.window.wrapping_shl(n);
     }
 
-    /// Reads `n` (at most 32) bits, refilling first only when fewer than 32 are held: a reload
-    /// is 8 byte loads, which a GPU lane decoding sequences would otherwise wait on for every field.
+    /// Reads `n` (at most 32) bits, refilling first only when fewer are held.
     #[inline(always)]
     pub fn read(&mut self, n: u32) -> u32 {
-        if self.consumed > 32 {
+        if self.held < n as i32 {
             self.refill();
         }
         let value = self.peek(n);
@@ -100,13 +98,13 @@ impl<'a> ReverseBits<'a> {
     /// Whether more bits were read than the stream holds.
     #[inline(always)]
     pub fn overflowed(&self) -> bool {
-        self.at == 0 && self.consumed > 64
+        self.held < 0
     }
 
     /// Whether every bit was read, and no more.
     #[inline(always)]
     pub fn finished(&self) -> bool {
-        self.at == 0 && self.consumed == 64
+        self.at == 0 && self.held == 0
     }
 }
 
@@ -130,25 +128,30 @@ mod tests {
 
     #[test]
     fn long_streams_refill() {
-        // 40 bytes of fields 0..=99 of 3 bits each (300 bits), then the marker.
-        let mut bytes = [0u8; 40];
-        for (i, value) in (0..100u32).map(|v| v % 8).enumerate() {
-            for b in 0..3 {
-                bytes[(3 * i + b) / 8] |= (((value >> b) & 1) as u8) << ((3 * i + b) % 8);
+        // Fields of 3 bits (the field index mod 8), then the marker: 100 fields fill 38 bytes,
+        // 106 fill 40. Each at every alignment: the aligned words load whole, the bytes at
+        // either end one by one.
+        for fields in [100, 106] {
+            let len = (3 * fields + 8) / 8;
+            let mut words = [0u32; 11];
+            for offset in 0..4 {
+                let aligned: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+                let bytes = &mut aligned[offset..offset + len];
+                bytes.fill(0);
+                for (i, value) in (0..fields as u32).map(|v| v % 8).enumerate() {
+                    for b in 0..3 {
+                        bytes[(3 * i + b) / 8] |= (((value >> b) & 1) as u8) << ((3 * i + b) % 8);
+                    }
+                }
+                bytes[3 * fields / 8] |= 1 << (3 * fields % 8);
+                let mut bits = ReverseBits::new(bytes).unwrap();
+                for i in (0..fields as u32).rev() {
+                    assert_eq!(bits.read(3), i % 8, "field {i}, {len} bytes at offset {offset}");
+                }
+                assert!(bits.finished() && !bits.overflowed());
+                assert_eq!(bits.read(1), 0);
+                assert!(bits.overflowed());
             }
-        }
-        bytes[300 / 8] |= 1 << (300 % 8);
-        // At every alignment: containers inside the aligned words load from them, the rest
-        // byte by byte.
-        let mut words = [0u32; 11];
-        for offset in 0..4 {
-            let aligned: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
-            aligned[offset..offset + 38].copy_from_slice(&bytes[..38]);
-            let mut bits = ReverseBits::new(&aligned[offset..offset + 38]).unwrap();
-            for i in (0..100u32).rev() {
-                assert_eq!(bits.read(3), i % 8, "field {i}, offset {offset}");
-            }
-            assert!(bits.finished());
         }
     }
 }

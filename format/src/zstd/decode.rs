@@ -141,8 +141,8 @@ fn decode_compressed<const WRITE: bool>(
         let tables = &mut tables.sequences;
         let stream = tables_at.get(sequences::read_tables(seq_header.modes, tables_at, tables)?..).unwrap_or(&[]);
         let mut decoder = SequenceDecoder::new(stream, tables)?;
-        for i in 1..=seq_header.count {
-            let sequence = decoder.next(tables, i == seq_header.count);
+        for i in 0..seq_header.count {
+            let sequence = decoder.next(tables, i + 1 == seq_header.count);
             let offset = reps.resolve(sequence.offset_value, sequence.literals);
             let op = cursor.op;
             cursor.advance(&sequence, offset)?;

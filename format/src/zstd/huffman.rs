@@ -141,8 +141,8 @@ pub fn read_table(input: &[u8], tables: &mut HuffmanTables) -> Result<usize, Sta
 pub fn decode_stream(table: &[u16; HUFFMAN_CELLS], log: u32, stream: &[u8], out: &mut [u8]) -> Result<(), Status> {
     let log = log.min(MAX_HUFFMAN_BITS);
     let mut bits = ReverseBits::new(stream)?;
-    // A refill holds at least 57 bits, enough for four codes of 11.
-    for group in out.chunks_mut(4) {
+    // A refill holds at least 33 bits, enough for three codes of 11.
+    for group in out.chunks_mut(3) {
         bits.refill();
         for byte in group {
             let cell = table[bits.peek(log) as usize & (HUFFMAN_CELLS - 1)];

@@ -241,30 +241,25 @@ impl RepeatOffsets {
     pub const START: Self = Self([1, 4, 8]);
 
     /// The offset of a sequence with `offset_value` and `literals` literals, updating the
-    /// history (RFC 8878 §3.2.2.1). 0 (from repeat offset 1 minus one) is never valid.
+    /// history (RFC 8878 §3.2.2.1). 0 (from repeat offset 1 minus one) is never valid. Written
+    /// as selects, not branches: a GPU lane resolves every sequence's offset this way.
     #[inline(always)]
     pub fn resolve(&mut self, offset_value: u32, literals: u32) -> u32 {
         let [first, second, third] = self.0;
-        if offset_value > 3 {
-            self.0 = [offset_value - 3, first, second];
-            return offset_value - 3;
+        let repeat = offset_value <= 3;
+        // Which repeat offset (3: the first minus one), for offset values 1 to 3.
+        let which = offset_value.wrapping_sub(1) + (literals == 0) as u32;
+        let offset = match (repeat, which) {
+            (false, _) => offset_value - 3,
+            (true, 0) => first,
+            (true, 1) => second,
+            (true, 2) => third,
+            _ => first.wrapping_sub(1),
+        };
+        if !(repeat && which == 0) {
+            self.0 = [offset, first, if repeat && which == 1 { third } else { second }];
         }
-        match offset_value - 1 + (literals == 0) as u32 {
-            0 => first,
-            1 => {
-                self.0 = [second, first, third];
-                second
-            }
-            2 => {
-                self.0 = [third, first, second];
-                third
-            }
-            _ => {
-                let offset = first.wrapping_sub(1);
-                self.0 = [offset, first, second];
-                offset
-            }
-        }
+        offset
     }
 }
 

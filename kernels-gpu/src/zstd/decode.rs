@@ -508,7 +508,9 @@ fn shuffle_placed<W: Warp>(warp: &W, placed: &Placed, from: u32) -> Placed {
 
 /// Writes sequences `first..end` of the batch at output position `op` (lanes `first..end`), 32
 /// output bytes a step: lane i writes byte `step + i` of the run, from its sequence's literals or
-/// the bytes it repeats.
+/// the bytes it repeats. Where no match of the run reads within [`DEEP_STEPS`] steps back, the
+/// steps go that many at a time, all their bytes read before any is written (the loads in
+/// flight together, not one memory latency a step).
 unsafe fn write_run<W: Warp>(
     warp: &W,
     out: *mut u8,
@@ -521,29 +523,67 @@ unsafe fn write_run<W: Warp>(
     let lane = warp.lane();
     let run_start = warp.shuffle(me.start, first);
     let last = shuffle_placed(warp, me, end - 1);
-    let total = last.start + last.literals + last.match_len - run_start;
+    let run = Run { out, op, literals, run_start, total: last.start + last.literals + last.match_len - run_start };
     // Lanes before the run start where it does, lanes after it never: starts only grow.
     let owner_start = match lane {
         l if l < first => 0,
         l if l < end => me.start - run_start,
         _ => u32::MAX,
     };
-    let mut step = 0;
-    while step < total {
-        let at = step + lane;
-        let owner = shuffle_placed(warp, me, last_starting_by(warp, owner_start, at));
-        if at < total {
-            let into = at + run_start - owner.start;
-            let to = op + (run_start + at) as usize;
-            let byte = if into < owner.literals {
-                unsafe { *literals.add((owner.literal_at + into) as usize) }
-            } else {
-                unsafe { *out.add(to - owner.offset as usize) }
-            };
-            unsafe { *out.add(to) = byte };
+    let source_in_batch = (me.start + me.literals + me.match_len) as usize > me.offset as usize;
+    let near = lane >= first && lane < end && me.match_len > 0 && source_in_batch;
+    if warp.ballot(near && me.offset < DEEP_STEPS as u32 * WARP_SIZE) == 0 {
+        unsafe { run.write::<W, DEEP_STEPS>(warp, me, owner_start) }
+    } else {
+        unsafe { run.write::<W, 1>(warp, me, owner_start) }
+    }
+}
+
+/// Steps of a run written together where its matches allow.
+const DEEP_STEPS: usize = 4;
+
+/// A run of short sequences: where its bytes go and come from.
+struct Run {
+    out: *mut u8,
+    op: usize,
+    literals: *const u8,
+    /// The run's first byte, relative to the batch's.
+    run_start: u32,
+    /// Its bytes.
+    total: u32,
+}
+
+impl Run {
+    /// Writes the run `STEPS` steps at a time: each lane reads its byte of every step, then
+    /// writes them (no match of the run may read less than `STEPS` steps back within it).
+    #[inline(always)]
+    unsafe fn write<W: Warp, const STEPS: usize>(&self, warp: &W, me: &Placed, owner_start: u32) {
+        let lane = warp.lane();
+        let mut step = 0;
+        while step < self.total {
+            let mut bytes = [0u8; STEPS];
+            for (i, byte) in bytes.iter_mut().enumerate() {
+                let at = step + i as u32 * WARP_SIZE + lane;
+                let owner = shuffle_placed(warp, me, last_starting_by(warp, owner_start, at));
+                if at < self.total {
+                    let into = at + self.run_start - owner.start;
+                    let to = self.op + (self.run_start + at) as usize;
+                    *byte = if into < owner.literals {
+                        unsafe { *self.literals.add((owner.literal_at + into) as usize) }
+                    } else {
+                        unsafe { *self.out.add(to - owner.offset as usize) }
+                    };
+                }
+            }
+            for (i, &byte) in bytes.iter().enumerate() {
+                let at = step + i as u32 * WARP_SIZE + lane;
+                if at < self.total {
+                    unsafe { *self.out.add(self.op + (self.run_start + at) as usize) = byte };
+                }
+            }
+            warp.sync(); // the steps' bytes are visible to every lane
+            step += STEPS as u32 * WARP_SIZE;
         }
-        warp.sync(); // the step's bytes are visible to every lane
-        step += WARP_SIZE;
     }
 }
 

@@ -52,7 +52,7 @@ impl<'a> ReverseBits<'a> {
         self.held += 8;
     }
 
-    /// Loads bits until more than 32 are held, or every bit is.
+    /// Loads bits until at least 32 are held (a word when 32 or fewer are), or every bit is.
     #[inline(always)]
     pub fn refill(&mut self) {
         if self.held > 32 || self.at == 0 {
@@ -71,7 +71,7 @@ impl<'a> ReverseBits<'a> {
     }
 
     /// The next `n` (at most 32) bits without consuming them, zeros past the start; as many must
-    /// be held (a refill holds 33).
+    /// be held (a refill holds 32).
     #[inline(always)]
     pub fn peek(&self, n: u32) -> u32 {
         ((self.window >> 1) >> (63 - n.min(32))) as u32

@@ -141,8 +141,9 @@ pub fn read_table(input: &[u8], tables: &mut HuffmanTables) -> Result<usize, Sta
 pub fn decode_stream(table: &[u16; HUFFMAN_CELLS], log: u32, stream: &[u8], out: &mut [u8]) -> Result<(), Status> {
     let log = log.min(MAX_HUFFMAN_BITS);
     let mut bits = ReverseBits::new(stream)?;
-    // A refill holds at least 33 bits, enough for three codes of 11.
-    for group in out.chunks_mut(3) {
+    // A refill holds at least 32 bits: three codes of up to 10 bits, or two of 11.
+    let per_refill = if 3 * log <= 32 { 3 } else { 2 };
+    for group in out.chunks_mut(per_refill) {
         bits.refill();
         for byte in group {
             let cell = table[bits.peek(log) as usize & (HUFFMAN_CELLS - 1)];
@@ -213,6 +214,39 @@ mod tests {
         assert_eq!(out, [0, 1, 5, 4]);
         assert_eq!(decode_stream(&table, 4, &[0x10, 0x0D], &mut [0u8; 3]), Err(Status::Malformed));
         assert_eq!(decode_stream(&table, 4, &[0x10, 0x0D], &mut [0u8; 5]), Err(Status::Malformed));
+    }
+
+    #[test]
+    fn streams_of_eleven_bit_codes_decode() {
+        // Weights 11 down to 1, then 1 again: a table of log 11 whose last two symbols (10 and
+        // 11) have 11-bit codes, cells 0 and 1. Streams of only those, of every length around a
+        // few refills and at every alignment, read as written.
+        let mut table = [0u16; HUFFMAN_CELLS];
+        let weights = [11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 1];
+        assert_eq!(build_table(&weights, &mut table), Ok(11));
+        for count in 1..40 {
+            let symbols: [u8; 40] = core::array::from_fn(|i| 10 + (i * 7 % 3 == 1) as u8);
+            let symbols = &symbols[..count];
+            // Fields LSB-first, the first symbol decoded written last, then the end marker.
+            let mut bytes = [0u8; 64];
+            let mut at = 0;
+            for &symbol in symbols.iter().rev() {
+                for b in 0..11 {
+                    bytes[(at + b) / 8] |= (((symbol as usize - 10) >> b & 1) as u8) << ((at + b) % 8);
+                }
+                at += 11;
+            }
+            bytes[at / 8] |= 1 << (at % 8);
+            let len = at / 8 + 1;
+            let mut words = [0u32; 18];
+            for offset in 0..4 {
+                let aligned: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+                aligned[offset..offset + len].copy_from_slice(&bytes[..len]);
+                let mut out = [0u8; 40];
+                let decoded = decode_stream(&table, 11, &aligned[offset..offset + len], &mut out[..count]);
+                assert_eq!((decoded, &out[..count]), (Ok(()), symbols), "{count} codes at offset {offset}");
+            }
+        }
     }
 
     #[test]

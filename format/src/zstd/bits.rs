@@ -74,7 +74,14 @@ impl<'a> ReverseBits<'a> {
     /// be held (a refill holds 32).
     #[inline(always)]
     pub fn peek(&self, n: u32) -> u32 {
-        ((self.window >> 1) >> (63 - n.min(32))) as u32
+        ((self.window >> 32) as u32).checked_shr(32 - n.min(32)).unwrap_or(0)
+    }
+
+    /// The next `n` bits, for `n` from 1 to 32 (a Huffman table's log): one shift of the
+    /// window's top half, where [`peek`](Self::peek) must also turn a shift by 32 into 0.
+    #[inline(always)]
+    pub fn peek_some(&self, n: u32) -> u32 {
+        ((self.window >> 32) as u32) >> (32 - n)
     }
 
     /// Consumes `n` bits (at most 32: every field of the format is).

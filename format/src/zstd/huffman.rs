@@ -139,19 +139,40 @@ pub fn read_table(input: &[u8], tables: &mut HuffmanTables) -> Result<usize, Sta
 /// Decodes one Huffman stream into exactly `out.len()` symbols with the table of log `log`.
 /// `Malformed` unless the stream holds exactly those symbols' bits.
 pub fn decode_stream(table: &[u16; HUFFMAN_CELLS], log: u32, stream: &[u8], out: &mut [u8]) -> Result<(), Status> {
-    let log = log.min(MAX_HUFFMAN_BITS);
+    let log = log.clamp(1, MAX_HUFFMAN_BITS);
     let mut bits = ReverseBits::new(stream)?;
     // A refill holds at least 32 bits: three codes of up to 10 bits, or two of 11.
-    let per_refill = if 3 * log <= 32 { 3 } else { 2 };
-    for group in out.chunks_mut(per_refill) {
-        bits.refill();
-        for byte in group {
-            let cell = table[bits.peek(log) as usize & (HUFFMAN_CELLS - 1)];
-            *byte = cell as u8;
-            bits.consume((cell >> 8) as u32);
-        }
+    if 3 * log <= 32 {
+        decode_symbols::<3>(table, log, &mut bits, out);
+    } else {
+        decode_symbols::<2>(table, log, &mut bits, out);
     }
     if bits.finished() { Ok(()) } else { Err(Status::Malformed) }
+}
+
+/// Decodes `out.len()` symbols, `N` to a refill (as many as 32 bits hold): groups of a fixed
+/// size, which a compiler unrolls, then the few left.
+#[inline(always)]
+fn decode_symbols<const N: usize>(table: &[u16; HUFFMAN_CELLS], log: u32, bits: &mut ReverseBits, out: &mut [u8]) {
+    let (groups, rest) = out.as_chunks_mut::<N>();
+    for group in groups {
+        bits.refill();
+        for byte in group {
+            *byte = decode_symbol(table, log, bits);
+        }
+    }
+    bits.refill();
+    for byte in rest {
+        *byte = decode_symbol(table, log, bits);
+    }
+}
+
+/// The next symbol (its code's bits must be held).
+#[inline(always)]
+fn decode_symbol(table: &[u16; HUFFMAN_CELLS], log: u32, bits: &mut ReverseBits) -> u8 {
+    let cell = table[bits.peek_some(log) as usize & (HUFFMAN_CELLS - 1)];
+    bits.consume((cell >> 8) as u32);
+    cell as u8
 }
 
 /// The four streams' sizes from a 4-stream section's jump table, and the regenerated size of

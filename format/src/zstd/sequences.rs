@@ -241,8 +241,9 @@ impl RepeatOffsets {
     pub const START: Self = Self([1, 4, 8]);
 
     /// The offset of a sequence with `offset_value` and `literals` literals, updating the
-    /// history (RFC 8878 §3.2.2.1). 0 (from repeat offset 1 minus one) is never valid. Written
-    /// as selects, not branches: a GPU lane resolves every sequence's offset this way.
+    /// history (RFC 8878 §3.2.2.1). 0 (from repeat offset 1 minus one) is never valid. One path
+    /// for every case, without early returns, short enough for a GPU compiler to predicate (a
+    /// lane resolves every sequence's offset here).
     #[inline(always)]
     pub fn resolve(&mut self, offset_value: u32, literals: u32) -> u32 {
         let [first, second, third] = self.0;

@@ -94,8 +94,10 @@ impl BatchCodec for Zstd {
     fn decompress_prologue(&self) -> Option<Shape> {
         // Each lane's FSE decoding is serial and branches its own way: few lanes to a warp keep
         // them in step, and more warps let an SM's schedulers interleave them. Measured on an
-        // H100 (256 MiB of text in 64 KiB chunks): 8 lanes a warp took 5.6 ms, 1 lane 7.6 ms.
-        Some(Shape::Threads { per_block: 4, shared_bytes: PROLOGUE_SHARED_BYTES_PER_THREAD })
+        // H100 (256 MiB in 64 KiB chunks, prologue ms): text 5.6 with 8 lanes a warp (earlier
+        // kernels), 4.15 with 4, 4.40 with 2, 7.6 with 1; binary 4.37 with 4, 3.55 with 2 (a
+        // chunk with many sequences holds up fewer others); float32 4.51 with 4, 4.45 with 2.
+        Some(Shape::Threads { per_block: 2, shared_bytes: PROLOGUE_SHARED_BYTES_PER_THREAD })
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

@@ -3,7 +3,7 @@
 //! batch's device scratch for its literals and sequences.
 //!
 //! Decompression takes two kernels. FSE decoding is serial, so the first (the prologue) decodes
-//! each chunk's sequences in a lane of its own, 4 chunks to a warp (each lane's FSE tables in
+//! each chunk's sequences in a lane of its own, 2 chunks to a warp (each lane's FSE tables in
 //! shared memory), into the chunk's slot of the scratch (`ferrocomp_format::zstd::ahead`); the
 //! second writes each chunk with a warp.
 //! The decompress scratch: a slot of [`DECODE_SCRATCH_BYTES_PER_WARP`] for each warp (at most

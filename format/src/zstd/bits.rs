@@ -6,7 +6,8 @@ use crate::Status;
 /// A backward bitstream over a byte slice. `window` holds the next `held` bits at its top, the
 /// next bit first; `data[..at]` is not loaded yet. Loads take the aligned 4-byte words within
 /// `data` one at a time, and only its few unaligned bytes at either end one by one: on a GPU
-/// lane a refill is one load (the stream's bytes in global memory, a word per 32 bits read).
+/// lane a refill is one load (the stream's bytes in global memory, a word per 32 bits read),
+/// issued a refill ahead of the one that uses it, so that its latency is hidden.
 /// Past the start of `data` it reads zeros, and [`overflowed`](Self::overflowed) tells.
 pub struct ReverseBits<'a> {
     data: &'a [u8],
@@ -17,6 +18,8 @@ pub struct ReverseBits<'a> {
     /// Bits in `window`: below 0 once more were read than the stream holds.
     held: i32,
     window: u64,
+    /// The aligned word below `at` (0 where there is none), loaded a refill early.
+    ahead: u32,
 }
 
 impl<'a> ReverseBits<'a> {
@@ -35,10 +38,11 @@ impl<'a> ReverseBits<'a> {
         // there on words load whole.
         let held = 7 - last.leading_zeros() as i32;
         let window = (last as u64) << 56 << (last.leading_zeros() + 1);
-        let mut reader = Self { data, words, head, at: len - 1, held, window };
+        let mut reader = Self { data, words, head, at: len - 1, held, window, ahead: 0 };
         while reader.at > head && (reader.at > words_end || !(reader.at - head).is_multiple_of(4)) {
             reader.load_byte();
         }
+        reader.ahead = reader.word_below(reader.at);
         reader.refill();
         Ok(reader)
     }
@@ -52,6 +56,13 @@ impl<'a> ReverseBits<'a> {
         self.held += 8;
     }
 
+    /// The aligned word ending at `at` (a word boundary), 0 where there is none.
+    #[inline(always)]
+    fn word_below(&self, at: u32) -> u32 {
+        let index = (at.wrapping_sub(self.head) / 4) as usize;
+        u32::from_le(self.words.get(index.wrapping_sub(1)).copied().unwrap_or(0))
+    }
+
     /// Loads bits until at least 32 are held (a word when 32 or fewer are), or every bit is.
     #[inline(always)]
     pub fn refill(&mut self) {
@@ -59,10 +70,10 @@ impl<'a> ReverseBits<'a> {
             return;
         }
         if self.at > self.head {
-            let word = self.words.get(((self.at - self.head) / 4) as usize - 1).copied().unwrap_or(0);
-            self.window |= (u32::from_le(word) as u64) << (32 - self.held);
+            self.window |= (self.ahead as u64) << (32 - self.held);
             self.held += 32;
             self.at -= 4;
+            self.ahead = self.word_below(self.at);
         } else {
             while self.held <= 56 && self.at > 0 {
                 self.load_byte();
@@ -100,6 +111,29 @@ impl<'a> ReverseBits<'a> {
         let value = self.peek(n);
         self.consume(n);
         value
+    }
+
+    /// Reads fields of `widths` bits (each at most 32) one after another, as [`read`](Self::read)
+    /// would. Where the window holds them all (after one refill), each is taken from it directly
+    /// and the window moves once: no refill checks between them and no field waiting on the last
+    /// (a GPU lane decoding sequences spends its time in that chain).
+    #[inline(always)]
+    pub fn read_fields<const N: usize>(&mut self, widths: [u32; N]) -> [u32; N] {
+        self.refill();
+        let total: u32 = widths.iter().sum();
+        if total as i32 > self.held {
+            return widths.map(|n| self.read(n));
+        }
+        let mut at = 0;
+        let fields = widths.map(|n| {
+            // `at` is 64 only after fields filling the window, when `n` is 0 and so is the field.
+            let field = (self.window.wrapping_shl(at) >> 1) >> (63 - n);
+            at += n;
+            field as u32
+        });
+        self.held -= total as i32;
+        self.window = self.window.checked_shl(total).unwrap_or(0);
+        fields
     }
 
     /// Whether more bits were read than the stream holds.
@@ -158,6 +192,34 @@ mod tests {
                 assert!(bits.finished() && !bits.overflowed());
                 assert_eq!(bits.read(1), 0);
                 assert!(bits.overflowed());
+            }
+        }
+    }
+
+    #[test]
+    fn fields_read_at_once_match_fields_read_one_by_one() {
+        // Random streams at every alignment, read in groups of three fields of 0 to 32 bits
+        // (most groups fit the window, some do not, the last ones run past the start).
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as u32
+        };
+        let mut words = [0u32; 40];
+        for round in 0..200 {
+            let (offset, len) = (round % 4, 1 + next() as usize % 150);
+            let aligned: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+            let bytes = &mut aligned[offset..offset + len];
+            bytes.iter_mut().for_each(|byte| *byte = next() as u8);
+            bytes[len - 1] |= 1;
+            let (mut at_once, mut one_by_one) = (ReverseBits::new(bytes).unwrap(), ReverseBits::new(bytes).unwrap());
+            while !one_by_one.overflowed() {
+                let widths = [0; 3].map(|_| if next() % 4 == 0 { 0 } else { next() % 33 });
+                assert_eq!(at_once.read_fields(widths), widths.map(|n| one_by_one.read(n)), "{widths:?}");
+                assert_eq!(
+                    (at_once.overflowed(), at_once.finished()),
+                    (one_by_one.overflowed(), one_by_one.finished())
+                );
             }
         }
     }

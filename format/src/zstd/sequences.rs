@@ -44,12 +44,14 @@ impl Table {
         }
     }
 
-    /// This table's cells in `tables`.
-    pub fn cells(self, tables: &SequenceTables) -> &[u32] {
+    /// The extra bits and baseline of code `symbol` (clamped to the table's codes).
+    pub const fn code(self, symbol: u8) -> (u32, u32) {
+        let (max_symbol, _) = self.limits();
+        let symbol = if symbol as usize > max_symbol { max_symbol } else { symbol as usize };
         match self {
-            Self::LiteralLengths => &tables.literal_lengths,
-            Self::Offsets => &tables.offsets,
-            Self::MatchLengths => &tables.match_lengths,
+            Self::LiteralLengths => (LITERAL_LENGTH_EXTRA_BITS[symbol] as u32, LITERAL_LENGTH_BASELINE[symbol]),
+            Self::Offsets => (symbol as u32, 1 << symbol),
+            Self::MatchLengths => (MATCH_LENGTH_EXTRA_BITS[symbol] as u32, MATCH_LENGTH_BASELINE[symbol]),
         }
     }
 
@@ -146,6 +148,9 @@ pub fn read_table(table: Table, mode: Mode, input: &[u8], tables: &mut SequenceT
         Mode::Repeat if tables.repeatable != 0 => return Ok(0),
         Mode::Repeat => return Err(Status::Malformed),
     };
+    for cell in table.cells_mut(tables).0.iter_mut().take(1 << log) {
+        *cell = sequence_cell(table, *cell);
+    }
     tables.logs[table as usize] = log as u8;
     Ok(bytes)
 }
@@ -168,6 +173,45 @@ pub struct Sequence {
     pub literals: u32,
     pub match_len: u32,
     pub offset_value: u32,
+}
+
+/// A sequence table's cell, rewritten from the FSE cell `cell` once the table is built, so that
+/// one load gives all a sequence needs of it: the next state's baseline (bits 0–8) and bits to
+/// read (9–12), the code's extra bits (13–17), and the code's baseline as [`code_value`] makes
+/// it from bits 18–24 (every baseline of the format is below 128, a power of two, or one plus 3).
+const fn sequence_cell(table: Table, cell: u32) -> u32 {
+    let (extra, baseline) = table.code(cell_symbol(cell));
+    cell_baseline(cell) | cell_bits(cell) << 9 | extra << 13 | (baseline - high_baseline(extra)) << 18
+}
+
+/// The part of a code's baseline above 127, by its extra bits: `1 << extra` from 7 on.
+#[inline(always)]
+const fn high_baseline(extra: u32) -> u32 {
+    (1 << extra) & !127
+}
+
+/// The next state's baseline in a sequence cell.
+#[inline(always)]
+const fn state_baseline(cell: u32) -> u32 {
+    cell & 511
+}
+
+/// The bits a sequence cell reads for the next state.
+#[inline(always)]
+const fn state_bits(cell: u32) -> u32 {
+    (cell >> 9) & 15
+}
+
+/// The extra bits of a sequence cell's code.
+#[inline(always)]
+const fn extra_bits(cell: u32) -> u32 {
+    (cell >> 13) & 31
+}
+
+/// The value of a sequence cell's code with `extra` (its extra bits' value).
+#[inline(always)]
+const fn code_value(cell: u32, extra: u32) -> u32 {
+    (cell >> 18) + high_baseline(extra_bits(cell)) + extra
 }
 
 /// The low `n` (below 32) bits set.
@@ -199,31 +243,28 @@ impl<'a> SequenceDecoder<'a> {
         Ok(Self { bits, literal_length_state, offset_state, match_length_state })
     }
 
-    /// Decodes the next sequence; unless it is the `last`, moves the states on. Fields read one
-    /// after another are read at once where together they fit 32 bits: the match- and
-    /// literal-length extra bits (at most 16 each), and the three state updates (at most 9, 9
-    /// and 8 bits, as every table this crate builds keeps them).
+    /// Decodes the next sequence; unless it is the `last`, moves the states on. Its six fields
+    /// (the offset's, match length's and literal length's extra bits, the three state updates)
+    /// are read at once where the window holds them all, as three: the offset (at most 31 bits),
+    /// the two lengths (at most 16 each) and the states (at most 9, 9 and 8, as every table this
+    /// crate builds keeps them).
     #[inline(always)]
     pub fn next(&mut self, tables: &SequenceTables, last: bool) -> Sequence {
         let ll = tables.literal_lengths[self.literal_length_state as usize & (LENGTH_CELLS - 1)];
         let of = tables.offsets[self.offset_state as usize & (OFFSET_CELLS - 1)];
         let ml = tables.match_lengths[self.match_length_state as usize & (LENGTH_CELLS - 1)];
-        let of_bits = (cell_symbol(of) as u32).min(31);
-        let offset_value = (1u32 << of_bits) + self.bits.read(of_bits);
-        let ml_code = MATCH_LENGTH_CODE[(cell_symbol(ml) as usize).min(MATCH_LENGTH_CODES - 1)];
-        let ll_code = LITERAL_LENGTH_CODE[(cell_symbol(ll) as usize).min(LITERAL_LENGTH_CODES - 1)];
-        let (ml_extra, ll_extra) = (code_extra_bits(ml_code), code_extra_bits(ll_code));
-        let extras = self.bits.read(ml_extra + ll_extra);
-        let match_len = code_baseline(ml_code) + (extras >> ll_extra);
-        let literals = code_baseline(ll_code) + (extras & low_bits(ll_extra));
-        if !last {
-            let (ll_bits, ml_bits, of_bits) = (cell_bits(ll), cell_bits(ml), cell_bits(of));
-            let states = self.bits.read(ll_bits + ml_bits + of_bits);
-            self.literal_length_state = cell_baseline(ll) + states.wrapping_shr(ml_bits + of_bits);
-            self.match_length_state = cell_baseline(ml) + (states.wrapping_shr(of_bits) & low_bits(ml_bits));
-            self.offset_state = cell_baseline(of) + (states & low_bits(of_bits));
+        let (ll_extra, ml_extra) = (extra_bits(ll), extra_bits(ml));
+        let [ll_bits, ml_bits, of_bits] = if last { [0; 3] } else { [ll, ml, of].map(state_bits) };
+        let [offset, extras, states] =
+            self.bits.read_fields([extra_bits(of), ml_extra + ll_extra, ll_bits + ml_bits + of_bits]);
+        self.literal_length_state = state_baseline(ll) + states.wrapping_shr(ml_bits + of_bits);
+        self.match_length_state = state_baseline(ml) + (states.wrapping_shr(of_bits) & low_bits(ml_bits));
+        self.offset_state = state_baseline(of) + (states & low_bits(of_bits));
+        Sequence {
+            literals: code_value(ll, extras & low_bits(ll_extra)),
+            match_len: code_value(ml, extras.wrapping_shr(ll_extra)),
+            offset_value: code_value(of, offset),
         }
-        Sequence { literals, match_len, offset_value }
     }
 
     /// Whether the bitstream was read exactly to its start.
@@ -241,25 +282,28 @@ impl RepeatOffsets {
     pub const START: Self = Self([1, 4, 8]);
 
     /// The offset of a sequence with `offset_value` and `literals` literals, updating the
-    /// history (RFC 8878 §3.2.2.1). 0 (from repeat offset 1 minus one) is never valid. One path
-    /// for every case, without early returns, short enough for a GPU compiler to predicate (a
-    /// lane resolves every sequence's offset here).
+    /// history (RFC 8878 §3.2.2.1). 0 (from repeat offset 1 minus one) is never valid. Written
+    /// as selects between values, not a match, so that a GPU lane (which resolves every
+    /// sequence's offset here) takes one path without branches.
     #[inline(always)]
     pub fn resolve(&mut self, offset_value: u32, literals: u32) -> u32 {
         let [first, second, third] = self.0;
         let repeat = offset_value <= 3;
         // Which repeat offset (3: the first minus one), for offset values 1 to 3.
         let which = offset_value.wrapping_sub(1) + (literals == 0) as u32;
-        let offset = match (repeat, which) {
-            (false, _) => offset_value - 3,
-            (true, 0) => first,
-            (true, 1) => second,
-            (true, 2) => third,
-            _ => first.wrapping_sub(1),
+        let odd = which & 1 != 0;
+        let low = if odd { second } else { first };
+        let high = if odd { first.wrapping_sub(1) } else { third };
+        let offset = if !repeat {
+            offset_value.wrapping_sub(3)
+        } else if which & 2 != 0 {
+            high
+        } else {
+            low
         };
-        if !(repeat && which == 0) {
-            self.0 = [offset, first, if repeat && which == 1 { third } else { second }];
-        }
+        let unchanged = repeat && which == 0;
+        let third_after = if repeat && which == 1 { third } else { second };
+        self.0 = if unchanged { self.0 } else { [offset, first, third_after] };
         offset
     }
 }
@@ -361,6 +405,19 @@ mod tests {
         }
         let mut reps = RepeatOffsets([1, 5, 9]);
         assert_eq!(reps.resolve(3, 0), 0, "repeat offset 1 minus one");
+    }
+
+    #[test]
+    fn sequence_cells_hold_each_codes_extra_bits_and_baseline() {
+        for table in Table::ALL {
+            for symbol in 0..=table.limits().0 as u8 {
+                let (extra, baseline) = table.code(symbol);
+                let cell = sequence_cell(table, fse::cell(symbol, 9, 511));
+                assert_eq!([state_baseline(cell), state_bits(cell), extra_bits(cell)], [511, 9, extra]);
+                assert_eq!((code_value(cell, 0), cell >> 25), (baseline, 0), "{table:?} code {symbol}");
+            }
+        }
+        assert_eq!(Table::Offsets.code(40), (31, 1 << 31), "codes beyond the table's clamped");
     }
 
     #[test]

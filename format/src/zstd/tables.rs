@@ -29,35 +29,6 @@ pub const MATCH_LENGTH_EXTRA_BITS: [u8; MATCH_LENGTH_CODES] = [
     3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
 ];
 
-/// A length code's baseline (low 24 bits) and extra bits (high 8), packed for one load.
-const fn packed_codes<const N: usize>(baselines: [u32; N], extra_bits: [u8; N]) -> [u32; N] {
-    let mut packed = [0; N];
-    let mut i = 0;
-    while i < N {
-        packed[i] = baselines[i] | (extra_bits[i] as u32) << 24;
-        i += 1;
-    }
-    packed
-}
-
-/// Each literal-length code's baseline and extra bits, packed (see [`code_baseline`]).
-pub static LITERAL_LENGTH_CODE: [u32; LITERAL_LENGTH_CODES] =
-    packed_codes(LITERAL_LENGTH_BASELINE, LITERAL_LENGTH_EXTRA_BITS);
-/// Each match-length code's baseline and extra bits, packed (see [`code_baseline`]).
-pub static MATCH_LENGTH_CODE: [u32; MATCH_LENGTH_CODES] = packed_codes(MATCH_LENGTH_BASELINE, MATCH_LENGTH_EXTRA_BITS);
-
-/// The baseline of a packed length code.
-#[inline(always)]
-pub const fn code_baseline(code: u32) -> u32 {
-    code & 0xFF_FFFF
-}
-
-/// The extra bits of a packed length code.
-#[inline(always)]
-pub const fn code_extra_bits(code: u32) -> u32 {
-    code >> 24
-}
-
 /// Largest accuracy log of a literal-length or match-length table.
 pub const MAX_LENGTH_LOG: u32 = 9;
 /// Largest accuracy log of an offset table.

@@ -18,8 +18,9 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: ferrocomp-bench --data DIR [--nvcomp PATH/libnvcomp.so.6] \
                      [--codecs lz4,snappy,deflate,gdeflate,blosc,zstd] [--levels 1,4] [--zstd-levels 1,2,3] [--chunk-size 65536] \
-                     [--reps 10] [--out FILE]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
-                     `algorithm` option), default 1; --zstd-levels: the Zstd levels, default all";
+                     [--reps 10] [--out FILE] [--keep DIR]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
+                     `algorithm` option), default 1; --zstd-levels: the Zstd levels, default all; --keep: write each codec's compressed chunks \
+                     of each data set to DIR/DATASET.CODEC.bin, back to back (for Zstd, one multi-frame stream)";
 
 /// The data sets `make_datasets.py` writes: file name, and the name the nvCOMP anchor gives it.
 const DATASETS: [(&str, &str); 4] = [
@@ -65,11 +66,12 @@ struct Args {
     chunk_size: usize,
     reps: usize,
     out: Option<PathBuf>,
+    keep: Option<PathBuf>,
 }
 
 impl Args {
     fn parse() -> Result<Self> {
-        let (mut data, mut nvcomp, mut out) = (None, None, None);
+        let (mut data, mut nvcomp, mut out, mut keep) = (None, None, None, None);
         let (mut algorithms, mut levels) = (ALGORITHMS.to_vec(), vec![Deflate::default().level]);
         let mut zstd_levels = Zstd::LEVELS.collect();
         let (mut chunk_size, mut reps) = (65536, 10);
@@ -85,6 +87,7 @@ impl Args {
                 "--chunk-size" => chunk_size = value()?.parse().context("--chunk-size")?,
                 "--reps" => reps = value()?.parse().context("--reps")?,
                 "--out" => out = Some(PathBuf::from(value()?)),
+                "--keep" => keep = Some(PathBuf::from(value()?)),
                 "-h" | "--help" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -95,7 +98,7 @@ impl Args {
         if chunk_size == 0 || chunk_size % CHUNK_ALIGN != 0 || reps == 0 {
             bail!("--chunk-size must be a positive multiple of {CHUNK_ALIGN}, and --reps positive");
         }
-        Ok(Self { data: data.context(USAGE)?, nvcomp, algorithms, levels, zstd_levels, chunk_size, reps, out })
+        Ok(Self { data: data.context(USAGE)?, nvcomp, algorithms, levels, zstd_levels, chunk_size, reps, out, keep })
     }
 
     /// The codecs of `algorithm` to run: for Deflate and GDeflate one per level of `--levels` (raw deflate
@@ -176,6 +179,7 @@ fn run() -> Result<bool> {
         gpu: gpu.clone(),
         chunk_size: args.chunk_size,
         reps: args.reps,
+        keep: args.keep.clone(),
     };
     let zlib_levels: &[u32] = if tables.iter().any(|table| is_deflate(table.algorithm)) { &ZLIB_LEVELS } else { &[] };
     let mut dataset_bytes = BTreeSet::new();
@@ -421,6 +425,8 @@ struct Bench {
     timer: Timer,
     chunk_size: usize,
     reps: usize,
+    /// Where to write each codec's compressed chunks (`--keep`).
+    keep: Option<PathBuf>,
 }
 
 impl Bench {
@@ -450,7 +456,19 @@ impl Bench {
         let statuses = self.gpu.download(compressed.statuses.view())?;
         let compressed_ok =
             same(&format!("{what} compression"), "status of chunk", &statuses, &vec![0; statuses.len()]);
-        let compressed_bytes: usize = self.gpu.download(compressed.sizes.view())?.iter().sum();
+        let compressed_sizes = self.gpu.download(compressed.sizes.view())?;
+        let compressed_bytes: usize = compressed_sizes.iter().sum();
+        if let Some(dir) = &self.keep {
+            let bytes = self.gpu.download(compressed.buffer.view())?;
+            let chunks = compressed_sizes.iter().enumerate().flat_map(|(i, &size)| {
+                let start = i * compressed.slot;
+                &bytes[start..(start + size).min(bytes.len())]
+            });
+            let name = format!("{}.{}.bin", data.name, codec.label())
+                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '.', "-");
+            std::fs::create_dir_all(dir)?;
+            std::fs::write(dir.join(name), chunks.copied().collect::<Vec<u8>>())?;
+        }
         decompressed.clear(&self.gpu)?;
         let decompress =
             self.time(|| unsafe { codec.decompress(compressed, &data.input.sizes, decompressed, temp, &self.stream) })?;

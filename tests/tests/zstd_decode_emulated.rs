@@ -135,9 +135,33 @@ fn runs(n: usize, seed: u64) -> Vec<u8> {
     out
 }
 
+/// Short stretches repeating a pattern of 1 to 40 random bytes, a few random bytes between:
+/// short sequences whose matches read within themselves and within the writer's step.
+fn periods(n: usize, seed: u64) -> Vec<u8> {
+    let noise = random_bytes(n.max(64) + 64, seed);
+    let mut out = Vec::with_capacity(n + 64);
+    let mut i = 0;
+    while out.len() < n {
+        let period = 1 + noise[i] as usize % 40;
+        let len = period + 3 + noise[i + 1] as usize % 24;
+        let pattern = &noise[i + 2..i + 2 + period];
+        out.extend(pattern.iter().cycle().take(len));
+        out.extend(&noise[i + 44..i + 44 + noise[i + 3] as usize % 3]);
+        i = (i + 7) % (noise.len() - 48);
+    }
+    out.truncate(n);
+    out
+}
+
 type Generator = fn(usize, u64) -> Vec<u8>;
-const KINDS: [(&str, Generator); 5] =
-    [("text", text_bytes), ("numbers", numbers), ("runs", runs), ("random", random_bytes), ("small", small_alphabet)];
+const KINDS: [(&str, Generator); 6] = [
+    ("text", text_bytes),
+    ("numbers", numbers),
+    ("runs", runs),
+    ("periods", periods),
+    ("random", random_bytes),
+    ("small", small_alphabet),
+];
 
 #[test]
 fn libzstd_frames_decode_as_the_scalar_decoder_does() {

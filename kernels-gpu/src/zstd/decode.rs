@@ -456,8 +456,7 @@ fn check<W: Warp>(warp: &W, cursor: &Cursor, me: &Placed, len: u32) -> Result<()
 
 /// Writes the `len` sequences of the batch (lane i holding sequence i as `me`) at output
 /// position `op`, their literals from `literals`; returns the bytes written and the literals
-/// taken. Runs of short sequences whose matches read bytes written before them (an offset of at
-/// least 32, or a source before the batch) go 32 bytes a step; any other sequence alone.
+/// taken. Runs of short sequences go 32 bytes a step (see [`write_run`]); a long one alone.
 unsafe fn write_batch<W: Warp>(
     warp: &W,
     chunk: &Job,
@@ -467,10 +466,7 @@ unsafe fn write_batch<W: Warp>(
     me: &Placed,
 ) -> (usize, usize) {
     let lane = warp.lane();
-    let bytes = me.literals + me.match_len;
-    let match_start = me.start + me.literals;
-    let reads_before = me.offset >= WARP_SIZE || (match_start + me.match_len) as usize <= me.offset as usize;
-    let alone = warp.ballot(lane < len && (!reads_before || bytes > SHORT_SEQUENCE));
+    let alone = warp.ballot(lane < len && me.literals + me.match_len > SHORT_SEQUENCE);
     let mut first = 0;
     while first < len {
         let next_alone = (alone >> first << first).trailing_zeros().min(len);
@@ -510,7 +506,8 @@ fn shuffle_placed<W: Warp>(warp: &W, placed: &Placed, from: u32) -> Placed {
 /// output bytes a step: lane i writes byte `step + i` of the run, from its sequence's literals or
 /// the bytes it repeats. Where no match of the run reads within [`DEEP_STEPS`] steps back, the
 /// steps go that many at a time, all their bytes read before any is written (the loads in
-/// flight together, not one memory latency a step).
+/// flight together, not one memory latency a step); otherwise a step at a time, a match's source
+/// taken from the lanes where it lies within this step or the one before.
 unsafe fn write_run<W: Warp>(
     warp: &W,
     out: *mut u8,
@@ -533,9 +530,9 @@ unsafe fn write_run<W: Warp>(
     let source_in_batch = (me.start + me.literals + me.match_len) as usize > me.offset as usize;
     let near = lane >= first && lane < end && me.match_len > 0 && source_in_batch;
     if warp.ballot(near && me.offset < DEEP_STEPS as u32 * WARP_SIZE) == 0 {
-        unsafe { run.write::<W, DEEP_STEPS>(warp, me, owner_start) }
+        unsafe { run.write_far(warp, me, owner_start) }
     } else {
-        unsafe { run.write::<W, 1>(warp, me, owner_start) }
+        unsafe { run.write_near(warp, me, owner_start) }
     }
 }
 
@@ -554,10 +551,11 @@ struct Run {
 }
 
 impl Run {
-    /// Writes the run `STEPS` steps at a time: each lane reads its byte of every step, then
-    /// writes them (no match of the run may read less than `STEPS` steps back within it).
+    /// Writes the run [`DEEP_STEPS`] steps at a time: each lane reads its byte of every step,
+    /// then writes them (no match of the run may read less than that many steps back within it).
     #[inline(always)]
-    unsafe fn write<W: Warp, const STEPS: usize>(&self, warp: &W, me: &Placed, owner_start: u32) {
+    unsafe fn write_far<W: Warp>(&self, warp: &W, me: &Placed, owner_start: u32) {
+        const STEPS: usize = DEEP_STEPS;
         let lane = warp.lane();
         let mut step = 0;
         while step < self.total {
@@ -583,6 +581,51 @@ impl Run {
             }
             warp.sync(); // the steps' bytes are visible to every lane
             step += STEPS as u32 * WARP_SIZE;
+        }
+    }
+
+    /// Writes the run a step at a time. A match byte whose source lies in this step is another
+    /// lane's byte, followed back lane to lane (by pointer jumping) to one that is resolved; in
+    /// the step before, a lane's byte kept from it; further back, in memory. Short offsets (a
+    /// run of 4-byte floats repeating the one before) cost shuffles, not memory round trips.
+    #[inline(always)]
+    unsafe fn write_near<W: Warp>(&self, warp: &W, me: &Placed, owner_start: u32) {
+        let lane = warp.lane();
+        let (mut step, mut before) = (0, 0);
+        while step < self.total {
+            let at = step + lane;
+            let owner = shuffle_placed(warp, me, last_starting_by(warp, owner_start, at));
+            let into = at + self.run_start - owner.start;
+            let to = self.op + (self.run_start + at) as usize;
+            let in_step = into >= owner.literals && owner.offset <= lane;
+            let in_before = into >= owner.literals && step > 0 && owner.offset <= lane + WARP_SIZE;
+            let (mut source, mut pending) = (lane.wrapping_sub(owner.offset), in_step && at < self.total);
+            let from_before = warp.shuffle(before, source.wrapping_add(WARP_SIZE) % WARP_SIZE);
+            let mut byte = match () {
+                _ if at >= self.total || in_step => 0,
+                _ if into < owner.literals => unsafe { *self.literals.add((owner.literal_at + into) as usize) as u32 },
+                _ if in_before => from_before,
+                _ => unsafe { *self.out.add(to - owner.offset as usize) as u32 },
+            };
+            // Sources lie in lower lanes, so each round a pending lane's source moves down.
+            while warp.ballot(pending) != 0 {
+                let source_byte = warp.shuffle(byte, source % WARP_SIZE);
+                let source_pending = warp.shuffle(pending as u32, source % WARP_SIZE) != 0;
+                let source_source = warp.shuffle(source, source % WARP_SIZE);
+                if pending {
+                    if source_pending {
+                        source = source_source;
+                    } else {
+                        (byte, pending) = (source_byte, false);
+                    }
+                }
+            }
+            if at < self.total {
+                unsafe { *self.out.add(to) = byte as u8 };
+            }
+            before = byte;
+            warp.sync(); // the step's bytes are visible to every lane
+            step += WARP_SIZE;
         }
     }
 }

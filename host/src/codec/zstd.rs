@@ -12,7 +12,7 @@ use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
 use ferrocomp_kernels_gpu::zstd::encode::{COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
 use ferrocomp_kernels_gpu::zstd::{
-    COMPRESS_WARPS, DECODE_SLOTS, DECOMPRESS_WARPS, PROLOGUE_SHARED_BYTES_PER_THREAD, SIZES_WARPS,
+    COMPRESS_WARPS, DECODE_SLOTS, DECOMPRESS_WARPS, PROLOGUE_LANES, PROLOGUE_SHARED_BYTES_PER_THREAD, SIZES_WARPS,
     decompress_scratch_bytes,
 };
 use std::cell::RefCell;
@@ -92,12 +92,14 @@ impl BatchCodec for Zstd {
     }
 
     fn decompress_prologue(&self) -> Option<Shape> {
-        // Each lane's FSE decoding is serial and branches its own way: few lanes to a warp keep
-        // them in step, and more warps let an SM's schedulers interleave them. Measured on an
-        // H100 (256 MiB in 64 KiB chunks, prologue ms): text 5.6 with 8 lanes a warp (earlier
-        // kernels), 4.15 with 4, 4.40 with 2, 7.6 with 1; binary 4.37 with 4, 3.55 with 2 (a
-        // chunk with many sequences holds up fewer others); float32 4.51 with 4, 4.45 with 2.
-        Some(Shape::Threads { per_block: 2, shared_bytes: PROLOGUE_SHARED_BYTES_PER_THREAD })
+        // Each lane's FSE decoding is serial; the kernel is bound by the warps' instruction
+        // issue, so lanes that keep in step share a warp's instructions. Since the sequence
+        // decoder went branch-free, more lanes a warp is faster. Measured on an H100 (256 MiB in
+        // 64 KiB chunks, level 1, decompression GB/s text / binary / float32 / int32): 2 lanes
+        // 46.6 / 59.6 / 37.9 / 48.9, 4 lanes 54.4 / 60.2 / 41.9 / 49.2, 8 lanes 55.7 / 57.9 /
+        // 43.3 / 48.6 (nvCOMP's chunks: 43.0 / 58.0 / 36.6 / 45.5, 49.3 / 54.9 / 44.0 / 46.5,
+        // 50.6 / 53.7 / 46.1 / 46.5). 8 lanes' tables fill 43 KiB, under a block's 48.
+        Some(Shape::Threads { per_block: PROLOGUE_LANES, shared_bytes: PROLOGUE_SHARED_BYTES_PER_THREAD })
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

@@ -3,7 +3,7 @@
 //! batch's device scratch for its literals and sequences.
 //!
 //! Decompression takes two kernels. FSE decoding is serial, so the first (the prologue) decodes
-//! each chunk's sequences in a lane of its own, 2 chunks to a warp (each lane's FSE tables in
+//! each chunk's sequences in a lane of its own, [`PROLOGUE_LANES`] chunks to a warp (each lane's FSE tables in
 //! shared memory), into the chunk's slot of the scratch (`ferrocomp_format::zstd::ahead`); the
 //! second writes each chunk with a warp.
 //! The decompress scratch: a slot of [`DECODE_SCRATCH_BYTES_PER_WARP`] for each warp (at most
@@ -42,6 +42,9 @@ const _: () = assert!(
     DECOMPRESS_WARPS as usize * DECODE_SHARED_BYTES_PER_WARP <= SHARED_BYTES_PER_BLOCK
         && DECOMPRESS_BLOCKS_PER_SM <= blocks_per_sm(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP)
 );
+/// Lanes of each warp (and block) of the decompress prologue, a chunk each.
+pub const PROLOGUE_LANES: u32 = 8;
+const _: () = assert!(PROLOGUE_LANES as usize * PROLOGUE_SHARED_BYTES_PER_THREAD <= SHARED_BYTES_PER_BLOCK);
 /// Warps per block of the sizes kernel: as many as its shared memory allows.
 pub const SIZES_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / SIZES_SHARED_BYTES_PER_WARP) as u32;
 /// Warps per block of the compress kernel.

@@ -22,7 +22,8 @@ use ferrocomp_format::zstd::encode::huffman::HuffmanCode;
 use ferrocomp_format::zstd::encode::lazy::{self, CHAIN_HASH_BITS, Candidate, LANES, MIN_MATCH, choose_lane};
 use ferrocomp_format::zstd::encode::literals::{HuffmanLiterals, plan_huffman, stream_range, uncompressed_header};
 use ferrocomp_format::zstd::encode::sequences::{
-    INITIAL_REPEATS, RepeatOffsets, Sequence, codes, sequence, write_sequences,
+    Field, INITIAL_REPEATS, RepeatOffsets, Sequence, SequenceTables, codes, extra_fields, sequence,
+    write_sequences_header,
 };
 use ferrocomp_format::zstd::encode::{
     BLOCK_HEADER, COMPRESSED_BLOCK, CompressScratch, MAX_BLOCK_SIZE, MAX_LEVEL, MAX_SEQUENCES, RAW_BLOCK, RLE_BLOCK,
@@ -315,11 +316,174 @@ unsafe fn write_compressed_body<W: Warp>(
     let literals_len = unsafe { write_literals(warp, literals, entropy, out, available)? };
     let sequences = &block.sequences[..sequence_count];
     unsafe { count_sequence_codes(warp, work, sequences, entropy) };
-    let sequences_len = first_lane(warp, || {
+    let header_len = first_lane(warp, || {
         let tables = unsafe { &mut (*entropy).sequences };
-        write_sequences(sequences, tables, unsafe { bytes_mut(out.add(literals_len), available - literals_len) })
-    });
-    Ok(literals_len + sequences_len?)
+        write_sequences_header(sequences, tables, unsafe { bytes_mut(out.add(literals_len), available - literals_len) })
+    })?;
+    warp.sync(); // the tables lane 0 built are visible to every lane
+    let at = literals_len + header_len;
+    if sequences.is_empty() {
+        return Ok(at);
+    }
+    let tables = unsafe { &(*entropy).sequences };
+    let stream_len = unsafe { encode_stream(warp, sequences, tables, out.add(at), available - at, work.counts)? };
+    Ok(at + stream_len)
+}
+
+/// Encodes the sequences' bitstream at `out` (room for `capacity` bytes), as the format
+/// crate's `write_sequences` does after the header; returns its size. Its units (the last
+/// sequence's extra bits; each sequence before it, last to first, with the state field moving
+/// the FSE states to it; the final states and end marker) go 32 at a time, a lane each: lane 0
+/// steps the three states through the window (the serial part, a few instructions a
+/// sequence) into `fields` (shared, 64 words), then each lane places its unit's fields by a
+/// prefix sum of their bits and the lanes write the window's words together.
+unsafe fn encode_stream<W: Warp>(
+    warp: &W,
+    sequences: &[Sequence],
+    tables: &SequenceTables,
+    out: *mut u8,
+    capacity: usize,
+    fields: *mut u32,
+) -> Result<usize, Status> {
+    let lane = warp.lane() as usize;
+    let n = sequences.len();
+    let units = n + 1;
+    let mut states = [0; 3];
+    let mut stream = StreamWindow { out, capacity, word_base: 0, carry: 0, carry_bits: 0 };
+    for base in (0..units).step_by(WARP_SIZE as usize) {
+        if lane == 0 {
+            for k in 0..(units - base).min(WARP_SIZE as usize) {
+                let field = match base + k {
+                    0 => {
+                        states = tables.first_states(&sequences[n - 1]);
+                        (0, 0)
+                    }
+                    unit if unit < n => tables.state_field(&mut states, &sequences[n - 1 - unit]),
+                    _ => (0, 0),
+                };
+                unsafe { (*fields.add(2 * k), *fields.add(2 * k + 1)) = field };
+            }
+        }
+        let finals = states.map(|state| warp.shuffle(state, 0));
+        warp.sync(); // lane 0's fields are visible to every lane
+        let unit = base + lane;
+        let unit_fields: [Field; 4] = if unit < n {
+            let [lengths, offset] = extra_fields(&sequences[n - 1 - unit]);
+            let state = unsafe { (*fields.add(2 * lane), *fields.add(2 * lane + 1)) };
+            [state, lengths, offset, (0, 0)]
+        } else if unit == n {
+            tables.final_fields(finals)
+        } else {
+            [(0, 0); 4]
+        };
+        warp.sync(); // every lane has read its field before lane 0 writes the next window's
+        unsafe { stream.write(warp, unit_fields) };
+    }
+    unsafe { stream.finish(warp) }
+}
+
+/// Where a window of the sequences' bitstream goes: the stream's output, the word (4 bytes of
+/// the stream) the window starts at, and the bits of that word the windows before it wrote.
+struct StreamWindow {
+    out: *mut u8,
+    capacity: usize,
+    word_base: usize,
+    carry: u32,
+    carry_bits: u32,
+}
+
+impl StreamWindow {
+    /// Writes the lanes' fields (each lane's in order, lane after lane) after the stream so far.
+    /// A word is written by one lane: by the last of the lanes whose bits start in it (the OR
+    /// of theirs and the part of the lane before them that spills into it, by a segmented scan),
+    /// or by the lane whose bits cover it alone. The last word, if partial, is carried.
+    unsafe fn write<W: Warp>(&mut self, warp: &W, fields: [Field; 4]) {
+        let lane = warp.lane();
+        let mut bits = 0u128;
+        let mut total = 0;
+        for (value, n) in fields {
+            bits |= (value as u128) << total;
+            total += n;
+        }
+        let at = self.carry_bits + scan_add(warp, total) - total;
+        let end = warp.shuffle(at + total, WARP_SIZE - 1);
+        let words = bits << (at % 32);
+        let word = |k: u32| (words >> (32 * k)) as u32;
+        let (first, last) = (at / 32, if total > 0 { (at + total - 1) / 32 } else { at / 32 });
+        let before = lane.saturating_sub(1);
+        let (first_before, last_before) = (warp.shuffle(first, before), warp.shuffle(last, before));
+        let spill_before = warp.shuffle(word(last - first), before);
+        let first_after = warp.shuffle(first, (lane + 1).min(WARP_SIZE - 1));
+        let starts_group = lane == 0 || first_before != first;
+        let mut value = word(0);
+        if lane == 0 {
+            value |= self.carry;
+        } else if starts_group && last_before == first {
+            value |= spill_before;
+        }
+        let mut distance = 1;
+        while distance < WARP_SIZE {
+            let (other, other_first) =
+                (warp.shuffle(value, before_by(lane, distance)), warp.shuffle(first, before_by(lane, distance)));
+            if lane >= distance && other_first == first {
+                value |= other;
+            }
+            distance *= 2;
+        }
+        let ends_group = lane == WARP_SIZE - 1 || first_after != first;
+        // The window's last word, if partial, is the next window's first.
+        let partial = if end % 32 != 0 { end / 32 } else { u32::MAX };
+        let mut carried = 0;
+        let mut put = |index: u32, value: u32| {
+            if index == partial {
+                carried = value;
+            } else {
+                unsafe { self.put_word(index, value) };
+            }
+        };
+        if ends_group {
+            put(first, value);
+        }
+        for k in 1..=last - first {
+            if k < last - first || lane == WARP_SIZE - 1 || first_after != last {
+                put(first + k, word(k));
+            }
+        }
+        let holder = warp.ballot(carried != 0);
+        self.carry = if holder == 0 { 0 } else { warp.shuffle(carried, holder.trailing_zeros()) };
+        self.word_base += (end / 32) as usize;
+        self.carry_bits = end % 32;
+    }
+
+    /// Writes word `index` of the window, what of it fits.
+    unsafe fn put_word(&self, index: u32, value: u32) {
+        let at = (self.word_base + index as usize) * 4;
+        for (i, byte) in value.to_le_bytes().into_iter().enumerate() {
+            if at + i < self.capacity {
+                unsafe { *self.out.add(at + i) = byte };
+            }
+        }
+    }
+
+    /// Writes the carried bytes; returns the stream's size.
+    unsafe fn finish<W: Warp>(&self, warp: &W) -> Result<usize, Status> {
+        let len = self.word_base * 4 + self.carry_bits.div_ceil(8) as usize;
+        if warp.lane() == 0 {
+            for (i, byte) in self.carry.to_le_bytes().into_iter().enumerate().take(self.carry_bits.div_ceil(8) as usize)
+            {
+                let at = self.word_base * 4 + i;
+                if at < self.capacity {
+                    unsafe { *self.out.add(at) = byte };
+                }
+            }
+        }
+        if len > self.capacity { Err(Status::OutputTooSmall) } else { Ok(len) }
+    }
+}
+
+/// The lane `distance` before `lane` (itself if there is none).
+fn before_by(lane: u32, distance: u32) -> u32 {
+    lane.checked_sub(distance).unwrap_or(lane)
 }
 
 /// Counts the literals' byte values into the scratch slot's histogram.

@@ -192,10 +192,10 @@ impl<const CELLS: usize, const SYMBOLS: usize> FseTable<CELLS, SYMBOLS> {
         (value, bits)
     }
 
-    /// Writes `state` for the decoder to start from.
+    /// The field that gives the decoder `state` to start from.
     #[inline(always)]
-    pub fn flush(&self, w: &mut BitWriter, state: State) {
-        w.add(state - (1 << self.log), self.log);
+    pub fn flush_field(&self, state: State) -> (u32, u32) {
+        (state - (1 << self.log), self.log)
     }
 
     /// Encodes `symbols` (at least two) with two interleaved states, even positions in the
@@ -209,8 +209,10 @@ impl<const CELLS: usize, const SYMBOLS: usize> FseTable<CELLS, SYMBOLS> {
         for i in (0..n - 2).rev() {
             self.encode(&mut w, &mut states[i % 2], symbols[i]);
         }
-        self.flush(&mut w, states[1]);
-        self.flush(&mut w, states[0]);
+        for state in [states[1], states[0]] {
+            let (value, bits) = self.flush_field(state);
+            w.add(value, bits);
+        }
         w.finish_backward()
     }
 }

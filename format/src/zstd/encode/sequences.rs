@@ -4,7 +4,7 @@
 //! bitstream, written last sequence first.
 
 use super::bits::BitWriter;
-use super::fse::{COST_SHIFT, FseTable, normalize, symbol_cost, table_log, write_description};
+use super::fse::{COST_SHIFT, FseTable, State, normalize, symbol_cost, table_log, write_description};
 use crate::Status;
 use crate::zstd::tables::{
     LITERAL_LENGTH_BASELINE, LITERAL_LENGTH_CODES, LITERAL_LENGTH_DEFAULT, LITERAL_LENGTH_DEFAULT_LOG,
@@ -98,6 +98,22 @@ pub fn count_codes(sequences: &[Sequence], tables: &mut SequenceTables) {
 /// Writes the sequences section for `sequences`, whose codes [`count_codes`] counted into
 /// `tables`, at the start of `out`; returns its size.
 pub fn write_sequences(sequences: &[Sequence], tables: &mut SequenceTables, out: &mut [u8]) -> Result<usize, Status> {
+    let at = write_sequences_header(sequences, tables, out)?;
+    if sequences.is_empty() {
+        return Ok(at);
+    }
+    let stream = encode(sequences, tables, out.get_mut(at..).ok_or(Status::OutputTooSmall)?)?;
+    Ok(at + stream)
+}
+
+/// Writes the sequences section's header (the count, the modes and the tables' descriptions)
+/// for `sequences`, whose codes [`count_codes`] counted into `tables`, and builds the tables;
+/// returns where the bitstream starts (the section's end if there are no sequences).
+pub fn write_sequences_header(
+    sequences: &[Sequence],
+    tables: &mut SequenceTables,
+    out: &mut [u8],
+) -> Result<usize, Status> {
     let n = sequences.len();
     let mut at = match n {
         0..0x80 => put(out, 0, &[n as u8])?,
@@ -130,8 +146,7 @@ pub fn write_sequences(sequences: &[Sequence], tables: &mut SequenceTables, out:
         &mut at,
     )?;
     *out.get_mut(modes_at).ok_or(Status::OutputTooSmall)? = ll << 6 | of << 4 | ml << 2;
-    let stream = encode(sequences, tables, out.get_mut(at..).ok_or(Status::OutputTooSmall)?)?;
-    Ok(at + stream)
+    Ok(at)
 }
 
 /// Writes `bytes` at `out[at..]`; returns where they end.
@@ -187,39 +202,72 @@ fn choose<const CELLS: usize, const SYMBOLS: usize>(
     Ok(FSE_MODE)
 }
 
+/// A bit field of the sequences' bitstream: a value in its low `.1` bits.
+pub type Field = (u32, u32);
+
 /// Encodes the sequences' bitstream at the start of `out` (the tables built); returns its size.
+/// The stream is, in the order written: the last sequence's extra-bit fields; for each sequence
+/// before it, last to first, its state field and extra-bit fields; the final fields.
 fn encode(sequences: &[Sequence], tables: &SequenceTables, out: &mut [u8]) -> Result<usize, Status> {
-    let (ll_table, of_table, ml_table) =
-        (&tables.literal_lengths.table, &tables.offsets.table, &tables.match_lengths.table);
     let mut w = BitWriter::new(out);
     let last = sequences.len() - 1;
-    let (ll, of, ml) = codes(&sequences[last]);
-    let (mut ll_state, mut of_state, mut ml_state) =
-        (ll_table.first_state(ll), of_table.first_state(of), ml_table.first_state(ml));
-    extra_bits(&mut w, &sequences[last], ll, of, ml);
+    let mut states = tables.first_states(&sequences[last]);
+    let mut add = |fields: &[Field]| fields.iter().for_each(|&(value, bits)| w.add(value, bits));
+    add(&extra_fields(&sequences[last]));
     for seq in sequences[..last].iter().rev() {
-        let (ll, of, ml) = codes(seq);
-        // The three state updates in one field (at most 8 + 9 + 9 bits), as the decoder reads them.
-        let (of_value, of_bits) = of_table.step(&mut of_state, of);
-        let (ml_value, ml_bits) = ml_table.step(&mut ml_state, ml);
-        let (ll_value, ll_bits) = ll_table.step(&mut ll_state, ll);
-        w.add(of_value | (ml_value | ll_value << ml_bits) << of_bits, of_bits + ml_bits + ll_bits);
-        extra_bits(&mut w, seq, ll, of, ml);
+        add(&[tables.state_field(&mut states, seq)]);
+        add(&extra_fields(seq));
     }
-    ml_table.flush(&mut w, ml_state);
-    of_table.flush(&mut w, of_state);
-    ll_table.flush(&mut w, ll_state);
-    w.finish_backward()
+    add(&tables.final_fields(states));
+    w.finish()
 }
 
-/// The extra bits of a sequence's codes, in the order the decoder reads them backward
-/// (offset, match length, literal length); the two lengths' in one field (at most 16 + 16 bits).
+impl SequenceTables {
+    /// The states (literal length, offset, match length) the stream starts from: the last
+    /// sequence's codes' first.
+    #[inline(always)]
+    pub fn first_states(&self, seq: &Sequence) -> [State; 3] {
+        let (ll, of, ml) = codes(seq);
+        [
+            self.literal_lengths.table.first_state(ll),
+            self.offsets.table.first_state(of),
+            self.match_lengths.table.first_state(ml),
+        ]
+    }
+
+    /// The field that moves `states` on to code `seq` (a sequence before the last): the three
+    /// state updates in one (at most 8 + 9 + 9 bits), as the decoder reads them.
+    #[inline(always)]
+    pub fn state_field(&self, states: &mut [State; 3], seq: &Sequence) -> Field {
+        let (ll, of, ml) = codes(seq);
+        let [ll_state, of_state, ml_state] = states;
+        let (of_value, of_bits) = self.offsets.table.step(of_state, of);
+        let (ml_value, ml_bits) = self.match_lengths.table.step(ml_state, ml);
+        let (ll_value, ll_bits) = self.literal_lengths.table.step(ll_state, ll);
+        (of_value | (ml_value | ll_value << ml_bits) << of_bits, of_bits + ml_bits + ll_bits)
+    }
+
+    /// The fields that end the stream: the final states (match length, offset, literal
+    /// length) for the decoder to start from, then the 1-bit end marker.
+    #[inline(always)]
+    pub fn final_fields(&self, [ll_state, of_state, ml_state]: [State; 3]) -> [Field; 4] {
+        [
+            self.match_lengths.table.flush_field(ml_state),
+            self.offsets.table.flush_field(of_state),
+            self.literal_lengths.table.flush_field(ll_state),
+            (1, 1),
+        ]
+    }
+}
+
+/// The extra-bit fields of `seq`, in the order the decoder reads them backward: the two
+/// lengths' in one (at most 16 + 16 bits), then the offset's.
 #[inline(always)]
-fn extra_bits(w: &mut BitWriter, seq: &Sequence, ll: u8, of: u8, ml: u8) {
+pub fn extra_fields(seq: &Sequence) -> [Field; 2] {
+    let (ll, of, ml) = codes(seq);
     let ll_bits = LITERAL_LENGTH_EXTRA_BITS[ll as usize] as u32;
     let ll_value = seq.literal_len as u32 - LITERAL_LENGTH_BASELINE[ll as usize];
     let ml_bits = MATCH_LENGTH_EXTRA_BITS[ml as usize] as u32;
     let ml_value = seq.match_len_minus3 as u32 + 3 - MATCH_LENGTH_BASELINE[ml as usize];
-    w.add(ll_value | ml_value << ll_bits, ll_bits + ml_bits);
-    w.add(seq.offset_value - (1 << of), of as u32);
+    [(ll_value | ml_value << ll_bits, ll_bits + ml_bits), (seq.offset_value - (1 << of), of as u32)]
 }

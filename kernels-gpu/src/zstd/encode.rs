@@ -432,7 +432,7 @@ impl StreamWindow {
         }
         let ends_group = lane == WARP_SIZE - 1 || first_after != first;
         // The window's last word, if partial, is the next window's first.
-        let partial = if end % 32 != 0 { end / 32 } else { u32::MAX };
+        let partial = if end.is_multiple_of(32) { u32::MAX } else { end / 32 };
         let mut carried = 0;
         let mut put = |index: u32, value: u32| {
             if index == partial {

@@ -100,8 +100,8 @@ fn warp_compressor_writes_the_scalar_frames() {
 #[test]
 fn level_1_needs_less_scratch() {
     assert_eq!(compress_scratch_bytes_per_warp(2), COMPRESS_SCRATCH_BYTES_PER_WARP);
-    assert_eq!(COMPRESS_SCRATCH_BYTES_PER_WARP, size_of::<CompressScratch>());
-    assert!(compress_scratch_bytes_per_warp(1) < 215_000);
+    assert!(COMPRESS_SCRATCH_BYTES_PER_WARP < size_of::<CompressScratch>());
+    assert!(compress_scratch_bytes_per_warp(1) < 205_000);
 }
 
 #[test]

@@ -7,8 +7,10 @@
 //! histogram and the sequence codes' are counted with `match_any` (one lane adds each distinct
 //! value); the first lane builds the Huffman code; the lanes add up the four streams' bits, then
 //! eight lanes code each stream ([`encode_streams_split`]; a lane per stream below 1024
-//! literals); the first lane codes the sequences (FSE is serial). Every choice is made by the
-//! format crate's functions, so the two sides cannot drift apart.
+//! literals); the first lane builds the sequences' FSE tables, then the lanes code the
+//! sequences 32 at a time ([`encode_stream`]). Once the parse is done its hash table's shared
+//! memory holds the entropy coders' tables. Every choice is made by the format crate's
+//! functions, so the two sides cannot drift apart.
 
 use crate::lz4::{SequenceEncoder, common_backward, common_forward, parse_chunk};
 use crate::lz77::{copy, scan_add};
@@ -34,23 +36,27 @@ use ferrocomp_format::{DataType, Status};
 
 /// Entries of the hash table in shared memory (LZ4's table at level 1, the chain heads at 2).
 const TABLE_ENTRIES: usize = if HASH_ENTRIES > 1 << CHAIN_HASH_BITS { HASH_ENTRIES } else { 1 << CHAIN_HASH_BITS };
-/// Bytes of shared memory each warp of the compress kernel needs: the hash table, then the
-/// literal histogram.
-pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = TABLE_ENTRIES * 2 + 256 * 4;
-/// Bytes of global scratch each warp of the compress kernel needs (one `CompressScratch`), at
-/// any level.
-pub const COMPRESS_SCRATCH_BYTES_PER_WARP: usize = size_of::<CompressScratch>();
+/// Bytes of shared memory each warp of the compress kernel needs: the parse's hash table, whose
+/// place the entropy coders' tables take once the parse is done (their every step reads them).
+pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = {
+    let (table, entropy) = (TABLE_ENTRIES * 2, size_of::<EntropyScratch>());
+    (if table > entropy { table } else { entropy }).next_multiple_of(16)
+};
+/// Bytes of global scratch each warp of the compress kernel needs at any level.
+pub const COMPRESS_SCRATCH_BYTES_PER_WARP: usize = compress_scratch_bytes_per_warp(MAX_LEVEL);
 
-/// Bytes of global scratch each warp needs at `level`: level 1 uses the `CompressScratch` up
-/// to its hash tables (about 209 KiB; its parse's table is in shared memory), levels 2 and 3 all of it.
+/// Bytes of global scratch each warp needs at `level`: the `CompressScratch` up to its chains
+/// at level 1 (the block's literals and sequences, about 199 KiB), up to its entropy tables at
+/// levels 2 and 3 (the chain links too); the rest is in shared memory.
 pub const fn compress_scratch_bytes_per_warp(level: u8) -> usize {
-    if level <= 1 { offset_of!(CompressScratch, table) } else { COMPRESS_SCRATCH_BYTES_PER_WARP }
+    if level <= 1 { offset_of!(CompressScratch, chains) } else { offset_of!(CompressScratch, entropy) }
 }
 
-/// Where a warp works: its shared memory and its scratch slot.
+/// Where a warp works: its shared memory (the hash table during the parse, the entropy tables
+/// after) and its scratch slot.
 struct Work {
     table: *mut u16,
-    counts: *mut u32,
+    entropy: *mut EntropyScratch,
     scratch: *mut CompressScratch,
 }
 
@@ -77,7 +83,7 @@ pub unsafe fn compress_chunk<W: Warp>(
     let level = level.clamp(1, MAX_LEVEL);
     let work = Work {
         table: shared as *mut u16,
-        counts: unsafe { shared.add(TABLE_ENTRIES * 2) } as *mut u32,
+        entropy: shared as *mut EntropyScratch,
         scratch: scratch as *mut CompressScratch,
     };
     let (header, mut at) = frame_header(n);
@@ -310,12 +316,12 @@ unsafe fn write_compressed_body<W: Warp>(
     available: usize,
 ) -> Result<usize, Status> {
     let block = unsafe { &*addr_of_mut!((*work.scratch).block) };
-    let entropy = unsafe { addr_of_mut!((*work.scratch).entropy) };
+    let entropy = work.entropy;
     let literals = &block.literals[..literal_count];
-    unsafe { histogram(warp, work, literals, entropy) };
+    unsafe { histogram(warp, literals, entropy) };
     let literals_len = unsafe { write_literals(warp, literals, entropy, out, available)? };
     let sequences = &block.sequences[..sequence_count];
-    unsafe { count_sequence_codes(warp, work, sequences, entropy) };
+    unsafe { count_sequence_codes(warp, sequences, entropy) };
     let header_len = first_lane(warp, || {
         let tables = unsafe { &mut (*entropy).sequences };
         write_sequences_header(sequences, tables, unsafe { bytes_mut(out.add(literals_len), available - literals_len) })
@@ -326,24 +332,24 @@ unsafe fn write_compressed_body<W: Warp>(
         return Ok(at);
     }
     let tables = unsafe { &(*entropy).sequences };
-    let stream_len = unsafe { encode_stream(warp, sequences, tables, out.add(at), available - at, work.counts)? };
+    let stream_len = unsafe { encode_stream(warp, sequences, tables, out.add(at), available - at)? };
     Ok(at + stream_len)
 }
 
 /// Encodes the sequences' bitstream at `out` (room for `capacity` bytes), as the format
 /// crate's `write_sequences` does after the header; returns its size. Its units (the last
 /// sequence's extra bits; each sequence before it, last to first, with the state field moving
-/// the FSE states to it; the final states and end marker) go 32 at a time, a lane each: lane 0
-/// steps the three states through the window (the serial part, a few instructions a
-/// sequence) into `fields` (shared, 64 words), then each lane places its unit's fields by a
-/// prefix sum of their bits and the lanes write the window's words together.
+/// the FSE states to it; the final states and end marker) go 32 at a time, a lane each: every
+/// lane steps the three states through the window's codes alike (the serial part, a few
+/// instructions a sequence, the tables in shared memory), keeping its own unit's state field,
+/// then each lane places its unit's fields by a prefix sum of their bits and the lanes write
+/// the window's words together.
 unsafe fn encode_stream<W: Warp>(
     warp: &W,
     sequences: &[Sequence],
     tables: &SequenceTables,
     out: *mut u8,
     capacity: usize,
-    fields: *mut u32,
 ) -> Result<usize, Status> {
     let lane = warp.lane() as usize;
     let n = sequences.len();
@@ -351,32 +357,36 @@ unsafe fn encode_stream<W: Warp>(
     let mut states = [0; 3];
     let mut stream = StreamWindow { out, capacity, word_base: 0, carry: 0, carry_bits: 0 };
     for base in (0..units).step_by(WARP_SIZE as usize) {
-        if lane == 0 {
-            for k in 0..(units - base).min(WARP_SIZE as usize) {
-                let field = match base + k {
-                    0 => {
-                        states = tables.first_states(&sequences[n - 1]);
-                        (0, 0)
-                    }
-                    unit if unit < n => tables.state_field(&mut states, &sequences[n - 1 - unit]),
-                    _ => (0, 0),
-                };
-                unsafe { (*fields.add(2 * k), *fields.add(2 * k + 1)) = field };
+        let unit = base + lane;
+        let seq = (unit < n).then(|| sequences[n - 1 - unit]);
+        let packed = seq.map_or(0, |seq| {
+            let (ll, of, ml) = codes(&seq);
+            ll as u32 | (of as u32) << 8 | (ml as u32) << 16
+        });
+        let mut state_field = (0, 0);
+        for k in 0..(units - base).min(WARP_SIZE as usize) {
+            let packed = warp.shuffle(packed, k as u32);
+            let codes = (packed as u8, (packed >> 8) as u8, (packed >> 16) as u8);
+            let field = match base + k {
+                0 => {
+                    states = tables.first_states(codes);
+                    (0, 0)
+                }
+                unit if unit < n => tables.state_field(&mut states, codes),
+                _ => (0, 0),
+            };
+            if k == lane {
+                state_field = field;
             }
         }
-        let finals = states.map(|state| warp.shuffle(state, 0));
-        warp.sync(); // lane 0's fields are visible to every lane
-        let unit = base + lane;
-        let unit_fields: [Field; 4] = if unit < n {
-            let [lengths, offset] = extra_fields(&sequences[n - 1 - unit]);
-            let state = unsafe { (*fields.add(2 * lane), *fields.add(2 * lane + 1)) };
-            [state, lengths, offset, (0, 0)]
-        } else if unit == n {
-            tables.final_fields(finals)
-        } else {
-            [(0, 0); 4]
+        let unit_fields: [Field; 4] = match seq {
+            Some(seq) => {
+                let [lengths, offset] = extra_fields(&seq);
+                [state_field, lengths, offset, (0, 0)]
+            }
+            None if unit == n => tables.final_fields(states),
+            None => [(0, 0); 4],
         };
-        warp.sync(); // every lane has read its field before lane 0 writes the next window's
         unsafe { stream.write(warp, unit_fields) };
     }
     unsafe { stream.finish(warp) }
@@ -486,42 +496,33 @@ fn before_by(lane: u32, distance: u32) -> u32 {
     lane.checked_sub(distance).unwrap_or(lane)
 }
 
-/// Counts the literals' byte values into the scratch slot's histogram.
-unsafe fn histogram<W: Warp>(warp: &W, work: &Work, literals: &[u8], entropy: *mut EntropyScratch) {
-    let counts = work.counts;
+/// Counts the literals' byte values into the histogram in shared memory.
+unsafe fn histogram<W: Warp>(warp: &W, literals: &[u8], entropy: *mut EntropyScratch) {
+    let counts = unsafe { addr_of_mut!((*entropy).literal_counts) } as *mut u32;
     warp.for_each_strided(256, |b| unsafe { *counts.add(b) = 0 });
     warp.sync();
     unsafe { count(warp, literals.len(), |i| [literals[i] as u32], counts) };
-    let to = unsafe { addr_of_mut!((*entropy).literal_counts) } as *mut u32;
-    warp.for_each_strided(256, |b| unsafe { *to.add(b) = *counts.add(b) });
-    warp.sync();
 }
 
-/// Counts the sequences' literal-length, offset and match-length codes into the scratch slot's
-/// code tables, as `count_codes` does.
-unsafe fn count_sequence_codes<W: Warp>(warp: &W, work: &Work, sequences: &[Sequence], entropy: *mut EntropyScratch) {
-    const OFFSETS_AT: usize = LITERAL_LENGTH_CODES;
-    const MATCHES_AT: usize = OFFSETS_AT + OFFSET_CODES;
-    let counts = work.counts;
-    warp.for_each_strided(MATCHES_AT + MATCH_LENGTH_CODES, |b| unsafe { *counts.add(b) = 0 });
+/// Counts the sequences' literal-length, offset and match-length codes into their code tables
+/// in shared memory, as `count_codes` does.
+unsafe fn count_sequence_codes<W: Warp>(warp: &W, sequences: &[Sequence], entropy: *mut EntropyScratch) {
+    // Where each kind's counts are, in words from the tables' start.
+    const LITERAL_LENGTHS: usize = offset_of!(SequenceTables, literal_lengths.counts) / 4;
+    const OFFSETS: usize = offset_of!(SequenceTables, offsets.counts) / 4;
+    const MATCH_LENGTHS: usize = offset_of!(SequenceTables, match_lengths.counts) / 4;
+    let tables = unsafe { addr_of_mut!((*entropy).sequences) } as *mut u32;
+    for (at, codes) in
+        [(LITERAL_LENGTHS, LITERAL_LENGTH_CODES), (OFFSETS, OFFSET_CODES), (MATCH_LENGTHS, MATCH_LENGTH_CODES)]
+    {
+        warp.for_each_strided(codes, |b| unsafe { *tables.add(at + b) = 0 });
+    }
     warp.sync();
     let bins = |i: usize| {
         let (ll, of, ml) = codes(&sequences[i]);
-        [ll as u32, (OFFSETS_AT + of as usize) as u32, (MATCHES_AT + ml as usize) as u32]
+        [LITERAL_LENGTHS + ll as usize, OFFSETS + of as usize, MATCH_LENGTHS + ml as usize].map(|bin| bin as u32)
     };
-    unsafe { count(warp, sequences.len(), bins, counts) };
-    let tables = unsafe { addr_of_mut!((*entropy).sequences) };
-    let (ll, of, ml) = unsafe {
-        (
-            addr_of_mut!((*tables).literal_lengths.counts) as *mut u32,
-            addr_of_mut!((*tables).offsets.counts) as *mut u32,
-            addr_of_mut!((*tables).match_lengths.counts) as *mut u32,
-        )
-    };
-    warp.for_each_strided(LITERAL_LENGTH_CODES, |b| unsafe { *ll.add(b) = *counts.add(b) });
-    warp.for_each_strided(OFFSET_CODES, |b| unsafe { *of.add(b) = *counts.add(OFFSETS_AT + b) });
-    warp.for_each_strided(MATCH_LENGTH_CODES, |b| unsafe { *ml.add(b) = *counts.add(MATCHES_AT + b) });
-    warp.sync();
+    unsafe { count(warp, sequences.len(), bins, tables) };
 }
 
 /// Adds up, in `counts` (shared memory), the `K` bins `bins(i)` names for each `i` in `0..n`.

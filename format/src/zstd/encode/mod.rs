@@ -53,21 +53,21 @@ pub const fn max_compressed_size(len: usize) -> usize {
 }
 
 /// Working memory of [`compress`], 353,804 bytes: one block's literals and sequences, the
-/// entropy coders' tables, and the parses' hash tables. Any bytes are a valid starting state
+/// parses' hash tables and the entropy coders' tables. Any bytes are a valid starting state
 /// (every field is written before it is read), so it may be allocated zeroed
-/// (`Box::<CompressScratch>::new_zeroed()`) and reused as is; on the GPU it is one slot of
-/// global memory per warp, of which level 1 uses only what precedes `table` (its hash table is
-/// in shared memory there).
+/// (`Box::<CompressScratch>::new_zeroed()`) and reused as is. On the GPU each warp has a slot of
+/// global memory for what precedes `entropy` (level 1 for what precedes `chains`); the hash
+/// table, the chain heads and the entropy tables are in its shared memory.
 #[repr(C)]
 pub struct CompressScratch {
     /// The block being compressed.
     pub block: BlockScratch,
+    /// The hash chains of levels 2 and 3.
+    pub chains: ChainTables,
     /// The entropy coders' work space.
     pub entropy: EntropyScratch,
     /// LZ4's hash table, for level 1's parse.
     pub table: [u16; HASH_ENTRIES],
-    /// The hash chains of levels 2 and 3.
-    pub chains: ChainTables,
 }
 
 /// Compresses `input` at `level` (1..=[`MAX_LEVEL`]; 0 reads as 1, higher as [`MAX_LEVEL`]) into

@@ -211,11 +211,11 @@ pub type Field = (u32, u32);
 fn encode(sequences: &[Sequence], tables: &SequenceTables, out: &mut [u8]) -> Result<usize, Status> {
     let mut w = BitWriter::new(out);
     let last = sequences.len() - 1;
-    let mut states = tables.first_states(&sequences[last]);
+    let mut states = tables.first_states(codes(&sequences[last]));
     let mut add = |fields: &[Field]| fields.iter().for_each(|&(value, bits)| w.add(value, bits));
     add(&extra_fields(&sequences[last]));
     for seq in sequences[..last].iter().rev() {
-        add(&[tables.state_field(&mut states, seq)]);
+        add(&[tables.state_field(&mut states, codes(seq))]);
         add(&extra_fields(seq));
     }
     add(&tables.final_fields(states));
@@ -223,11 +223,10 @@ fn encode(sequences: &[Sequence], tables: &SequenceTables, out: &mut [u8]) -> Re
 }
 
 impl SequenceTables {
-    /// The states (literal length, offset, match length) the stream starts from: the last
-    /// sequence's codes' first.
+    /// The states (literal length, offset, match length) the stream starts from: the first
+    /// for the last sequence's [`codes`].
     #[inline(always)]
-    pub fn first_states(&self, seq: &Sequence) -> [State; 3] {
-        let (ll, of, ml) = codes(seq);
+    pub fn first_states(&self, (ll, of, ml): (u8, u8, u8)) -> [State; 3] {
         [
             self.literal_lengths.table.first_state(ll),
             self.offsets.table.first_state(of),
@@ -235,11 +234,11 @@ impl SequenceTables {
         ]
     }
 
-    /// The field that moves `states` on to code `seq` (a sequence before the last): the three
-    /// state updates in one (at most 8 + 9 + 9 bits), as the decoder reads them.
+    /// The field that moves `states` on to code a sequence (one before the last) of [`codes`]
+    /// `(ll, of, ml)`: the three state updates in one (at most 8 + 9 + 9 bits), as the decoder
+    /// reads them.
     #[inline(always)]
-    pub fn state_field(&self, states: &mut [State; 3], seq: &Sequence) -> Field {
-        let (ll, of, ml) = codes(seq);
+    pub fn state_field(&self, states: &mut [State; 3], (ll, of, ml): (u8, u8, u8)) -> Field {
         let [ll_state, of_state, ml_state] = states;
         let (of_value, of_bits) = self.offsets.table.step(of_state, of);
         let (ml_value, ml_bits) = self.match_lengths.table.step(ml_state, ml);

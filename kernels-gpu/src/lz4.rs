@@ -122,9 +122,8 @@ pub unsafe fn parse_chunk<W: Warp, E: SequenceEncoder>(
                 let f = eligible.trailing_zeros();
                 let p = pos + f as usize * rules.width;
                 let c = warp.shuffle(found, f) as usize;
-                let forward = common_forward(warp, input, p, c, n - LAST_LITERALS);
+                let (forward, back) = extend(warp, input, p, c, n - LAST_LITERALS, anchor);
                 let len = forward - forward % rules.width;
-                let back = common_backward(warp, input, p, c, anchor);
                 let back = back - back % rules.width;
                 unsafe { encoder.sequence(input.add(anchor), p - back - anchor, p - c, len + back)? };
                 cursor = p + len;
@@ -134,6 +133,26 @@ pub unsafe fn parse_chunk<W: Warp, E: SequenceEncoder>(
         }
     }
     unsafe { encoder.last_literals(input.add(anchor), n - anchor) }
+}
+
+/// [`common_forward`] and [`common_backward`] of one match, the loads of both first steps
+/// issued together (each step waits on its loads).
+#[inline(always)]
+fn extend<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, end: usize, anchor: usize) -> (usize, usize) {
+    const STEP: usize = WARP_SIZE as usize;
+    let lane = warp.lane() as usize;
+    let equal_after = p + lane < end && unsafe { *data.add(p + lane) == *data.add(c + lane) };
+    let equal_before = lane < (p - anchor).min(c) && unsafe { *data.add(p - 1 - lane) == *data.add(c - 1 - lane) };
+    let (after, before) = (warp.ballot(!equal_after), warp.ballot(!equal_before));
+    let forward = match after {
+        0 => STEP + common_forward(warp, data, p + STEP, c + STEP, end),
+        _ => after.trailing_zeros() as usize,
+    };
+    let backward = match before {
+        0 => STEP + common_backward(warp, data, p - STEP, c - STEP, anchor),
+        _ => before.trailing_zeros() as usize,
+    };
+    (forward, backward)
 }
 
 /// Length of the common run of `data[p..]` and `data[c..]`, not reaching `end`; 32 bytes a step.

@@ -21,7 +21,9 @@ use core::slice;
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::zstd::encode::block::{BlockScratch, EntropyScratch};
 use ferrocomp_format::zstd::encode::huffman::HuffmanCode;
-use ferrocomp_format::zstd::encode::lazy::{self, CHAIN_HASH_BITS, Candidate, LANES, MIN_MATCH, choose_lane};
+use ferrocomp_format::zstd::encode::lazy::{
+    self, CHAIN_HASH_BITS, Candidate, LANES, MEASURE_CAP, MIN_MATCH, choose_lane,
+};
 use ferrocomp_format::zstd::encode::literals::{HuffmanLiterals, plan_huffman, stream_range, uncompressed_header};
 use ferrocomp_format::zstd::encode::sequences::{
     Field, INITIAL_REPEATS, RepeatOffsets, Sequence, SequenceTables, codes, extra_fields, sequence,
@@ -150,7 +152,12 @@ unsafe fn write_block<W: Warp>(
     };
     let parsed = match level {
         1 => unsafe { parse_chunk(warp, data, len, work.table, DataType::Char, &mut recorder) },
-        _ => unsafe { chain_parse(warp, work, data, len, level, *repeats, &mut recorder) },
+        2 => unsafe {
+            chain_parse::<_, _, { lazy::chain_depth(2) as usize }>(warp, work, data, len, *repeats, &mut recorder)
+        },
+        _ => unsafe {
+            chain_parse::<_, _, { lazy::chain_depth(3) as usize }>(warp, work, data, len, *repeats, &mut recorder)
+        },
     };
     if parsed.is_ok() {
         warp.sync(); // the literals and sequences are visible to every lane
@@ -245,16 +252,15 @@ impl<W: Warp> SequenceEncoder for Recorder<'_, W> {
 ///
 /// # Safety
 /// As [`compress_chunk`], for the `n` bytes at `data`.
-unsafe fn chain_parse<W: Warp, E: SequenceEncoder>(
+unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
     warp: &W,
     work: &Work,
     data: *const u8,
     n: usize,
-    level: u8,
     mut repeats: RepeatOffsets,
     encoder: &mut E,
 ) -> Result<(), Status> {
-    let (head, lane, depth) = (work.table, warp.lane(), lazy::chain_depth(level));
+    let (head, lane) = (work.table, warp.lane());
     let prev = unsafe { addr_of_mut!((*work.scratch).chains.prev) } as *mut u16;
     let input = unsafe { bytes(data, n) };
     warp.for_each_strided(1 << CHAIN_HASH_BITS, |slot| unsafe { *head.add(slot) = 0 });
@@ -263,10 +269,16 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder>(
     while pos + MIN_MATCH <= n {
         let lanes = (n + 1 - MIN_MATCH - pos).min(LANES);
         let (p, active) = (pos + lane as usize, (lane as usize) < lanes);
-        let (slot, first, found) = if active {
+        let (slot, first, found) = if active && p + WINDOW <= n {
+            let here = unsafe { Window::at(data.add(p)) };
+            let slot = lazy::hash_word(here.word(0));
+            let first = unsafe { *head.add(slot) };
+            let found = unsafe { find_match::<DEPTH>(data, p, &here, first, prev, &repeats) };
+            (slot as u32, first, found)
+        } else if active {
             let slot = lazy::hash(input, p);
             let first = unsafe { *head.add(slot) };
-            let found = lazy::best_match(input, p, first, |c| unsafe { *prev.add(c) }, &repeats, depth);
+            let found = lazy::best_match(input, p, first, |c| unsafe { *prev.add(c) }, &repeats, DEPTH as u32);
             (slot as u32, first, found)
         } else {
             (u32::MAX - lane, 0, Candidate::default()) // a slot no other lane holds
@@ -289,7 +301,11 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder>(
         while let Some(chosen) = choose_lane((cursor - pos) as u32, lanes as u32, &gain_of) {
             let p = pos + chosen as usize;
             let c = p - warp.shuffle(found.offset, chosen) as usize;
-            let len = common_forward(warp, data, p, c, n);
+            // The search measured the match up to MEASURE_CAP bytes: only a longer one needs the rest.
+            let len = match warp.shuffle(found.len, chosen) as usize {
+                MEASURE_CAP => MEASURE_CAP + common_forward(warp, data, p + MEASURE_CAP, c + MEASURE_CAP, n),
+                measured => measured,
+            };
             let back = common_backward(warp, data, p, c, anchor);
             let literals = p - back - anchor;
             unsafe { encoder.sequence(data.add(anchor), literals, p - c, len + back)? };
@@ -303,6 +319,108 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder>(
         pos = cursor.max(pos + LANES);
     }
     unsafe { encoder.last_literals(data.add(anchor), n - anchor) }
+}
+
+/// Bytes a position needs after it for [`find_match`]: the compared bytes and the aligned words'
+/// slack.
+const WINDOW: usize = MEASURE_CAP + 4;
+
+/// The [`MEASURE_CAP`] bytes at some position, as the aligned words that hold them: loads that
+/// never wait on one another, at any alignment.
+struct Window {
+    words: [u32; MEASURE_CAP / 4 + 1],
+    shift: u32,
+}
+
+impl Window {
+    /// The window at `at`.
+    ///
+    /// # Safety
+    /// The [`WINDOW`] bytes at `at` must be readable (the aligned words begin at most 3 bytes
+    /// before `at`, in the same word as it).
+    #[inline(always)]
+    unsafe fn at(at: *const u8) -> Self {
+        let base = (at as usize & !3) as *const u32;
+        Self { words: core::array::from_fn(|k| unsafe { *base.add(k) }), shift: (at as usize & 3) as u32 * 8 }
+    }
+
+    /// Bytes `4 * k..4 * k + 4` of the window, little-endian.
+    #[inline(always)]
+    fn word(&self, k: usize) -> u32 {
+        (((self.words[k + 1] as u64) << 32 | self.words[k] as u64) >> self.shift) as u32
+    }
+
+    /// Bytes this window and `other` have in common from their starts.
+    #[inline(always)]
+    fn common(&self, other: &Self) -> u32 {
+        let mut len = MEASURE_CAP as u32;
+        for k in (0..MEASURE_CAP / 4).rev() {
+            let diff = self.word(k) ^ other.word(k);
+            if diff != 0 {
+                len = 4 * k as u32 + diff.trailing_zeros() / 8;
+            }
+        }
+        len
+    }
+}
+
+/// `lazy::best_match` for a position `p` with [`WINDOW`] bytes after it whose window is `here`:
+/// the same match, found with the chain's links loaded first and every candidate measured by
+/// aligned words at once, none waiting on another's comparison. It needs no check that a chain
+/// candidate differs at the best length so far: such a one never gains more than the best.
+///
+/// # Safety
+/// `data` must be readable for `p +` [`WINDOW`] bytes and `prev` hold the links of the chain
+/// from `first`.
+#[inline(always)]
+unsafe fn find_match<const DEPTH: usize>(
+    data: *const u8,
+    p: usize,
+    here: &Window,
+    first: u16,
+    prev: *const u16,
+    repeats: &RepeatOffsets,
+) -> Candidate {
+    let mut entry = first;
+    let entries: [u16; DEPTH] = core::array::from_fn(|_| {
+        let this = entry;
+        if entry != 0 {
+            entry = unsafe { *prev.add(entry as usize - 1) };
+        }
+        this
+    });
+    // Every candidate measured, those that do not exist at position 0 (and then passed over).
+    let measure = |c: usize| {
+        let there = unsafe { Window::at(data.add(c)) };
+        here.common(&there)
+    };
+    let repeat_lens = repeats.map(|r| measure(p.saturating_sub(r as usize)));
+    let chain_lens = entries.map(|e| measure((e as usize).saturating_sub(1)));
+    let mut best = (Candidate::default(), 0);
+    for (&r, len) in repeats.iter().zip(repeat_lens) {
+        if r as usize <= p {
+            consider(&mut best, Candidate { len, offset: r }, repeats);
+        }
+    }
+    for (&e, len) in entries.iter().zip(chain_lens) {
+        if e == 0 || best.0.len as usize == MEASURE_CAP {
+            break;
+        }
+        consider(&mut best, Candidate { len, offset: (p + 1 - e as usize) as u32 }, repeats);
+    }
+    best.0
+}
+
+/// Makes `found` the best match (with its gain) if it is one and gains more, as
+/// `lazy::best_match` does.
+#[inline(always)]
+fn consider(best: &mut (Candidate, i32), found: Candidate, repeats: &RepeatOffsets) {
+    if found.len as usize >= MIN_MATCH {
+        let gain = found.gain(repeats);
+        if best.0.len == 0 || gain > best.1 {
+            *best = (found, gain);
+        }
+    }
 }
 
 /// Writes a compressed block's content for the recorded literals and sequences at `out` (room

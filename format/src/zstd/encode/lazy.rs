@@ -63,7 +63,12 @@ impl Candidate {
 /// Chain hash of the 4 bytes at `p` (`p + 4 <= input.len()`).
 #[inline(always)]
 pub fn hash(input: &[u8], p: usize) -> usize {
-    let v = u32::from_le_bytes([input[p], input[p + 1], input[p + 2], input[p + 3]]);
+    hash_word(u32::from_le_bytes([input[p], input[p + 1], input[p + 2], input[p + 3]]))
+}
+
+/// Chain hash of 4 bytes read as a little-endian word.
+#[inline(always)]
+pub fn hash_word(v: u32) -> usize {
     (v.wrapping_mul(2_654_435_761) >> (32 - CHAIN_HASH_BITS)) as usize
 }
 

@@ -5,7 +5,7 @@
 //! in every lane (the loads broadcast), with the checks and statuses of the format crate's
 //! decoder, and copies literals and matches 32 bytes at a time.
 
-use crate::lz77::{self, Parsed, SHORT_SEQUENCE, Stream, Syntax};
+use crate::lz77::{self, Parsed, SHORT_SEQUENCE, Stream, Syntax, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use core::slice;
 use ferrocomp_format::lz4::{self, BATCH, HASH_ENTRIES, LAST_LITERALS, MAX_CHUNK_SIZE, MatchRules, candidate, hash};
@@ -14,14 +14,19 @@ use ferrocomp_format::{DataType, Status};
 /// Bytes of shared memory each warp of the compress kernel needs (its hash table).
 pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = HASH_ENTRIES * 2;
 
+/// Whether the `len` bytes (at least 4) at `c` equal those at `p`, whose first 4 are `first`:
+/// a word at a time, each from two aligned loads (a candidate's bytes lie anywhere, so every
+/// load of them is a memory transaction of its own per lane).
+///
+/// # Safety
+/// As [`word_at`], for the `len` bytes at `c` and at `p` rounded up to whole words.
 #[inline(always)]
-unsafe fn read_u32(data: *const u8, at: usize) -> u32 {
-    unsafe { u32::from_le_bytes([*data.add(at), *data.add(at + 1), *data.add(at + 2), *data.add(at + 3)]) }
-}
-
-#[inline(always)]
-unsafe fn bytes_equal(data: *const u8, a: usize, b: usize, len: usize) -> bool {
-    (0..len).all(|i| unsafe { *data.add(a + i) == *data.add(b + i) })
+unsafe fn words_equal(data: *const u8, c: usize, p: usize, first: u32, len: usize) -> bool {
+    let rest_equal = |k: usize| {
+        let differing = unsafe { word_at(data.add(c + k)) ^ word_at(data.add(p + k)) };
+        differing & (u32::MAX >> (8 * (k + 4).saturating_sub(len))) == 0
+    };
+    unsafe { word_at(data.add(c)) == first && (4..len).step_by(4).all(rest_equal) }
 }
 
 /// Compresses the `n` bytes at `input` into `out` (room for `capacity` bytes) as one LZ4 block;
@@ -92,11 +97,11 @@ pub unsafe fn parse_chunk<W: Warp, E: SequenceEncoder>(
         while pos <= last_start {
             let p = pos + lane * rules.width;
             let active = p <= last_start;
-            let (slot, entry) = if active {
-                let slot = hash(unsafe { read_u32(input, p) });
-                (slot as u32, unsafe { *table.add(slot) })
+            let (slot, entry, word) = if active {
+                let word = unsafe { word_at(input.add(p)) };
+                (hash(word) as u32, unsafe { *table.add(hash(word)) }, word)
             } else {
-                (u32::MAX - lane as u32, 0) // a value no other lane holds
+                (u32::MAX - lane as u32, 0, 0) // a slot no other lane holds
             };
             warp.sync();
             let peers = warp.match_any(slot);
@@ -105,7 +110,7 @@ pub unsafe fn parse_chunk<W: Warp, E: SequenceEncoder>(
             }
             warp.sync();
             let found = if active { candidate(p, entry) } else { None }
-                .filter(|&c| unsafe { bytes_equal(input, c, p, rules.min_len) });
+                .filter(|&c| unsafe { words_equal(input, c, p, word, rules.min_len) });
             let matched = warp.ballot(found.is_some());
             let found = found.unwrap_or(0) as u32;
 

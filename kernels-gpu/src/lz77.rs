@@ -246,6 +246,20 @@ pub unsafe fn copy<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: u32) {
     warp.for_each_strided((n - base) as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
 }
 
+/// The 4 bytes at `at`, little-endian, from the two aligned words that hold them: two loads
+/// instead of four, at any alignment.
+///
+/// # Safety
+/// The 4 bytes at `at` and the rest of the aligned word after them must be readable (the first
+/// word begins at most 3 bytes before `at`, in the same word, which any allocation holding `at`
+/// holds: allocations are word-aligned).
+#[inline(always)]
+pub unsafe fn word_at(at: *const u8) -> u32 {
+    let base = (at as usize & !3) as *const u32;
+    let (low, high) = unsafe { (*base, *base.add(1)) };
+    (((high as u64) << 32 | low as u64) >> ((at as usize & 3) * 8)) as u32
+}
+
 /// Writes the match of `len` bytes at `out[op..]` repeating those `offset` back (all written
 /// and visible), then makes it visible to every lane.
 ///

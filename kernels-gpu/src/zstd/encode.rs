@@ -13,7 +13,7 @@
 //! functions, so the two sides cannot drift apart.
 
 use crate::lz4::{SequenceEncoder, common_backward, common_forward, parse_chunk};
-use crate::lz77::{copy, scan_add};
+use crate::lz77::{copy, scan_add, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use core::mem::offset_of;
 use core::ptr::addr_of_mut;
@@ -273,7 +273,7 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
             let here = unsafe { Window::at(data.add(p)) };
             let slot = lazy::hash_word(here.word(0));
             let first = unsafe { *head.add(slot) };
-            let found = unsafe { find_match::<DEPTH>(data, p, &here, first, prev, &repeats) };
+            let found = unsafe { find_match::<DEPTH>(data, p, &here, first, prev, repeats) };
             (slot as u32, first, found)
         } else if active {
             let slot = lazy::hash(input, p);
@@ -298,7 +298,14 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
         let gain = found.gain(&repeats) as u32;
         let mut cursor = pos;
         let gain_of = |l: u32| (matched >> l & 1 == 1).then(|| warp.shuffle(gain, l) as i32);
-        while let Some(chosen) = choose_lane((cursor - pos) as u32, lanes as u32, &gain_of) {
+        loop {
+            // The first lane with a match from the cursor on, where `choose_lane` would come to.
+            let from = (cursor - pos) as u32;
+            let eligible = if from < LANES as u32 { matched & (u32::MAX << from) } else { 0 };
+            if eligible == 0 {
+                break;
+            }
+            let Some(chosen) = choose_lane(eligible.trailing_zeros(), lanes as u32, &gain_of) else { break };
             let p = pos + chosen as usize;
             let c = p - warp.shuffle(found.offset, chosen) as usize;
             // The search measured the match up to MEASURE_CAP bytes: only a longer one needs the rest.
@@ -362,12 +369,35 @@ impl Window {
         }
         len
     }
+
+    /// Bytes this window has in common with the bytes at `at`, whose first `equal` words agree
+    /// with it: the rest loaded a word at a time while they agree.
+    ///
+    /// # Safety
+    /// As [`Window::at`].
+    #[inline(always)]
+    unsafe fn common_at(&self, at: *const u8, equal: usize) -> u32 {
+        let base = (at as usize & !3) as *const u32;
+        let shift = (at as usize & 3) as u32 * 8;
+        let mut low = unsafe { *base.add(equal) };
+        for k in equal..MEASURE_CAP / 4 {
+            let high = unsafe { *base.add(k + 1) };
+            let diff = (((high as u64) << 32 | low as u64) >> shift) as u32 ^ self.word(k);
+            if diff != 0 {
+                return 4 * k as u32 + diff.trailing_zeros() / 8;
+            }
+            low = high;
+        }
+        MEASURE_CAP as u32
+    }
 }
 
 /// `lazy::best_match` for a position `p` with [`WINDOW`] bytes after it whose window is `here`:
-/// the same match, found with the chain's links loaded first and every candidate measured by
-/// aligned words at once, none waiting on another's comparison. It needs no check that a chain
-/// candidate differs at the best length so far: such a one never gains more than the best.
+/// the same match, found by aligned words with the chain's links loaded first. The repeat
+/// candidates lie the same distance back in every lane, so their windows' loads are coalesced
+/// and made at once; a chain candidate's are a transaction per lane, so its words are loaded
+/// only while they agree. It needs no check that a chain candidate differs at the best length
+/// so far: such a one never gains more than the best.
 ///
 /// # Safety
 /// `data` must be readable for `p +` [`WINDOW`] bytes and `prev` hold the links of the chain
@@ -379,34 +409,39 @@ unsafe fn find_match<const DEPTH: usize>(
     here: &Window,
     first: u16,
     prev: *const u16,
-    repeats: &RepeatOffsets,
+    repeats: RepeatOffsets,
 ) -> Candidate {
-    let mut entry = first;
-    let entries: [u16; DEPTH] = core::array::from_fn(|_| {
-        let this = entry;
-        if entry != 0 {
-            entry = unsafe { *prev.add(entry as usize - 1) };
-        }
-        this
-    });
-    // Every candidate measured, those that do not exist at position 0 (and then passed over).
-    let measure = |c: usize| {
-        let there = unsafe { Window::at(data.add(c)) };
+    // The chain's links, each load waiting on the one before; the repeat candidates are
+    // measured while the first is on its way. One that does not exist is measured at position 0,
+    // then passed over.
+    let link = |entry: u16| if entry != 0 { unsafe { *prev.add(entry as usize - 1) } } else { 0 };
+    let mut entries = [first; DEPTH];
+    if DEPTH > 1 {
+        entries[1] = link(first);
+    }
+    let repeat_lens = repeats.map(|r| {
+        let there = unsafe { Window::at(data.add(p.saturating_sub(r as usize))) };
         here.common(&there)
-    };
-    let repeat_lens = repeats.map(|r| measure(p.saturating_sub(r as usize)));
-    let chain_lens = entries.map(|e| measure((e as usize).saturating_sub(1)));
+    });
+    for i in 2..DEPTH {
+        entries[i] = link(entries[i - 1]);
+    }
+    // Every chain candidate's first word at once; the rest only while they agree.
+    let first_words = entries.map(|e| if e != 0 { unsafe { word_at(data.add(e as usize - 1)) } } else { 0 });
     let mut best = (Candidate::default(), 0);
-    for (&r, len) in repeats.iter().zip(repeat_lens) {
-        if r as usize <= p {
-            consider(&mut best, Candidate { len, offset: r }, repeats);
+    for i in 0..3 {
+        if repeats[i] as usize <= p {
+            consider(&mut best, Candidate { len: repeat_lens[i], offset: repeats[i] }, &repeats);
         }
     }
-    for (&e, len) in entries.iter().zip(chain_lens) {
-        if e == 0 || best.0.len as usize == MEASURE_CAP {
-            break;
+    let mut searching = true;
+    for i in 0..DEPTH {
+        searching &= entries[i] != 0 && best.0.len as usize != MEASURE_CAP;
+        if searching && first_words[i] == here.word(0) {
+            let c = entries[i] as usize - 1;
+            let len = unsafe { here.common_at(data.add(c), 1) };
+            consider(&mut best, Candidate { len, offset: (p - c) as u32 }, &repeats);
         }
-        consider(&mut best, Candidate { len, offset: (p + 1 - e as usize) as u32 }, repeats);
     }
     best.0
 }

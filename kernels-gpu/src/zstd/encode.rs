@@ -26,7 +26,7 @@ use ferrocomp_format::zstd::encode::lazy::{
 };
 use ferrocomp_format::zstd::encode::literals::{HuffmanLiterals, plan_huffman, stream_range, uncompressed_header};
 use ferrocomp_format::zstd::encode::sequences::{
-    Field, INITIAL_REPEATS, RepeatOffsets, Sequence, SequenceTables, codes, extra_fields, sequence,
+    Field, INITIAL_REPEATS, RepeatOffsets, Sequence, SequenceTables, codes, extra_fields, sequence, state_field,
     write_sequences_header,
 };
 use ferrocomp_format::zstd::encode::{
@@ -485,29 +485,35 @@ unsafe fn write_compressed_body<W: Warp>(
         return Ok(at);
     }
     let tables = unsafe { &(*entropy).sequences };
-    let stream_len = unsafe { encode_stream(warp, sequences, tables, out.add(at), available - at)? };
+    // The literal histogram's place is free once the literals are written.
+    let steps = unsafe { addr_of_mut!((*entropy).literal_counts) } as *mut u32;
+    let stream_len = unsafe { encode_stream(warp, sequences, tables, out.add(at), available - at, steps)? };
     Ok(at + stream_len)
 }
 
 /// Encodes the sequences' bitstream at `out` (room for `capacity` bytes), as the format
 /// crate's `write_sequences` does after the header; returns its size. Its units (the last
 /// sequence's extra bits; each sequence before it, last to first, with the state field moving
-/// the FSE states to it; the final states and end marker) go 32 at a time, a lane each: every
-/// lane steps the three states through the window's codes alike (the serial part, a few
-/// instructions a sequence, the tables in shared memory), keeping its own unit's state field,
-/// then each lane places its unit's fields by a prefix sum of their bits and the lanes write
-/// the window's words together.
+/// the FSE states to it; the final states and end marker) go 32 at a time, a lane each. The
+/// three FSE states are stepped through the window's codes (the serial part) by lanes 0, 1 and
+/// 2 together, one table each (every lane steps one alike, the others' work unused), into
+/// `steps` (shared, 96 words); then each lane gathers its unit's state field, places its
+/// unit's fields by a prefix sum of their bits and the lanes write the window's words together.
 unsafe fn encode_stream<W: Warp>(
     warp: &W,
     sequences: &[Sequence],
     tables: &SequenceTables,
     out: *mut u8,
     capacity: usize,
+    steps: *mut u32,
 ) -> Result<usize, Status> {
     let lane = warp.lane() as usize;
     let n = sequences.len();
     let units = n + 1;
-    let mut states = [0; 3];
+    // This lane's table: literal lengths, offsets, match lengths for lanes 0, 1, 2, and so on.
+    let kind = lane % 3;
+    let stepper = tables.steppers()[kind];
+    let mut state = 0;
     let mut stream = StreamWindow { out, capacity, word_base: 0, carry: 0, carry_bits: 0 };
     for base in (0..units).step_by(WARP_SIZE as usize) {
         let unit = base + lane;
@@ -516,30 +522,35 @@ unsafe fn encode_stream<W: Warp>(
             let (ll, of, ml) = codes(&seq);
             ll as u32 | (of as u32) << 8 | (ml as u32) << 16
         });
-        let mut state_field = (0, 0);
         for k in 0..(units - base).min(WARP_SIZE as usize) {
-            let packed = warp.shuffle(packed, k as u32);
-            let codes = (packed as u8, (packed >> 8) as u8, (packed >> 16) as u8);
-            let field = match base + k {
+            let symbol = (warp.shuffle(packed, k as u32) >> (8 * kind)) as u8;
+            let (value, bits) = match base + k {
                 0 => {
-                    states = tables.first_states(codes);
+                    state = stepper.first_state(symbol);
                     (0, 0)
                 }
-                unit if unit < n => tables.state_field(&mut states, codes),
+                unit if unit < n => stepper.step(&mut state, symbol),
                 _ => (0, 0),
             };
-            if k == lane {
-                state_field = field;
+            if lane < 3 {
+                unsafe { *steps.add(3 * k + lane) = value | bits << 16 };
             }
         }
+        let finals = [0, 1, 2].map(|table| warp.shuffle(state, table));
+        warp.sync(); // the steps are visible to every lane
         let unit_fields: [Field; 4] = match seq {
             Some(seq) => {
+                let step = |table: usize| {
+                    let packed = unsafe { *steps.add(3 * lane + table) };
+                    (packed & 0xFFFF, packed >> 16)
+                };
                 let [lengths, offset] = extra_fields(&seq);
-                [state_field, lengths, offset, (0, 0)]
+                [state_field([step(0), step(1), step(2)]), lengths, offset, (0, 0)]
             }
-            None if unit == n => tables.final_fields(states),
+            None if unit == n => tables.final_fields(finals),
             None => [(0, 0); 4],
         };
+        warp.sync(); // every lane has read its steps before the next window's are written
         unsafe { stream.write(warp, unit_fields) };
     }
     unsafe { stream.finish(warp) }

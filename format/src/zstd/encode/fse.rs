@@ -141,6 +141,37 @@ pub struct FseTable<const CELLS: usize, const SYMBOLS: usize> {
 /// An encoder's state: `cells + cell`, where `cell` is the decoder's state.
 pub type State = u32;
 
+/// What coding a symbol reads of an [`FseTable`], one type for every table size: a GPU lane
+/// picks one of several tables to step with.
+#[derive(Clone, Copy)]
+pub struct Stepper<'a> {
+    log: u32,
+    next: &'a [u16],
+    start: &'a [u16],
+    count: &'a [u16],
+}
+
+impl Stepper<'_> {
+    /// The state to start from when `symbol` is the last one coded (the first one decoded at
+    /// the end): its first cell, which reads at least one bit when the decoder leaves it.
+    #[inline(always)]
+    pub fn first_state(&self, symbol: u8) -> State {
+        self.next[self.start[symbol as usize] as usize] as State
+    }
+
+    /// Codes `symbol` from `state` without writing: returns the bits the decoder reads to return
+    /// to `state` (at most the table's log) and their count.
+    #[inline(always)]
+    pub fn step(&self, state: &mut State, symbol: u8) -> (u32, u32) {
+        let count = self.count[symbol as usize] as u32;
+        let most = self.log - highbit(count);
+        let bits = most - (*state < count << most) as u32;
+        let value = *state & ((1 << bits) - 1);
+        *state = self.next[(self.start[symbol as usize] as u32 + (*state >> bits) - count) as usize] as State;
+        (value, bits)
+    }
+}
+
 impl<const CELLS: usize, const SYMBOLS: usize> FseTable<CELLS, SYMBOLS> {
     /// Builds the table for `normalized` (a valid distribution of `1 << log` <= `CELLS` cells).
     pub fn build(&mut self, normalized: &[i16], log: u32) {
@@ -166,11 +197,16 @@ impl<const CELLS: usize, const SYMBOLS: usize> FseTable<CELLS, SYMBOLS> {
         }
     }
 
-    /// The state to start from when `symbol` is the last one coded (the first one decoded at
-    /// the end): its first cell, which reads at least one bit when the decoder leaves it.
+    /// What coding a symbol reads.
+    #[inline(always)]
+    pub fn stepper(&self) -> Stepper<'_> {
+        Stepper { log: self.log, next: &self.next, start: &self.start, count: &self.count }
+    }
+
+    /// The state to start from when `symbol` is the last one coded ([`Stepper::first_state`]).
     #[inline(always)]
     pub fn first_state(&self, symbol: u8) -> State {
-        self.next[self.start[symbol as usize] as usize] as State
+        self.stepper().first_state(symbol)
     }
 
     /// Codes `symbol` from `state`: writes the bits the decoder reads to return to `state`.
@@ -180,16 +216,10 @@ impl<const CELLS: usize, const SYMBOLS: usize> FseTable<CELLS, SYMBOLS> {
         w.add(value, bits);
     }
 
-    /// Codes `symbol` from `state` without writing: returns the bits the decoder reads to return
-    /// to `state` (at most the table's log) and their count.
+    /// Codes `symbol` from `state` without writing ([`Stepper::step`]).
     #[inline(always)]
     pub fn step(&self, state: &mut State, symbol: u8) -> (u32, u32) {
-        let count = self.count[symbol as usize] as u32;
-        let most = self.log - highbit(count);
-        let bits = most - (*state < count << most) as u32;
-        let value = *state & ((1 << bits) - 1);
-        *state = self.next[(self.start[symbol as usize] as u32 + (*state >> bits) - count) as usize] as State;
-        (value, bits)
+        self.stepper().step(state, symbol)
     }
 
     /// The field that gives the decoder `state` to start from.

@@ -4,7 +4,7 @@
 //! bitstream, written last sequence first.
 
 use super::bits::BitWriter;
-use super::fse::{COST_SHIFT, FseTable, State, normalize, symbol_cost, table_log, write_description};
+use super::fse::{COST_SHIFT, FseTable, State, Stepper, normalize, symbol_cost, table_log, write_description};
 use crate::Status;
 use crate::zstd::tables::{
     LITERAL_LENGTH_BASELINE, LITERAL_LENGTH_CODES, LITERAL_LENGTH_DEFAULT, LITERAL_LENGTH_DEFAULT_LOG,
@@ -235,15 +235,20 @@ impl SequenceTables {
     }
 
     /// The field that moves `states` on to code a sequence (one before the last) of [`codes`]
-    /// `(ll, of, ml)`: the three state updates in one (at most 8 + 9 + 9 bits), as the decoder
-    /// reads them.
+    /// `(ll, of, ml)`: the three state updates in one ([`state_field`]).
     #[inline(always)]
     pub fn state_field(&self, states: &mut [State; 3], (ll, of, ml): (u8, u8, u8)) -> Field {
         let [ll_state, of_state, ml_state] = states;
-        let (of_value, of_bits) = self.offsets.table.step(of_state, of);
-        let (ml_value, ml_bits) = self.match_lengths.table.step(ml_state, ml);
-        let (ll_value, ll_bits) = self.literal_lengths.table.step(ll_state, ll);
-        (of_value | (ml_value | ll_value << ml_bits) << of_bits, of_bits + ml_bits + ll_bits)
+        let of = self.offsets.table.step(of_state, of);
+        let ml = self.match_lengths.table.step(ml_state, ml);
+        let ll = self.literal_lengths.table.step(ll_state, ll);
+        state_field([ll, of, ml])
+    }
+
+    /// The three tables' steppers: literal lengths, offsets, match lengths.
+    #[inline(always)]
+    pub fn steppers(&self) -> [Stepper<'_>; 3] {
+        [self.literal_lengths.table.stepper(), self.offsets.table.stepper(), self.match_lengths.table.stepper()]
     }
 
     /// The fields that end the stream: the final states (match length, offset, literal
@@ -257,6 +262,13 @@ impl SequenceTables {
             (1, 1),
         ]
     }
+}
+
+/// The field of a sequence's three state updates (literal length, offset, match length) in
+/// one, at most 8 + 9 + 9 bits, as the decoder reads them.
+#[inline(always)]
+pub fn state_field([(ll_value, ll_bits), (of_value, of_bits), (ml_value, ml_bits)]: [Field; 3]) -> Field {
+    (of_value | (ml_value | ll_value << ml_bits) << of_bits, of_bits + ml_bits + ll_bits)
 }
 
 /// The extra-bit fields of `seq`, in the order the decoder reads them backward: the two

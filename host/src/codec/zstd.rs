@@ -18,9 +18,9 @@ use ferrocomp_kernels_gpu::zstd::{
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
 
-/// Most warps a kernel with scratch runs (each owns a slot: 128 KiB to decode, 209 KiB to encode
-/// at level 1, 346 KiB at levels 2 and 3); more chunks are taken in turns. Each warp's work is mostly
-/// serial (one lane encodes the sequences), so throughput comes from chunks in flight: 4096 is
+/// Most warps a kernel with scratch runs (each owns a slot: 128 KiB to decode, 192 KiB to encode
+/// at level 1, 328 KiB at levels 2 and 3); more chunks are taken in turns. Each warp's work is mostly
+/// serial (the FSE coding, each parse step's chain walk), so throughput comes from chunks in flight: 4096 is
 /// more than an H100 holds at once.
 const SLOTS: usize = DECODE_SLOTS;
 /// Most bytes one byte of a frame decodes to: a 4-byte RLE block regenerates 128 KiB.

@@ -48,7 +48,7 @@ pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = {
 pub const COMPRESS_SCRATCH_BYTES_PER_WARP: usize = compress_scratch_bytes_per_warp(MAX_LEVEL);
 
 /// Bytes of global scratch each warp needs at `level`: the `CompressScratch` up to its chains
-/// at level 1 (the block's literals and sequences, about 199 KiB), up to its entropy tables at
+/// at level 1 (the block's literals and sequences, 192 KiB), up to its entropy tables at
 /// levels 2 and 3 (the chain links too); the rest is in shared memory.
 pub const fn compress_scratch_bytes_per_warp(level: u8) -> usize {
     if level <= 1 { offset_of!(CompressScratch, chains) } else { offset_of!(CompressScratch, entropy) }

@@ -255,9 +255,20 @@ pub unsafe fn copy<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: u32) {
 /// holds: allocations are word-aligned).
 #[inline(always)]
 pub unsafe fn word_at(at: *const u8) -> u32 {
-    let base = (at as usize & !3) as *const u32;
-    let (low, high) = unsafe { (*base, *base.add(1)) };
-    (((high as u64) << 32 | low as u64) >> ((at as usize & 3) * 8)) as u32
+    let (base, shift) = aligned(at);
+    unsafe { funnel(*base, *base.add(1), shift) }
+}
+
+/// The aligned word holding the byte at `at`, and that byte's bit offset in it.
+#[inline(always)]
+pub fn aligned(at: *const u8) -> (*const u32, u32) {
+    ((at as usize & !3) as *const u32, (at as usize & 3) as u32 * 8)
+}
+
+/// The 4 bytes starting `shift` bits into the little-endian words `low` then `high`.
+#[inline(always)]
+pub fn funnel(low: u32, high: u32, shift: u32) -> u32 {
+    (((high as u64) << 32 | low as u64) >> shift) as u32
 }
 
 /// Writes the match of `len` bytes at `out[op..]` repeating those `offset` back (all written

@@ -13,7 +13,7 @@
 //! functions, so the two sides cannot drift apart.
 
 use crate::lz4::{SequenceEncoder, common_backward, common_forward, parse_chunk};
-use crate::lz77::{copy, scan_add, word_at};
+use crate::lz77::{aligned, copy, funnel, scan_add, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use core::mem::offset_of;
 use core::ptr::addr_of_mut;
@@ -347,14 +347,14 @@ impl Window {
     /// before `at`, in the same word as it).
     #[inline(always)]
     unsafe fn at(at: *const u8) -> Self {
-        let base = (at as usize & !3) as *const u32;
-        Self { words: core::array::from_fn(|k| unsafe { *base.add(k) }), shift: (at as usize & 3) as u32 * 8 }
+        let (base, shift) = aligned(at);
+        Self { words: core::array::from_fn(|k| unsafe { *base.add(k) }), shift }
     }
 
     /// Bytes `4 * k..4 * k + 4` of the window, little-endian.
     #[inline(always)]
     fn word(&self, k: usize) -> u32 {
-        (((self.words[k + 1] as u64) << 32 | self.words[k] as u64) >> self.shift) as u32
+        funnel(self.words[k], self.words[k + 1], self.shift)
     }
 
     /// Bytes this window and `other` have in common from their starts.
@@ -377,12 +377,11 @@ impl Window {
     /// As [`Window::at`].
     #[inline(always)]
     unsafe fn common_at(&self, at: *const u8, equal: usize) -> u32 {
-        let base = (at as usize & !3) as *const u32;
-        let shift = (at as usize & 3) as u32 * 8;
+        let (base, shift) = aligned(at);
         let mut low = unsafe { *base.add(equal) };
         for k in equal..MEASURE_CAP / 4 {
             let high = unsafe { *base.add(k + 1) };
-            let diff = (((high as u64) << 32 | low as u64) >> shift) as u32 ^ self.word(k);
+            let diff = funnel(low, high, shift) ^ self.word(k);
             if diff != 0 {
                 return 4 * k as u32 + diff.trailing_zeros() / 8;
             }

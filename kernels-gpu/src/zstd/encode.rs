@@ -9,8 +9,9 @@
 //! eight lanes code each stream ([`encode_streams_split`]; a lane per stream below 1024
 //! literals); the first lane builds the sequences' FSE tables, then the lanes code the
 //! sequences 32 at a time ([`encode_stream`]). Once the parse is done its hash table's shared
-//! memory holds the entropy coders' tables. Every choice is made by the format crate's
-//! functions, so the two sides cannot drift apart.
+//! memory holds the literals' tables ([`LiteralStage`]), and once the literals are written the
+//! sequences' ([`SequenceStage`]). Every choice is made by the format crate's functions, so the
+//! two sides cannot drift apart.
 
 use crate::lz4::{SequenceEncoder, common_backward, common_forward, parse_chunk};
 use crate::lz77::{aligned, copy, funnel, scan_add, word_at};
@@ -19,10 +20,10 @@ use core::mem::offset_of;
 use core::ptr::addr_of_mut;
 use core::slice;
 use ferrocomp_format::lz4::HASH_ENTRIES;
-use ferrocomp_format::zstd::encode::block::{BlockScratch, EntropyScratch};
+use ferrocomp_format::zstd::encode::block::BlockScratch;
 use ferrocomp_format::zstd::encode::huffman::HuffmanCode;
 use ferrocomp_format::zstd::encode::lazy::{
-    self, CHAIN_HASH_BITS, Candidate, LANES, MEASURE_CAP, MIN_MATCH, choose_lane,
+    self, CHAIN_HASH_BITS, Candidate, LANES, MEASURE_CAP, MIN_MATCH, choose_lane_by_masks, prefers_next,
 };
 use ferrocomp_format::zstd::encode::literals::{HuffmanLiterals, plan_huffman, stream_range, uncompressed_header};
 use ferrocomp_format::zstd::encode::sequences::{
@@ -39,11 +40,31 @@ use ferrocomp_format::{DataType, Status};
 /// Entries of the hash table in shared memory (LZ4's table at level 1, the chain heads at 2).
 const TABLE_ENTRIES: usize = if HASH_ENTRIES > 1 << CHAIN_HASH_BITS { HASH_ENTRIES } else { 1 << CHAIN_HASH_BITS };
 /// Bytes of shared memory each warp of the compress kernel needs: the parse's hash table, whose
-/// place the entropy coders' tables take once the parse is done (their every step reads them).
+/// place the entropy stages' tables take in turn once the parse is done (their every step reads
+/// them).
 pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = {
-    let (table, entropy) = (TABLE_ENTRIES * 2, size_of::<EntropyScratch>());
-    (if table > entropy { table } else { entropy }).next_multiple_of(16)
+    let (table, literals, sequences) = (TABLE_ENTRIES * 2, size_of::<LiteralStage>(), size_of::<SequenceStage>());
+    let stages = if literals > sequences { literals } else { sequences };
+    (if table > stages { table } else { stages }).next_multiple_of(16)
 };
+
+/// The literals' tables, in shared memory from the parse's end until the literals are written.
+#[repr(C)]
+struct LiteralStage {
+    /// Histogram of the block's literals.
+    counts: [u32; 256],
+    /// Their Huffman code.
+    huffman: HuffmanCode,
+}
+
+/// The sequences' tables, in the literals' place once those are written.
+#[repr(C)]
+struct SequenceStage {
+    /// The three code tables.
+    tables: SequenceTables,
+    /// The FSE steps of a window of 32 units, three words a unit ([`encode_stream`]).
+    steps: [u32; 3 * WARP_SIZE as usize],
+}
 /// Bytes of global scratch each warp of the compress kernel needs at any level.
 pub const COMPRESS_SCRATCH_BYTES_PER_WARP: usize = compress_scratch_bytes_per_warp(MAX_LEVEL);
 
@@ -54,11 +75,12 @@ pub const fn compress_scratch_bytes_per_warp(level: u8) -> usize {
     if level <= 1 { offset_of!(CompressScratch, chains) } else { offset_of!(CompressScratch, entropy) }
 }
 
-/// Where a warp works: its shared memory (the hash table during the parse, the entropy tables
-/// after) and its scratch slot.
+/// Where a warp works: its shared memory (the hash table during the parse, then the literals'
+/// tables, then the sequences') and its scratch slot.
 struct Work {
     table: *mut u16,
-    entropy: *mut EntropyScratch,
+    literal_stage: *mut LiteralStage,
+    sequence_stage: *mut SequenceStage,
     scratch: *mut CompressScratch,
 }
 
@@ -85,7 +107,8 @@ pub unsafe fn compress_chunk<W: Warp>(
     let level = level.clamp(1, MAX_LEVEL);
     let work = Work {
         table: shared as *mut u16,
-        entropy: shared as *mut EntropyScratch,
+        literal_stage: shared as *mut LiteralStage,
+        sequence_stage: shared as *mut SequenceStage,
         scratch: scratch as *mut CompressScratch,
     };
     let (header, mut at) = frame_header(n);
@@ -270,10 +293,10 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
         let lanes = (n + 1 - MIN_MATCH - pos).min(LANES);
         let (p, active) = (pos + lane as usize, (lane as usize) < lanes);
         let (slot, first, found) = if active && p + WINDOW <= n {
-            let here = unsafe { Window::at(data.add(p)) };
-            let slot = lazy::hash_word(here.word(0));
+            let here = unsafe { word_at(data.add(p)) };
+            let slot = lazy::hash_word(here);
             let first = unsafe { *head.add(slot) };
-            let found = unsafe { find_match::<DEPTH>(data, p, &here, first, prev, repeats) };
+            let found = unsafe { find_match::<DEPTH>(data, p, here, first, prev, repeats) };
             (slot as u32, first, found)
         } else if active {
             let slot = lazy::hash(input, p);
@@ -295,17 +318,12 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
         }
         warp.sync();
         let matched = warp.ballot(found.len != 0);
-        let gain = found.gain(&repeats) as u32;
+        let gain = found.gain(&repeats);
+        let next_gain = warp.shuffle(gain as u32, (lane + 1).min(WARP_SIZE - 1)) as i32;
+        let passed = warp.ballot(matched >> 1 >> lane & 1 == 1 && prefers_next(gain, next_gain));
         let mut cursor = pos;
-        let gain_of = |l: u32| (matched >> l & 1 == 1).then(|| warp.shuffle(gain, l) as i32);
         loop {
-            // The first lane with a match from the cursor on, where `choose_lane` would come to.
-            let from = (cursor - pos) as u32;
-            let eligible = if from < LANES as u32 { matched & (u32::MAX << from) } else { 0 };
-            if eligible == 0 {
-                break;
-            }
-            let Some(chosen) = choose_lane(eligible.trailing_zeros(), lanes as u32, &gain_of) else { break };
+            let Some(chosen) = choose_lane_by_masks((cursor - pos) as u32, matched, passed) else { break };
             let p = pos + chosen as usize;
             let c = p - warp.shuffle(found.offset, chosen) as usize;
             // The search measured the match up to MEASURE_CAP bytes: only a longer one needs the rest.
@@ -332,71 +350,35 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
 /// slack.
 const WINDOW: usize = MEASURE_CAP + 4;
 
-/// The [`MEASURE_CAP`] bytes at some position, as the aligned words that hold them: loads that
-/// never wait on one another, at any alignment.
-struct Window {
-    words: [u32; MEASURE_CAP / 4 + 1],
-    shift: u32,
+/// Bytes the [`MEASURE_CAP`] bytes at `p` and at `c` have in common, their first `equal` words
+/// known to agree: both sides' aligned words loaded a word at a time while they agree, so a
+/// lane whose candidate differs early loads little.
+///
+/// # Safety
+/// The [`WINDOW`] bytes at `data + p` and `data + c` must be readable (the aligned words begin
+/// at most 3 bytes before each, in the same word).
+#[inline(always)]
+unsafe fn common_from(data: *const u8, p: usize, c: usize, equal: usize) -> u32 {
+    let ((here, here_shift), (there, there_shift)) = unsafe { (aligned(data.add(p)), aligned(data.add(c))) };
+    let (mut here_low, mut there_low) = unsafe { (*here.add(equal), *there.add(equal)) };
+    for k in equal..MEASURE_CAP / 4 {
+        let (here_high, there_high) = unsafe { (*here.add(k + 1), *there.add(k + 1)) };
+        let diff = funnel(here_low, here_high, here_shift) ^ funnel(there_low, there_high, there_shift);
+        if diff != 0 {
+            return 4 * k as u32 + diff.trailing_zeros() / 8;
+        }
+        (here_low, there_low) = (here_high, there_high);
+    }
+    MEASURE_CAP as u32
 }
 
-impl Window {
-    /// The window at `at`.
-    ///
-    /// # Safety
-    /// The [`WINDOW`] bytes at `at` must be readable (the aligned words begin at most 3 bytes
-    /// before `at`, in the same word as it).
-    #[inline(always)]
-    unsafe fn at(at: *const u8) -> Self {
-        let (base, shift) = aligned(at);
-        Self { words: core::array::from_fn(|k| unsafe { *base.add(k) }), shift }
-    }
-
-    /// Bytes `4 * k..4 * k + 4` of the window, little-endian.
-    #[inline(always)]
-    fn word(&self, k: usize) -> u32 {
-        funnel(self.words[k], self.words[k + 1], self.shift)
-    }
-
-    /// Bytes this window and `other` have in common from their starts.
-    #[inline(always)]
-    fn common(&self, other: &Self) -> u32 {
-        let mut len = MEASURE_CAP as u32;
-        for k in (0..MEASURE_CAP / 4).rev() {
-            let diff = self.word(k) ^ other.word(k);
-            if diff != 0 {
-                len = 4 * k as u32 + diff.trailing_zeros() / 8;
-            }
-        }
-        len
-    }
-
-    /// Bytes this window has in common with the bytes at `at`, whose first `equal` words agree
-    /// with it: the rest loaded a word at a time while they agree.
-    ///
-    /// # Safety
-    /// As [`Window::at`].
-    #[inline(always)]
-    unsafe fn common_at(&self, at: *const u8, equal: usize) -> u32 {
-        let (base, shift) = aligned(at);
-        let mut low = unsafe { *base.add(equal) };
-        for k in equal..MEASURE_CAP / 4 {
-            let high = unsafe { *base.add(k + 1) };
-            let diff = funnel(low, high, shift) ^ self.word(k);
-            if diff != 0 {
-                return 4 * k as u32 + diff.trailing_zeros() / 8;
-            }
-            low = high;
-        }
-        MEASURE_CAP as u32
-    }
-}
-
-/// `lazy::best_match` for a position `p` with [`WINDOW`] bytes after it whose window is `here`:
-/// the same match, found by aligned words with the chain's links loaded first. The repeat
-/// candidates lie the same distance back in every lane, so their windows' loads are coalesced
-/// and made at once; a chain candidate's are a transaction per lane, so its words are loaded
-/// only while they agree. It needs no check that a chain candidate differs at the best length
-/// so far: such a one never gains more than the best.
+/// `lazy::best_match` for a position `p` with [`WINDOW`] bytes after it whose first word is
+/// `here`: the same match, found by aligned words with the chain's links loaded first. Every
+/// candidate's first word is loaded at once (the repeat candidates' while the first link is on
+/// its way); a candidate whose first word agrees is then measured word by word
+/// ([`common_from`]), the others (most, on data with few matches) cost no more loads. It needs
+/// no check that a chain candidate differs at the best length so far: such a one never gains
+/// more than the best.
 ///
 /// # Safety
 /// `data` must be readable for `p +` [`WINDOW`] bytes and `prev` hold the links of the chain
@@ -405,40 +387,37 @@ impl Window {
 unsafe fn find_match<const DEPTH: usize>(
     data: *const u8,
     p: usize,
-    here: &Window,
+    here: u32,
     first: u16,
     prev: *const u16,
     repeats: RepeatOffsets,
 ) -> Candidate {
-    // The chain's links, each load waiting on the one before; the repeat candidates are
-    // measured while the first is on its way. One that does not exist is measured at position 0,
-    // then passed over.
+    // The chain's links, each load waiting on the one before. A repeat candidate that does not
+    // exist is read at position 0, then passed over.
     let link = |entry: u16| if entry != 0 { unsafe { *prev.add(entry as usize - 1) } } else { 0 };
     let mut entries = [first; DEPTH];
     if DEPTH > 1 {
         entries[1] = link(first);
     }
-    let repeat_lens = repeats.map(|r| {
-        let there = unsafe { Window::at(data.add(p.saturating_sub(r as usize))) };
-        here.common(&there)
-    });
+    let repeat_words = repeats.map(|r| unsafe { word_at(data.add(p.saturating_sub(r as usize))) });
     for i in 2..DEPTH {
         entries[i] = link(entries[i - 1]);
     }
-    // Every chain candidate's first word at once; the rest only while they agree.
     let first_words = entries.map(|e| if e != 0 { unsafe { word_at(data.add(e as usize - 1)) } } else { 0 });
     let mut best = (Candidate::default(), 0);
     for i in 0..3 {
-        if repeats[i] as usize <= p {
-            consider(&mut best, Candidate { len: repeat_lens[i], offset: repeats[i] }, &repeats);
+        let r = repeats[i] as usize;
+        if r <= p && repeat_words[i] == here {
+            let len = unsafe { common_from(data, p, p - r, 1) };
+            consider(&mut best, Candidate { len, offset: repeats[i] }, &repeats);
         }
     }
     let mut searching = true;
     for i in 0..DEPTH {
         searching &= entries[i] != 0 && best.0.len as usize != MEASURE_CAP;
-        if searching && first_words[i] == here.word(0) {
+        if searching && first_words[i] == here {
             let c = entries[i] as usize - 1;
-            let len = unsafe { here.common_at(data.add(c), 1) };
+            let len = unsafe { common_from(data, p, c, 1) };
             consider(&mut best, Candidate { len, offset: (p - c) as u32 }, &repeats);
         }
     }
@@ -468,14 +447,15 @@ unsafe fn write_compressed_body<W: Warp>(
     available: usize,
 ) -> Result<usize, Status> {
     let block = unsafe { &*addr_of_mut!((*work.scratch).block) };
-    let entropy = work.entropy;
     let literals = &block.literals[..literal_count];
-    unsafe { histogram(warp, literals, entropy) };
-    let literals_len = unsafe { write_literals(warp, literals, entropy, out, available)? };
+    unsafe { histogram(warp, literals, work.literal_stage) };
+    let literals_len = unsafe { write_literals(warp, literals, work.literal_stage, out, available)? };
+    // The literals are written (and every lane is past them): their tables' place is free.
+    let stage = work.sequence_stage;
     let sequences = &block.sequences[..sequence_count];
-    unsafe { count_sequence_codes(warp, sequences, entropy) };
+    unsafe { count_sequence_codes(warp, sequences, stage) };
     let header_len = first_lane(warp, || {
-        let tables = unsafe { &mut (*entropy).sequences };
+        let tables = unsafe { &mut (*stage).tables };
         write_sequences_header(sequences, tables, unsafe { bytes_mut(out.add(literals_len), available - literals_len) })
     })?;
     warp.sync(); // the tables lane 0 built are visible to every lane
@@ -483,9 +463,8 @@ unsafe fn write_compressed_body<W: Warp>(
     if sequences.is_empty() {
         return Ok(at);
     }
-    let tables = unsafe { &(*entropy).sequences };
-    // The literal histogram's place is free once the literals are written.
-    let steps = unsafe { addr_of_mut!((*entropy).literal_counts) } as *mut u32;
+    let tables = unsafe { &(*stage).tables };
+    let steps = unsafe { addr_of_mut!((*stage).steps) } as *mut u32;
     let stream_len = unsafe { encode_stream(warp, sequences, tables, out.add(at), available - at, steps)? };
     Ok(at + stream_len)
 }
@@ -660,8 +639,8 @@ fn before_by(lane: u32, distance: u32) -> u32 {
 }
 
 /// Counts the literals' byte values into the histogram in shared memory.
-unsafe fn histogram<W: Warp>(warp: &W, literals: &[u8], entropy: *mut EntropyScratch) {
-    let counts = unsafe { addr_of_mut!((*entropy).literal_counts) } as *mut u32;
+unsafe fn histogram<W: Warp>(warp: &W, literals: &[u8], stage: *mut LiteralStage) {
+    let counts = unsafe { addr_of_mut!((*stage).counts) } as *mut u32;
     warp.for_each_strided(256, |b| unsafe { *counts.add(b) = 0 });
     warp.sync();
     unsafe { count(warp, literals.len(), |i| [literals[i] as u32], counts) };
@@ -669,12 +648,12 @@ unsafe fn histogram<W: Warp>(warp: &W, literals: &[u8], entropy: *mut EntropyScr
 
 /// Counts the sequences' literal-length, offset and match-length codes into their code tables
 /// in shared memory, as `count_codes` does.
-unsafe fn count_sequence_codes<W: Warp>(warp: &W, sequences: &[Sequence], entropy: *mut EntropyScratch) {
+unsafe fn count_sequence_codes<W: Warp>(warp: &W, sequences: &[Sequence], stage: *mut SequenceStage) {
     // Where each kind's counts are, in words from the tables' start.
     const LITERAL_LENGTHS: usize = offset_of!(SequenceTables, literal_lengths.counts) / 4;
     const OFFSETS: usize = offset_of!(SequenceTables, offsets.counts) / 4;
     const MATCH_LENGTHS: usize = offset_of!(SequenceTables, match_lengths.counts) / 4;
-    let tables = unsafe { addr_of_mut!((*entropy).sequences) } as *mut u32;
+    let tables = unsafe { addr_of_mut!((*stage).tables) } as *mut u32;
     for (at, codes) in
         [(LITERAL_LENGTHS, LITERAL_LENGTH_CODES), (OFFSETS, OFFSET_CODES), (MATCH_LENGTHS, MATCH_LENGTH_CODES)]
     {
@@ -715,20 +694,20 @@ unsafe fn count<W: Warp, const K: usize>(warp: &W, n: usize, bins: impl Fn(usize
 unsafe fn write_literals<W: Warp>(
     warp: &W,
     literals: &[u8],
-    entropy: *mut EntropyScratch,
+    stage: *mut LiteralStage,
     out: *mut u8,
     available: usize,
 ) -> Result<usize, Status> {
     let (n, lane) = (literals.len(), warp.lane() as usize);
     let planned = if lane == 0 {
-        let (counts, huffman) = unsafe { (&(*entropy).literal_counts, &mut (*entropy).huffman) };
+        let (counts, huffman) = unsafe { (&(*stage).counts, &mut (*stage).huffman) };
         plan_huffman(n, counts, huffman, unsafe { bytes_mut(out, available) })
     } else {
         None
     };
     if let Some(mut plan) = broadcast_plan(warp, planned, n) {
         warp.sync(); // the code is visible to every lane
-        let huffman = unsafe { &(*entropy).huffman };
+        let huffman = unsafe { &(*stage).huffman };
         let quarter = n.div_ceil(4).max(1);
         let mut bits = [0u32; 4];
         warp.for_each_strided(n, |i| {
@@ -756,7 +735,7 @@ unsafe fn write_literals<W: Warp>(
             return Ok(plan.size());
         }
     }
-    let (header, header_len, body_len) = uncompressed_header(literals, unsafe { &(*entropy).literal_counts });
+    let (header, header_len, body_len) = uncompressed_header(literals, unsafe { &(*stage).counts });
     if header_len + body_len > available {
         return Err(Status::OutputTooSmall);
     }

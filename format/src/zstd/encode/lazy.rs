@@ -161,11 +161,28 @@ pub fn choose_lane(from: u32, lanes: u32, mut gain_of: impl FnMut(u32) -> Option
     };
     while lane + 1 < lanes {
         match gain_of(lane + 1) {
-            Some(next) if next > gain + LAZY_MARGIN => (lane, gain) = (lane + 1, next),
+            Some(next) if prefers_next(gain, next) => (lane, gain) = (lane + 1, next),
             _ => break,
         }
     }
     Some(lane)
+}
+
+/// Whether the lazy choice passes over a match gaining `gain` for the next position's, gaining
+/// `next`.
+#[inline(always)]
+pub fn prefers_next(gain: i32, next: i32) -> bool {
+    next > gain + LAZY_MARGIN
+}
+
+/// [`choose_lane`] from masks a warp's lanes make at once: `matched` has a bit for each lane
+/// with a match, `passed` one for each lane whose next lane has a match it [`prefers_next`]
+/// (the lanes past the batch have neither).
+#[inline(always)]
+pub fn choose_lane_by_masks(from: u32, matched: u32, passed: u32) -> Option<u32> {
+    let eligible = if from < 32 { matched & (u32::MAX << from) } else { 0 };
+    let lane = eligible.trailing_zeros();
+    (eligible != 0).then(|| lane + (!(passed >> lane)).trailing_zeros())
 }
 
 /// Finds the sequences of `input` (at most [`MAX_BLOCK_SIZE`] bytes) at `level` (2 or more)
@@ -233,4 +250,36 @@ fn common_backward(input: &[u8], p: usize, c: usize, anchor: usize) -> usize {
         len += 1;
     }
     len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choosing_by_masks_chooses_as_choose_lane() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let lanes = 1 + (next() % 32) as u32;
+            let gains: [Option<i32>; 32] = core::array::from_fn(|l| {
+                let r = next();
+                (l < lanes as usize && r % 3 != 0).then_some((r >> 8) as i32 % 40 - 8)
+            });
+            let matched = (0..32).filter(|&l| gains[l].is_some()).fold(0u32, |m, l| m | 1 << l);
+            let passed = (0..31).fold(0u32, |m, l| match (gains[l], gains[l + 1]) {
+                (Some(gain), Some(next)) if prefers_next(gain, next) => m | 1 << l,
+                _ => m,
+            });
+            for from in 0..=33 {
+                let scalar = if from < lanes { choose_lane(from, lanes, |l| gains[l as usize]) } else { None };
+                assert_eq!(choose_lane_by_masks(from, matched, passed), scalar, "from {from} gains {gains:?}");
+            }
+        }
+    }
 }

@@ -322,8 +322,7 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
         let next_gain = warp.shuffle(gain as u32, (lane + 1).min(WARP_SIZE - 1)) as i32;
         let passed = warp.ballot(matched >> 1 >> lane & 1 == 1 && prefers_next(gain, next_gain));
         let mut cursor = pos;
-        loop {
-            let Some(chosen) = choose_lane_by_masks((cursor - pos) as u32, matched, passed) else { break };
+        while let Some(chosen) = choose_lane_by_masks((cursor - pos) as u32, matched, passed) {
             let p = pos + chosen as usize;
             let c = p - warp.shuffle(found.offset, chosen) as usize;
             // The search measured the match up to MEASURE_CAP bytes: only a longer one needs the rest.

@@ -36,13 +36,19 @@ pub trait Warp {
         }
     }
 
-    /// XOR of `value` over all lanes, in every lane.
-    fn reduce_xor(&self, mut value: u32) -> u32 {
+    /// `value` of all lanes combined by `combine` (associative and commutative), in every lane.
+    #[inline(always)]
+    fn reduce(&self, mut value: u32, combine: impl Fn(u32, u32) -> u32) -> u32 {
         let mut distance = WARP_SIZE / 2;
         while distance > 0 {
-            value ^= self.shuffle(value, self.lane() ^ distance);
+            value = combine(value, self.shuffle(value, self.lane() ^ distance));
             distance /= 2;
         }
         value
+    }
+
+    /// XOR of `value` over all lanes, in every lane.
+    fn reduce_xor(&self, value: u32) -> u32 {
+        self.reduce(value, |a, b| a ^ b)
     }
 }

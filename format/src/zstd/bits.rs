@@ -79,7 +79,13 @@ impl<'a> ReverseBits<'a> {
     pub fn refill(&mut self) {
         // Selects rather than a branch: a GPU lane predicates the few instructions.
         let load = self.held <= 32 && self.at != 0;
-        let bytes = if !load { 0 } else if self.at > self.head { 4 } else { self.at };
+        let bytes = if !load {
+            0
+        } else if self.at > self.head {
+            4
+        } else {
+            self.at
+        };
         self.window |= if load { (self.ahead as u64).wrapping_shl((32 - self.held) as u32) } else { 0 };
         self.held += 8 * bytes as i32;
         self.at -= bytes;

@@ -5,9 +5,8 @@ use crate::Status;
 
 /// A backward bitstream over a byte slice. `window` holds the next `held` bits at its top, the
 /// next bit first; `data[..at]` is not loaded yet. Loads take the aligned 4-byte words within
-/// `data` one at a time, the few unaligned bytes at its end one by one when the reader starts,
-/// and the few at its start (`head`) as one word made when it starts: on a GPU lane a refill
-/// is one load without a branch (the stream's bytes in global memory, a word per 32 bits read),
+/// `data` one at a time, and only its few unaligned bytes at either end one by one: on a GPU
+/// lane a refill is one load (the stream's bytes in global memory, a word per 32 bits read),
 /// issued a refill ahead of the one that uses it, so that its latency is hidden.
 /// Past the start of `data` it reads zeros, and [`overflowed`](Self::overflowed) tells.
 pub struct ReverseBits<'a> {
@@ -15,13 +14,11 @@ pub struct ReverseBits<'a> {
     /// The aligned words of `data`, after its first `head` bytes.
     words: &'a [u32],
     head: u32,
-    /// The bytes below the words at the top of a word, the stream's last load.
-    head_word: u32,
     at: u32,
     /// Bits in `window`: below 0 once more were read than the stream holds.
     held: i32,
     window: u64,
-    /// What the next refill loads: the aligned word below `at`, or `head_word`.
+    /// The aligned word below `at` (0 where there is none), loaded a refill early.
     ahead: u32,
 }
 
@@ -35,20 +32,17 @@ impl<'a> ReverseBits<'a> {
         if last == 0 {
             return Err(Status::Malformed);
         }
-        let (head_bytes, words, _) = bytemuck::pod_align_to::<u8, u32>(data);
-        let (head, words_end) = (head_bytes.len() as u32, (head_bytes.len() + 4 * words.len()) as u32);
+        let (head, words, _) = bytemuck::pod_align_to::<u8, u32>(data);
+        let (head, words_end) = (head.len() as u32, (head.len() + 4 * words.len()) as u32);
         // The last byte's bits below its marker, then bytes down to a word's end, so that from
         // there on words load whole.
         let held = 7 - last.leading_zeros() as i32;
         let window = (last as u64) << 56 << (last.leading_zeros() + 1);
-        let mut reader = Self { data, words, head, head_word: 0, at: len - 1, held, window, ahead: 0 };
+        let mut reader = Self { data, words, head, at: len - 1, held, window, ahead: 0 };
         while reader.at > head && (reader.at > words_end || !(reader.at - head).is_multiple_of(4)) {
             reader.load_byte();
         }
-        // The bytes below the words (all the unloaded ones, in a stream shorter than a word).
-        let below = &head_bytes[..reader.at.min(head) as usize];
-        reader.head_word = below.iter().fold(0u32, |word, &byte| word >> 8 | (byte as u32) << 24);
-        reader.ahead = reader.load_below(reader.at);
+        reader.ahead = reader.word_below(reader.at);
         reader.refill();
         Ok(reader)
     }
@@ -62,40 +56,40 @@ impl<'a> ReverseBits<'a> {
         self.held += 8;
     }
 
-    /// What a refill at `at` (a word boundary or at most `head`) loads: the aligned word ending
-    /// there, or the head bytes' word.
+    /// The aligned word ending at `at` (a word boundary), 0 where there is none.
     #[inline(always)]
-    fn load_below(&self, at: u32) -> u32 {
-        if at <= self.head {
-            return self.head_word;
-        }
-        let index = ((at - self.head) / 4) as usize;
+    fn word_below(&self, at: u32) -> u32 {
+        let index = (at.wrapping_sub(self.head) / 4) as usize;
         u32::from_le(self.words.get(index.wrapping_sub(1)).copied().unwrap_or(0))
     }
 
-    /// Loads bits until at least 32 are held (a word, or the head bytes, when 32 or fewer are),
-    /// or every bit is.
+    /// Loads bits until at least 32 are held (a word when 32 or fewer are), or every bit is.
     #[inline(always)]
     pub fn refill(&mut self) {
-        // Selects rather than a branch: a GPU lane predicates the few instructions.
-        let load = self.held <= 32 && self.at != 0;
-        let bytes = if !load {
-            0
-        } else if self.at > self.head {
-            4
+        if self.held > 32 || self.at == 0 {
+            return;
+        }
+        if self.at > self.head {
+            self.window |= (self.ahead as u64) << (32 - self.held);
+            self.held += 32;
+            self.at -= 4;
+            self.ahead = self.word_below(self.at);
         } else {
-            self.at
-        };
-        self.window |= if load { (self.ahead as u64).wrapping_shl((32 - self.held) as u32) } else { 0 };
-        self.held += 8 * bytes as i32;
-        self.at -= bytes;
-        if load {
-            self.ahead = self.load_below(self.at);
+            while self.held <= 56 && self.at > 0 {
+                self.load_byte();
+            }
         }
     }
 
-    /// The next `n` bits without consuming them, for `n` from 1 to 32 (a Huffman table's log):
-    /// one shift of the window's top half; as many must be held (a refill holds 32).
+    /// The next `n` (at most 32) bits without consuming them, zeros past the start; as many must
+    /// be held (a refill holds 32).
+    #[inline(always)]
+    pub fn peek(&self, n: u32) -> u32 {
+        ((self.window >> 32) as u32).checked_shr(32 - n.min(32)).unwrap_or(0)
+    }
+
+    /// The next `n` bits, for `n` from 1 to 32 (a Huffman table's log): one shift of the
+    /// window's top half, where [`peek`](Self::peek) must also turn a shift by 32 into 0.
     #[inline(always)]
     pub fn peek_some(&self, n: u32) -> u32 {
         ((self.window >> 32) as u32) >> (32 - n)
@@ -108,15 +102,38 @@ impl<'a> ReverseBits<'a> {
         self.window = self.window.wrapping_shl(n);
     }
 
-    /// Reads `n` (at most 32) bits, after a refill when 32 or fewer are held: at most one load,
-    /// without a branch on `n`.
+    /// Reads `n` (at most 32) bits, refilling first only when fewer are held.
     #[inline(always)]
     pub fn read(&mut self, n: u32) -> u32 {
-        self.refill();
-        // Two shifts, so that `n` = 0 reads 0.
-        let value = ((self.window >> 1) >> (63 - n.min(32))) as u32;
+        if self.held < n as i32 {
+            self.refill();
+        }
+        let value = self.peek(n);
         self.consume(n);
         value
+    }
+
+    /// Reads fields of `widths` bits (each at most 32) one after another, as [`read`](Self::read)
+    /// would. Where the window holds them all (after one refill), each is taken from it directly
+    /// and the window moves once: no refill checks between them and no field waiting on the last
+    /// (a GPU lane decoding sequences spends its time in that chain).
+    #[inline(always)]
+    pub fn read_fields<const N: usize>(&mut self, widths: [u32; N]) -> [u32; N] {
+        self.refill();
+        let total: u32 = widths.iter().sum();
+        if total as i32 > self.held {
+            return widths.map(|n| self.read(n));
+        }
+        let mut at = 0;
+        let fields = widths.map(|n| {
+            // `at` is 64 only after fields filling the window, when `n` is 0 and so is the field.
+            let field = (self.window.wrapping_shl(at) >> 1) >> (63 - n);
+            at += n;
+            field as u32
+        });
+        self.held -= total as i32;
+        self.window = self.window.checked_shl(total).unwrap_or(0);
+        fields
     }
 
     /// Whether more bits were read than the stream holds.
@@ -180,32 +197,29 @@ mod tests {
     }
 
     #[test]
-    fn reads_match_a_bit_by_bit_reader() {
-        // Random streams of every length up to 40 bytes and every alignment, read in fields of
-        // 0 to 32 bits (the head bytes, the words and the end's bytes all loaded on the way),
-        // against reading the stream one bit at a time, past its start too.
+    fn fields_read_at_once_match_fields_read_one_by_one() {
+        // Random streams at every alignment, read in groups of three fields of 0 to 32 bits
+        // (most groups fit the window, some do not, the last ones run past the start).
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             (seed >> 33) as u32
         };
-        let mut words = [0u32; 12];
-        for round in 0..2000 {
-            let (offset, len) = (round % 4, 1 + round / 4 % 40);
+        let mut words = [0u32; 40];
+        for round in 0..200 {
+            let (offset, len) = (round % 4, 1 + next() as usize % 150);
             let aligned: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
             let bytes = &mut aligned[offset..offset + len];
             bytes.iter_mut().for_each(|byte| *byte = next() as u8);
-            bytes[len - 1] |= 1 << (next() % 8);
-            let total = 8 * len as i64 - 1 - bytes[len - 1].leading_zeros() as i64;
-            let bit = |i: i64| if i < 0 { 0 } else { (bytes[i as usize / 8] >> (i % 8) & 1) as u32 };
-            let mut reader = ReverseBits::new(bytes).unwrap();
-            let mut at = total; // the bits below this one are unread
-            while at > -40 {
-                let n = if next() % 4 == 0 { 0 } else { next() % 33 };
-                let expected = (0..n as i64).fold(0, |value, k| value << 1 | bit(at - 1 - k));
-                assert_eq!(reader.read(n), expected, "{n} bits at bit {at} of {len} bytes at offset {offset}");
-                at -= n as i64;
-                assert_eq!((reader.overflowed(), reader.finished()), (at < 0, at == 0), "{len} bytes, bit {at}");
+            bytes[len - 1] |= 1;
+            let (mut at_once, mut one_by_one) = (ReverseBits::new(bytes).unwrap(), ReverseBits::new(bytes).unwrap());
+            while !one_by_one.overflowed() {
+                let widths = [0; 3].map(|_| if next() % 4 == 0 { 0 } else { next() % 33 });
+                assert_eq!(at_once.read_fields(widths), widths.map(|n| one_by_one.read(n)), "{widths:?}");
+                assert_eq!(
+                    (at_once.overflowed(), at_once.finished()),
+                    (one_by_one.overflowed(), one_by_one.finished())
+                );
             }
         }
     }

@@ -245,10 +245,9 @@ impl<'a> SequenceDecoder<'a> {
 
     /// Decodes the next sequence; unless it is the `last`, moves the states on. Its six fields
     /// (the offset's, match length's and literal length's extra bits, the three state updates)
-    /// are read as three, each after a refill: the offset (at most 31 bits), the two lengths (at
-    /// most 16 each) and the states (at most 9, 9 and 8, as RFC 8878 bounds the tables' logs).
-    /// The same instructions for every sequence, so that GPU lanes decoding different chunks keep
-    /// in step.
+    /// are read at once where the window holds them all, as three: the offset (at most 31 bits),
+    /// the two lengths (at most 16 each) and the states (at most 9, 9 and 8, as every table this
+    /// crate builds keeps them).
     #[inline(always)]
     pub fn next(&mut self, tables: &SequenceTables, last: bool) -> Sequence {
         let ll = tables.literal_lengths[self.literal_length_state as usize & (LENGTH_CELLS - 1)];
@@ -256,9 +255,8 @@ impl<'a> SequenceDecoder<'a> {
         let ml = tables.match_lengths[self.match_length_state as usize & (LENGTH_CELLS - 1)];
         let (ll_extra, ml_extra) = (extra_bits(ll), extra_bits(ml));
         let [ll_bits, ml_bits, of_bits] = if last { [0; 3] } else { [ll, ml, of].map(state_bits) };
-        let offset = self.bits.read(extra_bits(of));
-        let extras = self.bits.read(ml_extra + ll_extra);
-        let states = self.bits.read(ll_bits + ml_bits + of_bits);
+        let [offset, extras, states] =
+            self.bits.read_fields([extra_bits(of), ml_extra + ll_extra, ll_bits + ml_bits + of_bits]);
         self.literal_length_state = state_baseline(ll) + states.wrapping_shr(ml_bits + of_bits);
         self.match_length_state = state_baseline(ml) + (states.wrapping_shr(of_bits) & low_bits(ml_bits));
         self.offset_state = state_baseline(of) + (states & low_bits(of_bits));

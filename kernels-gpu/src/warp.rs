@@ -36,19 +36,13 @@ pub trait Warp {
         }
     }
 
-    /// `value` of all lanes combined by `combine` (associative and commutative), in every lane.
-    #[inline(always)]
-    fn reduce(&self, mut value: u32, combine: impl Fn(u32, u32) -> u32) -> u32 {
+    /// XOR of `value` over all lanes, in every lane.
+    fn reduce_xor(&self, mut value: u32) -> u32 {
         let mut distance = WARP_SIZE / 2;
         while distance > 0 {
-            value = combine(value, self.shuffle(value, self.lane() ^ distance));
+            value ^= self.shuffle(value, self.lane() ^ distance);
             distance /= 2;
         }
         value
-    }
-
-    /// XOR of `value` over all lanes, in every lane.
-    fn reduce_xor(&self, value: u32) -> u32 {
-        self.reduce(value, |a, b| a ^ b)
     }
 }

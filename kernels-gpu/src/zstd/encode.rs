@@ -175,8 +175,12 @@ unsafe fn write_block<W: Warp>(
     };
     let parsed = match level {
         1 => unsafe { parse_chunk(warp, data, len, work.table, DataType::Char, &mut recorder) },
-        2 => unsafe { chain_parse::<_, { lazy::chain_depth(2) as usize }>(warp, work, data, len, &mut recorder) },
-        _ => unsafe { chain_parse::<_, { lazy::chain_depth(3) as usize }>(warp, work, data, len, &mut recorder) },
+        2 => unsafe {
+            chain_parse::<_, _, { lazy::chain_depth(2) as usize }>(warp, work, data, len, *repeats, &mut recorder)
+        },
+        _ => unsafe {
+            chain_parse::<_, _, { lazy::chain_depth(3) as usize }>(warp, work, data, len, *repeats, &mut recorder)
+        },
     };
     if parsed.is_ok() {
         warp.sync(); // the literals and sequences are visible to every lane
@@ -227,47 +231,14 @@ struct Recorder<'w, W> {
 }
 
 impl<W: Warp> Recorder<'_, W> {
-    /// Appends the `count` bytes at `literals`, copied by the whole warp.
     unsafe fn push_literals(&mut self, literals: *const u8, count: usize) -> Result<(), Status> {
         if self.literal_count + count > MAX_BLOCK_SIZE {
             return Err(Status::ChunkTooLarge);
         }
-        unsafe { copy(self.warp, literals, self.literals().add(self.literal_count), count as u32) };
+        let dst = unsafe { (addr_of_mut!((*self.block).literals) as *mut u8).add(self.literal_count) };
+        unsafe { copy(self.warp, literals, dst, count as u32) };
         self.literal_count += count;
         Ok(())
-    }
-
-    /// Appends the bytes of `window` (32 bytes) whose bits `chosen` has, in order: a lane each.
-    unsafe fn push_literal_bytes(&mut self, window: *const u8, chosen: u32) -> Result<(), Status> {
-        let (lane, count) = (self.warp.lane(), chosen.count_ones() as usize);
-        if self.literal_count + count > MAX_BLOCK_SIZE {
-            return Err(Status::ChunkTooLarge);
-        }
-        if chosen >> lane & 1 == 1 {
-            let at = self.literal_count + (chosen & ((1 << lane) - 1)).count_ones() as usize;
-            unsafe { *self.literals().add(at) = *window.add(lane as usize) };
-        }
-        self.literal_count += count;
-        Ok(())
-    }
-
-    /// Appends a sequence of `literals` literals (appended already) and a match of `match_len`
-    /// bytes `offset` back: the first lane stores it.
-    fn push_sequence(&mut self, literals: usize, offset: u32, match_len: usize) -> Result<(), Status> {
-        if self.sequence_count >= MAX_SEQUENCES {
-            return Err(Status::ChunkTooLarge);
-        }
-        let seq = sequence(&mut self.repeats, literals, offset, match_len);
-        if self.warp.lane() == 0 {
-            unsafe { *(addr_of_mut!((*self.block).sequences) as *mut Sequence).add(self.sequence_count) = seq };
-        }
-        self.sequence_count += 1;
-        Ok(())
-    }
-
-    /// Where the block's literals go.
-    fn literals(&self) -> *mut u8 {
-        unsafe { addr_of_mut!((*self.block).literals) as *mut u8 }
     }
 }
 
@@ -280,7 +251,15 @@ impl<W: Warp> SequenceEncoder for Recorder<'_, W> {
         match_len: usize,
     ) -> Result<(), Status> {
         unsafe { self.push_literals(literals, count)? };
-        self.push_sequence(count, offset as u32, match_len)
+        if self.sequence_count >= MAX_SEQUENCES {
+            return Err(Status::ChunkTooLarge);
+        }
+        let seq = sequence(&mut self.repeats, count, offset as u32, match_len);
+        if self.warp.lane() == 0 {
+            unsafe { *(addr_of_mut!((*self.block).sequences) as *mut Sequence).add(self.sequence_count) = seq };
+        }
+        self.sequence_count += 1;
+        Ok(())
     }
 
     unsafe fn last_literals(&mut self, literals: *const u8, count: usize) -> Result<(), Status> {
@@ -291,17 +270,18 @@ impl<W: Warp> SequenceEncoder for Recorder<'_, W> {
 /// The chain parse of levels 2 and up (`ferrocomp_format::zstd::encode::lazy::parse`) with a
 /// lane per position:
 /// each lane finds its position's best match, the lanes join their chains in position order
-/// (lanes of one hash link to each other through `match_any`), the matches are chosen as the
-/// scalar parse chooses them, and [`record_batch`] records them.
+/// (lanes of one hash link to each other through `match_any`), and the matches are chosen as
+/// the scalar parse chooses them.
 ///
 /// # Safety
 /// As [`compress_chunk`], for the `n` bytes at `data`.
-unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
+unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
     warp: &W,
     work: &Work,
     data: *const u8,
     n: usize,
-    recorder: &mut Recorder<W>,
+    mut repeats: RepeatOffsets,
+    encoder: &mut E,
 ) -> Result<(), Status> {
     let (head, lane) = (work.table, warp.lane());
     let prev = unsafe { addr_of_mut!((*work.scratch).chains.prev) } as *mut u16;
@@ -312,7 +292,6 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
     while pos + MIN_MATCH <= n {
         let lanes = (n + 1 - MIN_MATCH - pos).min(LANES);
         let (p, active) = (pos + lane as usize, (lane as usize) < lanes);
-        let repeats = recorder.repeats;
         let (slot, first, found) = if active && p + WINDOW <= n {
             let here = unsafe { word_at(data.add(p)) };
             let slot = lazy::hash_word(here);
@@ -342,86 +321,28 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
         let gain = found.gain(&repeats);
         let next_gain = warp.shuffle(gain as u32, (lane + 1).min(WARP_SIZE - 1)) as i32;
         let passed = warp.ballot(matched >> 1 >> lane & 1 == 1 && prefers_next(gain, next_gain));
-        // The lanes whose matches are taken: a few register steps each (a match the search
-        // measured to its cap ends the batch).
-        let (mut chosen, mut cursor) = (0u32, 0);
-        while let Some(next) = choose_lane_by_masks(cursor, matched, passed) {
-            chosen |= 1 << next;
-            cursor = next + warp.shuffle(found.len, next);
-            if cursor as usize >= lanes {
+        let mut cursor = pos;
+        while let Some(chosen) = choose_lane_by_masks((cursor - pos) as u32, matched, passed) {
+            let p = pos + chosen as usize;
+            let c = p - warp.shuffle(found.offset, chosen) as usize;
+            // The search measured the match up to MEASURE_CAP bytes: only a longer one needs the rest.
+            let len = match warp.shuffle(found.len, chosen) as usize {
+                MEASURE_CAP => MEASURE_CAP + common_forward(warp, data, p + MEASURE_CAP, c + MEASURE_CAP, n),
+                measured => measured,
+            };
+            let back = common_backward(warp, data, p, c, anchor);
+            let literals = p - back - anchor;
+            unsafe { encoder.sequence(data.add(anchor), literals, p - c, len + back)? };
+            sequence(&mut repeats, literals, (p - c) as u32, len + back);
+            cursor = p + len;
+            anchor = cursor;
+            if cursor - pos >= lanes {
                 break;
             }
         }
-        if chosen != 0 {
-            anchor = unsafe { record_batch(warp, data, n, pos, anchor, chosen, found, recorder)? };
-        }
-        pos = anchor.max(pos + LANES);
+        pos = cursor.max(pos + LANES);
     }
-    unsafe { recorder.last_literals(data.add(anchor), n - anchor) }
-}
-
-/// Records the matches of the lanes in `chosen` (at least one) of the batch at `pos`, each
-/// lane's `found`, the literals before each, and their sequences, as the scalar parse does one
-/// by one; returns where the last match ends. The literals from `anchor` to the first match may
-/// be many and its match may extend far back, so the warp copies and extends those; each later
-/// match starts within 31 bytes of the one before, so its lane extends it backward and its
-/// literals are a lane's byte each; the last match is measured in full if the search reached
-/// its cap.
-///
-/// # Safety
-/// As [`chain_parse`].
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-unsafe fn record_batch<W: Warp>(
-    warp: &W,
-    data: *const u8,
-    n: usize,
-    pos: usize,
-    anchor: usize,
-    chosen: u32,
-    found: Candidate,
-    recorder: &mut Recorder<W>,
-) -> Result<usize, Status> {
-    let lane = warp.lane();
-    let (first, last) = (chosen.trailing_zeros(), 31 - chosen.leading_zeros());
-    let (p, is_chosen) = (pos + lane as usize, chosen >> lane & 1 == 1);
-    let c = p.wrapping_sub(found.offset as usize);
-    // Where each later match's literals start: the end of the match before it.
-    let before = chosen & ((1 << lane) - 1);
-    let previous = if before == 0 { lane } else { 31 - before.leading_zeros() };
-    let run_start = pos + (previous + warp.shuffle(found.len, previous)) as usize;
-    let mut back = 0;
-    if is_chosen && lane != first {
-        let limit = (p - run_start).min(c);
-        while back < limit && unsafe { *data.add(p - 1 - back) == *data.add(c - 1 - back) } {
-            back += 1;
-        }
-    }
-    let (first_p, first_c) = (pos + first as usize, warp.shuffle(c as u32, first) as usize);
-    let first_back = common_backward(warp, data, first_p, first_c, anchor);
-    let mut len = found.len as usize;
-    if warp.shuffle(found.len, last) as usize == MEASURE_CAP {
-        let (last_p, last_c) = (pos + last as usize, warp.shuffle(c as u32, last) as usize);
-        let rest = common_forward(warp, data, last_p + MEASURE_CAP, last_c + MEASURE_CAP, n);
-        len += if lane == last { rest } else { 0 };
-    }
-    if lane == first {
-        back = first_back;
-    }
-    let run_start = if lane == first { anchor } else { run_start };
-    let literals = (p - back).wrapping_sub(run_start);
-    unsafe { recorder.push_literals(data.add(anchor), first_p - first_back - anchor)? };
-    let run = |start: usize, end: usize| (u32::MAX << (start - pos)) & !(u32::MAX << (end - pos));
-    let later_runs = warp.reduce(if is_chosen && lane != first { run(run_start, p - back) } else { 0 }, |a, b| a | b);
-    unsafe { recorder.push_literal_bytes(data.add(pos), later_runs)? };
-    let mut rest = chosen;
-    while rest != 0 {
-        let k = rest.trailing_zeros();
-        rest &= rest - 1;
-        let match_len = warp.shuffle((len + back) as u32, k) as usize;
-        recorder.push_sequence(warp.shuffle(literals as u32, k) as usize, warp.shuffle(found.offset, k), match_len)?;
-    }
-    Ok(pos + (last + warp.shuffle(len as u32, last)) as usize)
+    unsafe { encoder.last_literals(data.add(anchor), n - anchor) }
 }
 
 /// Bytes a position needs after it for [`find_match`]: the compared bytes and the aligned words'

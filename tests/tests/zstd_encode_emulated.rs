@@ -61,6 +61,17 @@ fn float32_bytes(n: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Cumulative sums of small random steps as little-endian int32, as the bench's int32 set: short
+/// matches close together, so later matches of a batch extend backward.
+fn int32_bytes(n: usize) -> Vec<u8> {
+    let steps = random_bytes(n / 4, 21);
+    steps
+        .iter()
+        .scan(0u32, |sum, &step| Some(std::mem::replace(sum, *sum + (step % 50) as u32)))
+        .flat_map(u32::to_le_bytes)
+        .collect()
+}
+
 fn inputs() -> Vec<Vec<u8>> {
     // Two blocks: text, noise and a long run, then a short text block.
     let mut mixed = text_bytes(8000, 3);
@@ -78,6 +89,7 @@ fn inputs() -> Vec<Vec<u8>> {
         random_bytes(3001, 2),
         vec![9; MAX_BLOCK_SIZE + 5],
         float32_bytes(20_000),
+        int32_bytes(40_000),
         skewed,
         text_bytes(MAX_BLOCK_SIZE, 6),
         mixed,

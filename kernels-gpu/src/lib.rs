@@ -36,14 +36,11 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),
     ("zstd_decompress", zstd::DECOMPRESS_WARPS * 32, zstd::DECOMPRESS_BLOCKS_PER_SM),
     ("zstd_decompressed_sizes", zstd::SIZES_WARPS * 32, ZSTD_SIZES_BLOCKS),
-    ("zstd_compress", zstd::COMPRESS_WARPS * 32, ZSTD_COMPRESS_BLOCKS),
+    ("zstd_compress", zstd::COMPRESS_WARPS * 32, zstd::COMPRESS_BLOCKS_PER_SM),
 ];
 
 /// Blocks per SM of Zstd's sizes kernel.
 const ZSTD_SIZES_BLOCKS: u32 = zstd::blocks_per_sm(zstd::SIZES_WARPS, zstd::decode::SIZES_SHARED_BYTES_PER_WARP);
-/// Blocks per SM of Zstd's compress kernel.
-const ZSTD_COMPRESS_BLOCKS: u32 =
-    zstd::blocks_per_sm(zstd::COMPRESS_WARPS, zstd::encode::COMPRESS_SHARED_BYTES_PER_WARP);
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

@@ -293,10 +293,10 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
         let lanes = (n + 1 - MIN_MATCH - pos).min(LANES);
         let (p, active) = (pos + lane as usize, (lane as usize) < lanes);
         let (slot, first, found) = if active && p + WINDOW <= n {
-            let here = unsafe { word_at(data.add(p)) };
-            let slot = lazy::hash_word(here);
+            let here = unsafe { Window::at(data.add(p)) };
+            let slot = lazy::hash_word(here.word(0));
             let first = unsafe { *head.add(slot) };
-            let found = unsafe { find_match::<DEPTH>(data, p, here, first, prev, repeats) };
+            let found = unsafe { find_match::<DEPTH>(data, p, &here, first, prev, repeats) };
             (slot as u32, first, found)
         } else if active {
             let slot = lazy::hash(input, p);
@@ -349,35 +349,71 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
 /// slack.
 const WINDOW: usize = MEASURE_CAP + 4;
 
-/// Bytes the [`MEASURE_CAP`] bytes at `p` and at `c` have in common, their first `equal` words
-/// known to agree: both sides' aligned words loaded a word at a time while they agree, so a
-/// lane whose candidate differs early loads little.
-///
-/// # Safety
-/// The [`WINDOW`] bytes at `data + p` and `data + c` must be readable (the aligned words begin
-/// at most 3 bytes before each, in the same word).
-#[inline(always)]
-unsafe fn common_from(data: *const u8, p: usize, c: usize, equal: usize) -> u32 {
-    let ((here, here_shift), (there, there_shift)) = unsafe { (aligned(data.add(p)), aligned(data.add(c))) };
-    let (mut here_low, mut there_low) = unsafe { (*here.add(equal), *there.add(equal)) };
-    for k in equal..MEASURE_CAP / 4 {
-        let (here_high, there_high) = unsafe { (*here.add(k + 1), *there.add(k + 1)) };
-        let diff = funnel(here_low, here_high, here_shift) ^ funnel(there_low, there_high, there_shift);
-        if diff != 0 {
-            return 4 * k as u32 + diff.trailing_zeros() / 8;
-        }
-        (here_low, there_low) = (here_high, there_high);
-    }
-    MEASURE_CAP as u32
+/// The [`MEASURE_CAP`] bytes at some position, as the aligned words that hold them: loads that
+/// never wait on one another, at any alignment.
+struct Window {
+    words: [u32; MEASURE_CAP / 4 + 1],
+    shift: u32,
 }
 
-/// `lazy::best_match` for a position `p` with [`WINDOW`] bytes after it whose first word is
-/// `here`: the same match, found by aligned words with the chain's links loaded first. Every
-/// candidate's first word is loaded at once (the repeat candidates' while the first link is on
-/// its way); a candidate whose first word agrees is then measured word by word
-/// ([`common_from`]), the others (most, on data with few matches) cost no more loads. It needs
-/// no check that a chain candidate differs at the best length so far: such a one never gains
-/// more than the best.
+impl Window {
+    /// The window at `at`.
+    ///
+    /// # Safety
+    /// The [`WINDOW`] bytes at `at` must be readable (the aligned words begin at most 3 bytes
+    /// before `at`, in the same word as it).
+    #[inline(always)]
+    unsafe fn at(at: *const u8) -> Self {
+        let (base, shift) = aligned(at);
+        Self { words: core::array::from_fn(|k| unsafe { *base.add(k) }), shift }
+    }
+
+    /// Bytes `4 * k..4 * k + 4` of the window, little-endian.
+    #[inline(always)]
+    fn word(&self, k: usize) -> u32 {
+        funnel(self.words[k], self.words[k + 1], self.shift)
+    }
+
+    /// Bytes this window and `other` have in common from their starts.
+    #[inline(always)]
+    fn common(&self, other: &Self) -> u32 {
+        let mut len = MEASURE_CAP as u32;
+        for k in (0..MEASURE_CAP / 4).rev() {
+            let diff = self.word(k) ^ other.word(k);
+            if diff != 0 {
+                len = 4 * k as u32 + diff.trailing_zeros() / 8;
+            }
+        }
+        len
+    }
+
+    /// Bytes this window has in common with the bytes at `at`, whose first `equal` words agree
+    /// with it: the rest loaded a word at a time while they agree.
+    ///
+    /// # Safety
+    /// As [`Window::at`].
+    #[inline(always)]
+    unsafe fn common_at(&self, at: *const u8, equal: usize) -> u32 {
+        let (base, shift) = aligned(at);
+        let mut low = unsafe { *base.add(equal) };
+        for k in equal..MEASURE_CAP / 4 {
+            let high = unsafe { *base.add(k + 1) };
+            let diff = funnel(low, high, shift) ^ self.word(k);
+            if diff != 0 {
+                return 4 * k as u32 + diff.trailing_zeros() / 8;
+            }
+            low = high;
+        }
+        MEASURE_CAP as u32
+    }
+}
+
+/// `lazy::best_match` for a position `p` with [`WINDOW`] bytes after it whose window is `here`:
+/// the same match, found by aligned words with the chain's links loaded first. The repeat
+/// candidates lie the same distance back in every lane, so their windows' loads are coalesced
+/// and made at once; a chain candidate's are a transaction per lane, so its words are loaded
+/// only while they agree. It needs no check that a chain candidate differs at the best length
+/// so far: such a one never gains more than the best.
 ///
 /// # Safety
 /// `data` must be readable for `p +` [`WINDOW`] bytes and `prev` hold the links of the chain
@@ -386,41 +422,73 @@ unsafe fn common_from(data: *const u8, p: usize, c: usize, equal: usize) -> u32 
 unsafe fn find_match<const DEPTH: usize>(
     data: *const u8,
     p: usize,
-    here: u32,
+    here: &Window,
     first: u16,
     prev: *const u16,
     repeats: RepeatOffsets,
 ) -> Candidate {
-    // The chain's links, each load waiting on the one before. A repeat candidate that does not
-    // exist is read at position 0, then passed over.
+    // The chain's links, each load waiting on the one before; the repeat candidates are
+    // measured while the first is on its way. One that does not exist is measured at position 0,
+    // then passed over.
     let link = |entry: u16| if entry != 0 { unsafe { *prev.add(entry as usize - 1) } } else { 0 };
     let mut entries = [first; DEPTH];
     if DEPTH > 1 {
         entries[1] = link(first);
     }
-    let repeat_words = repeats.map(|r| unsafe { word_at(data.add(p.saturating_sub(r as usize))) });
-    for i in 2..DEPTH {
-        entries[i] = link(entries[i - 1]);
-    }
-    let first_words = entries.map(|e| if e != 0 { unsafe { word_at(data.add(e as usize - 1)) } } else { 0 });
-    let mut best = (Candidate::default(), 0);
-    for i in 0..3 {
-        let r = repeats[i] as usize;
-        if r <= p && repeat_words[i] == here {
-            let len = unsafe { common_from(data, p, p - r, 1) };
-            consider(&mut best, Candidate { len, offset: repeats[i] }, &repeats);
+    let repeat_len = |r: u32| {
+        let there = unsafe { Window::at(data.add(p.saturating_sub(r as usize))) };
+        here.common(&there)
+    };
+    let repeat_lens = [repeat_len(repeats[0]), repeat_len(repeats[1]), repeat_len(repeats[2])];
+    unrolled::<DEPTH>(|i| {
+        if i >= 2 {
+            entries[i] = link(entries[i - 1]);
         }
-    }
+    });
+    // Every chain candidate's first word at once; the rest only while they agree.
+    let mut first_words = [0; DEPTH];
+    unrolled::<DEPTH>(|i| {
+        if entries[i] != 0 {
+            first_words[i] = unsafe { word_at(data.add(entries[i] as usize - 1)) };
+        }
+    });
+    let mut best = (Candidate::default(), 0);
+    unrolled::<3>(|i| {
+        if repeats[i] as usize <= p {
+            consider(&mut best, Candidate { len: repeat_lens[i], offset: repeats[i] }, &repeats);
+        }
+    });
     let mut searching = true;
-    for i in 0..DEPTH {
+    unrolled::<DEPTH>(|i| {
         searching &= entries[i] != 0 && best.0.len as usize != MEASURE_CAP;
-        if searching && first_words[i] == here {
+        if searching && first_words[i] == here.word(0) {
             let c = entries[i] as usize - 1;
-            let len = unsafe { common_from(data, p, c, 1) };
+            let len = unsafe { here.common_at(data.add(c), 1) };
             consider(&mut best, Candidate { len, offset: (p - c) as u32 }, &repeats);
         }
-    }
+    });
     best.0
+}
+
+/// Calls `f` with 0, 1, .. `N - 1` (`N` at most 8), each call with an index the compiler sees
+/// as a constant: arrays it indexes stay in registers, where a loop the compiler does not
+/// unroll keeps them in local memory.
+#[inline(always)]
+fn unrolled<const N: usize>(mut f: impl FnMut(usize)) {
+    const { assert!(N <= 8) };
+    let mut call = |i: usize| {
+        if i < N {
+            f(i)
+        }
+    };
+    call(0);
+    call(1);
+    call(2);
+    call(3);
+    call(4);
+    call(5);
+    call(6);
+    call(7);
 }
 
 /// Makes `found` the best match (with its gain) if it is one and gains more, as
@@ -711,7 +779,8 @@ unsafe fn write_literals<W: Warp>(
         let mut bits = [0u32; 4];
         warp.for_each_strided(n, |i| {
             let stream = if plan.streams == 1 { 0 } else { (i / quarter).min(3) };
-            bits[stream] += huffman.lens[literals[i] as usize] as u32;
+            let len = huffman.lens[literals[i] as usize] as u32;
+            unrolled::<4>(|k| bits[k] += if k == stream { len } else { 0 });
         });
         for bits in &mut bits {
             *bits = warp.shuffle(scan_add(warp, *bits), WARP_SIZE - 1);

@@ -15,7 +15,7 @@ for test in ${TESTS:-.gpu/tests/*}; do
 done
 # The codecs' decoders on foreign and corrupt streams (compressing at every level on one lane a
 # chunk is too slow under memcheck).
-for test in "gpu" "codecs corrupt cpu_libraries c_blosc libzstd"; do
+for test in "gpu" "codecs corrupt cpu_libraries c_blosc libzstd zstd_chunks_ending"; do
     set -- $test
     echo "== compute-sanitizer memcheck: $*"
     timeout -s KILL 200 compute-sanitizer --tool memcheck --error-exitcode 9 ".gpu/tests/$1" "${@:2}" \

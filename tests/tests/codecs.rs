@@ -313,6 +313,24 @@ fn gpu_blosc_keeps_a_chunk_exactly_as_long_as_a_memcpyed_one_laid_out() {
     assert!(decoded[0].0 == Status::Success && decoded[0].1 == chunk);
 }
 
+/// Zstd on the GPU writes the CPU's frames at every level for chunks of a whole number of words,
+/// the last ending where its buffer ends: under memcheck (`scripts/gpu-check.sh`), the search's
+/// loads near a chunk's end stay inside it.
+#[test]
+fn zstd_chunks_ending_at_their_buffer_compress_as_on_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = text_bytes(3 * 16384, 12);
+    let pieces: Vec<&[u8]> = data.chunks(16384).collect();
+    for level in Zstd::LEVELS {
+        let codec = Zstd { level };
+        let frames = gpu_compress(&gpu, &codec, &pieces, &stream);
+        for (i, (piece, frame)) in pieces.iter().zip(&frames).enumerate() {
+            assert!(*frame == cpu_compress(&codec, piece), "level {level}, chunk {i}: the GPU wrote other bytes");
+        }
+    }
+}
+
 #[test]
 fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
     let Some(gpu) = gpu() else { return };

@@ -19,13 +19,14 @@ fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
     first
 }
 
-/// Memory filled with garbage: neither side may depend on what its scratch held before.
-fn garbage(len: usize) -> Vec<u64> {
-    (0..len.div_ceil(8)).map(|i| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect()
+/// Memory filled with garbage, 16-byte aligned: neither side may depend on what its scratch held
+/// before.
+fn garbage(len: usize) -> Vec<u128> {
+    (0..len.div_ceil(16)).map(|i| (i as u128).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)).collect()
 }
 
-fn as_bytes(words: &[u64]) -> &[u8] {
-    unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, words.len() * 8) }
+fn as_bytes(words: &[u128]) -> &[u8] {
+    unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, words.len() * 16) }
 }
 
 fn warp_compress(input: &[u8], level: u8, capacity: usize) -> Result<Vec<u8>, Status> {

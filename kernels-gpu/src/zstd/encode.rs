@@ -2,16 +2,16 @@
 //! `ferrocomp_format::zstd::encode::compress` writes, byte for byte.
 //!
 //! Per block: the lanes check for a run together; the parse is LZ4's warp parse
-//! ([`crate::lz4::parse_chunk`], level 1) or the chain search of levels 2 and 3 with a lane per position
-//! ([`chain_parse`]), recording sequences and literals in the warp's scratch slot; the literal
-//! histogram and the sequence codes' are counted with `match_any` (one lane adds each distinct
-//! value); the first lane builds the Huffman code; the lanes add up the four streams' bits, then
-//! eight lanes code each stream ([`encode_streams_split`]; a lane per stream below 1024
-//! literals); the first lane builds the sequences' FSE tables, then the lanes code the
-//! sequences 32 at a time ([`encode_stream`]). Once the parse is done its hash table's shared
-//! memory holds the literals' tables ([`LiteralStage`]), and once the literals are written the
-//! sequences' ([`SequenceStage`]). Every choice is made by the format crate's functions, so the
-//! two sides cannot drift apart.
+//! ([`crate::lz4::parse_chunk`], level 1) or the chain search of levels 2 and 3 with a lane per
+//! position ([`chain_parse`]: the chains kept as [`Row`]s), recording sequences and literals in the warp's scratch
+//! slot; the literal histogram and the sequence codes' are counted with `match_any` (one lane
+//! adds each distinct value); the first lane builds the Huffman code; the lanes add up the four
+//! streams' bits, then eight lanes code each stream ([`encode_streams_split`]; a lane per stream
+//! below 1024 literals); the first lane builds the sequences' FSE tables, then the lanes code
+//! the sequences 32 at a time ([`encode_stream`]). Once the parse is done, level 1's hash
+//! table's shared memory holds the literals' tables ([`LiteralStage`]), and once the literals
+//! are written the sequences' ([`SequenceStage`]). Every choice is made by the format crate's
+//! functions, so the two sides cannot drift apart.
 
 use crate::lz4::{SequenceEncoder, common_backward, common_forward, parse_chunk};
 use crate::lz77::{aligned, copy, funnel, scan_add, word_at};
@@ -23,7 +23,7 @@ use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::zstd::encode::block::BlockScratch;
 use ferrocomp_format::zstd::encode::huffman::HuffmanCode;
 use ferrocomp_format::zstd::encode::lazy::{
-    self, CHAIN_HASH_BITS, Candidate, LANES, MEASURE_CAP, MIN_MATCH, choose_lane_by_masks, prefers_next,
+    self, CHAIN_HASH_BITS, Candidate, ChainTables, LANES, MEASURE_CAP, MIN_MATCH, choose_lane_by_masks, prefers_next,
 };
 use ferrocomp_format::zstd::encode::literals::{HuffmanLiterals, plan_huffman, stream_range, uncompressed_header};
 use ferrocomp_format::zstd::encode::sequences::{
@@ -37,13 +37,11 @@ use ferrocomp_format::zstd::encode::{
 use ferrocomp_format::zstd::tables::{LITERAL_LENGTH_CODES, MATCH_LENGTH_CODES, OFFSET_CODES};
 use ferrocomp_format::{DataType, Status};
 
-/// Entries of the hash table in shared memory (LZ4's table at level 1, the chain heads at 2).
-const TABLE_ENTRIES: usize = if HASH_ENTRIES > 1 << CHAIN_HASH_BITS { HASH_ENTRIES } else { 1 << CHAIN_HASH_BITS };
-/// Bytes of shared memory each warp of the compress kernel needs: the parse's hash table, whose
+/// Bytes of shared memory each warp of the compress kernel needs: level 1's hash table, whose
 /// place the entropy stages' tables take in turn once the parse is done (their every step reads
 /// them).
 pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = {
-    let (table, literals, sequences) = (TABLE_ENTRIES * 2, size_of::<LiteralStage>(), size_of::<SequenceStage>());
+    let (table, literals, sequences) = (HASH_ENTRIES * 2, size_of::<LiteralStage>(), size_of::<SequenceStage>());
     let stages = if literals > sequences { literals } else { sequences };
     (if table > stages { table } else { stages }).next_multiple_of(16)
 };
@@ -70,13 +68,18 @@ pub const COMPRESS_SCRATCH_BYTES_PER_WARP: usize = compress_scratch_bytes_per_wa
 
 /// Bytes of global scratch each warp needs at `level`: the `CompressScratch` up to its chains
 /// at level 1 (the block's literals and sequences, 192 KiB), up to its entropy tables at
-/// levels 2 and 3 (the chain links too); the rest is in shared memory.
+/// levels 2 and 3 (the search's [`Row`]s too); the rest is in shared memory.
 pub const fn compress_scratch_bytes_per_warp(level: u8) -> usize {
     if level <= 1 { offset_of!(CompressScratch, chains) } else { offset_of!(CompressScratch, entropy) }
 }
+/// Every warp's slot starts 16-byte aligned, as its [`Row`]s need.
+const _: () = {
+    let (level_1, deeper) = (compress_scratch_bytes_per_warp(1), compress_scratch_bytes_per_warp(MAX_LEVEL));
+    assert!(level_1.is_multiple_of(16) && deeper.is_multiple_of(16));
+};
 
-/// Where a warp works: its shared memory (the hash table during the parse, then the literals'
-/// tables, then the sequences') and its scratch slot.
+/// Where a warp works: its shared memory (level 1's hash table during the parse, then the
+/// literals' tables, then the sequences') and its scratch slot.
 struct Work {
     table: *mut u16,
     literal_stage: *mut LiteralStage,
@@ -91,8 +94,8 @@ struct Work {
 /// # Safety
 /// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes, `shared` for
 /// [`COMPRESS_SHARED_BYTES_PER_WARP`] bytes (4-byte aligned) and `scratch` for
-/// [`compress_scratch_bytes_per_warp`] of `level` bytes (4-byte aligned), none written by anyone else
-/// meanwhile.
+/// [`compress_scratch_bytes_per_warp`] of `level` bytes (16-byte aligned), none written by anyone
+/// else meanwhile.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn compress_chunk<W: Warp>(
     warp: &W,
@@ -268,10 +271,9 @@ impl<W: Warp> SequenceEncoder for Recorder<'_, W> {
 }
 
 /// The chain parse of levels 2 and up (`ferrocomp_format::zstd::encode::lazy::parse`) with a
-/// lane per position:
-/// each lane finds its position's best match, the lanes join their chains in position order
-/// (lanes of one hash link to each other through `match_any`), and the matches are chosen as
-/// the scalar parse chooses them.
+/// lane per position: each lane finds its position's best match among the candidates of its
+/// hash's [`Row`], the lanes then join the rows in position order (lanes of one hash through
+/// `match_any`), and the matches are chosen as the scalar parse chooses them.
 ///
 /// # Safety
 /// As [`compress_chunk`], for the `n` bytes at `data`.
@@ -283,39 +285,32 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
     mut repeats: RepeatOffsets,
     encoder: &mut E,
 ) -> Result<(), Status> {
-    let (head, lane) = (work.table, warp.lane());
-    let prev = unsafe { addr_of_mut!((*work.scratch).chains.prev) } as *mut u16;
+    let lane = warp.lane();
+    let rows = unsafe { addr_of_mut!((*work.scratch).chains) } as *mut Row<DEPTH>;
     let input = unsafe { bytes(data, n) };
-    warp.for_each_strided(1 << CHAIN_HASH_BITS, |slot| unsafe { *head.add(slot) = 0 });
+    warp.for_each_strided(1 << CHAIN_HASH_BITS, |slot| unsafe { *rows.add(slot) = Row::EMPTY });
     warp.sync();
     let (mut anchor, mut pos) = (0, 0);
     while pos + MIN_MATCH <= n {
         let lanes = (n + 1 - MIN_MATCH - pos).min(LANES);
         let (p, active) = (pos + lane as usize, (lane as usize) < lanes);
-        let (slot, first, found) = if active && p + WINDOW <= n {
+        // This lane's row (as the batch found it) and its own entry, to join it.
+        let (slot, row, entry, found) = if active && p + WINDOW <= n {
             let here = unsafe { Window::at(data.add(p)) };
             let slot = lazy::hash_word(here.word(0));
-            let first = unsafe { *head.add(slot) };
-            let found = unsafe { find_match::<DEPTH>(data, p, &here, first, prev, repeats) };
-            (slot as u32, first, found)
+            let row = unsafe { *rows.add(slot) };
+            let found = unsafe { find_match(data, p, &here, &row, repeats) };
+            (slot as u32, row, Row::<DEPTH>::entry(p, here.word(0)), found)
         } else if active {
-            let slot = lazy::hash(input, p);
-            let first = unsafe { *head.add(slot) };
-            let found = lazy::best_match(input, p, first, |c| unsafe { *prev.add(c) }, &repeats, DEPTH as u32);
-            (slot as u32, first, found)
+            let word = u32::from_le_bytes([input[p], input[p + 1], input[p + 2], input[p + 3]]);
+            let slot = lazy::hash_word(word);
+            let row = unsafe { *rows.add(slot) };
+            let found = lazy::best_match(input, p, row.first(), |c| row.after(c), &repeats, DEPTH as u32);
+            (slot as u32, row, Row::<DEPTH>::entry(p, word), found)
         } else {
-            (u32::MAX - lane, 0, Candidate::default()) // a slot no other lane holds
+            (u32::MAX - lane, Row::EMPTY, 0, Candidate::default()) // a slot no other lane holds
         };
-        warp.sync();
-        let peers = warp.match_any(slot);
-        if active {
-            let below = peers & ((1 << lane) - 1);
-            let link = if below == 0 { first } else { (pos + 31 - below.leading_zeros() as usize) as u16 + 1 };
-            unsafe { *prev.add(p) = link };
-            if 31 - peers.leading_zeros() == lane {
-                unsafe { *head.add(slot as usize) = p as u16 + 1 };
-            }
-        }
+        unsafe { join_rows(warp, rows, slot, row, entry) };
         warp.sync();
         let matched = warp.ballot(found.len != 0);
         let gain = found.gain(&repeats);
@@ -374,19 +369,6 @@ impl Window {
         funnel(self.words[k], self.words[k + 1], self.shift)
     }
 
-    /// Bytes this window and `other` have in common from their starts.
-    #[inline(always)]
-    fn common(&self, other: &Self) -> u32 {
-        let mut len = MEASURE_CAP as u32;
-        for k in (0..MEASURE_CAP / 4).rev() {
-            let diff = self.word(k) ^ other.word(k);
-            if diff != 0 {
-                len = 4 * k as u32 + diff.trailing_zeros() / 8;
-            }
-        }
-        len
-    }
-
     /// Bytes this window has in common with the bytes at `at`, whose first `equal` words agree
     /// with it: the rest loaded a word at a time while they agree.
     ///
@@ -408,66 +390,137 @@ impl Window {
     }
 }
 
-/// `lazy::best_match` for a position `p` with [`WINDOW`] bytes after it whose window is `here`:
-/// the same match, found by aligned words with the chain's links loaded first. The repeat
-/// candidates lie the same distance back in every lane, so their windows' loads are coalesced
-/// and made at once; a chain candidate's are a transaction per lane, so its words are loaded
-/// only while they agree. It needs no check that a chain candidate differs at the best length
-/// so far: such a one never gains more than the best.
+/// `lazy::best_match` for a position `p` with [`WINDOW`] bytes after it whose window is `here`,
+/// among the candidates of its hash's `row`: the same match, found by aligned words. A
+/// candidate is loaded only when its first word may equal `here`'s (the repeat candidates', the
+/// same distance back in every lane, in coalesced loads; a row entry's, whose tag agrees, in a
+/// transaction per lane), and then only while its words agree. It needs no check that a row
+/// candidate differs at the best length so far: such a one never gains more than the best.
 ///
 /// # Safety
-/// `data` must be readable for `p +` [`WINDOW`] bytes and `prev` hold the links of the chain
-/// from `first`.
+/// `data` must be readable for `p +` [`WINDOW`] bytes, and `row` hold positions before `p`.
 #[inline(always)]
 unsafe fn find_match<const DEPTH: usize>(
     data: *const u8,
     p: usize,
     here: &Window,
-    first: u16,
-    prev: *const u16,
+    row: &Row<DEPTH>,
     repeats: RepeatOffsets,
 ) -> Candidate {
-    // The chain's links, each load waiting on the one before; the repeat candidates are
-    // measured while the first is on its way. One that does not exist is measured at position 0,
-    // then passed over.
-    let link = |entry: u16| if entry != 0 { unsafe { *prev.add(entry as usize - 1) } } else { 0 };
-    let mut entries = [first; DEPTH];
-    if DEPTH > 1 {
-        entries[1] = link(first);
-    }
-    let repeat_len = |r: u32| {
-        let there = unsafe { Window::at(data.add(p.saturating_sub(r as usize))) };
-        here.common(&there)
-    };
-    let repeat_lens = [repeat_len(repeats[0]), repeat_len(repeats[1]), repeat_len(repeats[2])];
+    // The first words of the repeat candidates and of the row's entries whose tags agree, loaded
+    // at once; the rest of each only while they agree.
+    let repeat_firsts = repeats.map(|r| unsafe { word_at(data.add(p.saturating_sub(r as usize))) });
+    let tag = Row::<DEPTH>::tag(here.word(0));
+    let tagged = |i: usize| row.entries[i] != 0 && row.entries[i] >> 16 == tag;
+    let candidate = |i: usize| (row.entries[i] & 0xFFFF) as usize - 1;
+    let mut row_firsts = [0; DEPTH];
     unrolled::<DEPTH>(|i| {
-        if i >= 2 {
-            entries[i] = link(entries[i - 1]);
-        }
-    });
-    // Every chain candidate's first word at once; the rest only while they agree.
-    let mut first_words = [0; DEPTH];
-    unrolled::<DEPTH>(|i| {
-        if entries[i] != 0 {
-            first_words[i] = unsafe { word_at(data.add(entries[i] as usize - 1)) };
+        if tagged(i) {
+            row_firsts[i] = unsafe { word_at(data.add(candidate(i))) };
         }
     });
     let mut best = (Candidate::default(), 0);
     unrolled::<3>(|i| {
-        if repeats[i] as usize <= p {
-            consider(&mut best, Candidate { len: repeat_lens[i], offset: repeats[i] }, &repeats);
+        if repeats[i] as usize <= p && repeat_firsts[i] == here.word(0) {
+            let len = unsafe { here.common_at(data.add(p - repeats[i] as usize), 1) };
+            consider(&mut best, Candidate { len, offset: repeats[i] }, &repeats);
         }
     });
     let mut searching = true;
     unrolled::<DEPTH>(|i| {
-        searching &= entries[i] != 0 && best.0.len as usize != MEASURE_CAP;
-        if searching && first_words[i] == here.word(0) {
-            let c = entries[i] as usize - 1;
+        searching &= row.entries[i] != 0 && best.0.len as usize != MEASURE_CAP;
+        if searching && tagged(i) && row_firsts[i] == here.word(0) {
+            let c = candidate(i);
             let len = unsafe { here.common_at(data.add(c), 1) };
             consider(&mut best, Candidate { len, offset: (p - c) as u32 }, &repeats);
         }
     });
     best.0
+}
+
+/// The chains of `lazy::parse` as the search reads them: for each hash, the positions of its
+/// latest `DEPTH` (at most 8) positions, latest first, each as an entry of its position plus 1
+/// (0: none) and a tag of its first word, so that the candidates come in one load and only
+/// those that may match are read. It lies where the scalar parse keeps its chains, in the
+/// warp's scratch slot.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Row<const DEPTH: usize> {
+    entries: [u32; DEPTH],
+}
+
+impl<const DEPTH: usize> Row<DEPTH> {
+    const EMPTY: Self = Self { entries: [0; DEPTH] };
+
+    /// The entry of position `p`, whose first word is `word`.
+    fn entry(p: usize, word: u32) -> u32 {
+        (p as u32 + 1) | Self::tag(word) << 16
+    }
+
+    /// 16 bits of `word`: candidates whose tags differ from a position's cannot match it.
+    fn tag(word: u32) -> u32 {
+        (word ^ word >> 16) & 0xFFFF
+    }
+
+    /// The latest position plus 1 (0: none), the chains' head.
+    fn first(&self) -> u16 {
+        self.entries[0] as u16
+    }
+
+    /// The position plus 1 after position `c` in this row (0: none), the chains' link.
+    fn after(&self, c: usize) -> u16 {
+        let at = self.entries.iter().position(|&e| (e & 0xFFFF) as usize == c + 1);
+        at.and_then(|k| self.entries.get(k + 1)).map_or(0, |&e| e as u16)
+    }
+}
+
+/// The deepest level's rows fit where the scalar parse keeps its chains.
+const _: () = assert!(size_of::<Row<DEEPEST>>() << CHAIN_HASH_BITS <= size_of::<ChainTables>());
+const DEEPEST: usize = lazy::chain_depth(MAX_LEVEL) as usize;
+
+/// Joins each active lane's position to its slot's row, in position order: the last lane of each
+/// slot writes the row, its own entry first, then those of the lanes before it with the same
+/// slot, then the row's older entries. Every lane's `row` is the row it read for the slot.
+///
+/// # Safety
+/// `rows` must be writable for the rows of every active lane's slot.
+#[inline(always)]
+unsafe fn join_rows<W: Warp, const DEPTH: usize>(
+    warp: &W,
+    rows: *mut Row<DEPTH>,
+    slot: u32,
+    row: Row<DEPTH>,
+    entry: u32,
+) {
+    let lane = warp.lane();
+    let peers = warp.match_any(slot);
+    let mut new = Row::<DEPTH>::EMPTY;
+    new.entries[0] = entry;
+    // Entry k comes from the peer k lanes below this one, or from the old row once they run out.
+    let mut below = peers & ((1 << lane) - 1);
+    let mut taken = 1;
+    unrolled::<DEPTH>(|k| {
+        if k > 0 {
+            let source = if below == 0 { lane } else { 31 - below.leading_zeros() };
+            let theirs = warp.shuffle(entry, source);
+            if below != 0 {
+                new.entries[k] = theirs;
+                below &= !(1 << source);
+                taken += 1;
+            }
+        }
+    });
+    unrolled::<DEPTH>(|k| {
+        unrolled::<DEPTH>(|j| {
+            if k == taken + j {
+                new.entries[k] = row.entries[j];
+            }
+        })
+    });
+    if slot < 1 << CHAIN_HASH_BITS && 31 - peers.leading_zeros() == lane {
+        unsafe { *rows.add(slot as usize) = new };
+    }
+    warp.sync(); // the rows are written before any lane reads them
 }
 
 /// Calls `f` with 0, 1, .. `N - 1` (`N` at most 8), each call with an index the compiler sees
@@ -778,7 +831,10 @@ unsafe fn write_literals<W: Warp>(
         let quarter = n.div_ceil(4).max(1);
         let mut bits = [0u32; 4];
         warp.for_each_strided(n, |i| {
-            let stream = if plan.streams == 1 { 0 } else { (i / quarter).min(3) };
+            let stream = match plan.streams {
+                1 => 0,
+                _ => (i >= quarter) as usize + (i >= 2 * quarter) as usize + (i >= 3 * quarter) as usize,
+            };
             let len = huffman.lens[literals[i] as usize] as u32;
             unrolled::<4>(|k| bits[k] += if k == stream { len } else { 0 });
         });
@@ -866,7 +922,16 @@ unsafe fn encode_streams_split<W: Warp>(
             filled -= 8;
         }
     };
-    for &b in run.iter().rev() {
+    // Four literals loaded at a time, so that their loads overlap.
+    let mut left = run.len();
+    while left >= 4 {
+        let quad = [run[left - 1], run[left - 2], run[left - 3], run[left - 4]];
+        for b in quad {
+            put(huffman.codes[b as usize] as u32, huffman.lens[b as usize] as u32, &mut at);
+        }
+        left -= 4;
+    }
+    for &b in run[..left].iter().rev() {
         put(huffman.codes[b as usize] as u32, huffman.lens[b as usize] as u32, &mut at);
     }
     if rank == 0 {

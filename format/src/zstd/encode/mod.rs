@@ -56,8 +56,9 @@ pub const fn max_compressed_size(len: usize) -> usize {
 /// parses' hash tables and the entropy coders' tables. Any bytes are a valid starting state
 /// (every field is written before it is read), so it may be allocated zeroed
 /// (`Box::<CompressScratch>::new_zeroed()`) and reused as is. On the GPU each warp has a slot of
-/// global memory for what precedes `entropy` (level 1 for what precedes `chains`); the hash
-/// table, the chain heads and the entropy tables are in its shared memory.
+/// global memory for what precedes `entropy` (level 1 for what precedes `chains`), keeping in
+/// `chains`' place the same candidates in rows by hash; level 1's hash table and the entropy
+/// tables are in its shared memory.
 #[repr(C)]
 pub struct CompressScratch {
     /// The block being compressed.

@@ -3,7 +3,8 @@
 //!
 //! Per block: the lanes check for a run together; the parse is LZ4's warp parse
 //! ([`crate::lz4::parse_chunk`], level 1) or the chain search of levels 2 and 3 with a lane per
-//! position ([`chain_parse`]: the chains kept as [`Row`]s), recording sequences and literals in the warp's scratch
+//! position ([`chain_parse`]: the chains kept as [`Row`]s, each batch's matches recorded by the
+//! lanes together in [`record_batch`]), recording sequences and literals in the warp's scratch
 //! slot; the literal histogram and the sequence codes' are counted with `match_any` (one lane
 //! adds each distinct value); the first lane builds the Huffman code; the lanes add up the four
 //! streams' bits, then eight lanes code each stream ([`encode_streams_split`]; a lane per stream
@@ -179,10 +180,10 @@ unsafe fn write_block<W: Warp>(
     let parsed = match level {
         1 => unsafe { parse_chunk(warp, data, len, work.table, DataType::Char, &mut recorder) },
         2 => unsafe {
-            chain_parse::<_, _, { lazy::chain_depth(2) as usize }>(warp, work, data, len, *repeats, &mut recorder)
+            chain_parse::<_, { lazy::chain_depth(2) as usize }>(warp, work, data, len, &mut recorder)
         },
         _ => unsafe {
-            chain_parse::<_, _, { lazy::chain_depth(3) as usize }>(warp, work, data, len, *repeats, &mut recorder)
+            chain_parse::<_, { lazy::chain_depth(3) as usize }>(warp, work, data, len, &mut recorder)
         },
     };
     if parsed.is_ok() {
@@ -277,13 +278,12 @@ impl<W: Warp> SequenceEncoder for Recorder<'_, W> {
 ///
 /// # Safety
 /// As [`compress_chunk`], for the `n` bytes at `data`.
-unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
+unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
     warp: &W,
     work: &Work,
     data: *const u8,
     n: usize,
-    mut repeats: RepeatOffsets,
-    encoder: &mut E,
+    recorder: &mut Recorder<W>,
 ) -> Result<(), Status> {
     let lane = warp.lane();
     let rows = unsafe { addr_of_mut!((*work.scratch).chains) } as *mut Row<DEPTH>;
@@ -292,7 +292,7 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
     warp.sync();
     let (mut anchor, mut pos) = (0, 0);
     while pos + MIN_MATCH <= n {
-        let lanes = (n + 1 - MIN_MATCH - pos).min(LANES);
+        let (lanes, repeats) = ((n + 1 - MIN_MATCH - pos).min(LANES), recorder.repeats);
         let (p, active) = (pos + lane as usize, (lane as usize) < lanes);
         // This lane's row (as the batch found it) and its own entry, to join it.
         let (slot, row, entry, found) = if active && p + WINDOW <= n {
@@ -311,33 +311,116 @@ unsafe fn chain_parse<W: Warp, E: SequenceEncoder, const DEPTH: usize>(
             (u32::MAX - lane, Row::EMPTY, 0, Candidate::default()) // a slot no other lane holds
         };
         unsafe { join_rows(warp, rows, slot, row, entry) };
-        warp.sync();
-        let matched = warp.ballot(found.len != 0);
-        let gain = found.gain(&repeats);
-        let next_gain = warp.shuffle(gain as u32, (lane + 1).min(WARP_SIZE - 1)) as i32;
-        let passed = warp.ballot(matched >> 1 >> lane & 1 == 1 && prefers_next(gain, next_gain));
-        let mut cursor = pos;
-        while let Some(chosen) = choose_lane_by_masks((cursor - pos) as u32, matched, passed) {
-            let p = pos + chosen as usize;
-            let c = p - warp.shuffle(found.offset, chosen) as usize;
-            // The search measured the match up to MEASURE_CAP bytes: only a longer one needs the rest.
-            let len = match warp.shuffle(found.len, chosen) as usize {
-                MEASURE_CAP => MEASURE_CAP + common_forward(warp, data, p + MEASURE_CAP, c + MEASURE_CAP, n),
-                measured => measured,
-            };
-            let back = common_backward(warp, data, p, c, anchor);
-            let literals = p - back - anchor;
-            unsafe { encoder.sequence(data.add(anchor), literals, p - c, len + back)? };
-            sequence(&mut repeats, literals, (p - c) as u32, len + back);
-            cursor = p + len;
+        let cursor = unsafe { record_batch(warp, recorder, data, n, pos, lanes, anchor, found)? };
+        if cursor != pos {
             anchor = cursor;
-            if cursor - pos >= lanes {
-                break;
-            }
         }
         pos = cursor.max(pos + LANES);
     }
-    unsafe { encoder.last_literals(data.add(anchor), n - anchor) }
+    unsafe { recorder.last_literals(data.add(anchor), n - anchor) }
+}
+
+/// Takes a batch's matches (lane `i`'s `found` for position `pos + i`, the first `lanes` lanes
+/// searched) as the scalar parse's lazy choice takes them, and records them with their literals
+/// (from `anchor` on). The lanes work out which lanes are chosen (each lane the one chosen after
+/// its own match, then a walk from the first); each chosen lane finds its match's backward
+/// extension and copies its literals (the first's, which may be many, by the warp); then the
+/// repeat offsets go through the sequences in order. Returns where the last match ends, or
+/// `pos` without one.
+///
+/// # Safety
+/// As [`compress_chunk`], for the `n` bytes at `data`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn record_batch<W: Warp>(
+    warp: &W,
+    recorder: &mut Recorder<W>,
+    data: *const u8,
+    n: usize,
+    pos: usize,
+    lanes: usize,
+    anchor: usize,
+    found: Candidate,
+) -> Result<usize, Status> {
+    let lane = warp.lane();
+    let gain = found.gain(&recorder.repeats);
+    let matched = warp.ballot(found.len != 0);
+    let next_gain = warp.shuffle(gain as u32, (lane + 1).min(WARP_SIZE - 1)) as i32;
+    let passed = warp.ballot(matched >> 1 >> lane & 1 == 1 && prefers_next(gain, next_gain));
+    let after = lane + found.len; // where this lane's match ends, in lanes from `pos`
+    let next = match found.len != 0 && (after as usize) < lanes {
+        true => choose_lane_by_masks(after, matched, passed).unwrap_or(WARP_SIZE),
+        false => WARP_SIZE,
+    };
+    let mut chosen = 0u32;
+    let mut at = choose_lane_by_masks(0, matched, passed).unwrap_or(WARP_SIZE);
+    while at < WARP_SIZE {
+        chosen |= 1 << at;
+        at = warp.shuffle(next, at);
+    }
+    if chosen == 0 {
+        return Ok(pos);
+    }
+    let (first, last) = (chosen.trailing_zeros(), 31 - chosen.leading_zeros());
+    let (p, is_chosen, below) = (pos + lane as usize, chosen >> lane & 1 == 1, chosen & ((1 << lane) - 1));
+    let c = p - found.offset as usize;
+    // The search measured each match up to MEASURE_CAP bytes: only the last can be longer.
+    let (last_p, last_c) = (pos + last as usize, warp.shuffle(c as u32, last) as usize);
+    let extra = match warp.shuffle(found.len, last) as usize {
+        MEASURE_CAP => common_forward(warp, data, last_p + MEASURE_CAP, last_c + MEASURE_CAP, n),
+        _ => 0,
+    };
+    // Each chosen lane's literals start where the match before it ends (the first's at `anchor`).
+    let prev_end = pos + warp.shuffle(after, if below == 0 { lane } else { 31 - below.leading_zeros() }) as usize;
+    let start = if below == 0 { anchor } else { prev_end };
+    let first_back = common_backward(warp, data, pos + first as usize, warp.shuffle(c as u32, first) as usize, anchor);
+    let back = match is_chosen {
+        true if lane == first => first_back,
+        true => {
+            let (limit, mut back) = ((p - start).min(c), 0);
+            while back < limit && unsafe { *data.add(p - 1 - back) == *data.add(c - 1 - back) } {
+                back += 1;
+            }
+            back
+        }
+        false => 0,
+    };
+    let literals = if is_chosen { p - back - start } else { 0 };
+    let match_len = found.len as usize + back + if lane == last { extra } else { 0 };
+    // The literals, back to back: the first chosen lane's by the warp, each other's by its lane.
+    let literals_before = scan_add(warp, literals as u32) - literals as u32;
+    let total = warp.shuffle(literals_before + literals as u32, WARP_SIZE - 1) as usize;
+    let count = chosen.count_ones() as usize;
+    if recorder.literal_count + total > MAX_BLOCK_SIZE || recorder.sequence_count + count > MAX_SEQUENCES {
+        return Err(Status::ChunkTooLarge);
+    }
+    let out = unsafe { (addr_of_mut!((*recorder.block).literals) as *mut u8).add(recorder.literal_count) };
+    unsafe { copy(warp, data.add(anchor), out, warp.shuffle(literals as u32, first)) };
+    if is_chosen && lane != first {
+        for i in 0..literals {
+            unsafe { *out.add(literals_before as usize + i) = *data.add(start + i) };
+        }
+    }
+    // The repeat offsets move on sequence by sequence.
+    let mut mine = Sequence { offset_value: 0, literal_len: 0, match_len_minus3: 0 };
+    let mut left = chosen;
+    while left != 0 {
+        let l = left.trailing_zeros();
+        left &= left - 1;
+        let (literal_len, offset) = (warp.shuffle(literals as u32, l) as usize, warp.shuffle(found.offset, l));
+        let seq = sequence(&mut recorder.repeats, literal_len, offset, warp.shuffle(match_len as u32, l) as usize);
+        if lane == l {
+            mine = seq;
+        }
+    }
+    if is_chosen {
+        let sequences = unsafe { addr_of_mut!((*recorder.block).sequences) } as *mut Sequence;
+        unsafe { *sequences.add(recorder.sequence_count + below.count_ones() as usize) = mine };
+    }
+    recorder.literal_count += total;
+    recorder.sequence_count += count;
+    warp.sync(); // the lanes' literals and sequences are visible to every lane
+    Ok(last_p + warp.shuffle(found.len, last) as usize + extra)
 }
 
 /// Bytes a position needs after it for [`find_match`]: the compared bytes and the aligned words'

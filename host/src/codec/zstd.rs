@@ -10,7 +10,7 @@ use ferrocomp_format::zstd::encode::{self, CompressScratch, DEFAULT_LEVEL};
 use ferrocomp_format::zstd::{self as format, DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
-use ferrocomp_kernels_gpu::zstd::encode::{COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
+use ferrocomp_kernels_gpu::zstd::encode::{compress_scratch_bytes_per_warp, compress_shared_bytes_per_warp};
 use ferrocomp_kernels_gpu::zstd::{
     COMPRESS_WARPS, DECODE_SLOTS, DECOMPRESS_WARPS, PROLOGUE_LANES, PROLOGUE_SHARED_BYTES_PER_THREAD, SIZES_WARPS,
     decompress_scratch_bytes,
@@ -85,7 +85,7 @@ impl BatchCodec for Zstd {
         Launch {
             algorithm: Algorithm::Zstd,
             options: self.level as u32,
-            compress: slotted(COMPRESS_WARPS, COMPRESS_SHARED_BYTES_PER_WARP),
+            compress: slotted(COMPRESS_WARPS, compress_shared_bytes_per_warp(self.level)),
             decompress: slotted(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP),
             sizes: Shape::warps(SIZES_WARPS, SIZES_SHARED_BYTES_PER_WARP),
         }

@@ -38,14 +38,19 @@ use ferrocomp_format::zstd::encode::{
 use ferrocomp_format::zstd::tables::{LITERAL_LENGTH_CODES, MATCH_LENGTH_CODES, OFFSET_CODES};
 use ferrocomp_format::{DataType, Status};
 
-/// Bytes of shared memory each warp of the compress kernel needs: level 1's hash table, whose
-/// place the entropy stages' tables take in turn once the parse is done (their every step reads
-/// them).
-pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = {
-    let (table, literals, sequences) = (HASH_ENTRIES * 2, size_of::<LiteralStage>(), size_of::<SequenceStage>());
+/// Bytes of shared memory each warp of the compress kernel needs at any level.
+pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = compress_shared_bytes_per_warp(1);
+
+/// Bytes of shared memory each warp of the compress kernel needs at `level`: the entropy
+/// stages' tables (their every step reads them), and at level 1 the parse's hash table, whose
+/// place they take once the parse is done. Levels 2 and 3 need less, which leaves the SM more L1
+/// cache for their search.
+pub const fn compress_shared_bytes_per_warp(level: u8) -> usize {
+    let (literals, sequences) = (size_of::<LiteralStage>(), size_of::<SequenceStage>());
     let stages = if literals > sequences { literals } else { sequences };
+    let table = if level <= 1 { HASH_ENTRIES * 2 } else { 0 };
     (if table > stages { table } else { stages }).next_multiple_of(16)
-};
+}
 
 /// The literals' tables, in shared memory from the parse's end until the literals are written.
 #[repr(C)]
@@ -94,7 +99,7 @@ struct Work {
 ///
 /// # Safety
 /// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes, `shared` for
-/// [`COMPRESS_SHARED_BYTES_PER_WARP`] bytes (4-byte aligned) and `scratch` for
+/// [`compress_shared_bytes_per_warp`] of `level` bytes (4-byte aligned) and `scratch` for
 /// [`compress_scratch_bytes_per_warp`] of `level` bytes (16-byte aligned), none written by anyone
 /// else meanwhile.
 #[allow(clippy::too_many_arguments)]
@@ -874,20 +879,25 @@ unsafe fn count_sequence_codes<W: Warp>(warp: &W, sequences: &[Sequence], stage:
 /// Each step the lanes naming the same bin agree (`match_any`), and the lowest of them adds
 /// their number.
 unsafe fn count<W: Warp, const K: usize>(warp: &W, n: usize, bins: impl Fn(usize) -> [u32; K], counts: *mut u32) {
+    const STRIDES: usize = 4;
     let lane = warp.lane();
     let mut base = 0;
     while base < n {
-        let i = base + lane as usize;
-        // Past the end, a bin no other lane names.
-        let named = if i < n { bins(i) } else { [u32::MAX - lane; K] };
-        for bin in named {
-            let peers = warp.match_any(bin);
-            if i < n && peers.trailing_zeros() == lane {
-                unsafe { *counts.add(bin as usize) += peers.count_ones() };
+        // Several strides' bins first, so that their loads overlap; past the end, a bin no
+        // other lane names.
+        let at = |s: usize| base + s * WARP_SIZE as usize + lane as usize;
+        let named: [[u32; K]; STRIDES] =
+            core::array::from_fn(|s| if at(s) < n { bins(at(s)) } else { [u32::MAX - lane; K] });
+        unrolled::<STRIDES>(|s| {
+            for bin in named[s] {
+                let peers = warp.match_any(bin);
+                if at(s) < n && peers.trailing_zeros() == lane {
+                    unsafe { *counts.add(bin as usize) += peers.count_ones() };
+                }
+                warp.sync();
             }
-            warp.sync();
-        }
-        base += WARP_SIZE as usize;
+        });
+        base += STRIDES * WARP_SIZE as usize;
     }
 }
 
@@ -913,14 +923,21 @@ unsafe fn write_literals<W: Warp>(
         let huffman = unsafe { &(*stage).huffman };
         let quarter = n.div_ceil(4).max(1);
         let mut bits = [0u32; 4];
-        warp.for_each_strided(n, |i| {
-            let stream = match plan.streams {
-                1 => 0,
-                _ => (i >= quarter) as usize + (i >= 2 * quarter) as usize + (i >= 3 * quarter) as usize,
-            };
-            let len = huffman.lens[literals[i] as usize] as u32;
-            unrolled::<4>(|k| bits[k] += if k == stream { len } else { 0 });
-        });
+        let stream = |i: usize| match plan.streams {
+            1 => 0,
+            _ => (i >= quarter) as usize + (i >= 2 * quarter) as usize + (i >= 3 * quarter) as usize,
+        };
+        // Four strides' literals loaded at a time, so that their loads overlap.
+        let mut base = lane;
+        while base < n {
+            let at = |s: usize| base + s * WARP_SIZE as usize;
+            let quad: [u8; 4] = core::array::from_fn(|s| if at(s) < n { literals[at(s)] } else { 0 });
+            unrolled::<4>(|s| {
+                let (k, len) = (stream(at(s)), huffman.lens[quad[s] as usize] as u32);
+                unrolled::<4>(|j| bits[j] += if j == k && at(s) < n { len } else { 0 });
+            });
+            base += 4 * WARP_SIZE as usize;
+        }
         for bits in &mut bits {
             *bits = warp.shuffle(scan_add(warp, *bits), WARP_SIZE - 1);
         }

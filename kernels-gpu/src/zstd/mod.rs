@@ -70,7 +70,7 @@ mod kernels {
     use super::decode::{
         self, Ahead, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP,
     };
-    use super::encode::{self, COMPRESS_SHARED_BYTES_PER_WARP, compress_scratch_bytes_per_warp};
+    use super::encode::{self, compress_scratch_bytes_per_warp, compress_shared_bytes_per_warp};
     use super::{DECODE_SLOTS, PROLOGUE_SHARED_BYTES_PER_THREAD};
     use crate::batch::{Chunk, ChunkKernels, Lanes, thread_shared, warp_shared};
     use crate::gpu::HardwareWarp;
@@ -106,8 +106,8 @@ mod kernels {
         const SIZES: Lanes = Lanes::Warp;
 
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-            let shared = warp_shared::<u8>(COMPRESS_SHARED_BYTES_PER_WARP);
             let level = args.options as u8;
+            let shared = warp_shared::<u8>(compress_shared_bytes_per_warp(level));
             let scratch = scratch(args, chunk, compress_scratch_bytes_per_warp(level));
             let (input, n, out, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
             unsafe { encode::compress_chunk(warp, input, n, out, capacity, level, shared, scratch) }

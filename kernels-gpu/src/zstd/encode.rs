@@ -184,12 +184,8 @@ unsafe fn write_block<W: Warp>(
     };
     let parsed = match level {
         1 => unsafe { parse_chunk(warp, data, len, work.table, DataType::Char, &mut recorder) },
-        2 => unsafe {
-            chain_parse::<_, { lazy::chain_depth(2) as usize }>(warp, work, data, len, &mut recorder)
-        },
-        _ => unsafe {
-            chain_parse::<_, { lazy::chain_depth(3) as usize }>(warp, work, data, len, &mut recorder)
-        },
+        2 => unsafe { chain_parse::<_, { lazy::chain_depth(2) as usize }>(warp, work, data, len, &mut recorder) },
+        _ => unsafe { chain_parse::<_, { lazy::chain_depth(3) as usize }>(warp, work, data, len, &mut recorder) },
     };
     if parsed.is_ok() {
         warp.sync(); // the literals and sequences are visible to every lane

@@ -291,10 +291,11 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
     let input = unsafe { bytes(data, n) };
     warp.for_each_strided(1 << CHAIN_HASH_BITS, |slot| unsafe { *rows.add(slot) = Row::EMPTY });
     warp.sync();
-    let (mut anchor, mut pos) = (0, 0);
-    while pos + MIN_MATCH <= n {
-        let (lanes, repeats) = ((n + 1 - MIN_MATCH - pos).min(LANES), recorder.repeats);
-        let (p, active) = (pos + lane as usize, (lane as usize) < lanes);
+    // Positions as 32-bit numbers (a block is at most 64 KiB): fewer registers in the loop.
+    let (mut anchor, mut pos, end) = (0u32, 0u32, n as u32);
+    while pos + MIN_MATCH as u32 <= end {
+        let (lanes, repeats) = ((end + 1 - MIN_MATCH as u32 - pos).min(LANES as u32), recorder.repeats);
+        let (p, active) = ((pos + lane) as usize, lane < lanes);
         // This lane's row (as the batch found it) and its own entry, to join it.
         let (slot, row, entry, found) = if active && p + WINDOW <= n {
             let here = unsafe { Window::at(data.add(p)) };
@@ -312,13 +313,13 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
             (u32::MAX - lane, Row::EMPTY, 0, Candidate::default()) // a slot no other lane holds
         };
         unsafe { join_rows(warp, rows, slot, row, entry) };
-        let cursor = unsafe { record_batch(warp, recorder, data, n, pos, lanes, anchor, found)? };
+        let cursor = unsafe { record_batch(warp, recorder, data, end, pos, lanes, anchor, found)? };
         if cursor != pos {
             anchor = cursor;
         }
-        pos = cursor.max(pos + LANES);
+        pos = cursor.max(pos + LANES as u32);
     }
-    unsafe { recorder.last_literals(data.add(anchor), n - anchor) }
+    unsafe { recorder.last_literals(data.add(anchor as usize), n - anchor as usize) }
 }
 
 /// Takes a batch's matches (lane `i`'s `found` for position `pos + i`, the first `lanes` lanes
@@ -337,19 +338,19 @@ unsafe fn record_batch<W: Warp>(
     warp: &W,
     recorder: &mut Recorder<W>,
     data: *const u8,
-    n: usize,
-    pos: usize,
-    lanes: usize,
-    anchor: usize,
+    n: u32,
+    pos: u32,
+    lanes: u32,
+    anchor: u32,
     found: Candidate,
-) -> Result<usize, Status> {
+) -> Result<u32, Status> {
     let lane = warp.lane();
     let gain = found.gain(&recorder.repeats);
     let matched = warp.ballot(found.len != 0);
     let next_gain = warp.shuffle(gain as u32, (lane + 1).min(WARP_SIZE - 1)) as i32;
     let passed = warp.ballot(matched >> 1 >> lane & 1 == 1 && prefers_next(gain, next_gain));
     let after = lane + found.len; // where this lane's match ends, in lanes from `pos`
-    let next = match found.len != 0 && (after as usize) < lanes {
+    let next = match found.len != 0 && after < lanes {
         true => choose_lane_by_masks(after, matched, passed).unwrap_or(WARP_SIZE),
         false => WARP_SIZE,
     };
@@ -363,23 +364,24 @@ unsafe fn record_batch<W: Warp>(
         return Ok(pos);
     }
     let (first, last) = (chosen.trailing_zeros(), 31 - chosen.leading_zeros());
-    let (p, is_chosen, below) = (pos + lane as usize, chosen >> lane & 1 == 1, chosen & ((1 << lane) - 1));
-    let c = p - found.offset as usize;
+    let (p, is_chosen, below) = (pos + lane, chosen >> lane & 1 == 1, chosen & ((1 << lane) - 1));
+    let c = p - found.offset;
     // The search measured each match up to MEASURE_CAP bytes: only the last can be longer.
-    let (last_p, last_c) = (pos + last as usize, warp.shuffle(c as u32, last) as usize);
+    let (last_p, last_c) = ((pos + last) as usize, warp.shuffle(c, last) as usize);
     let extra = match warp.shuffle(found.len, last) as usize {
-        MEASURE_CAP => common_forward(warp, data, last_p + MEASURE_CAP, last_c + MEASURE_CAP, n),
+        MEASURE_CAP => common_forward(warp, data, last_p + MEASURE_CAP, last_c + MEASURE_CAP, n as usize) as u32,
         _ => 0,
     };
     // Each chosen lane's literals start where the match before it ends (the first's at `anchor`).
-    let prev_end = pos + warp.shuffle(after, if below == 0 { lane } else { 31 - below.leading_zeros() }) as usize;
+    let prev_end = pos + warp.shuffle(after, if below == 0 { lane } else { 31 - below.leading_zeros() });
     let start = if below == 0 { anchor } else { prev_end };
-    let first_back = common_backward(warp, data, pos + first as usize, warp.shuffle(c as u32, first) as usize, anchor);
+    let (first_p, first_c) = ((pos + first) as usize, warp.shuffle(c, first) as usize);
+    let first_back = common_backward(warp, data, first_p, first_c, anchor as usize) as u32;
     let back = match is_chosen {
         true if lane == first => first_back,
         true => {
             let (limit, mut back) = ((p - start).min(c), 0);
-            while back < limit && unsafe { *data.add(p - 1 - back) == *data.add(c - 1 - back) } {
+            while back < limit && unsafe { *data.add((p - 1 - back) as usize) == *data.add((c - 1 - back) as usize) } {
                 back += 1;
             }
             back
@@ -387,19 +389,19 @@ unsafe fn record_batch<W: Warp>(
         false => 0,
     };
     let literals = if is_chosen { p - back - start } else { 0 };
-    let match_len = found.len as usize + back + if lane == last { extra } else { 0 };
+    let match_len = found.len + back + if lane == last { extra } else { 0 };
     // The literals, back to back: the first chosen lane's by the warp, each other's by its lane.
-    let literals_before = scan_add(warp, literals as u32) - literals as u32;
-    let total = warp.shuffle(literals_before + literals as u32, WARP_SIZE - 1) as usize;
+    let literals_before = scan_add(warp, literals) - literals;
+    let total = warp.shuffle(literals_before + literals, WARP_SIZE - 1) as usize;
     let count = chosen.count_ones() as usize;
     if recorder.literal_count + total > MAX_BLOCK_SIZE || recorder.sequence_count + count > MAX_SEQUENCES {
         return Err(Status::ChunkTooLarge);
     }
     let out = unsafe { (addr_of_mut!((*recorder.block).literals) as *mut u8).add(recorder.literal_count) };
-    unsafe { copy(warp, data.add(anchor), out, warp.shuffle(literals as u32, first)) };
+    unsafe { copy(warp, data.add(anchor as usize), out, warp.shuffle(literals, first)) };
     if is_chosen && lane != first {
         for i in 0..literals {
-            unsafe { *out.add(literals_before as usize + i) = *data.add(start + i) };
+            unsafe { *out.add((literals_before + i) as usize) = *data.add((start + i) as usize) };
         }
     }
     // The repeat offsets move on sequence by sequence.
@@ -408,8 +410,8 @@ unsafe fn record_batch<W: Warp>(
     while left != 0 {
         let l = left.trailing_zeros();
         left &= left - 1;
-        let (literal_len, offset) = (warp.shuffle(literals as u32, l) as usize, warp.shuffle(found.offset, l));
-        let seq = sequence(&mut recorder.repeats, literal_len, offset, warp.shuffle(match_len as u32, l) as usize);
+        let (literal_len, offset) = (warp.shuffle(literals, l) as usize, warp.shuffle(found.offset, l));
+        let seq = sequence(&mut recorder.repeats, literal_len, offset, warp.shuffle(match_len, l) as usize);
         if lane == l {
             mine = seq;
         }
@@ -421,7 +423,7 @@ unsafe fn record_batch<W: Warp>(
     recorder.literal_count += total;
     recorder.sequence_count += count;
     warp.sync(); // the lanes' literals and sequences are visible to every lane
-    Ok(last_p + warp.shuffle(found.len, last) as usize + extra)
+    Ok(pos + last + warp.shuffle(found.len, last) + extra)
 }
 
 /// Bytes a position needs after it for [`find_match`]: the compared bytes and the aligned words'

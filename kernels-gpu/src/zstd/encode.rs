@@ -226,7 +226,8 @@ unsafe fn is_run<W: Warp>(warp: &W, data: *const u8, len: usize) -> bool {
 }
 
 /// Records a parse's sequences in the scratch slot's block, as the format crate's `Collector`
-/// does: all lanes copy the literals, the first lane stores each sequence.
+/// does: all lanes copy the literals, the first lane stores each sequence (levels 2 and 3
+/// record a batch at a time instead, [`record_batch`]).
 struct Recorder<'w, W> {
     warp: &'w W,
     block: *mut BlockScratch,
@@ -524,11 +525,10 @@ unsafe fn find_match<const DEPTH: usize>(
     best.0
 }
 
-/// The chains of `lazy::parse` as the search reads them: for each hash, the positions of its
-/// latest `DEPTH` (at most 8) positions, latest first, each as an entry of its position plus 1
-/// (0: none) and a tag of its first word, so that the candidates come in one load and only
-/// those that may match are read. It lies where the scalar parse keeps its chains, in the
-/// warp's scratch slot.
+/// The chains of `lazy::parse` as the search reads them: for each hash, its latest `DEPTH` (at
+/// most 8) positions, latest first, each entry its position plus 1 (0: none) and a tag of its
+/// first word, so that the candidates come in one load and only those that may match are read.
+/// The rows lie where the scalar parse keeps its chains, in the warp's scratch slot.
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Row<const DEPTH: usize> {

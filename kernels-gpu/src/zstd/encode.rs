@@ -327,8 +327,9 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
 /// searched) as the scalar parse's lazy choice takes them, and records them with their literals
 /// (from `anchor` on). The lanes work out which lanes are chosen (each lane the one chosen after
 /// its own match, then a walk from the first); each chosen lane finds its match's backward
-/// extension and copies its literals (the first's, which may be many, by the warp); then the
-/// repeat offsets go through the sequences in order. Returns where the last match ends, or
+/// extension; the warp copies the first chosen lane's literals (which may be many), and the
+/// others', which lie among the batch's positions, a byte a lane; then the repeat offsets go
+/// through the sequences in order. Returns where the last match ends, or
 /// `pos` without one.
 ///
 /// # Safety
@@ -391,19 +392,22 @@ unsafe fn record_batch<W: Warp>(
     };
     let literals = if is_chosen { p - back - start } else { 0 };
     let match_len = found.len + back + if lane == last { extra } else { 0 };
-    // The literals, back to back: the first chosen lane's by the warp, each other's by its lane.
-    let literals_before = scan_add(warp, literals) - literals;
-    let total = warp.shuffle(literals_before + literals, WARP_SIZE - 1) as usize;
+    // The literals, back to back: the first chosen lane's (which may be many) by the warp; the
+    // others' lie among the batch's positions, each a lane's byte, placed by a mask of them all.
+    let first_literals = warp.shuffle(literals, first);
+    let span = |from: u32, to: u32| ((1u32 << (to - pos)) - 1) & !((1u32 << (from - pos)) - 1);
+    let own_span = if is_chosen && lane != first { span(start, p - back) } else { 0 };
+    let later_literals = warp.reduce_xor(own_span); // the spans are disjoint: their XOR is their union
+    let total = (first_literals + later_literals.count_ones()) as usize;
     let count = chosen.count_ones() as usize;
     if recorder.literal_count + total > MAX_BLOCK_SIZE || recorder.sequence_count + count > MAX_SEQUENCES {
         return Err(Status::ChunkTooLarge);
     }
     let out = unsafe { (addr_of_mut!((*recorder.block).literals) as *mut u8).add(recorder.literal_count) };
-    unsafe { copy(warp, data.add(anchor as usize), out, warp.shuffle(literals, first)) };
-    if is_chosen && lane != first {
-        for i in 0..literals {
-            unsafe { *out.add((literals_before + i) as usize) = *data.add((start + i) as usize) };
-        }
+    unsafe { copy(warp, data.add(anchor as usize), out, first_literals) };
+    if later_literals >> lane & 1 == 1 {
+        let at = first_literals + (later_literals & ((1 << lane) - 1)).count_ones();
+        unsafe { *out.add(at as usize) = *data.add(p as usize) };
     }
     // The repeat offsets move on sequence by sequence.
     let mut mine = Sequence { offset_value: 0, literal_len: 0, match_len_minus3: 0 };

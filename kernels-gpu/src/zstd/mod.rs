@@ -47,14 +47,19 @@ pub const PROLOGUE_LANES: u32 = 8;
 const _: () = assert!(PROLOGUE_LANES as usize * PROLOGUE_SHARED_BYTES_PER_THREAD <= SHARED_BYTES_PER_BLOCK);
 /// Warps per block of the sizes kernel: as many as its shared memory allows.
 pub const SIZES_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / SIZES_SHARED_BYTES_PER_WARP) as u32;
-/// Warps per block of the compress kernel, and its blocks per SM: 3 of the 4 its shared memory
-/// allows, so 18 warps to an SM at 96 registers each. Measured on an H100 (level 2, GB/s text /
-/// binary / float32 / int32): 3 blocks 7.9 / 9.3 / 7.1 / 7.2; 2 blocks (168 registers) 6.8 /
-/// 9.1 / 6.3 / 7.6; 4 blocks (80 registers, the search's windows spilled) 6.8 / 7.6 / 6.0 / 5.5
-/// with an earlier form of the parse's recording. Level 1 was fastest at 3 too.
-pub const COMPRESS_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / COMPRESS_SHARED_BYTES_PER_WARP) as u32;
-pub const COMPRESS_BLOCKS_PER_SM: u32 = 3;
-const _: () = assert!(COMPRESS_BLOCKS_PER_SM <= blocks_per_sm(COMPRESS_WARPS, COMPRESS_SHARED_BYTES_PER_WARP));
+/// Warps per block of the compress kernel, and its blocks per SM: 16 warps to an SM at 128
+/// registers each, the fewest warps that take a batch of 256 MiB in 64 KiB chunks (4096) in two
+/// rounds on an H100's or H200's 132 SMs. Each warp waits mostly on its own loads, so registers
+/// (no spills) gain more than warps in flight. Measured on an H100 (level 2, GB/s text / binary /
+/// float32 / int32, one run): 16 warps at 128 registers 9.8 / 12.4 / 10.5 / 10.6, 18 at 96
+/// 9.0 / 11.7 / 9.0 / 10.2; blocks of 2 or 1 warps were within 0.1; 32 warps at 64 registers
+/// (the batch in one round) at most 7.7 / 8.0 / 8.3 / 8.5.
+pub const COMPRESS_WARPS: u32 = 4;
+pub const COMPRESS_BLOCKS_PER_SM: u32 = 4;
+const _: () = assert!(
+    COMPRESS_WARPS as usize * COMPRESS_SHARED_BYTES_PER_WARP <= SHARED_BYTES_PER_BLOCK
+        && COMPRESS_BLOCKS_PER_SM <= blocks_per_sm(COMPRESS_WARPS, COMPRESS_SHARED_BYTES_PER_WARP)
+);
 
 /// Blocks of `warps` warps with `shared_bytes` each that fit an SM's shared memory: the occupancy
 /// the launch bounds ask of ptxas. A warp's work is mostly one lane's serial decoding or coding

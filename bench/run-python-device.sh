@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repo root: ferrocomp's Python API beside nvCOMP's (bench/python_bench.py), then zarr
 # reads through ferrocomp, nvCOMP and zarr's CPU codecs (bench/zarr_bench.py), then the Python tests' GPU variants
-# (where pytest is there). Uses .whl/ (Python 3.12 wheels of nvidia-nvcomp-cu13, nvidia-libnvcomp-cu13, zarr and
+# (where pytest is there). Uses .nvcomp/ and .whl/ (scripts/gpu-wheels.sh: nvidia-nvcomp-cu13, nvidia-libnvcomp-cu13, zarr and
 # what it needs that the machine lacks: numcodecs, donfig, msgspec, google-crc32c; uproot, awkward, cramjam, fsspec
 # and xxhash for the ROOT test) and ferrocomp as a wheel in .gpu/ (built on the dev machine) or, failing that,
 # python/ferrocomp with its built extension carried. Missing optional wheels leave their parts out with a message;
@@ -11,7 +11,7 @@
 set -uo pipefail
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-wheels=(.whl/*.whl .gpu/ferrocomp-*.whl)
+wheels=(.whl/*.whl .nvcomp/*.whl .gpu/ferrocomp-*.whl)
 present=()
 for wheel in "${wheels[@]}"; do [ -f "$wheel" ] && present+=("$wheel"); done
 if [ ${#present[@]} -gt 0 ]; then

@@ -23,7 +23,7 @@ for test in "gpu" "codecs corrupt cpu_libraries c_blosc libzstd zstd_chunks_endi
         >"$out/memcheck-$1.log" 2>&1 || failed=1
     grep -E "ERROR SUMMARY|^test result|panicked" "$out/memcheck-$1.log"
 done
-echo "== Python tests with CuPy (the wheel from .gpu/, zarr, numcodecs, uproot and nvCOMP's wheels from .whl/)"
+echo "== Python tests with CuPy (the wheel from .gpu/, zarr, numcodecs and uproot wheels from .whl/)"
 python3 -m pip install --quiet --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .gpu/ferrocomp-*.whl
 PYTHONPATH=/tmp/site python3 -m pytest -p no:cacheprovider -rs python/tests >"$out/pytest.log" 2>&1 || failed=1
 grep -E "^(FAILED|ERROR)|^=+ .* in [0-9.]+s" "$out/pytest.log"

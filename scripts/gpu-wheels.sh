@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Downloads the wheels the GPU machine lacks (CPython 3.12, x86-64; it has no network): into .whl/,
+# what scripts/gpu-check.sh installs for the Python tests (zarr, numcodecs, uproot and their
+# dependencies); into .nvcomp/, nvCOMP's library and Python API for bench/run-device.sh and
+# bench/run-python-device.sh. Both folders and .gpu/ pass the 64 MiB a device call carries: carry
+# .gpu/ with one of them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+platforms=()
+for p in manylinux_2_28 manylinux_2_27 manylinux_2_24 manylinux_2_17 manylinux2014 manylinux1; do
+    platforms+=(--platform "${p}_x86_64")
+done
+download() { # DIR PACKAGE...
+    python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        "${platforms[@]}" -d "$@"
+}
+# The versions python/requirements-test.txt pins, then the dependencies of zarr, numcodecs and uproot.
+download .whl zarr==3.1.6 numcodecs==0.16.6 uproot==5.7.7 lz4==4.4.5 xxhash==4.1.0 zstandard==0.25.0 \
+    donfig pyyaml msgspec google-crc32c crc32c packaging typing_extensions fsspec awkward awkward-cpp cramjam
+download .nvcomp nvidia-libnvcomp-cu13==6.0.0.12 nvidia-nvcomp-cu13==6.0.0.12
+du -sh .whl .nvcomp

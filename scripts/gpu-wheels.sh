@@ -2,8 +2,8 @@
 # Downloads the wheels the GPU machine lacks (CPython 3.12, x86-64; it has no network): into .whl/,
 # what scripts/gpu-check.sh installs for the Python tests (zarr, numcodecs, uproot and their
 # dependencies); into .nvcomp/, nvCOMP's library and Python API for bench/run-device.sh and
-# bench/run-python-device.sh. Both folders and .gpu/ pass the 64 MiB a device call carries: carry
-# .gpu/ with one of them.
+# bench/run-python-device.sh. A device call carries at most 64 MiB: .gpu/ (less what the call does
+# not run, such as the emulated tests) with one of the two folders.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 platforms=()

@@ -14,8 +14,10 @@ download() { # DIR PACKAGE...
     python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         "${platforms[@]}" -d "$@"
 }
-# The versions python/requirements-test.txt pins, then the dependencies of zarr, numcodecs and uproot.
-download .whl zarr==3.1.6 numcodecs==0.16.6 uproot==5.7.7 lz4==4.4.5 xxhash==4.1.0 zstandard==0.25.0 \
+# The tests' packages at the versions python/requirements-test.txt pins, then what zarr, numcodecs
+# and uproot need that the machine lacks.
+mapfile -t pinned < <(grep -E '^(zarr|numcodecs|uproot|lz4|xxhash|zstandard)==' python/requirements-test.txt)
+download .whl "${pinned[@]}" \
     donfig pyyaml msgspec google-crc32c crc32c packaging typing_extensions fsspec awkward awkward-cpp cramjam
 download .nvcomp nvidia-libnvcomp-cu13==6.0.0.12 nvidia-nvcomp-cu13==6.0.0.12
 du -sh .whl .nvcomp

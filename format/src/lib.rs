@@ -3,6 +3,7 @@
 //! themselves as plain functions over byte slices (the CPU path, the test oracle, and the
 //! reference the warp-cooperative GPU kernels are checked against).
 #![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
 pub use batch::BatchArgs;
 

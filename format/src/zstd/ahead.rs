@@ -172,15 +172,23 @@ impl Pass<'_> {
         let tables_at = section.get(header.len..).unwrap_or(&[]);
         let stream = tables_at.get(sequences::read_tables(header.modes, tables_at, tables)?..).unwrap_or(&[]);
         let mut decoder = SequenceDecoder::new(stream, tables)?;
-        for i in 0..header.count {
-            let sequence = decoder.next(tables, i + 1 == header.count);
-            let offset = reps.resolve(sequence.offset_value, sequence.literals);
-            let Some(slot) = self.stored.get_mut(self.count as usize) else {
-                self.stop = Stop::Unstored { at: self.count };
-                return Err(Status::ChunkTooLarge);
-            };
-            *slot = pack(sequence.literals, sequence.match_len, offset);
-            self.count += 1;
+        let mut store = |last| {
+            let sequence = decoder.next(tables, last);
+            pack(sequence.literals, sequence.match_len, reps.resolve(sequence.offset_value, sequence.literals))
+        };
+        // The block's sequences that fit the slot, the last (which moves no state) on its own.
+        let slots = self.stored.get_mut(self.count as usize..).unwrap_or(&mut []);
+        let fits = slots.len().min(header.count as usize);
+        let last = fits == header.count as usize;
+        let (body, end) = slots[..fits].split_at_mut(fits - last as usize);
+        body.iter_mut().for_each(|slot| *slot = store(false));
+        if let Some(slot) = end.first_mut() {
+            *slot = store(true);
+        }
+        self.count += fits as u32;
+        if !last {
+            self.stop = Stop::Unstored { at: self.count };
+            return Err(Status::ChunkTooLarge);
         }
         if !decoder.finished() {
             self.stop = Stop::After { at: self.count, status: Status::Malformed };

@@ -59,22 +59,26 @@ impl<'a> ReverseBits<'a> {
     /// The aligned word ending at `at` (a word boundary), 0 where there is none.
     #[inline(always)]
     fn word_below(&self, at: u32) -> u32 {
-        let index = (at.wrapping_sub(self.head) / 4) as usize;
-        u32::from_le(self.words.get(index.wrapping_sub(1)).copied().unwrap_or(0))
+        // Below the first word (`at` at or before it), the index wraps past any slice's end.
+        let index = (at.wrapping_sub(self.head) / 4).wrapping_sub(1);
+        u32::from_le(self.words.get(index as usize).copied().unwrap_or(0))
     }
 
     /// Loads bits until at least 32 are held (a word when 32 or fewer are), or every bit is.
+    /// The word is taken by selects, not a branch, so that the lanes of a warp that need one and
+    /// those that do not stay on one path (the next word loads either way: the same one again
+    /// where none was taken); only the stream's first bytes (below its first aligned word) load
+    /// one by one.
     #[inline(always)]
     pub fn refill(&mut self) {
-        if self.held > 32 || self.at == 0 {
-            return;
-        }
-        if self.at > self.head {
-            self.window |= (self.ahead as u64) << (32 - self.held);
-            self.held += 32;
-            self.at -= 4;
-            self.ahead = self.word_below(self.at);
-        } else {
+        let take = self.held <= 32 && self.at > self.head;
+        let word = if take { self.ahead as u64 } else { 0 };
+        // Where a word is taken, 0 to 32 bits are held.
+        self.window |= word << ((32 - self.held) as u32 & 63);
+        self.held += if take { 32 } else { 0 };
+        self.at -= if take { 4 } else { 0 };
+        self.ahead = self.word_below(self.at);
+        if self.held <= 32 && self.at > 0 && self.at <= self.head {
             while self.held <= 56 && self.at > 0 {
                 self.load_byte();
             }
@@ -126,13 +130,14 @@ impl<'a> ReverseBits<'a> {
         }
         let mut at = 0;
         let fields = widths.map(|n| {
-            // `at` is 64 only after fields filling the window, when `n` is 0 and so is the field.
-            let field = (self.window.wrapping_shl(at) >> 1) >> (63 - n);
+            // The window's top word from the field on (`at` is 64 only after fields filling the
+            // window, when `n` is 0 and so is the field).
+            let top = (self.window.wrapping_shl(at) >> 32) as u32;
             at += n;
-            field as u32
+            shr_or_zero(top, 32 - n)
         });
         self.held -= total as i32;
-        self.window = self.window.checked_shl(total).unwrap_or(0);
+        self.window = shl_or_zero(self.window, total);
         fields
     }
 
@@ -147,6 +152,41 @@ impl<'a> ReverseBits<'a> {
     pub fn finished(&self) -> bool {
         self.at == 0 && self.held == 0
     }
+}
+
+/// `x >> n`, 0 where `n` is 32 or more: on a GPU one instruction (PTX's shifts clamp their
+/// amount), elsewhere a compare.
+#[inline(always)]
+fn shr_or_zero(x: u32, n: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let shifted;
+        // SAFETY: a shift of registers.
+        unsafe {
+            core::arch::asm!("shr.b32 {s}, {x}, {n};", s = out(reg32) shifted, x = in(reg32) x, n = in(reg32) n,
+                options(pure, nomem, nostack));
+        }
+        shifted
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    x.checked_shr(n).unwrap_or(0)
+}
+
+/// `x << n`, 0 where `n` is 64 or more, as [`shr_or_zero`].
+#[inline(always)]
+fn shl_or_zero(x: u64, n: u32) -> u64 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let shifted;
+        // SAFETY: a shift of registers.
+        unsafe {
+            core::arch::asm!("shl.b64 {s}, {x}, {n};", s = out(reg64) shifted, x = in(reg64) x, n = in(reg32) n,
+                options(pure, nomem, nostack));
+        }
+        shifted
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    x.checked_shl(n).unwrap_or(0)
 }
 
 #[cfg(test)]

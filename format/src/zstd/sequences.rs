@@ -255,15 +255,17 @@ impl<'a> SequenceDecoder<'a> {
         let ml = tables.match_lengths[self.match_length_state as usize & (LENGTH_CELLS - 1)];
         let (ll_extra, ml_extra) = (extra_bits(ll), extra_bits(ml));
         let [ll_bits, ml_bits, of_bits] = if last { [0; 3] } else { [ll, ml, of].map(state_bits) };
+        let of_extra = extra_bits(of);
         let [offset, extras, states] =
-            self.bits.read_fields([extra_bits(of), ml_extra + ll_extra, ll_bits + ml_bits + of_bits]);
+            self.bits.read_fields([of_extra, ml_extra + ll_extra, ll_bits + ml_bits + of_bits]);
         self.literal_length_state = state_baseline(ll) + states.wrapping_shr(ml_bits + of_bits);
         self.match_length_state = state_baseline(ml) + (states.wrapping_shr(of_bits) & low_bits(ml_bits));
         self.offset_state = state_baseline(of) + (states & low_bits(of_bits));
         Sequence {
             literals: code_value(ll, extras & low_bits(ll_extra)),
             match_len: code_value(ml, extras.wrapping_shr(ll_extra)),
-            offset_value: code_value(of, offset),
+            // An offset code's baseline is 1 << its extra bits.
+            offset_value: (1 << of_extra) + offset,
         }
     }
 

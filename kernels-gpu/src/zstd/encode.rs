@@ -22,6 +22,7 @@ use core::ptr::addr_of_mut;
 use core::slice;
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::zstd::encode::block::BlockScratch;
+use ferrocomp_format::zstd::encode::fse::SymbolCoding;
 use ferrocomp_format::zstd::encode::huffman::HuffmanCode;
 use ferrocomp_format::zstd::encode::lazy::{
     self, CHAIN_HASH_BITS, Candidate, ChainTables, LANES, MEASURE_CAP, MIN_MATCH, choose_lane_by_masks, prefers_next,
@@ -294,14 +295,20 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
     warp.sync();
     // Positions as 32-bit numbers (a block is at most 64 KiB): fewer registers in the loop.
     let (mut anchor, mut pos, end) = (0u32, 0u32, n as u32);
+    // The rows of the batch starting at `ahead`, read while the batch before was recorded.
+    let (mut ahead, mut ahead_slot, mut ahead_row) = (u32::MAX, 0, Row::<DEPTH>::EMPTY);
     while pos + MIN_MATCH as u32 <= end {
         let (lanes, repeats) = ((end + 1 - MIN_MATCH as u32 - pos).min(LANES as u32), recorder.repeats);
         let (p, active) = ((pos + lane) as usize, lane < lanes);
         // This lane's row (as the batch found it) and its own entry, to join it.
         let (slot, row, entry, found) = if active && p + WINDOW <= n {
             let here = unsafe { Window::at(data.add(p)) };
-            let slot = lazy::hash_word(here.word(0));
-            let row = unsafe { *rows.add(slot) };
+            let (slot, row) = if pos == ahead {
+                (ahead_slot, ahead_row)
+            } else {
+                let slot = lazy::hash_word(here.word(0));
+                (slot, unsafe { *rows.add(slot) })
+            };
             let found = unsafe { find_match(data, p, &here, &row, repeats) };
             (slot as u32, row, Row::<DEPTH>::entry(p, here.word(0)), found)
         } else if active {
@@ -314,6 +321,15 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
             (u32::MAX - lane, Row::EMPTY, 0, Candidate::default()) // a slot no other lane holds
         };
         unsafe { join_rows(warp, rows, slot, row, entry) };
+        // The next batch's rows, guessing that it follows this one (it starts later where a match
+        // ends past this batch, and reads its rows itself): their loads wait on no one while this
+        // batch is recorded, which does not change the rows.
+        // Every lane loads a row (slot 0 past the window's end), so that the loads write the
+        // registers they are read from with no move waiting on them.
+        ahead = pos + LANES as u32;
+        let next = (ahead + lane) as usize;
+        ahead_slot = if next + WINDOW <= n { lazy::hash_word(unsafe { word_at(data.add(next)) }) } else { 0 };
+        ahead_row = unsafe { *rows.add(ahead_slot) };
         let cursor = unsafe { record_batch(warp, recorder, data, end, pos, lanes, anchor, found)? };
         if cursor != pos {
             anchor = cursor;
@@ -682,11 +698,12 @@ unsafe fn write_compressed_body<W: Warp>(
 /// Encodes the sequences' bitstream at `out` (room for `capacity` bytes), as the format
 /// crate's `write_sequences` does after the header; returns its size. Its units (the last
 /// sequence's extra bits; each sequence before it, last to first, with the state field moving
-/// the FSE states to it; the final states and end marker) go 32 at a time, a lane each. The
-/// three FSE states are stepped through the window's codes (the serial part) by lanes 0, 1 and
-/// 2 together, one table each (every lane steps one alike, the others' work unused), into
-/// `steps` (shared, 96 words); then each lane gathers its unit's state field, places its
-/// unit's fields by a prefix sum of their bits and the lanes write the window's words together.
+/// the FSE states to it; the final states and end marker) go 32 at a time, a lane each. Each
+/// lane puts its unit's three symbol codings into `steps` (shared, 96 words); the three FSE
+/// states are stepped through the window's codings (the serial part) by lanes 0, 1 and 2
+/// together, one table each, each step's field replacing its coding; then each lane gathers its
+/// unit's state field, places its unit's fields by a prefix sum of their bits and the lanes
+/// write the window's words together.
 unsafe fn encode_stream<W: Warp>(
     warp: &W,
     sequences: &[Sequence],
@@ -698,30 +715,35 @@ unsafe fn encode_stream<W: Warp>(
     let lane = warp.lane() as usize;
     let n = sequences.len();
     let units = n + 1;
-    // This lane's table: literal lengths, offsets, match lengths for lanes 0, 1, 2, and so on.
-    let kind = lane % 3;
-    let stepper = tables.steppers()[kind];
+    let steppers = tables.steppers();
     let mut state = 0;
     let mut stream = StreamWindow { out, capacity, word_base: 0, carry: 0, carry_bits: 0 };
     for base in (0..units).step_by(WARP_SIZE as usize) {
         let unit = base + lane;
         let seq = (unit < n).then(|| sequences[n - 1 - unit]);
-        let packed = seq.map_or(0, |seq| {
-            let (ll, of, ml) = codes(&seq);
-            ll as u32 | (of as u32) << 8 | (ml as u32) << 16
-        });
-        for k in 0..(units - base).min(WARP_SIZE as usize) {
-            let symbol = (warp.shuffle(packed, k as u32) >> (8 * kind)) as u8;
-            let (value, bits) = match base + k {
-                0 => {
-                    state = stepper.first_state(symbol);
+        // Each lane's unit's codings, one table after another, where its steps will go: the
+        // stepping lanes load them ahead of their states.
+        let symbols = seq.map(|seq| codes(&seq));
+        for (table, stepper) in steppers.iter().enumerate() {
+            let coding = symbols.map_or(0, |(ll, of, ml)| stepper.coding([ll, of, ml][table]).0);
+            unsafe { *steps.add(3 * lane + table) = coding };
+        }
+        warp.sync(); // the codings are visible to the stepping lanes
+        if lane < 3 {
+            // This window's sequences, each coding loaded a step ahead of its use.
+            let (stepper, stepped) = (steppers[lane], n.saturating_sub(base).min(WARP_SIZE as usize) as u32);
+            let mut coding = unsafe { *steps.add(lane) };
+            for k in 0..stepped {
+                let slot = unsafe { steps.add(3 * k as usize + lane) };
+                let next = if k + 1 < stepped { unsafe { *slot.add(3) } } else { 0 };
+                let (value, bits) = if base == 0 && k == 0 {
+                    state = stepper.first_state_coded(SymbolCoding(coding));
                     (0, 0)
-                }
-                unit if unit < n => stepper.step(&mut state, symbol),
-                _ => (0, 0),
-            };
-            if lane < 3 {
-                unsafe { *steps.add(3 * k + lane) = value | bits << 16 };
+                } else {
+                    stepper.step_coded(&mut state, SymbolCoding(coding))
+                };
+                unsafe { *slot = value | bits << 16 };
+                coding = next;
             }
         }
         let finals = [0, 1, 2].map(|table| warp.shuffle(state, table));

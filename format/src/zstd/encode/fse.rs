@@ -151,23 +151,72 @@ pub struct Stepper<'a> {
     count: &'a [u16],
 }
 
+/// What coding one symbol reads of its table, in one word: the state from which it takes its
+/// most bits (`count << most`, 11 bits), that most (4 bits), and where its group starts in
+/// `next` less its count, plus 1024 (11 bits). A GPU lane stepping a state loads it ahead of the
+/// state, so that only the state's own arithmetic and one table load lie between two steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SymbolCoding(pub u32);
+
+impl SymbolCoding {
+    /// The state from which the symbol takes its most bits.
+    #[inline(always)]
+    fn threshold(self) -> u32 {
+        self.0 & 0x7FF
+    }
+
+    /// The most bits the symbol takes.
+    #[inline(always)]
+    fn most(self) -> u32 {
+        (self.0 >> 11) & 15
+    }
+
+    /// Where the symbol's group starts in `next`, less its count, plus 1024.
+    #[inline(always)]
+    fn group(self) -> u32 {
+        self.0 >> 15
+    }
+}
+
 impl Stepper<'_> {
+    /// How `symbol` is coded (a symbol the table does not have gives a coding no valid state
+    /// reaches, and no arithmetic fault).
+    #[inline(always)]
+    pub fn coding(&self, symbol: u8) -> SymbolCoding {
+        let count = self.count[symbol as usize] as u32;
+        let most = self.log.wrapping_sub(highbit(count.max(1))) & 15;
+        let group = (self.start[symbol as usize] as u32 + 1024).wrapping_sub(count) & 0x7FF;
+        SymbolCoding((count << most) & 0x7FF | most << 11 | group << 15)
+    }
+
     /// The state to start from when `symbol` is the last one coded (the first one decoded at
     /// the end): its first cell, which reads at least one bit when the decoder leaves it.
     #[inline(always)]
     pub fn first_state(&self, symbol: u8) -> State {
-        self.next[self.start[symbol as usize] as usize] as State
+        self.first_state_coded(self.coding(symbol))
+    }
+
+    /// [`first_state`](Self::first_state) for the symbol coded as `coding`.
+    #[inline(always)]
+    pub fn first_state_coded(&self, coding: SymbolCoding) -> State {
+        let start = coding.group() + (coding.threshold() >> coding.most()) - 1024;
+        self.next.get(start as usize).copied().unwrap_or(0) as State
     }
 
     /// Codes `symbol` from `state` without writing: returns the bits the decoder reads to return
     /// to `state` (at most the table's log) and their count.
     #[inline(always)]
     pub fn step(&self, state: &mut State, symbol: u8) -> (u32, u32) {
-        let count = self.count[symbol as usize] as u32;
-        let most = self.log - highbit(count);
-        let bits = most - (*state < count << most) as u32;
+        self.step_coded(state, self.coding(symbol))
+    }
+
+    /// [`step`](Self::step) for the symbol coded as `coding`.
+    #[inline(always)]
+    pub fn step_coded(&self, state: &mut State, coding: SymbolCoding) -> (u32, u32) {
+        let bits = coding.most() - (*state < coding.threshold()) as u32;
         let value = *state & ((1 << bits) - 1);
-        *state = self.next[(self.start[symbol as usize] as u32 + (*state >> bits) - count) as usize] as State;
+        let at = (coding.group() + (*state >> bits)).wrapping_sub(1024);
+        *state = self.next.get(at as usize).copied().unwrap_or(0) as State;
         (value, bits)
     }
 }
@@ -286,6 +335,32 @@ mod tests {
             let got = read_distribution(&out[..len], 9, max_symbol, &mut read).unwrap();
             assert_eq!((got.log, got.symbols, got.bytes), (log, normalized.len(), len));
             assert_eq!(&read[..normalized.len()], normalized);
+        }
+    }
+
+    #[test]
+    fn coded_steps_are_the_table_steps() {
+        // Every state of every symbol, through one-word codings and straight from the table.
+        let mut skewed = [1i16; 32];
+        (skewed[0], skewed[5], skewed[31]) = (200, -1, 2);
+        skewed[1..5].fill(0);
+        for (normalized, log) in [(&MATCH_LENGTH_DEFAULT[..], 6), (&OFFSET_DEFAULT[..], 5), (&skewed[..], 8)] {
+            let mut table =
+                FseTable::<512, 53> { log: 0, next: [0; 512], start: [0; 53], count: [0; 53], cells: [0; 512] };
+            table.build(normalized, log);
+            let stepper = table.stepper();
+            for symbol in (0..normalized.len()).filter(|&s| normalized[s] != 0) {
+                let (count, start) = (table.count[symbol] as u32, table.start[symbol] as u32);
+                assert_eq!(stepper.first_state(symbol as u8), table.next[start as usize] as u32);
+                for from in 1 << log..2 << log {
+                    let most = log - highbit(count);
+                    let bits = most - (from < count << most) as u32;
+                    let to = table.next[(start + (from >> bits) - count) as usize] as u32;
+                    let mut state = from;
+                    assert_eq!(stepper.step(&mut state, symbol as u8), (from & ((1 << bits) - 1), bits));
+                    assert_eq!(state, to, "symbol {symbol} from {from}");
+                }
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! A chunk's sequences decoded ahead of its blocks: the GPU's first decompression pass.
 //!
-//! FSE decoding is serial within a block, so the GPU runs it a lane per chunk (2 chunks to a
-//! warp) before a warp per chunk writes the blocks. [`decode_sequences`] walks the chunk's
+//! FSE decoding is serial within a block, so the GPU runs it a lane per chunk (several chunks
+//! to a warp) before a warp per chunk writes the blocks. [`decode_sequences`] walks the chunk's
 //! frames and blocks as the decoder does, reads only the sequences sections, and stores every
 //! sequence with its offset resolved. Where it stops short, the [`Stop`] tells the writer the
 //! status to report and when: at the point the scalar decoder fails, unless the writer fails

@@ -323,9 +323,9 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
         unsafe { join_rows(warp, rows, slot, row, entry) };
         // The next batch's rows, guessing that it follows this one (it starts later where a match
         // ends past this batch, and reads its rows itself): their loads wait on no one while this
-        // batch is recorded, which does not change the rows.
-        // Every lane loads a row (slot 0 past the window's end), so that the loads write the
-        // registers they are read from with no move waiting on them.
+        // batch is recorded, which does not change the rows. Every lane loads a row (slot 0's past
+        // the window's end), so that the loads write the registers they are read from, with no
+        // move waiting on them.
         ahead = pos + LANES as u32;
         let next = (ahead + lane) as usize;
         ahead_slot = if next + WINDOW <= n { lazy::hash_word(unsafe { word_at(data.add(next)) }) } else { 0 };

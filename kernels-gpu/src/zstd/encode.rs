@@ -1028,39 +1028,21 @@ unsafe fn encode_streams_split<W: Warp>(
         }
     }
     let dst = unsafe { out.add(plan.stream_start(stream)) };
-    let mut at = start as usize / 8; // the byte being filled
-    let mut acc = 0u64;
-    let mut filled = start % 8;
-    let mut head = None; // this lane's first byte, which it may share
-    let mut put = |value: u32, n: u32, at: &mut usize| {
-        acc |= (value as u64) << filled;
-        filled += n;
-        while filled >= 8 {
-            if head.is_none() {
-                head = Some(acc as u8);
-            } else {
-                unsafe { *dst.add(*at) = acc as u8 };
-            }
-            *at += 1;
-            acc >>= 8;
-            filled -= 8;
-        }
-    };
+    let mut bits = RunBits { dst, at: start as usize / 8, acc: 0, filled: start % 8, head: None };
+    let mut put = |b: u8| unsafe { bits.put(huffman.codes[b as usize] as u32, huffman.lens[b as usize] as u32) };
     // Four literals loaded at a time, so that their loads overlap.
     let mut left = run.len();
     while left >= 4 {
         let quad = [run[left - 1], run[left - 2], run[left - 3], run[left - 4]];
-        for b in quad {
-            put(huffman.codes[b as usize] as u32, huffman.lens[b as usize] as u32, &mut at);
-        }
+        quad.into_iter().for_each(&mut put);
         left -= 4;
     }
-    for &b in run[..left].iter().rev() {
-        put(huffman.codes[b as usize] as u32, huffman.lens[b as usize] as u32, &mut at);
-    }
+    run[..left].iter().rev().for_each(|&b| put(b));
     if rank == 0 {
-        put(1, 1, &mut at); // the end marker after the stream's first literal
+        unsafe { bits.put(1, 1) }; // the end marker after the stream's first literal
     }
+    unsafe { bits.drain() };
+    let RunBits { at, acc, filled, head, .. } = bits;
     // A partial last byte goes to the lane coding the run before this one, which shares it;
     // the stream's first run ends the stream and writes it.
     let tail = if filled > 0 { acc as u32 } else { 0 };
@@ -1071,6 +1053,64 @@ unsafe fn encode_streams_split<W: Warp>(
     let later_tail = warp.shuffle(tail, lane + 1);
     let shared = if rank + 1 < LANES_PER_STREAM { later_tail as u8 } else { 0 };
     unsafe { *dst.add(head_index) = head_byte | shared };
+}
+
+/// A lane's run of a Huffman stream as it is written: the bits not yet written (`filled` of
+/// them in `acc`, from the byte at `at` in `dst`) and the run's first byte, which the lane coding
+/// the run before shares, kept rather than written.
+struct RunBits {
+    dst: *mut u8,
+    at: usize,
+    acc: u64,
+    filled: u32,
+    head: Option<u8>,
+}
+
+impl RunBits {
+    /// Adds the `n` (at most 11) bits of `value`; writes four bytes once 32 bits are held, so
+    /// that a literal takes one branch rather than a loop a byte.
+    ///
+    /// # Safety
+    /// As [`RunBits::emit`].
+    #[inline(always)]
+    unsafe fn put(&mut self, value: u32, n: u32) {
+        self.acc |= (value as u64) << self.filled;
+        self.filled += n;
+        if self.filled >= 32 {
+            for k in 0..4 {
+                unsafe { self.emit((self.acc >> (8 * k)) as u8) };
+            }
+            self.acc >>= 32;
+            self.filled -= 32;
+        }
+    }
+
+    /// Writes the complete bytes held, leaving fewer than 8 bits.
+    ///
+    /// # Safety
+    /// As [`RunBits::emit`].
+    #[inline(always)]
+    unsafe fn drain(&mut self) {
+        while self.filled >= 8 {
+            unsafe { self.emit(self.acc as u8) };
+            self.acc >>= 8;
+            self.filled -= 8;
+        }
+    }
+
+    /// The run's next byte: kept if it is its first, else written.
+    ///
+    /// # Safety
+    /// The stream's bytes at `dst` must be writable up to this run's end.
+    #[inline(always)]
+    unsafe fn emit(&mut self, byte: u8) {
+        if self.head.is_none() {
+            self.head = Some(byte);
+        } else {
+            unsafe { *self.dst.add(self.at) = byte };
+        }
+        self.at += 1;
+    }
 }
 
 /// The first lane's Huffman plan for `n` literals, in every lane.

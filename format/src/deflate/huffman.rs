@@ -172,7 +172,7 @@ pub fn canonical_codes(lens: &[u8], codes: &mut [u16]) {
 
 /// The low `len` bits of `code`, reversed.
 #[inline(always)]
-fn reverse(code: u32, len: u32) -> u32 {
+pub fn reverse(code: u32, len: u32) -> u32 {
     code.reverse_bits() >> (32 - len)
 }
 
@@ -189,7 +189,8 @@ pub const KIND_END: u32 = 2;
 const KIND_SUBTABLE: u32 = 3;
 /// No symbol: an unused codeword or a symbol no stream may use.
 pub const KIND_INVALID: u32 = 4;
-const INVALID: u32 = KIND_INVALID << KIND_SHIFT;
+/// The entry of an unused codeword.
+pub const INVALID: u32 = KIND_INVALID << KIND_SHIFT;
 
 /// Root index widths, and table sizes large enough for any valid code (zlib's `enough` counts).
 pub const LITLEN_ROOT: u32 = 10;
@@ -241,7 +242,9 @@ pub enum Alphabet {
 }
 
 impl Alphabet {
-    fn entry(self, sym: usize) -> u32 {
+    /// The table entry of symbol `sym`, without its code length.
+    #[inline(always)]
+    pub fn entry(self, sym: usize) -> u32 {
         let base = |value: u16, extra: u8| ((value as u32) << 16) | ((extra as u32) << 8) | (KIND_BASE << KIND_SHIFT);
         match self {
             Self::Precode => (sym as u32) << 16,
@@ -261,15 +264,14 @@ impl Alphabet {
     }
 }
 
-/// Builds the decode table for code lengths `lens` (each ≤ 15) with a `root`-bit primary table
-/// and sub-tables after it. Over-subscribed codes are `Malformed`, and so are incomplete ones
-/// except as zlib allows: a literal/length or distance code with a single code of length 1, or a
-/// distance code with no codes at all; their unused codewords decode as invalid.
-pub fn build_table(table: &mut [u32], root: u32, lens: &[u8], alphabet: Alphabet) -> Result<(), Status> {
-    let mut count = [0i32; MAX_CODE_LEN as usize + 1];
-    for &len in lens {
-        count[(len as usize).min(MAX_CODE_LEN as usize)] += 1;
-    }
+/// Codewords of each length (index 0: unused symbols).
+pub type LengthCounts = [i32; MAX_CODE_LEN as usize + 1];
+
+/// Checks the code whose length counts are `count`, over `symbols` symbols: over-subscribed
+/// codes are `Malformed`, and so are incomplete ones except as zlib allows: a literal/length or
+/// distance code with a single code of length 1, or a distance code with no codes at all.
+/// Returns whether the code is incomplete (its unused root entries must read [`INVALID`]).
+pub fn check_counts(count: &LengthCounts, symbols: usize, alphabet: Alphabet) -> Result<bool, Status> {
     let mut left: i32 = 1;
     for &c in &count[1..] {
         left = 2 * left - c;
@@ -277,21 +279,56 @@ pub fn build_table(table: &mut [u32], root: u32, lens: &[u8], alphabet: Alphabet
             return Err(Status::Malformed);
         }
     }
-    let root_size = 1usize << root;
-    if left > 0 {
-        let used = lens.len() as i32 - count[0];
-        let allowed = match alphabet {
-            Alphabet::Precode => false,
-            Alphabet::LitLen { .. } => used == 1 && count[1] == 1,
-            Alphabet::Dist { .. } => used == 0 || (used == 1 && count[1] == 1),
-        };
-        if !allowed {
-            return Err(Status::Malformed);
+    if left == 0 {
+        return Ok(false);
+    }
+    let used = symbols as i32 - count[0];
+    let allowed = match alphabet {
+        Alphabet::Precode => false,
+        Alphabet::LitLen { .. } => used == 1 && count[1] == 1,
+        Alphabet::Dist { .. } => used == 0 || (used == 1 && count[1] == 1),
+    };
+    if allowed { Ok(true) } else { Err(Status::Malformed) }
+}
+
+/// Index bits of the sub-table that opens with a codeword of `len` > `root` bits: as wide as
+/// the codewords sharing its root prefix need (as zlib does), where `remaining(l)` codewords of
+/// length `l` are not in a table yet (this one included).
+#[inline(always)]
+pub fn subtable_bits(root: u32, len: u32, remaining: impl Fn(u32) -> i32) -> u32 {
+    let mut bits = len - root;
+    let mut room: i32 = 1 << bits;
+    while root + bits < MAX_CODE_LEN {
+        room -= remaining(root + bits);
+        if room <= 0 {
+            break;
         }
+        bits += 1;
+        room <<= 1;
+    }
+    bits
+}
+
+/// The root entry pointing to a sub-table of `bits` index bits at `start`.
+#[inline(always)]
+pub fn subtable_pointer(start: usize, bits: u32) -> u32 {
+    ((start as u32) << 16) | (KIND_SUBTABLE << KIND_SHIFT) | bits
+}
+
+/// Builds the decode table for code lengths `lens` (each ≤ 15) with a `root`-bit primary table
+/// and sub-tables after it; codes [`check_counts`] refuses are `Malformed`, unused codewords of
+/// the incomplete ones it accepts decode as invalid.
+pub fn build_table(table: &mut [u32], root: u32, lens: &[u8], alphabet: Alphabet) -> Result<(), Status> {
+    let mut count: LengthCounts = [0; MAX_CODE_LEN as usize + 1];
+    for &len in lens {
+        count[(len as usize).min(MAX_CODE_LEN as usize)] += 1;
+    }
+    let root_size = 1usize << root;
+    if check_counts(&count, lens.len(), alphabet)? {
         table.get_mut(..root_size).ok_or(Status::Malformed)?.fill(INVALID);
     }
     // Canonical order: by length, then symbol. Codes longer than `root` go to sub-tables, one per
-    // distinct root prefix, each as wide as the codes sharing that prefix need (as zlib does).
+    // distinct root prefix.
     let mut code: u32 = 0;
     let mut next_free = root_size;
     let (mut sub_prefix, mut sub_start, mut sub_bits) = (usize::MAX, 0usize, 0u32);
@@ -311,24 +348,14 @@ pub fn build_table(table: &mut [u32], root: u32, lens: &[u8], alphabet: Alphabet
             } else {
                 let prefix = rev & (root_size - 1);
                 if prefix != sub_prefix {
-                    // Widen the sub-table until the remaining codes with this prefix fill it.
-                    sub_bits = len - root;
-                    let mut room: i32 = 1 << sub_bits;
-                    while root + sub_bits < MAX_CODE_LEN {
-                        room -= count[(root + sub_bits) as usize];
-                        if room <= 0 {
-                            break;
-                        }
-                        sub_bits += 1;
-                        room <<= 1;
-                    }
+                    sub_bits = subtable_bits(root, len, |l| count[l as usize]);
                     sub_prefix = prefix;
                     sub_start = next_free;
                     next_free += 1 << sub_bits;
                     if next_free > table.len() {
                         return Err(Status::Malformed);
                     }
-                    table[prefix] = ((sub_start as u32) << 16) | (KIND_SUBTABLE << KIND_SHIFT) | sub_bits;
+                    table[prefix] = subtable_pointer(sub_start, sub_bits);
                 }
                 let mut i = rev >> root;
                 while i < 1 << sub_bits {

@@ -14,9 +14,9 @@
 
 pub(crate) mod block;
 pub(crate) mod compress;
-pub(crate) mod huffman;
+pub mod huffman;
 pub(crate) mod inflate;
-mod tables;
+pub mod tables;
 mod wrapper;
 
 pub use compress::CompressScratch;
@@ -88,11 +88,14 @@ pub const fn max_decompressed_size(compressed_len: usize) -> usize {
 /// (e.g. `Box::<DecodeTables>::new_zeroed()`).
 #[repr(C)]
 pub struct DecodeTables {
-    pub(crate) litlen: [u32; LITLEN_TABLE],
-    pub(crate) dist: [u32; DIST_TABLE],
-    pub(crate) precode: [u32; PRECODE_TABLE],
+    /// The literal/length code's table ([`huffman::LITLEN_ROOT`] root bits).
+    pub litlen: [u32; LITLEN_TABLE],
+    /// The distance code's ([`huffman::DIST_ROOT`] root bits).
+    pub dist: [u32; DIST_TABLE],
+    /// A dynamic header's precode ([`huffman::PRECODE_ROOT`] root bits).
+    pub precode: [u32; PRECODE_TABLE],
     /// Code lengths being read from a dynamic header.
-    pub(crate) lens: [u8; 320],
+    pub lens: [u8; 320],
 }
 
 /// Compresses `input` (at most [`MAX_CHUNK_SIZE`] bytes) at `level` (0..=[`MAX_LEVEL`]; higher is

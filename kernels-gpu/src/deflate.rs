@@ -1,8 +1,15 @@
 //! Deflate (raw, zlib or gzip) on the GPU: one warp per chunk, whose first lane runs the format
 //! crate's codec (`ferrocomp_format::deflate`), so the GPU and the CPU write the same bytes.
 //! Compression scratch lives in a device array, one slot per warp of the grid; the decoding
-//! tables of each warp live in shared memory.
+//! tables of each warp live in shared memory, where [`build_table`] lets the warp build them
+//! together (GDeflate's decoder does).
 
+use crate::lz77::{last_starting_by, scan_add};
+use crate::warp::{WARP_SIZE, Warp};
+use ferrocomp_format::Status;
+use ferrocomp_format::deflate::huffman::{
+    Alphabet, INVALID, LengthCounts, MAX_CODE_LEN, check_counts, reverse, subtable_bits, subtable_pointer,
+};
 use ferrocomp_format::deflate::{DecodeTables, Wrapper};
 
 /// Bytes of shared memory each warp of the decompress kernels needs (its decoding tables).
@@ -12,6 +19,137 @@ pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<DecodeTables>();
 /// bits 8..16).
 pub fn unpack_options(options: u32) -> (u8, Wrapper) {
     (options as u8, Wrapper::from_id((options >> 8) as u8).unwrap_or_default())
+}
+
+/// Builds into `table[..table_len]` the decode table of the code lengths `lens[..symbols]` with
+/// `root` root bits: the table, and the status, of the format crate's `huffman::build_table`.
+/// The warp shares the work: ballots count the lengths, each lane finds the codeword of its
+/// symbol from its rank among the symbols of its length, and the root entries go out 32 a step.
+/// Codewords longer than the root (few: the rare symbols) are placed one at a time in canonical
+/// order, the warp writing each one's sub-table entries. Ends with the table visible to every lane.
+///
+/// # Safety
+/// `lens` must be readable for `symbols` bytes and `table` writable for `table_len` entries (at
+/// least `1 << root`), by this warp alone.
+pub unsafe fn build_table<W: Warp>(
+    warp: &W,
+    table: *mut u32,
+    table_len: usize,
+    root: u32,
+    lens: *const u8,
+    symbols: usize,
+    alphabet: Alphabet,
+) -> Result<(), Status> {
+    let lane = warp.lane();
+    let chunks = symbols.div_ceil(WARP_SIZE as usize) as u32;
+    // The length of this lane's symbol of a chunk of 32 (0 past the end).
+    let len_in = |chunk: u32| {
+        let sym = (chunk * WARP_SIZE + lane) as usize;
+        if sym < symbols { (unsafe { *lens.add(sym) } as u32).min(MAX_CODE_LEN) } else { 0 }
+    };
+    // Lane l of 1..=15 counts the codewords of length l, and adds them to the others' count.
+    let of_my_length = |len: u32| {
+        let mut mine = 0;
+        for l in 1..=MAX_CODE_LEN {
+            let n = warp.ballot(len == l).count_ones();
+            if lane == l {
+                mine = n;
+            }
+        }
+        mine
+    };
+    let mut my_count = 0;
+    for chunk in 0..chunks {
+        my_count += of_my_length(len_in(chunk));
+    }
+    let mut count: LengthCounts = [0; MAX_CODE_LEN as usize + 1];
+    let (mut used, mut code, mut my_first_code) = (0, 0, 0);
+    for l in 1..=MAX_CODE_LEN {
+        let n = warp.shuffle(my_count, l);
+        count[l as usize] = n as i32;
+        used += n;
+        // Canonical codes: a length's first codeword follows the shorter ones'.
+        if lane == l {
+            my_first_code = code;
+        }
+        code = (code + n) << 1;
+    }
+    count[0] = (symbols - used as usize) as i32;
+    let root_size = 1 << root;
+    if check_counts(&count, symbols, alphabet)? {
+        warp.for_each_strided(root_size, |i| unsafe { *table.add(i) = INVALID });
+        warp.sync();
+    }
+
+    // Root entries: a codeword of `len` ≤ `root` bits fills every entry its bits end.
+    let mut my_seen = 0; // lane l: codewords of length l in the chunks before
+    for chunk in 0..chunks {
+        let len = len_in(chunk);
+        let sym = (chunk * WARP_SIZE + lane) as usize;
+        let same_before = warp.match_any(len) & ((1 << lane) - 1);
+        let code = warp.shuffle(my_first_code, len) + warp.shuffle(my_seen, len) + same_before.count_ones();
+        my_seen += of_my_length(len);
+        let short = len != 0 && len <= root;
+        let rev = if short { reverse(code, len) } else { 0 };
+        let entry = alphabet.entry(sym) | len;
+        let fills = if short { 1 << (root - len) } else { 0 };
+        let end = scan_add(warp, fills);
+        let (start, total) = (end - fills, warp.shuffle(end, WARP_SIZE - 1));
+        let mut step = 0;
+        while step < total {
+            let t = step + lane;
+            let owner = last_starting_by(warp, start, t);
+            let k = t - warp.shuffle(start, owner);
+            let at = warp.shuffle(rev, owner) + (k << warp.shuffle(len, owner));
+            let entry = warp.shuffle(entry, owner);
+            if t < total {
+                unsafe { *table.add(at as usize) = entry };
+            }
+            step += WARP_SIZE;
+        }
+    }
+
+    // Longer codewords, in canonical order: each root prefix they share points to a sub-table.
+    let (mut next_free, mut sub_prefix, mut sub_start, mut sub_bits) = (root_size, u32::MAX, 0, 0);
+    for len in root + 1..=MAX_CODE_LEN {
+        if count[len as usize] == 0 {
+            continue;
+        }
+        let mut code = warp.shuffle(my_first_code, len);
+        let mut placed = 0;
+        for chunk in 0..chunks {
+            let mut these = warp.ballot(len_in(chunk) == len);
+            while these != 0 {
+                let sym = (chunk * WARP_SIZE + these.trailing_zeros()) as usize;
+                these &= these - 1;
+                let rev = reverse(code, len);
+                let prefix = rev & (root_size as u32 - 1);
+                if prefix != sub_prefix {
+                    let remaining = |l: u32| count[l as usize] - if l == len { placed } else { 0 };
+                    sub_bits = subtable_bits(root, len, remaining);
+                    (sub_prefix, sub_start) = (prefix, next_free);
+                    next_free += 1 << sub_bits;
+                    if next_free > table_len {
+                        return Err(Status::Malformed);
+                    }
+                    if lane == 0 {
+                        unsafe { *table.add(prefix as usize) = subtable_pointer(sub_start, sub_bits) };
+                    }
+                }
+                let entry = alphabet.entry(sym) | len;
+                let stride = 1 << (len - root);
+                let mut i = (rev >> root) + lane * stride;
+                while i < 1 << sub_bits {
+                    unsafe { *table.add(sub_start + i as usize) = entry };
+                    i += WARP_SIZE * stride;
+                }
+                placed += 1;
+                code += 1;
+            }
+        }
+    }
+    warp.sync(); // the table is visible to every lane
+    Ok(())
 }
 
 /// This warp's decoding tables, in the block's shared memory (Deflate's and GDeflate's kernels).

@@ -1,37 +1,574 @@
-//! GDeflate on the GPU: one warp per chunk, whose first lane runs the format crate's codec
-//! (`ferrocomp_format::gdeflate`), so the GPU and the CPU write the same bytes. Scratch and
-//! decoding tables are placed as for Deflate (`crate::deflate`).
+//! GDeflate on the GPU, a warp per page.
+//!
+//! Decoding is what the format was made for: lane i holds sub-stream i and decodes one item a
+//! round (its pending match's distance, or its next literal/length symbol), in the order
+//! `ferrocomp_format::gdeflate` reads them, with its statuses and bytes. A prefix sum places each
+//! round's output, a ballot deals the next packets to the lanes that refill, in turn order;
+//! literals are stored at once, and the matches whose distances came in are copied warp-wide, 32
+//! bytes a step, as many together as read only bytes before the first of them. Block headers
+//! are read warp-wide too (a dynamic header's code lengths 32 items a round), and the decode
+//! tables built together in shared memory ([`crate::deflate::build_table`]). The sizes kernel
+//! runs the same decoder without writing.
+//!
+//! Compression runs the format crate's codec in the warp's first lane, so the GPU and the CPU
+//! write the same bytes.
+
+use crate::deflate::build_table;
+use crate::lz77::{last_starting_by, scan_add, scan_max, word_at};
+use crate::warp::{WARP_SIZE, Warp};
+use ferrocomp_format::Status;
+use ferrocomp_format::deflate::huffman::{
+    Alphabet, DIST_ROOT, DIST_TABLE, KIND_BASE, KIND_END, KIND_LITERAL, LITLEN_ROOT, LITLEN_TABLE, PRECODE_ROOT,
+    PRECODE_TABLE, entry_extra, entry_kind, entry_len, entry_value, lookup,
+};
+use ferrocomp_format::deflate::tables::{END_OF_BLOCK, FIXED_DIST_LENS, FIXED_LITLEN_LENS, PRECODE_ORDER};
+use ferrocomp_format::deflate::{DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE};
+
+/// Where a page's bytes go: an output of `capacity` bytes, or nowhere (the sizes kernel counts
+/// them, up to [`MAX_DECOMPRESSED_CHUNK_SIZE`]).
+#[derive(Clone, Copy)]
+pub struct Output {
+    out: *mut u8,
+    capacity: u32,
+    /// The status of a page larger than `capacity`.
+    full: Status,
+}
+
+impl Output {
+    /// Bytes the decoder addresses at most: a page larger is refused as too large for its output.
+    const MAX_CAPACITY: usize = 1 << 31;
+
+    /// Decoding into `out`, writable for `capacity` bytes.
+    pub fn to(out: *mut u8, capacity: usize) -> Self {
+        Self { out, capacity: capacity.min(Self::MAX_CAPACITY) as u32, full: Status::OutputTooSmall }
+    }
+
+    /// Counting only.
+    pub fn counting() -> Self {
+        Self { out: core::ptr::null_mut(), capacity: MAX_DECOMPRESSED_CHUNK_SIZE as u32, full: Status::ChunkTooLarge }
+    }
+
+    fn writes(&self) -> bool {
+        !self.out.is_null()
+    }
+
+    /// `Ok` when `size` bytes fit at `at`.
+    fn fits(&self, at: u32, size: u32) -> bool {
+        at <= self.capacity && size <= self.capacity - at
+    }
+}
+
+/// Decodes the page `input[..len]` into `output`; returns its decoded size, in every lane: the
+/// format crate's `gdeflate::decompress` (or `decompressed_size`, counting), warp-wide.
+///
+/// # Safety
+/// `input` must be readable for `len` bytes, `output` as its constructor says, and `tables` (in
+/// memory the warp shares) writable, none of them used by anyone else meanwhile.
+pub unsafe fn decompress_page<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    len: usize,
+    output: Output,
+    tables: *mut DecodeTables,
+) -> Result<usize, Status> {
+    if len > u32::MAX as usize {
+        return Err(Status::Malformed);
+    }
+    let mut page = Page { input, len: len as u32, next: 0, buf: 0, bits: 0, op: 0, output, tables };
+    unsafe { page.decode(warp) }.map(|size| size as usize)
+}
+
+/// A page being decoded: the input and the packets dealt out so far, this lane's sub-stream, the
+/// output, and the warp's tables.
+struct Page {
+    input: *const u8,
+    len: u32,
+    /// Where the next packet starts (the same in every lane).
+    next: u32,
+    /// The next `bits` bits of this lane's sub-stream, first in bit 0.
+    buf: u64,
+    bits: u32,
+    /// Bytes decoded (or reserved for matches) so far (the same in every lane).
+    op: u32,
+    output: Output,
+    tables: *mut DecodeTables,
+}
+
+/// Sub-streams hold at least this many bits after each turn (no item is longer).
+const LOW_WATER: u32 = 32;
+const NO_FAILURE: u32 = Status::Success as u32;
+
+/// Lanes `first`, `first + 1`, … in turn order (wrapping past lane 31): those of `lanes` whose
+/// turn comes before this lane's.
+#[inline(always)]
+fn turns_before(lanes: u32, first: u32, lane: u32) -> u32 {
+    let me = (lane + WARP_SIZE - first) % WARP_SIZE;
+    (lanes.rotate_right(first) & ((1u32 << me) - 1)).count_ones()
+}
+
+/// The failure of the first lane, in turn order from `first`, that failed (`failure` is a
+/// status code, `NO_FAILURE` for none): what the format crate's decoder, taking the turns one by
+/// one, reports.
+#[inline(always)]
+fn first_failure<W: Warp>(warp: &W, failure: u32, first: u32) -> Result<(), Status> {
+    let failed = warp.ballot(failure != NO_FAILURE).rotate_right(first);
+    if failed == 0 {
+        return Ok(());
+    }
+    let lane = (first + failed.trailing_zeros()) % WARP_SIZE;
+    Err(Status::from_code(warp.shuffle(failure, lane)))
+}
+
+/// The `n` low bits of `word` (`n` < 32).
+#[inline(always)]
+fn low(word: u64, n: u32) -> u32 {
+    word as u32 & ((1 << n) - 1)
+}
+
+impl Page {
+    unsafe fn decode<W: Warp>(&mut self, warp: &W) -> Result<u32, Status> {
+        // Each lane starts with a packet, in lane order.
+        let truncated = self.refill(warp, u32::MAX, 0);
+        first_failure(warp, truncated, 0)?;
+        loop {
+            let header = self.read(warp, 0, 3)?;
+            let truncated = self.refill(warp, 1, 0);
+            first_failure(warp, truncated, 0)?;
+            match header >> 1 {
+                0 => unsafe { self.stored(warp)? },
+                1 => unsafe {
+                    let t = self.tables;
+                    let (litlen, dist) = ((*t).litlen.as_mut_ptr(), (*t).dist.as_mut_ptr());
+                    let (lit_lens, dist_lens) = (FIXED_LITLEN.as_ptr(), FIXED_DIST.as_ptr());
+                    build_table(warp, litlen, LITLEN_TABLE, LITLEN_ROOT, lit_lens, 288, LITLEN)?;
+                    build_table(warp, dist, DIST_TABLE, DIST_ROOT, dist_lens, 32, DIST)?;
+                    self.huffman(warp)?
+                },
+                2 => unsafe {
+                    self.dynamic_header(warp)?;
+                    self.huffman(warp)?
+                },
+                _ => return Err(Status::Malformed),
+            }
+            if header & 1 != 0 {
+                break;
+            }
+        }
+        // Only zero bytes may follow the last packet.
+        let mut stray = false;
+        let mut at = self.next + warp.lane();
+        while at < self.len {
+            stray |= unsafe { *self.input.add(at as usize) } != 0;
+            at += WARP_SIZE;
+        }
+        if warp.ballot(stray) != 0 { Err(Status::Malformed) } else { Ok(self.op) }
+    }
+
+    /// After the turns of the lanes in `turns` (in turn order from lane `first`): each of them
+    /// holding fewer than [`LOW_WATER`] bits takes the page's next packet. Returns this lane's
+    /// failure: `Truncated` where its packet is past the end.
+    #[inline(always)]
+    fn refill<W: Warp>(&mut self, warp: &W, turns: u32, first: u32) -> u32 {
+        let lane = warp.lane();
+        let needs = warp.ballot(turns >> lane & 1 != 0 && self.bits < LOW_WATER);
+        let at = self.next + 4 * turns_before(needs, first, lane);
+        self.next += 4 * needs.count_ones();
+        if needs >> lane & 1 == 0 {
+            return NO_FAILURE;
+        }
+        if at > self.len || self.len - at < 4 {
+            return Status::Truncated as u32;
+        }
+        let packet = unsafe { word_at(self.input.add(at as usize)) };
+        self.buf |= (packet as u64) << self.bits;
+        self.bits += 32;
+        NO_FAILURE
+    }
+
+    /// The next `n` ≤ 16 bits of lane `from`'s sub-stream, consumed, in every lane.
+    #[inline(always)]
+    fn read<W: Warp>(&mut self, warp: &W, from: u32, n: u32) -> Result<u32, Status> {
+        let mine = warp.lane() == from;
+        if warp.ballot(mine && n > self.bits) != 0 {
+            return Err(Status::Malformed);
+        }
+        let value = low(self.buf, n);
+        if mine {
+            self.consume(n);
+        }
+        Ok(warp.shuffle(value, from))
+    }
+
+    #[inline(always)]
+    fn consume(&mut self, n: u32) {
+        self.buf >>= n;
+        self.bits -= n;
+    }
+
+    /// A stored block after its header: LEN from lane 0, then the bytes, one a lane in turn from
+    /// lane 0, 32 a round.
+    unsafe fn stored<W: Warp>(&mut self, warp: &W) -> Result<(), Status> {
+        let lane = warp.lane();
+        let len = self.read(warp, 0, 16)?;
+        let mut done = 0;
+        while done < len {
+            let turn = lane < len - done;
+            let at = self.op + lane;
+            let mut failure = NO_FAILURE;
+            if turn {
+                if self.bits < 8 {
+                    failure = Status::Malformed as u32;
+                } else if !self.output.fits(at, 1) {
+                    failure = self.output.full as u32;
+                } else {
+                    if self.output.writes() {
+                        unsafe { *self.output.out.add(at as usize) = self.buf as u8 };
+                    }
+                    self.consume(8);
+                }
+            }
+            let turns = warp.ballot(turn);
+            let truncated = self.refill(warp, turns, 0);
+            first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, 0)?;
+            self.op += turns.count_ones();
+            done += turns.count_ones();
+        }
+        // The block's last turn: every lane, from the one after the last byte's.
+        let truncated = self.refill(warp, u32::MAX, len % WARP_SIZE);
+        first_failure(warp, truncated, len % WARP_SIZE)
+    }
+
+    /// A dynamic block's header after its first 3 bits: counts, the precode, the code lengths;
+    /// builds the literal/length and distance tables.
+    unsafe fn dynamic_header<W: Warp>(&mut self, warp: &W) -> Result<(), Status> {
+        let lane = warp.lane();
+        let counts = self.read(warp, 0, 14)?;
+        let truncated = self.refill(warp, 1, 0);
+        first_failure(warp, truncated, 0)?;
+        let hlit = (counts & 31) + 257;
+        let hdist = ((counts >> 5) & 31) + 1;
+        let hclen = (counts >> 10) + 4;
+
+        // The precode's lengths, one a lane from lane 0, into `lens` in symbol order.
+        let t = self.tables;
+        let lens = unsafe { (*t).lens.as_mut_ptr() };
+        if lane < PRECODE_ORDER.len() as u32 {
+            unsafe { *lens.add(lane as usize) = 0 };
+        }
+        warp.sync();
+        let turn = lane < hclen;
+        let mut failure = NO_FAILURE;
+        if turn {
+            if self.bits < 3 {
+                failure = Status::Malformed as u32;
+            } else {
+                unsafe { *lens.add(PRECODE_ORDER[lane as usize] as usize) = low(self.buf, 3) as u8 };
+                self.consume(3);
+            }
+        }
+        let truncated = self.refill(warp, warp.ballot(turn), 0);
+        first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, 0)?;
+        warp.sync();
+        unsafe {
+            build_table(warp, (*t).precode.as_mut_ptr(), PRECODE_TABLE, PRECODE_ROOT, lens, 19, Alphabet::Precode)?
+        };
+
+        unsafe { self.code_lengths(warp, hlit + hdist)? };
+        if unsafe { *lens.add(END_OF_BLOCK) } == 0 {
+            return Err(Status::Malformed);
+        }
+        unsafe {
+            let (lit_lens, dist_lens) = (lens, lens.add(hlit as usize));
+            build_table(warp, (*t).litlen.as_mut_ptr(), LITLEN_TABLE, LITLEN_ROOT, lit_lens, hlit as usize, LITLEN)?;
+            build_table(warp, (*t).dist.as_mut_ptr(), DIST_TABLE, DIST_ROOT, dist_lens, hdist as usize, DIST)
+        }
+    }
+
+    /// Reads `total` code lengths into the tables' `lens`, an item a lane from lane 0, 32 a
+    /// round: each lane decodes its item, a prefix sum places the runs, and the items starting
+    /// past `total` are not read.
+    unsafe fn code_lengths<W: Warp>(&mut self, warp: &W, total: u32) -> Result<(), Status> {
+        let lane = warp.lane();
+        let lens = unsafe { (*self.tables).lens.as_mut_ptr() };
+        let precode = unsafe { &(*self.tables).precode };
+        let (mut done, mut previous) = (0, 0);
+        while done < total {
+            let entry = lookup(precode, PRECODE_ROOT, self.buf);
+            let (sym, n) = (entry_value(entry), entry_len(entry));
+            let (extra, base) = match sym {
+                16 => (2, 3),
+                17 => (3, 3),
+                18 => (7, 11),
+                _ => (0, 1),
+            };
+            let run = base + low(self.buf >> n, extra);
+            let end = done + scan_add(warp, run);
+            let start = end - run;
+            // 16 repeats the length before it: that of the last other item before, or the
+            // rounds' before.
+            let setter = scan_max(warp, if sym != 16 { lane + 1 } else { 0 });
+            let set = warp.shuffle(if sym < 16 { sym } else { 0 }, setter.saturating_sub(1));
+            let value = if setter == 0 { previous } else { set };
+            let turn = start < total;
+            let mut failure = NO_FAILURE;
+            if turn {
+                if n + extra > self.bits || (sym == 16 && start == 0) || end > total {
+                    failure = Status::Malformed as u32;
+                } else {
+                    self.consume(n + extra);
+                    for at in start..end {
+                        unsafe { *lens.add(at as usize) = value as u8 };
+                    }
+                }
+            }
+            let turns = warp.ballot(turn);
+            let truncated = self.refill(warp, turns, 0);
+            first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, 0)?;
+            let last = WARP_SIZE - 1 - turns.leading_zeros();
+            (done, previous) = (warp.shuffle(end, last), warp.shuffle(value, last));
+        }
+        warp.sync(); // the lengths are visible to every lane
+        Ok(())
+    }
+
+    /// A Huffman block's symbols, a round of 32 turns at a time from lane 0, through its
+    /// end-of-block symbol and the turns after it (which read the distances still due).
+    unsafe fn huffman<W: Warp>(&mut self, warp: &W) -> Result<(), Status> {
+        let lane = warp.lane();
+        let tables = unsafe { &*self.tables };
+        // This lane's match waiting for its distance: its length (0: none) and output position.
+        let (mut pending_len, mut pending_at) = (0, 0);
+        loop {
+            let mut item = Item::default();
+            if pending_len != 0 {
+                item.distance(tables, self.buf, pending_at);
+            } else {
+                item.literal_or_length(tables, self.buf);
+            }
+            // The end-of-block symbol ends the round: the lanes after it have no turn.
+            let end = warp.ballot(item.kind == ItemKind::End);
+            let turns = if end == 0 { u32::MAX } else { u32::MAX >> (WARP_SIZE - 1 - end.trailing_zeros()) };
+            let turn = turns >> lane & 1 != 0;
+            let size = if turn { item.size } else { 0 };
+            let total = scan_add(warp, size);
+            let at = self.op + total - size;
+            let mut failure = NO_FAILURE;
+            if turn {
+                failure = item.failure(self.bits);
+                if failure == NO_FAILURE && !self.output.fits(at, size) {
+                    failure = self.output.full as u32;
+                }
+            }
+            let mut copy = false;
+            if turn && failure == NO_FAILURE {
+                self.consume(item.bits);
+                match item.kind {
+                    ItemKind::Literal if self.output.writes() => unsafe {
+                        *self.output.out.add(at as usize) = item.value as u8;
+                    },
+                    ItemKind::Length => (pending_len, pending_at) = (item.value, at),
+                    ItemKind::Distance => copy = true,
+                    _ => {}
+                }
+            }
+            let truncated = self.refill(warp, turns, 0);
+            first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, 0)?;
+            self.op += warp.shuffle(total, WARP_SIZE - 1);
+            unsafe { self.copy_matches(warp, warp.ballot(copy), pending_at, item.value, pending_len) };
+            if copy {
+                pending_len = 0;
+            }
+            if end != 0 {
+                let last = end.trailing_zeros();
+                return unsafe { self.after_end(warp, tables, last, pending_len, pending_at) };
+            }
+        }
+    }
+
+    /// The turns after the end-of-block symbol read by lane `last`, from the lane after it to
+    /// lane `last` again: lanes with a pending match read its distance, and every lane refills
+    /// (lane `last` has).
+    unsafe fn after_end<W: Warp>(
+        &mut self,
+        warp: &W,
+        tables: &DecodeTables,
+        last: u32,
+        pending_len: u32,
+        pending_at: u32,
+    ) -> Result<(), Status> {
+        let first = (last + 1) % WARP_SIZE;
+        let mut item = Item::default();
+        let mut failure = NO_FAILURE;
+        let copy = pending_len != 0;
+        if copy {
+            item.distance(tables, self.buf, pending_at);
+            failure = item.failure(self.bits);
+            if failure == NO_FAILURE {
+                self.consume(item.bits);
+            }
+        }
+        let truncated = self.refill(warp, !(1 << last), first);
+        first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, first)?;
+        // Output order: the matches of the round before (lanes after `last`), then this round's.
+        let copies = warp.ballot(copy);
+        let (later, earlier) = (copies & !(u32::MAX >> (WARP_SIZE - 1 - last)), copies & ((1 << last) - 1));
+        unsafe {
+            self.copy_matches(warp, later, pending_at, item.value, pending_len);
+            self.copy_matches(warp, earlier, pending_at, item.value, pending_len);
+        }
+        Ok(())
+    }
+
+    /// Copies the matches of the lanes in `lanes` (each `len` bytes at `at` from `dist` back), in
+    /// lane order, which is output order: in groups whose sources all end by the first one's
+    /// start (so they read only final bytes), each group's bytes 32 a step. Ends with them
+    /// visible to every lane.
+    #[inline(always)]
+    unsafe fn copy_matches<W: Warp>(&self, warp: &W, mut lanes: u32, at: u32, dist: u32, len: u32) {
+        if lanes == 0 || !self.output.writes() {
+            return;
+        }
+        let lane = warp.lane();
+        let out = self.output.out;
+        warp.sync(); // the bytes written before are visible to every lane
+        while lanes != 0 {
+            let first = lanes.trailing_zeros();
+            let group_at = warp.shuffle(at, first);
+            let mine = lanes >> lane & 1 != 0;
+            // A match repeating its last `dist` bytes reads only those.
+            let reads_to = if mine { at - dist + dist.min(len) } else { 0 };
+            let late = warp.ballot(mine && lane != first && reads_to > group_at);
+            let group = if late == 0 { lanes } else { lanes & ((1 << late.trailing_zeros()) - 1) };
+            lanes &= !group;
+            let size = if group >> lane & 1 != 0 { len } else { 0 };
+            let end = scan_add(warp, size);
+            let (start, total) = (end - size, warp.shuffle(end, WARP_SIZE - 1));
+            let mut step = 0;
+            while step < total {
+                let t = step + lane;
+                let owner = last_starting_by(warp, start, t);
+                let i = t - warp.shuffle(start, owner);
+                let (to, back, n) = (warp.shuffle(at, owner), warp.shuffle(dist, owner), warp.shuffle(len, owner));
+                if t < total {
+                    let from = to - back + if back < n { i % back } else { i };
+                    unsafe { *out.add((to + i) as usize) = *out.add(from as usize) };
+                }
+                step += WARP_SIZE;
+            }
+            warp.sync(); // the group is visible to every lane
+        }
+    }
+}
+
+const LITLEN: Alphabet = Alphabet::LitLen { deflate64: true };
+/// The fixed code's lengths, where the tables are built from.
+static FIXED_LITLEN: [u8; 288] = FIXED_LITLEN_LENS;
+static FIXED_DIST: [u8; 32] = FIXED_DIST_LENS;
+const DIST: Alphabet = Alphabet::Dist { deflate64: true };
+
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum ItemKind {
+    #[default]
+    Invalid,
+    Literal,
+    Length,
+    End,
+    Distance,
+    /// A distance reaching before the output's start.
+    BadDistance,
+}
+
+/// One lane's item of a round, decoded from the bits it holds before it takes its turn.
+#[derive(Clone, Copy, Default)]
+struct Item {
+    kind: ItemKind,
+    /// The literal byte, the match length or the distance.
+    value: u32,
+    /// Bits the item takes.
+    bits: u32,
+    /// Output bytes it adds.
+    size: u32,
+}
+
+impl Item {
+    /// A literal/length symbol (and a length's extra bits).
+    #[inline(always)]
+    fn literal_or_length(&mut self, tables: &DecodeTables, buf: u64) {
+        let entry = lookup(&tables.litlen, LITLEN_ROOT, buf);
+        let n = entry_len(entry);
+        match entry_kind(entry) {
+            KIND_LITERAL => {
+                (self.kind, self.value, self.bits, self.size) = (ItemKind::Literal, entry_value(entry), n, 1)
+            }
+            KIND_BASE => {
+                let extra = entry_extra(entry);
+                let len = entry_value(entry) + low(buf >> n, extra);
+                (self.kind, self.value, self.bits, self.size) = (ItemKind::Length, len, n + extra, len);
+            }
+            KIND_END => (self.kind, self.bits) = (ItemKind::End, n),
+            _ => self.bits = n,
+        }
+    }
+
+    /// The distance of the match at output position `at`.
+    #[inline(always)]
+    fn distance(&mut self, tables: &DecodeTables, buf: u64, at: u32) {
+        let entry = lookup(&tables.dist, DIST_ROOT, buf);
+        let n = entry_len(entry);
+        if entry_kind(entry) != KIND_BASE {
+            self.bits = n;
+            return;
+        }
+        let extra = entry_extra(entry);
+        let dist = entry_value(entry) + low(buf >> n, extra);
+        let kind = if dist == 0 || dist > at { ItemKind::BadDistance } else { ItemKind::Distance };
+        (self.kind, self.value, self.bits) = (kind, dist, n + extra);
+    }
+
+    /// What reading the item with `held` bits reports, as the format crate's decoder checks it.
+    #[inline(always)]
+    fn failure(&self, held: u32) -> u32 {
+        match self.kind {
+            _ if self.bits > held => Status::Malformed as u32,
+            ItemKind::Invalid => Status::Malformed as u32,
+            ItemKind::BadDistance => Status::BadOffset as u32,
+            _ => NO_FAILURE,
+        }
+    }
+}
 
 /// The batched entry points (`gdeflate_compress`, `gdeflate_decompress`,
 /// `gdeflate_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
+    use super::{Output, decompress_page};
     use crate::batch::{Chunk, ChunkKernels, Lanes, scratch_slot};
     use crate::deflate::shared_tables;
     use crate::gpu::HardwareWarp;
     use ferrocomp_format::deflate::CompressScratch;
     use ferrocomp_format::{BatchArgs, Status, gdeflate};
 
-    /// The first lane of a warp per chunk runs the format crate's codec, with Deflate's scratch
-    /// and tables; `options` is the level.
+    /// Decoding: a warp per page, its tables in shared memory. Compression: the format crate's
+    /// codec in the first lane, with Deflate's scratch; `options` is the level.
     pub struct GDeflate;
 
     impl ChunkKernels for GDeflate {
         const COMPRESS: Lanes = Lanes::FirstOfWarp;
-        const DECOMPRESS: Lanes = Lanes::FirstOfWarp;
-        const SIZES: Lanes = Lanes::FirstOfWarp;
+        const DECOMPRESS: Lanes = Lanes::Warp;
+        const SIZES: Lanes = Lanes::Warp;
 
         unsafe fn compress(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let scratch = unsafe { scratch_slot::<CompressScratch>(args, chunk.slot) };
             unsafe { gdeflate::compress(chunk.input(), args.options as u8, scratch, chunk.output()) }
         }
 
-        unsafe fn decompress(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            unsafe { gdeflate::decompress(chunk.input(), chunk.output(), shared_tables()) }
+        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            let output = Output::to(chunk.output, chunk.capacity);
+            unsafe { decompress_page(warp, chunk.input, chunk.input_len, output, shared_tables()) }
         }
 
-        unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            unsafe { gdeflate::decompressed_size(chunk.input(), shared_tables()) }
+        unsafe fn decompressed_size(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            unsafe { decompress_page(warp, chunk.input, chunk.input_len, Output::counting(), shared_tables()) }
         }
     }
 

@@ -215,7 +215,7 @@ pub fn scan_add<W: Warp>(warp: &W, mut value: u32) -> u32 {
 
 /// Maximum of `value` over lanes `0..=lane`.
 #[inline(always)]
-fn scan_max<W: Warp>(warp: &W, mut value: u32) -> u32 {
+pub fn scan_max<W: Warp>(warp: &W, mut value: u32) -> u32 {
     let lane = warp.lane();
     let mut distance = 1;
     while distance < WARP_SIZE {

@@ -1,0 +1,204 @@
+//! GDeflate's warp decoder and the warp-built Huffman tables on an emulated warp: the bytes and
+//! statuses of the format crate's scalar decoder and tables, on our pages at every level, on
+//! pages of every block type, and on damaged ones.
+
+use ferrocomp_format::Status;
+use ferrocomp_format::deflate::huffman::{self, Alphabet, DIST_ROOT, LITLEN_ROOT, PRECODE_ROOT};
+use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL};
+use ferrocomp_format::gdeflate;
+use ferrocomp_kernels_gpu::{deflate as gpu_deflate, emulated, gdeflate as gpu_gdeflate};
+use ferrocomp_tests::{random_bytes, text_bytes};
+
+/// Every lane's result, which must all agree.
+fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
+    let first = lanes.remove(0);
+    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
+    first
+}
+
+fn boxed_tables() -> Box<DecodeTables> {
+    // SAFETY: any contents are a valid DecodeTables (the format crate's documentation).
+    unsafe { Box::new_zeroed().assume_init() }
+}
+
+fn page(input: &[u8], level: u8) -> Vec<u8> {
+    // SAFETY: the scratch is plain integers, valid zeroed.
+    let mut scratch: Box<CompressScratch> = unsafe { Box::new_zeroed().assume_init() };
+    let mut out = vec![0u8; gdeflate::max_compressed_size(input.len())];
+    let n = gdeflate::compress(input, level, &mut scratch, &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+/// The warp's decode into `capacity` bytes (or its count, with `None`).
+fn warp_decode(page: &[u8], capacity: Option<usize>) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity.unwrap_or(0)];
+    let mut tables = boxed_tables();
+    let (p, o, t) = (page.as_ptr() as usize, out.as_mut_ptr() as usize, &mut *tables as *mut DecodeTables as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        let output = match capacity {
+            Some(capacity) => gpu_gdeflate::Output::to(o as *mut u8, capacity),
+            None => gpu_gdeflate::Output::counting(),
+        };
+        gpu_gdeflate::decompress_page(warp, p as *const u8, page.len(), output, t as *mut DecodeTables)
+    }));
+    result.map(|n| if capacity.is_some() { out[..n].to_vec() } else { vec![0; n] })
+}
+
+fn scalar_decode(page: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity];
+    gdeflate::decompress(page, &mut out, &mut boxed_tables()).map(|n| out[..n].to_vec())
+}
+
+/// The warp decodes `page` as the scalar decoder does, into `capacity` bytes and counting.
+fn assert_agrees(page: &[u8], capacity: usize, what: &str) {
+    let expected = scalar_decode(page, capacity);
+    assert_eq!(warp_decode(page, Some(capacity)), expected, "{what}");
+    let size = gdeflate::decompressed_size(page, &mut boxed_tables());
+    assert_eq!(warp_decode(page, None).map(|bytes| bytes.len()), size, "{what}: size");
+}
+
+fn inputs() -> Vec<(&'static str, Vec<u8>)> {
+    let mut mixed = text_bytes(5000, 3);
+    mixed.extend(random_bytes(3000, 4));
+    mixed.extend(vec![b'z'; 2000]);
+    mixed.extend(b"abcabcabcabd".repeat(300));
+    let floats: Vec<u8> = (0..3000).flat_map(|i| ((i as f32 * 0.01).sin()).to_le_bytes()).collect();
+    vec![
+        ("empty", Vec::new()),
+        ("one byte", vec![7]),
+        ("text", text_bytes(12_000, 1)),
+        ("random", random_bytes(9000, 2)),
+        ("mixed", mixed),
+        ("run", vec![b'a'; 20_000]),
+        ("floats", floats),
+    ]
+}
+
+#[test]
+fn warp_decoder_reads_our_pages_at_every_level() {
+    for (what, input) in inputs() {
+        for level in 0..=MAX_LEVEL {
+            let page = page(&input, level);
+            assert_eq!(warp_decode(&page, Some(input.len())), Ok(input.clone()), "{what}, level {level}");
+            assert_eq!(warp_decode(&page, None).map(|b| b.len()), Ok(input.len()), "{what}, level {level}: size");
+        }
+    }
+    let full = text_bytes(gdeflate::MAX_CHUNK_SIZE, 9);
+    assert_eq!(warp_decode(&page(&full, 4), Some(full.len())), Ok(full));
+}
+
+#[test]
+fn warp_decoder_reports_what_the_scalar_decoder_reports() {
+    let input = text_bytes(6000, 5);
+    let good = page(&input, 4);
+    // A small output, and too few bytes, trailing bytes and padding.
+    for capacity in [0, 1, 100, input.len() - 1] {
+        assert_agrees(&good, capacity, &format!("capacity {capacity}"));
+    }
+    for cut in [0, 4, 127, 128, good.len() / 2, good.len() - 4] {
+        assert_agrees(&good[..cut], input.len(), &format!("cut to {cut}"));
+    }
+    let mut padded = good.clone();
+    padded.extend([0; 8]);
+    assert_agrees(&padded, input.len(), "zero padding");
+    padded.push(1);
+    assert_agrees(&padded, input.len(), "a stray byte");
+
+    // Damage anywhere: flipped bits and overwritten words, in pages of every block type.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let pages = [good, page(&random_bytes(3000, 6), 4), page(&text_bytes(3000, 7), 1), page(b"short and fixed", 2)];
+    for (p, page) in pages.iter().enumerate() {
+        for round in 0..40 {
+            let mut damaged = page.clone();
+            for _ in 0..1 + round % 3 {
+                let at = next() as usize % damaged.len();
+                if round % 2 == 0 {
+                    damaged[at] ^= 1 << (next() % 8);
+                } else {
+                    damaged[at] = next() as u8;
+                }
+            }
+            assert_agrees(&damaged, 8000, &format!("page {p}, round {round}"));
+        }
+    }
+}
+
+fn warp_table(lens: &[u8], root: u32, alphabet: Alphabet, size: usize) -> (Result<(), Status>, Vec<u32>) {
+    let mut table = vec![0xDEAD_BEEF; size];
+    let (l, t) = (lens.as_ptr() as usize, table.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        gpu_deflate::build_table(warp, t as *mut u32, size, root, l as *const u8, lens.len(), alphabet)
+    }));
+    (result, table)
+}
+
+/// Code lengths of a Huffman code over `symbols` symbols drawn from `next`: a random complete
+/// code (split a random leaf until there are enough), with some symbols unused.
+fn complete_lengths(symbols: usize, max: u8, next: &mut impl FnMut() -> u64) -> Vec<u8> {
+    let used = 2 + next() as usize % (symbols - 1);
+    let mut leaves = vec![0u8];
+    while leaves.len() < used {
+        let splittable: Vec<usize> = (0..leaves.len()).filter(|&i| leaves[i] < max).collect();
+        if splittable.is_empty() {
+            break;
+        }
+        let i = splittable[next() as usize % splittable.len()];
+        leaves[i] += 1;
+        leaves.push(leaves[i]);
+    }
+    let mut lens = vec![0u8; symbols];
+    let mut slots: Vec<usize> = (0..symbols).collect();
+    for len in leaves {
+        let slot = slots.swap_remove(next() as usize % slots.len());
+        lens[slot] = len;
+    }
+    lens
+}
+
+#[test]
+fn warp_built_tables_are_the_scalar_tables() {
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let kinds = [
+        (Alphabet::Precode, PRECODE_ROOT, 19, 7, huffman::PRECODE_TABLE),
+        (Alphabet::LitLen { deflate64: true }, LITLEN_ROOT, 288, 15, huffman::LITLEN_TABLE),
+        (Alphabet::LitLen { deflate64: false }, LITLEN_ROOT, 286, 15, huffman::LITLEN_TABLE),
+        (Alphabet::Dist { deflate64: true }, DIST_ROOT, 32, 15, huffman::DIST_TABLE),
+    ];
+    let mut built = 0;
+    for (alphabet, root, symbols, max, size) in kinds {
+        for round in 0..40 {
+            let mut lens = complete_lengths(symbols, max, &mut next);
+            match round % 8 {
+                5 => lens[next() as usize % symbols] = 0,                    // incomplete
+                6 => lens[next() as usize % symbols] = 1 + next() as u8 % 3, // over-subscribed, mostly
+                7 => {
+                    lens.fill(0); // one codeword, or none
+                    lens[next() as usize % symbols] = (round % 16 == 7) as u8;
+                }
+                _ => {}
+            }
+            let mut expected = vec![0xDEAD_BEEF; size];
+            let expected_result = huffman::build_table(&mut expected, root, &lens, alphabet);
+            let (result, table) = warp_table(&lens, root, alphabet, size);
+            assert_eq!(result, expected_result, "{lens:?}");
+            if result.is_ok() {
+                assert!(table == expected, "{lens:?}");
+                built += 1;
+            }
+        }
+    }
+    assert!(built > 100, "only {built} codes were valid");
+}

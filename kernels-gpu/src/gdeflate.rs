@@ -5,7 +5,8 @@
 //! `ferrocomp_format::gdeflate` reads them, with its statuses and bytes. A prefix sum places each
 //! round's output, a ballot deals the next packets to the lanes that refill, in turn order;
 //! literals are stored at once, and the matches whose distances came in are copied warp-wide, 32
-//! bytes a step, as many together as read only bytes before the first of them. Block headers
+//! bytes a step, each byte's source followed back through the round's matches to a final byte,
+//! so that no match waits for the one before it. Block headers
 //! are read warp-wide too (a dynamic header's code lengths 32 items a round), and the decode
 //! tables built together in shared memory ([`crate::deflate::build_table`]). The sizes kernel
 //! runs the same decoder without writing.
@@ -179,10 +180,23 @@ impl Page {
         if at > self.len || self.len - at < 4 {
             return Status::Truncated as u32;
         }
-        let packet = unsafe { word_at(self.input.add(at as usize)) };
+        let packet = unsafe { self.packet(at) };
         self.buf |= (packet as u64) << self.bits;
         self.bits += 32;
         NO_FAILURE
+    }
+
+    /// The 4 bytes at `at` (`at + 4 <= len`), little-endian, reading none outside the page.
+    #[inline(always)]
+    unsafe fn packet(&self, at: u32) -> u32 {
+        let p = unsafe { self.input.add(at as usize) };
+        if p as usize % 4 == 0 {
+            unsafe { *(p as *const u32) }
+        } else if self.len - at >= 8 {
+            unsafe { word_at(p) } // its second word ends within the page
+        } else {
+            unsafe { u32::from_le_bytes([*p, *p.add(1), *p.add(2), *p.add(3)]) }
+        }
     }
 
     /// The next `n` ≤ 16 bits of lane `from`'s sub-stream, consumed, in every lane.
@@ -419,45 +433,60 @@ impl Page {
         Ok(())
     }
 
-    /// Copies the matches of the lanes in `lanes` (each `len` bytes at `at` from `dist` back), in
-    /// lane order, which is output order: in groups whose sources all end by the first one's
-    /// start (so they read only final bytes), each group's bytes 32 a step. Ends with them
-    /// visible to every lane.
+    /// Copies the matches of the lanes in `lanes` (each `len` bytes at `at` from `dist` back, in
+    /// lane order, which is output order), all their bytes together, 32 a step: a byte whose
+    /// source lies in an earlier match of the set takes that match's source instead, and so on
+    /// back to a byte written before. Ends with them visible to every lane.
     #[inline(always)]
-    unsafe fn copy_matches<W: Warp>(&self, warp: &W, mut lanes: u32, at: u32, dist: u32, len: u32) {
+    unsafe fn copy_matches<W: Warp>(&self, warp: &W, lanes: u32, at: u32, dist: u32, len: u32) {
         if lanes == 0 || !self.output.writes() {
             return;
         }
         let lane = warp.lane();
-        let out = self.output.out;
+        let mine = lanes >> lane & 1 != 0;
+        let size = if mine { len } else { 0 };
+        let end = scan_add(warp, size);
+        let (start, total) = (end - size, warp.shuffle(end, WARP_SIZE - 1));
+        // For finding the match holding an output position: each lane's last match at or
+        // before it (its lane plus 1, 0 before the first), and that match's position.
+        let match_at = scan_max(warp, if mine { at } else { 0 });
+        let match_lane = scan_max(warp, if mine { lane + 1 } else { 0 });
         warp.sync(); // the bytes written before are visible to every lane
-        while lanes != 0 {
-            let first = lanes.trailing_zeros();
-            let group_at = warp.shuffle(at, first);
-            let mine = lanes >> lane & 1 != 0;
-            // A match repeating its last `dist` bytes reads only those.
-            let reads_to = if mine { at - dist + dist.min(len) } else { 0 };
-            let late = warp.ballot(mine && lane != first && reads_to > group_at);
-            let group = if late == 0 { lanes } else { lanes & ((1 << late.trailing_zeros()) - 1) };
-            lanes &= !group;
-            let size = if group >> lane & 1 != 0 { len } else { 0 };
-            let end = scan_add(warp, size);
-            let (start, total) = (end - size, warp.shuffle(end, WARP_SIZE - 1));
-            let mut step = 0;
-            while step < total {
-                let t = step + lane;
-                let owner = last_starting_by(warp, start, t);
-                let i = t - warp.shuffle(start, owner);
-                let (to, back, n) = (warp.shuffle(at, owner), warp.shuffle(dist, owner), warp.shuffle(len, owner));
-                if t < total {
-                    let from = to - back + if back < n { i % back } else { i };
-                    unsafe { *out.add((to + i) as usize) = *out.add(from as usize) };
+        let mut step = 0;
+        while step < total {
+            let t = step + lane;
+            let owner = last_starting_by(warp, start, t);
+            let (to, back, n) = (warp.shuffle(at, owner), warp.shuffle(dist, owner), warp.shuffle(len, owner));
+            let i = t - warp.shuffle(start, owner);
+            let copying = t < total;
+            let mut from = if copying { source(to, back, n, i) } else { 0 };
+            loop {
+                let holder = warp.shuffle(match_lane, last_starting_by(warp, match_at, from));
+                let m = holder.saturating_sub(1);
+                let (m_to, m_back, m_n) = (warp.shuffle(at, m), warp.shuffle(dist, m), warp.shuffle(len, m));
+                let inside = copying && holder != 0 && from >= m_to && from - m_to < m_n;
+                if warp.ballot(inside) == 0 {
+                    break;
                 }
-                step += WARP_SIZE;
+                if inside {
+                    from = source(m_to, m_back, m_n, from - m_to);
+                }
             }
-            warp.sync(); // the group is visible to every lane
+            if copying {
+                let out = self.output.out;
+                unsafe { *out.add((to + i) as usize) = *out.add(from as usize) };
+            }
+            step += WARP_SIZE;
         }
+        warp.sync(); // the matches are visible to every lane
     }
+}
+
+/// Where byte `i` of a match of `len` bytes at `to` comes from, `dist` back: a match longer than
+/// its distance repeats its last `dist` bytes.
+#[inline(always)]
+fn source(to: u32, dist: u32, len: u32, i: u32) -> u32 {
+    to - dist + if dist < len { i % dist } else { i }
 }
 
 const LITLEN: Alphabet = Alphabet::LitLen { deflate64: true };

@@ -3,17 +3,21 @@
 use ferrocomp::{DeviceBuffer, Error, Gpu};
 use std::io::Write;
 
+/// A pseudo-random sequence (xorshift64) from `seed`.
+pub fn random_u64s(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// `n` pseudo-random bytes (incompressible) from `seed`.
 pub fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        })
-        .collect()
+    let mut next = random_u64s(seed);
+    (0..n).map(|_| (next() >> 24) as u8).collect()
 }
 
 /// `n` bytes of text-like data (words drawn from a small vocabulary) from `seed`.

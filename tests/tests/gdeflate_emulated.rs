@@ -7,7 +7,7 @@ use ferrocomp_format::deflate::huffman::{self, Alphabet, DIST_ROOT, LITLEN_ROOT,
 use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL};
 use ferrocomp_format::gdeflate;
 use ferrocomp_kernels_gpu::{deflate as gpu_deflate, emulated, gdeflate as gpu_gdeflate};
-use ferrocomp_tests::{random_bytes, text_bytes};
+use ferrocomp_tests::{random_bytes, random_u64s, text_bytes};
 
 /// Every lane's result, which must all agree.
 fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
@@ -107,13 +107,7 @@ fn warp_decoder_reports_what_the_scalar_decoder_reports() {
     assert_agrees(&padded, input.len(), "a stray byte");
 
     // Damage anywhere: flipped bits and overwritten words, in pages of every block type.
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = random_u64s(10);
     let pages = [good, page(&random_bytes(1500, 6), 4), page(&text_bytes(1500, 7), 1), page(b"short and fixed", 2)];
     for (p, page) in pages.iter().enumerate() {
         for round in 0..24 {
@@ -165,13 +159,7 @@ fn complete_lengths(symbols: usize, max: u8, next: &mut impl FnMut() -> u64) -> 
 
 #[test]
 fn warp_built_tables_are_the_scalar_tables() {
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = random_u64s(11);
     let kinds = [
         (Alphabet::Precode, PRECODE_ROOT, 19, 7, huffman::PRECODE_TABLE),
         (Alphabet::LitLen { deflate64: true }, LITLEN_ROOT, 288, 15, huffman::LITLEN_TABLE),

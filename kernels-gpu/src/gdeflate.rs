@@ -190,7 +190,7 @@ impl Page {
     #[inline(always)]
     unsafe fn packet(&self, at: u32) -> u32 {
         let p = unsafe { self.input.add(at as usize) };
-        if p as usize % 4 == 0 {
+        if (p as usize).is_multiple_of(4) {
             unsafe { *(p as *const u32) }
         } else if self.len - at >= 8 {
             unsafe { word_at(p) } // its second word ends within the page

@@ -47,7 +47,7 @@ pub unsafe fn build_table<W: Warp>(
         let sym = (chunk * WARP_SIZE + lane) as usize;
         if sym < symbols { (unsafe { *lens.add(sym) } as u32).min(MAX_CODE_LEN) } else { 0 }
     };
-    // Lane l of 1..=15 counts the codewords of length l, and adds them to the others' count.
+    // In lane l of 1..=15: how many of a chunk's 32 symbols have length l.
     let of_my_length = |len: u32| {
         let mut mine = 0;
         for l in 1..=MAX_CODE_LEN {

@@ -58,6 +58,12 @@ fn assert_agrees(page: &[u8], capacity: usize, what: &str) {
     assert_eq!(warp_decode(page, None).map(|bytes| bytes.len()), size, "{what}: size");
 }
 
+/// Damaged copies of each page to decode: `FERROCOMP_DAMAGE_ROUNDS` (for a longer campaign by
+/// hand), else 24.
+fn damage_rounds() -> u32 {
+    std::env::var("FERROCOMP_DAMAGE_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(24)
+}
+
 fn inputs() -> Vec<(&'static str, Vec<u8>)> {
     let mut mixed = text_bytes(2000, 3);
     mixed.extend(random_bytes(1000, 4));
@@ -110,7 +116,7 @@ fn warp_decoder_reports_what_the_scalar_decoder_reports() {
     let mut next = random_u64s(10);
     let pages = [good, page(&random_bytes(1500, 6), 4), page(&text_bytes(1500, 7), 1), page(b"short and fixed", 2)];
     for (p, page) in pages.iter().enumerate() {
-        for round in 0..24 {
+        for round in 0..damage_rounds() {
             let mut damaged = page.clone();
             for _ in 0..1 + round % 3 {
                 let at = next() as usize % damaged.len();

@@ -289,9 +289,9 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
     recorder: &mut Recorder<W>,
 ) -> Result<(), Status> {
     let lane = warp.lane();
-    let rows = unsafe { addr_of_mut!((*work.scratch).chains) } as *mut Row<DEPTH>;
+    let rows = unsafe { addr_of_mut!((*work.scratch).chains) } as *mut u8;
     let input = unsafe { bytes(data, n) };
-    warp.for_each_strided(1 << CHAIN_HASH_BITS, |slot| unsafe { *rows.add(slot) = Row::EMPTY });
+    warp.for_each_strided(1 << CHAIN_HASH_BITS, |slot| unsafe { Row::<DEPTH>::EMPTY.store(rows, slot) });
     warp.sync();
     // Positions as 32-bit numbers (a block is at most 64 KiB): fewer registers in the loop.
     let (mut anchor, mut pos, end) = (0u32, 0u32, n as u32);
@@ -307,14 +307,14 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
                 (ahead_slot, ahead_row)
             } else {
                 let slot = lazy::hash_word(here.word(0));
-                (slot, unsafe { *rows.add(slot) })
+                (slot, unsafe { Row::load(rows, slot) })
             };
             let found = unsafe { find_match(data, p, &here, &row, repeats) };
             (slot as u32, row, Row::<DEPTH>::entry(p, here.word(0)), found)
         } else if active {
             let word = u32::from_le_bytes([input[p], input[p + 1], input[p + 2], input[p + 3]]);
             let slot = lazy::hash_word(word);
-            let row = unsafe { *rows.add(slot) };
+            let row = unsafe { Row::<DEPTH>::load(rows, slot) };
             let found = lazy::best_match(input, p, row.first(), |c| row.after(c), &repeats, DEPTH as u32);
             (slot as u32, row, Row::<DEPTH>::entry(p, word), found)
         } else {
@@ -329,7 +329,7 @@ unsafe fn chain_parse<W: Warp, const DEPTH: usize>(
         ahead = pos + LANES as u32;
         let next = (ahead + lane) as usize;
         ahead_slot = if next + WINDOW <= n { lazy::hash_word(unsafe { word_at(data.add(next)) }) } else { 0 };
-        ahead_row = unsafe { *rows.add(ahead_slot) };
+        ahead_row = unsafe { Row::load(rows, ahead_slot) };
         let cursor = unsafe { record_batch(warp, recorder, data, end, pos, lanes, anchor, found)? };
         if cursor != pos {
             anchor = cursor;
@@ -548,7 +548,9 @@ unsafe fn find_match<const DEPTH: usize>(
 /// The chains of `lazy::parse` as the search reads them: for each hash, its latest `DEPTH` (at
 /// most 8) positions, latest first, each entry its position plus 1 (0: none) and a tag of its
 /// first word, so that the candidates come in one load and only those that may match are read.
-/// The rows lie where the scalar parse keeps its chains, in the warp's scratch slot.
+/// The rows lie where the scalar parse keeps its chains, in the warp's scratch slot: rows of up
+/// to 3 entries packed in 8 bytes (the positions' 16 bits each, and 5-bit tags), so that a
+/// warp's rows take 32 KiB of the L2 rather than 64; deeper rows as their entries.
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Row<const DEPTH: usize> {
@@ -557,15 +559,21 @@ struct Row<const DEPTH: usize> {
 
 impl<const DEPTH: usize> Row<DEPTH> {
     const EMPTY: Self = Self { entries: [0; DEPTH] };
+    /// Whether the row is stored packed in a word pair.
+    const PACKED: bool = DEPTH <= 3;
+    /// Bits of an entry's tag.
+    const TAG_BITS: u32 = if Self::PACKED { 5 } else { 16 };
+    /// Bytes a row takes in the scratch slot.
+    const STORED: usize = if Self::PACKED { 8 } else { size_of::<Self>() };
 
     /// The entry of position `p`, whose first word is `word`.
     fn entry(p: usize, word: u32) -> u32 {
         (p as u32 + 1) | Self::tag(word) << 16
     }
 
-    /// 16 bits of `word`: candidates whose tags differ from a position's cannot match it.
+    /// Some bits of `word`: candidates whose tags differ from a position's cannot match it.
     fn tag(word: u32) -> u32 {
-        (word ^ word >> 16) & 0xFFFF
+        (word ^ word >> 16) & ((1 << Self::TAG_BITS) - 1)
     }
 
     /// The latest position plus 1 (0: none), the chains' head.
@@ -578,10 +586,45 @@ impl<const DEPTH: usize> Row<DEPTH> {
         let at = self.entries.iter().position(|&e| (e & 0xFFFF) as usize == c + 1);
         at.and_then(|k| self.entries.get(k + 1)).map_or(0, |&e| e as u16)
     }
+
+    /// The row of `slot` among `rows`, in one load.
+    ///
+    /// # Safety
+    /// `rows` must be readable for `slot + 1` rows.
+    #[inline(always)]
+    unsafe fn load(rows: *const u8, slot: usize) -> Self {
+        if !Self::PACKED {
+            return unsafe { *(rows as *const Self).add(slot) };
+        }
+        let packed = unsafe { *(rows as *const u64).add(slot) };
+        let mut row = Self::EMPTY;
+        unrolled::<DEPTH>(|k| {
+            let tag = (packed >> (48 + Self::TAG_BITS as usize * k)) as u32 & ((1 << Self::TAG_BITS) - 1);
+            row.entries[k] = (packed >> (16 * k)) as u32 & 0xFFFF | tag << 16;
+        });
+        row
+    }
+
+    /// Stores the row as `slot`'s among `rows`, in one store.
+    ///
+    /// # Safety
+    /// `rows` must be writable for `slot + 1` rows.
+    #[inline(always)]
+    unsafe fn store(self, rows: *mut u8, slot: usize) {
+        if !Self::PACKED {
+            return unsafe { *(rows as *mut Self).add(slot) = self };
+        }
+        let mut packed = 0u64;
+        unrolled::<DEPTH>(|k| {
+            let (position, tag) = (self.entries[k] as u64 & 0xFFFF, self.entries[k] as u64 >> 16);
+            packed |= position << (16 * k) | tag << (48 + Self::TAG_BITS as usize * k);
+        });
+        unsafe { *(rows as *mut u64).add(slot) = packed };
+    }
 }
 
 /// The deepest level's rows fit where the scalar parse keeps its chains.
-const _: () = assert!(size_of::<Row<DEEPEST>>() << CHAIN_HASH_BITS <= size_of::<ChainTables>());
+const _: () = assert!(Row::<DEEPEST>::STORED << CHAIN_HASH_BITS <= size_of::<ChainTables>());
 const DEEPEST: usize = lazy::chain_depth(MAX_LEVEL) as usize;
 
 /// Joins each active lane's position to its slot's row, in position order: the last lane of each
@@ -591,13 +634,7 @@ const DEEPEST: usize = lazy::chain_depth(MAX_LEVEL) as usize;
 /// # Safety
 /// `rows` must be writable for the rows of every active lane's slot.
 #[inline(always)]
-unsafe fn join_rows<W: Warp, const DEPTH: usize>(
-    warp: &W,
-    rows: *mut Row<DEPTH>,
-    slot: u32,
-    row: Row<DEPTH>,
-    entry: u32,
-) {
+unsafe fn join_rows<W: Warp, const DEPTH: usize>(warp: &W, rows: *mut u8, slot: u32, row: Row<DEPTH>, entry: u32) {
     let lane = warp.lane();
     let peers = warp.match_any(slot);
     let mut new = Row::<DEPTH>::EMPTY;
@@ -624,7 +661,7 @@ unsafe fn join_rows<W: Warp, const DEPTH: usize>(
         })
     });
     if slot < 1 << CHAIN_HASH_BITS && 31 - peers.leading_zeros() == lane {
-        unsafe { *rows.add(slot as usize) = new };
+        unsafe { new.store(rows, slot as usize) };
     }
     warp.sync(); // the rows are written before any lane reads them
 }

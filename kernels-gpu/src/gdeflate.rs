@@ -435,8 +435,10 @@ impl Page {
 
     /// Copies the matches of the lanes in `lanes` (each `len` bytes at `at` from `dist` back, in
     /// lane order, which is output order), all their bytes together, 32 a step: a byte whose
-    /// source lies in an earlier match of the set takes that match's source instead, and so on
-    /// back to a byte written before. Ends with them visible to every lane.
+    /// source is a byte of the set that the same step writes takes that byte's source instead,
+    /// and so on back to a byte written before (the steps before wrote theirs). The search for
+    /// that byte's match is made only in the steps that need it (none where every match's
+    /// sources precede the set, as a lone match's do). Ends with them visible to every lane.
     #[inline(always)]
     unsafe fn copy_matches<W: Warp>(&self, warp: &W, lanes: u32, at: u32, dist: u32, len: u32) {
         if lanes == 0 || !self.output.writes() {
@@ -447,10 +449,16 @@ impl Page {
         let size = if mine { len } else { 0 };
         let end = scan_add(warp, size);
         let (start, total) = (end - size, warp.shuffle(end, WARP_SIZE - 1));
+        // A match's sources lie in the `dist.min(len)` bytes `dist` before it; those ending after
+        // the set's first byte may be bytes of the set.
+        let set_at = warp.shuffle(at, lanes.trailing_zeros());
+        let chases = warp.ballot(mine && at - dist + dist.min(len) > set_at) != 0;
         // For finding the match holding an output position: each lane's last match at or
         // before it (its lane plus 1, 0 before the first), and that match's position.
-        let match_at = scan_max(warp, if mine { at } else { 0 });
-        let match_lane = scan_max(warp, if mine { lane + 1 } else { 0 });
+        let (match_at, match_lane) = match chases {
+            true => (scan_max(warp, if mine { at } else { 0 }), scan_max(warp, if mine { lane + 1 } else { 0 })),
+            false => (0, 0),
+        };
         warp.sync(); // the bytes written before are visible to every lane
         let mut step = 0;
         while step < total {
@@ -460,25 +468,29 @@ impl Page {
             let i = t - warp.shuffle(start, owner);
             let copying = t < total;
             let mut from = if copying { source(to, back, n, i) } else { 0 };
-            loop {
-                let holder = warp.shuffle(match_lane, last_starting_by(warp, match_at, from));
-                let m = holder.saturating_sub(1);
-                let (m_to, m_back, m_n) = (warp.shuffle(at, m), warp.shuffle(dist, m), warp.shuffle(len, m));
-                let inside = copying && holder != 0 && from >= m_to && from - m_to < m_n;
-                if warp.ballot(inside) == 0 {
-                    break;
-                }
-                if inside {
-                    from = source(m_to, m_back, m_n, from - m_to);
+            // The bytes before this step's first are final.
+            let fresh = warp.shuffle(to + i, 0);
+            if chases && warp.ballot(copying && from >= fresh) != 0 {
+                loop {
+                    let holder = warp.shuffle(match_lane, last_starting_by(warp, match_at, from));
+                    let m = holder.saturating_sub(1);
+                    let (m_to, m_back, m_n) = (warp.shuffle(at, m), warp.shuffle(dist, m), warp.shuffle(len, m));
+                    let inside = copying && from >= fresh && holder != 0 && from >= m_to && from - m_to < m_n;
+                    if warp.ballot(inside) == 0 {
+                        break;
+                    }
+                    if inside {
+                        from = source(m_to, m_back, m_n, from - m_to);
+                    }
                 }
             }
             if copying {
                 let out = self.output.out;
                 unsafe { *out.add((to + i) as usize) = *out.add(from as usize) };
             }
+            warp.sync(); // the step's bytes are final for the steps after it, and every lane
             step += WARP_SIZE;
         }
-        warp.sync(); // the matches are visible to every lane
     }
 }
 

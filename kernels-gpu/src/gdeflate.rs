@@ -129,12 +129,10 @@ fn low(word: u64, n: u32) -> u32 {
 impl Page {
     unsafe fn decode<W: Warp>(&mut self, warp: &W) -> Result<u32, Status> {
         // Each lane starts with a packet, in lane order.
-        let truncated = self.refill(warp, u32::MAX, 0);
-        first_failure(warp, truncated, 0)?;
+        self.end_turns(warp, u32::MAX, 0, NO_FAILURE)?;
         loop {
             let header = self.read(warp, 0, 3)?;
-            let truncated = self.refill(warp, 1, 0);
-            first_failure(warp, truncated, 0)?;
+            self.end_turns(warp, 1, 0, NO_FAILURE)?;
             match header >> 1 {
                 0 => unsafe { self.stored(warp)? },
                 1 => unsafe {
@@ -163,6 +161,15 @@ impl Page {
             at += WARP_SIZE;
         }
         if warp.ballot(stray) != 0 { Err(Status::Malformed) } else { Ok(self.op) }
+    }
+
+    /// Ends the turns of the lanes in `turns` (in turn order from lane `first`): they refill, and
+    /// the first of them in turn order that failed (with `failure`, this lane's, or a refill past
+    /// the page's end) gives the page's status.
+    #[inline(always)]
+    fn end_turns<W: Warp>(&mut self, warp: &W, turns: u32, first: u32, failure: u32) -> Result<(), Status> {
+        let truncated = self.refill(warp, turns, first);
+        first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, first)
     }
 
     /// After the turns of the lanes in `turns` (in turn order from lane `first`): each of them
@@ -242,14 +249,12 @@ impl Page {
                 }
             }
             let turns = warp.ballot(turn);
-            let truncated = self.refill(warp, turns, 0);
-            first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, 0)?;
+            self.end_turns(warp, turns, 0, failure)?;
             self.op += turns.count_ones();
             done += turns.count_ones();
         }
         // The block's last turn: every lane, from the one after the last byte's.
-        let truncated = self.refill(warp, u32::MAX, len % WARP_SIZE);
-        first_failure(warp, truncated, len % WARP_SIZE)
+        self.end_turns(warp, u32::MAX, len % WARP_SIZE, NO_FAILURE)
     }
 
     /// A dynamic block's header after its first 3 bits: counts, the precode, the code lengths;
@@ -257,8 +262,7 @@ impl Page {
     unsafe fn dynamic_header<W: Warp>(&mut self, warp: &W) -> Result<(), Status> {
         let lane = warp.lane();
         let counts = self.read(warp, 0, 14)?;
-        let truncated = self.refill(warp, 1, 0);
-        first_failure(warp, truncated, 0)?;
+        self.end_turns(warp, 1, 0, NO_FAILURE)?;
         let hlit = (counts & 31) + 257;
         let hdist = ((counts >> 5) & 31) + 1;
         let hclen = (counts >> 10) + 4;
@@ -280,8 +284,7 @@ impl Page {
                 self.consume(3);
             }
         }
-        let truncated = self.refill(warp, warp.ballot(turn), 0);
-        first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, 0)?;
+        self.end_turns(warp, warp.ballot(turn), 0, failure)?;
         warp.sync();
         unsafe {
             build_table(warp, (*t).precode.as_mut_ptr(), PRECODE_TABLE, PRECODE_ROOT, lens, 19, Alphabet::Precode)?
@@ -336,8 +339,7 @@ impl Page {
                 }
             }
             let turns = warp.ballot(turn);
-            let truncated = self.refill(warp, turns, 0);
-            first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, 0)?;
+            self.end_turns(warp, turns, 0, failure)?;
             let last = WARP_SIZE - 1 - turns.leading_zeros();
             (done, previous) = (warp.shuffle(end, last), warp.shuffle(value, last));
         }
@@ -385,8 +387,7 @@ impl Page {
                     _ => {}
                 }
             }
-            let truncated = self.refill(warp, turns, 0);
-            first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, 0)?;
+            self.end_turns(warp, turns, 0, failure)?;
             self.op += warp.shuffle(total, WARP_SIZE - 1);
             unsafe { self.copy_matches(warp, warp.ballot(copy), pending_at, item.value, pending_len) };
             if copy {
@@ -421,8 +422,7 @@ impl Page {
                 self.consume(item.bits);
             }
         }
-        let truncated = self.refill(warp, !(1 << last), first);
-        first_failure(warp, if failure != NO_FAILURE { failure } else { truncated }, first)?;
+        self.end_turns(warp, !(1 << last), first, failure)?;
         // Output order: the matches of the round before (lanes after `last`), then this round's.
         let copies = warp.ballot(copy);
         let (later, earlier) = (copies & !(u32::MAX >> (WARP_SIZE - 1 - last)), copies & ((1 << last) - 1));

@@ -9,7 +9,7 @@
 
 use super::SequenceTables;
 use super::frame::{BlockKind, for_each_frame, read_block_header, read_literals_header};
-use super::sequences::{self, RepeatOffsets, SequenceDecoder};
+use super::sequences::{self, RepeatOffsets, Sequence, SequenceDecoder};
 use crate::Status;
 
 /// Bits of a stored sequence's literal length (at most 131071) and match length (131074).
@@ -172,18 +172,28 @@ impl Pass<'_> {
         let tables_at = section.get(header.len..).unwrap_or(&[]);
         let stream = tables_at.get(sequences::read_tables(header.modes, tables_at, tables)?..).unwrap_or(&[]);
         let mut decoder = SequenceDecoder::new(stream, tables)?;
-        let mut store = |last| {
-            let sequence = decoder.next(tables, last);
-            pack(sequence.literals, sequence.match_len, reps.resolve(sequence.offset_value, sequence.literals))
+        let mut store = |slot: &mut u64, sequence: Sequence| {
+            let offset = reps.resolve(sequence.offset_value, sequence.literals);
+            *slot = pack(sequence.literals, sequence.match_len, offset);
         };
         // The block's sequences that fit the slot, the last (which moves no state) on its own.
         let slots = self.stored.get_mut(self.count as usize..).unwrap_or(&mut []);
         let fits = slots.len().min(header.count as usize);
         let last = fits == header.count as usize;
         let (body, end) = slots[..fits].split_at_mut(fits - last as usize);
-        body.iter_mut().for_each(|slot| *slot = store(false));
+        // Each sequence is stored while the next one's cells load: a GPU lane issues in order,
+        // and the store's work (the repeat offsets, the packing) fills the loads' latency.
+        if let Some((first, rest)) = body.split_first_mut() {
+            let (mut pending, mut pending_slot) = (decoder.next(tables, false), first);
+            for slot in rest {
+                let cells = decoder.cells(tables);
+                store(pending_slot, pending);
+                (pending, pending_slot) = (decoder.next_from(cells, false), slot);
+            }
+            store(pending_slot, pending);
+        }
         if let Some(slot) = end.first_mut() {
-            *slot = store(true);
+            store(slot, decoder.next(tables, true));
         }
         self.count += fits as u32;
         if !last {

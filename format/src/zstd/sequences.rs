@@ -250,9 +250,22 @@ impl<'a> SequenceDecoder<'a> {
     /// crate builds keeps them).
     #[inline(always)]
     pub fn next(&mut self, tables: &SequenceTables, last: bool) -> Sequence {
-        let ll = tables.literal_lengths[self.literal_length_state as usize & (LENGTH_CELLS - 1)];
-        let of = tables.offsets[self.offset_state as usize & (OFFSET_CELLS - 1)];
-        let ml = tables.match_lengths[self.match_length_state as usize & (LENGTH_CELLS - 1)];
+        self.next_from(self.cells(tables), last)
+    }
+
+    /// The cells of the current states, one table load each: what the next sequence decodes from.
+    #[inline(always)]
+    pub fn cells(&self, tables: &SequenceTables) -> [u32; 3] {
+        [
+            tables.literal_lengths[self.literal_length_state as usize & (LENGTH_CELLS - 1)],
+            tables.offsets[self.offset_state as usize & (OFFSET_CELLS - 1)],
+            tables.match_lengths[self.match_length_state as usize & (LENGTH_CELLS - 1)],
+        ]
+    }
+
+    /// [`next`](Self::next), from the [`cells`](Self::cells) of the current states.
+    #[inline(always)]
+    pub fn next_from(&mut self, [ll, of, ml]: [u32; 3], last: bool) -> Sequence {
         let (ll_extra, ml_extra) = (extra_bits(ll), extra_bits(ml));
         let [ll_bits, ml_bits, of_bits] = if last { [0; 3] } else { [ll, ml, of].map(state_bits) };
         let of_extra = extra_bits(of);

@@ -15,7 +15,7 @@
 //! write the same bytes.
 
 use crate::deflate::build_table;
-use crate::lz77::{last_starting_by, scan_add, scan_max, word_at};
+use crate::lz77::{last_starting_by, scan_add, scan_max, source, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{
@@ -464,12 +464,12 @@ impl Page {
         while step < total {
             let t = step + lane;
             let owner = last_starting_by(warp, start, t);
-            let (to, back, n) = (warp.shuffle(at, owner), warp.shuffle(dist, owner), warp.shuffle(len, owner));
+            let (to, back) = (warp.shuffle(at, owner), warp.shuffle(dist, owner));
             let i = t - warp.shuffle(start, owner);
             let copying = t < total;
-            let mut from = if copying { source(to, back, n, i) } else { 0 };
             // The bytes before this step's first are final.
             let fresh = warp.shuffle(to + i, 0);
+            let mut from = if copying { source(to, back, i, fresh) } else { 0 };
             if chases && warp.ballot(copying && from >= fresh) != 0 {
                 loop {
                     let holder = warp.shuffle(match_lane, last_starting_by(warp, match_at, from));
@@ -480,7 +480,7 @@ impl Page {
                         break;
                     }
                     if inside {
-                        from = source(m_to, m_back, m_n, from - m_to);
+                        from = source(m_to, m_back, from - m_to, fresh);
                     }
                 }
             }
@@ -492,13 +492,6 @@ impl Page {
             step += WARP_SIZE;
         }
     }
-}
-
-/// Where byte `i` of a match of `len` bytes at `to` comes from, `dist` back: a match longer than
-/// its distance repeats its last `dist` bytes.
-#[inline(always)]
-fn source(to: u32, dist: u32, len: u32, i: u32) -> u32 {
-    to - dist + if dist < len { i % dist } else { i }
 }
 
 const LITLEN: Alphabet = Alphabet::LitLen { deflate64: true };

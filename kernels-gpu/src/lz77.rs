@@ -1,11 +1,12 @@
 //! The warp decoder LZ4 and Snappy share: both are runs of literals and matches (offset, length)
 //! into the output written so far, differing only in how a sequence is spelled ([`Syntax`]).
 //!
-//! Runs of short sequences (at most [`SHORT_SEQUENCE`] bytes, matches reading bytes written
-//! before them) are decoded together: each lane parses the sequence that would start at its
-//! position of the next 32 input bytes, the real ones are chained with shuffles, a prefix sum
-//! places them, and the output is written 32 bytes a step. Any other sequence goes through
-//! [`Syntax::decode_one`], which checks everything as the format crate's scalar decoder does.
+//! Runs of short sequences (at most [`SHORT_SEQUENCE`] bytes) are decoded together: each lane
+//! parses the sequence that would start at its position of the next 32 input bytes, the real
+//! ones are chained with shuffles, a prefix sum places them, and the output is written 32 bytes
+//! a step, a match byte whose source the same step writes following that byte back to its own
+//! source. Any other sequence goes through [`Syntax::decode_one`], which checks everything as
+//! the format crate's scalar decoder does.
 
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -95,6 +96,9 @@ struct Batch {
     next_ip: u32,
     /// Output bytes of the batch.
     total: u32,
+    /// Whether a match may read bytes of its own 32-byte step (a source within 32 bytes back,
+    /// reaching into the batch), which then need following back to final ones.
+    chases: bool,
     /// The last real sequence's lane at or before this lane.
     owner: u32,
     /// Output position of the owner's literals (grows with the lane).
@@ -105,6 +109,22 @@ struct Batch {
     literals: u32,
     /// Match offset of this lane's sequence.
     offset: u32,
+}
+
+impl Batch {
+    /// Lane `j`'s sequence, as every lane sees it: its owner's output start, literal count,
+    /// literals' input position and offset.
+    #[inline(always)]
+    fn owned_by<W: Warp>(&self, warp: &W, j: u32) -> (u32, u32, u32, u32) {
+        let owner = warp.shuffle(self.owner, j);
+        let start = warp.shuffle(self.owner_start, j);
+        (
+            start,
+            warp.shuffle(self.literals, owner),
+            warp.shuffle(self.literals_at, owner),
+            warp.shuffle(self.offset, owner),
+        )
+    }
 }
 
 /// The run of short sequences starting at input `ip` (output `op`) that can be written
@@ -128,8 +148,7 @@ unsafe fn short_sequences<W: Warp, S: Syntax>(warp: &W, syntax: &S, stream: &Str
         k = following;
     }
 
-    // Place them, and keep the prefix that is valid and reads only bytes written before each
-    // 32-byte step (an offset of 32 or more, or a source before the batch).
+    // Place them, and keep the valid prefix.
     let mine = real >> lane & 1 != 0;
     let bytes = if mine { literals + len } else { 0 };
     let end_of_mine = op + scan_add(warp, bytes);
@@ -138,42 +157,57 @@ unsafe fn short_sequences<W: Warp, S: Syntax>(warp: &W, syntax: &S, stream: &Str
     let capacity = stream.capacity;
     let bad = mine
         && (literals > capacity.saturating_sub(start)
-            || (len > 0
-                && (offset == 0
-                    || offset > match_start
-                    || len > capacity.saturating_sub(match_start)
-                    || (offset < WARP_SIZE && match_start + len - offset > op))));
+            || (len > 0 && (offset == 0 || offset > match_start || len > capacity.saturating_sub(match_start))));
     let first_bad = warp.ballot(bad).trailing_zeros();
     let real = if first_bad == WARP_SIZE { real } else { real & ((1 << first_bad) - 1) };
     if real == 0 {
-        return Batch { sequences: 0, next_ip: ip, total: 0, owner: 0, owner_start: 0, literals_at, literals, offset };
+        let (owner, owner_start) = (0, 0);
+        return Batch {
+            sequences: 0,
+            next_ip: ip,
+            total: 0,
+            chases: false,
+            owner,
+            owner_start,
+            literals_at,
+            literals,
+            offset,
+        };
     }
     let last = 31 - real.leading_zeros();
     let total = warp.shuffle(end_of_mine, last) - op;
     let next_ip = warp.shuffle(next, last);
     let owner = scan_max(warp, if real >> lane & 1 != 0 { lane } else { 0 });
     let owner_start = warp.shuffle(start, owner);
-    Batch { sequences: real.count_ones(), next_ip, total, owner, owner_start, literals_at, literals, offset }
+    let chases = warp.ballot(real >> lane & 1 != 0 && len > 0 && offset < WARP_SIZE && match_start + len > op + offset);
+    let (sequences, chases) = (real.count_ones(), chases != 0);
+    Batch { sequences, next_ip, total, chases, owner, owner_start, literals_at, literals, offset }
 }
 
 /// Writes a batch's `total` bytes at `op`, 32 a step: lane i writes byte `op + step + i`, from
-/// its sequence's literals or the output it repeats.
+/// its sequence's literals or the output it repeats. In a batch that [`Batch::chases`], a match
+/// byte whose source the same step writes is [`follow`]ed back to a final one.
 #[inline(always)]
 unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, batch: &Batch, op: u32) {
     let lane = warp.lane();
     let mut step = 0;
     while step < batch.total {
-        let at = op + step + lane;
-        let j = last_starting_by(warp, batch.owner_start, at);
-        let owner = warp.shuffle(batch.owner, j);
-        let start = warp.shuffle(batch.owner_start, j);
-        let literals = warp.shuffle(batch.literals, owner);
-        let literals_at = warp.shuffle(batch.literals_at, owner);
-        let offset = warp.shuffle(batch.offset, owner);
-        if step + lane < batch.total {
-            let i = at - start;
+        let fresh = op + step;
+        let (at, writing) = (fresh + lane, step + lane < batch.total);
+        let (start, literals, literals_at, offset) =
+            batch.owned_by(warp, last_starting_by(warp, batch.owner_start, at));
+        let i = at - start;
+        let unwritten = writing && i >= literals && at - offset >= fresh;
+        let followed = if batch.chases && warp.ballot(unwritten) != 0 {
+            unsafe { follow(warp, stream, batch, unwritten, at, fresh) }
+        } else {
+            core::ptr::null()
+        };
+        if writing {
             let src = if i < literals {
                 unsafe { stream.block.add((literals_at + i) as usize) }
+            } else if unwritten {
+                followed
             } else {
                 unsafe { stream.out.add((at - offset) as usize) }
             };
@@ -182,6 +216,49 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, batch: &Batch, op: u32
         warp.sync(); // the step's bytes are visible to every lane
         step += WARP_SIZE;
     }
+}
+
+/// Where the byte at output `from` is final, for the lanes `pending` (bytes of the step starting
+/// at `fresh`): its sequence's literal in the input, or its match's source, followed back until
+/// it lies before the step; each hop lands in an earlier sequence or its literals.
+#[inline(always)]
+unsafe fn follow<W: Warp>(
+    warp: &W,
+    stream: &Stream,
+    batch: &Batch,
+    mut pending: bool,
+    mut from: u32,
+    fresh: u32,
+) -> *const u8 {
+    let mut src = core::ptr::null();
+    while warp.ballot(pending) != 0 {
+        let (start, literals, literals_at, offset) =
+            batch.owned_by(warp, last_starting_by(warp, batch.owner_start, from));
+        if pending {
+            let i = from - start;
+            if i < literals {
+                src = unsafe { stream.block.add((literals_at + i) as usize) };
+                pending = false;
+            } else {
+                from = source(start + literals, offset, i - literals, fresh);
+                if from < fresh {
+                    src = unsafe { stream.out.add(from as usize) };
+                    pending = false;
+                }
+            }
+        }
+    }
+    src
+}
+
+/// Where byte `i` of a match at output `to` comes from, `offset` back, while the bytes from
+/// `fresh` on are not final: the byte `offset` before it, or, where that one is a byte of the
+/// same match not final yet, the byte before the match that it repeats (a match longer than its
+/// offset repeats its first `offset` bytes).
+#[inline(always)]
+pub fn source(to: u32, offset: u32, i: u32, fresh: u32) -> u32 {
+    let direct = to + i - offset;
+    if direct >= fresh && i >= offset { to - offset + i % offset } else { direct }
 }
 
 /// The last lane whose `start` is at most `at`, where `start` grows with the lane: the lane

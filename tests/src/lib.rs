@@ -20,6 +20,22 @@ pub fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
     (0..n).map(|_| (next() >> 24) as u8).collect()
 }
 
+/// `n` bytes of short repeats from `seed`: patterns of 1 to 12 bytes, each repeated to 4 to 40
+/// bytes, then a random byte, so that an LZ77 stream of them is mostly short matches whose
+/// offsets are below a warp's 32 bytes, each reading the bytes just before it.
+pub fn short_repeats_bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut next = random_u64s(seed);
+    let mut out = Vec::with_capacity(n + 64);
+    while out.len() < n {
+        let (period, len) = (1 + next() as usize % 12, 4 + next() as usize % 37);
+        let pattern: Vec<u8> = (0..period).map(|_| (next() % 4) as u8).collect();
+        out.extend(pattern.iter().cycle().take(len));
+        out.push((next() >> 24) as u8);
+    }
+    out.truncate(n);
+    out
+}
+
 /// `n` bytes of text-like data (words drawn from a small vocabulary) from `seed`.
 pub fn text_bytes(n: usize, seed: u64) -> Vec<u8> {
     const WORDS: [&str; 16] = [

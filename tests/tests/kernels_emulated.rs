@@ -4,7 +4,7 @@
 use ferrocomp_format::lz4::{self, HASH_ENTRIES};
 use ferrocomp_format::{DataType, Status, crc32};
 use ferrocomp_kernels_gpu::{copy, crc32 as gpu_crc32, emulated, lz4 as gpu_lz4};
-use ferrocomp_tests::{random_bytes, text_bytes};
+use ferrocomp_tests::{random_bytes, short_repeats_bytes, text_bytes};
 
 /// Every lane's result, which must all agree.
 fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
@@ -132,7 +132,7 @@ fn warp_decoder_agrees_with_scalar_on_foreign_and_damaged_blocks() {
         indented.extend_from_slice(&b"        "[..(i % 9)]);
         indented.extend_from_slice(format!("line {i} = value_{}\n", i % 13).as_bytes());
     }
-    let inputs = [text_bytes(5000, 11), numbers, random_bytes(700, 12), indented];
+    let inputs = [text_bytes(5000, 11), numbers, random_bytes(700, 12), indented, short_repeats_bytes(6000, 14)];
     let mut blocks = Vec::new();
     for input in &inputs {
         blocks.push((lz4_flex::block::compress(input), input.len()));

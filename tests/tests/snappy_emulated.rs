@@ -5,7 +5,7 @@
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::{DataType, Status, snappy};
 use ferrocomp_kernels_gpu::{emulated, snappy as gpu_snappy};
-use ferrocomp_tests::{random_bytes, text_bytes};
+use ferrocomp_tests::{random_bytes, short_repeats_bytes, text_bytes};
 
 /// Every lane's result, which must all agree.
 fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
@@ -44,7 +44,8 @@ fn inputs() -> Vec<Vec<u8>> {
     mixed.extend(random_bytes(500, 4));
     mixed.extend(vec![b'z'; 700]);
     let numbers: Vec<u8> = (0..1500u32).flat_map(|i| (i * i / 7).to_le_bytes()).collect();
-    vec![Vec::new(), vec![7], vec![1; 13], text_bytes(100, 1), random_bytes(3000, 2), mixed, numbers]
+    let repeats = short_repeats_bytes(6000, 5);
+    vec![Vec::new(), vec![7], vec![1; 13], text_bytes(100, 1), random_bytes(3000, 2), mixed, numbers, repeats]
 }
 
 #[test]

@@ -44,7 +44,7 @@ fn inputs() -> Vec<Vec<u8>> {
     mixed.extend(random_bytes(500, 4));
     mixed.extend(vec![b'z'; 700]);
     let numbers: Vec<u8> = (0..1500u32).flat_map(|i| (i * i / 7).to_le_bytes()).collect();
-    let repeats = short_repeats_bytes(6000, 5);
+    let repeats = short_repeats_bytes(2000, 5);
     vec![Vec::new(), vec![7], vec![1; 13], text_bytes(100, 1), random_bytes(3000, 2), mixed, numbers, repeats]
 }
 

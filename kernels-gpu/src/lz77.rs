@@ -161,14 +161,13 @@ unsafe fn short_sequences<W: Warp, S: Syntax>(warp: &W, syntax: &S, stream: &Str
     let first_bad = warp.ballot(bad).trailing_zeros();
     let real = if first_bad == WARP_SIZE { real } else { real & ((1 << first_bad) - 1) };
     if real == 0 {
-        let (owner, owner_start) = (0, 0);
         return Batch {
             sequences: 0,
             next_ip: ip,
             total: 0,
             chases: false,
-            owner,
-            owner_start,
+            owner: 0,
+            owner_start: 0,
             literals_at,
             literals,
             offset,

@@ -4,6 +4,7 @@
 //! tables of each warp live in shared memory, where [`build_table`] lets the warp build them
 //! together (GDeflate's decoder does).
 
+use crate::SHARED_BYTES_PER_BLOCK;
 use crate::lz77::{last_starting_by, scan_add};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -14,6 +15,10 @@ use ferrocomp_format::deflate::{DecodeTables, Wrapper};
 
 /// Bytes of shared memory each warp of the decompress kernels needs (its decoding tables).
 pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<DecodeTables>();
+/// Warps per block of the decompress and sizes kernels (Deflate's and GDeflate's): as many as a
+/// block's shared memory holds tables for.
+pub const DECODE_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP) as u32;
+const _: () = assert!(DECODE_WARPS >= 1);
 
 /// The level and wrapper packed in a kernel's `options` word (level in bits 0..8, wrapper id in
 /// bits 8..16).

@@ -34,13 +34,28 @@ pub use warp::Warp;
 /// within the SM's share; the host's build script writes them into the PTX.
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),
+    ("gdeflate_decompress", deflate::DECODE_WARPS * 32, gdeflate::DECOMPRESS_BLOCKS_PER_SM),
     ("zstd_decompress", zstd::DECOMPRESS_WARPS * 32, zstd::DECOMPRESS_BLOCKS_PER_SM),
     ("zstd_decompressed_sizes", zstd::SIZES_WARPS * 32, ZSTD_SIZES_BLOCKS),
     ("zstd_compress", zstd::COMPRESS_WARPS * 32, zstd::COMPRESS_BLOCKS_PER_SM),
 ];
 
+/// Shared memory a block may use without opting in.
+pub const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
+/// Shared memory of one SM (an H100's, less the 1 KiB per block the driver keeps).
+const SHARED_BYTES_PER_SM: usize = 228 << 10;
+
+/// Blocks of `warps` warps with `shared_bytes` each that fit an SM's shared memory: the occupancy
+/// the launch bounds ask of ptxas. Where a warp's work waits mostly on its own loads (Zstd's serial FSE
+/// and Huffman decoding, GDeflate's table lookups), the speed comes from warps in flight:
+/// unbounded, ptxas gave Zstd's kernels 234 and 255 registers, 8 and 5 warps per SM (measured on
+/// an H100).
+pub const fn blocks_per_sm(warps: u32, shared_bytes: usize) -> u32 {
+    (SHARED_BYTES_PER_SM / (warps as usize * (shared_bytes + 1024 / warps as usize))) as u32
+}
+
 /// Blocks per SM of Zstd's sizes kernel.
-const ZSTD_SIZES_BLOCKS: u32 = zstd::blocks_per_sm(zstd::SIZES_WARPS, zstd::decode::SIZES_SHARED_BYTES_PER_WARP);
+const ZSTD_SIZES_BLOCKS: u32 = blocks_per_sm(zstd::SIZES_WARPS, zstd::decode::SIZES_SHARED_BYTES_PER_WARP);
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

@@ -9,7 +9,7 @@ use ferrocomp_format::deflate::{
     self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper,
 };
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::deflate::DECODE_SHARED_BYTES_PER_WARP;
+use ferrocomp_kernels_gpu::deflate::{DECODE_SHARED_BYTES_PER_WARP, DECODE_WARPS};
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
 
@@ -18,8 +18,6 @@ use std::ops::RangeInclusive;
 const COMPRESS_SLOTS: usize = 4096;
 /// Warps per block of the compress kernels.
 const COMPRESS_WARPS_PER_BLOCK: u32 = 4;
-/// Shared memory a block may use without opting in.
-const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
 
 /// Deflate with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,13 +51,7 @@ pub(crate) fn compress_scratch_size(count: usize) -> usize {
 
 /// The decompress and size kernels' shape: a warp per chunk, with its decoding tables in shared
 /// memory.
-const DECOMPRESS_SHAPE: Shape = Shape::warps(DECODE_WARPS_PER_BLOCK, DECODE_SHARED_BYTES_PER_WARP);
-/// As many warps as a block's shared memory holds tables for, from 1 to 8.
-const DECODE_WARPS_PER_BLOCK: u32 = match SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP {
-    0 => 1,
-    warps @ 1..=8 => warps as u32,
-    _ => 8,
-};
+const DECOMPRESS_SHAPE: Shape = Shape::warps(DECODE_WARPS, DECODE_SHARED_BYTES_PER_WARP);
 
 /// The launch of Deflate's kernels (`deflate`) or GDeflate's, which share its shapes.
 pub(crate) fn launch(algorithm: Algorithm, options: u32) -> Launch {

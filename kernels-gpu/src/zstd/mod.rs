@@ -12,6 +12,7 @@
 pub mod decode;
 pub mod encode;
 
+use crate::{SHARED_BYTES_PER_BLOCK, blocks_per_sm};
 use decode::{DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
 use encode::COMPRESS_SHARED_BYTES_PER_WARP;
 
@@ -27,11 +28,6 @@ pub const fn decompress_scratch_bytes(count: usize, max_chunk_bytes: usize) -> u
     let warps = if count < DECODE_SLOTS { count } else { DECODE_SLOTS };
     warps * DECODE_SCRATCH_BYTES_PER_WARP + count * 8 * ferrocomp_format::zstd::ahead::slot_words(max_chunk_bytes)
 }
-
-/// Shared memory a block may use without opting in.
-const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
-/// Shared memory of one SM (an H100's, less the 1 KiB per block the driver keeps).
-const SHARED_BYTES_PER_SM: usize = 228 << 10;
 
 /// Warps per block of the decompress kernel, and its blocks per SM: 32 warps to an SM (64
 /// registers each), so that an H100 holds 4224 chunks at once, as many as a batch of 256 MiB in
@@ -60,14 +56,6 @@ const _: () = assert!(
     COMPRESS_WARPS as usize * COMPRESS_SHARED_BYTES_PER_WARP <= SHARED_BYTES_PER_BLOCK
         && COMPRESS_BLOCKS_PER_SM <= blocks_per_sm(COMPRESS_WARPS, COMPRESS_SHARED_BYTES_PER_WARP)
 );
-
-/// Blocks of `warps` warps with `shared_bytes` each that fit an SM's shared memory: the occupancy
-/// the launch bounds ask of ptxas. A warp's work is mostly one lane's serial decoding or coding
-/// (FSE sequences, Huffman streams), so the speed comes from warps in flight: unbounded, ptxas
-/// gave the kernels 234 and 255 registers, 8 and 5 warps per SM (measured on an H100).
-pub const fn blocks_per_sm(warps: u32, shared_bytes: usize) -> u32 {
-    (SHARED_BYTES_PER_SM / (warps as usize * (shared_bytes + 1024 / warps as usize))) as u32
-}
 
 /// The batched entry points (`zstd_compress`, `zstd_decompress`, `zstd_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]

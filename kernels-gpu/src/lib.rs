@@ -46,10 +46,10 @@ pub const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
 const SHARED_BYTES_PER_SM: usize = 228 << 10;
 
 /// Blocks of `warps` warps with `shared_bytes` each that fit an SM's shared memory: the occupancy
-/// the launch bounds ask of ptxas. Where a warp's work waits mostly on its own loads (Zstd's serial FSE
-/// and Huffman decoding, GDeflate's table lookups), the speed comes from warps in flight:
-/// unbounded, ptxas gave Zstd's kernels 234 and 255 registers, 8 and 5 warps per SM (measured on
-/// an H100).
+/// the launch bounds ask of ptxas. Where a warp's work waits mostly on its own loads (Zstd's
+/// serial FSE and Huffman decoding, GDeflate's table lookups), the speed comes from warps in
+/// flight: unbounded, ptxas gave Zstd's kernels 234 and 255 registers, 8 and 5 warps per SM
+/// (measured on an H100).
 pub const fn blocks_per_sm(warps: u32, shared_bytes: usize) -> u32 {
     (SHARED_BYTES_PER_SM / (warps as usize * (shared_bytes + 1024 / warps as usize))) as u32
 }

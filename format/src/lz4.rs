@@ -24,7 +24,8 @@ pub const MATCH_FIND_LIMIT: usize = 12;
 pub const MAX_OFFSET: usize = 65535;
 /// Largest chunk the batched compressor accepts, as nvCOMP's (16 MiB).
 pub const MAX_CHUNK_SIZE: usize = 1 << 24;
-/// Hash table entries (positions modulo 2^16), per chunk being compressed.
+/// Hash table entries (positions modulo 2^16), per chunk being compressed, under the default
+/// [`MatchRules`].
 pub const HASH_ENTRIES: usize = 1 << HASH_BITS;
 const HASH_BITS: u32 = 12;
 /// Positions examined together: one per lane of a warp.
@@ -41,11 +42,6 @@ pub const fn max_decompressed_size(compressed_len: usize) -> usize {
     compressed_len.saturating_mul(255).saturating_add(19)
 }
 
-/// Hash-table slot of the four bytes `v`.
-#[inline(always)]
-pub fn hash(v: u32) -> usize {
-    (v.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
-}
 
 /// The earlier position a table entry points to, seen from `position`, if it is a usable one.
 /// Entries hold positions modulo 2^16, so any entry names a position within the window.
@@ -64,6 +60,10 @@ pub struct MatchRules {
     pub min_len: usize,
     /// Bytes that must follow a match start (`n - guard` is the last start).
     pub guard: usize,
+    /// Farthest a match may reach back (at most [`MAX_OFFSET`]).
+    pub max_offset: usize,
+    /// The hash table has `1 << table_bits` entries.
+    pub table_bits: u32,
 }
 
 impl MatchRules {
@@ -72,7 +72,34 @@ impl MatchRules {
         let width = 1 << (data_type as u8);
         let min_len = if width > MIN_MATCH_TAKEN { width } else { MIN_MATCH_TAKEN };
         let guard = if LAST_LITERALS + min_len > MATCH_FIND_LIMIT { LAST_LITERALS + min_len } else { MATCH_FIND_LIMIT };
-        Self { width, min_len, guard }
+        Self { width, min_len, guard, max_offset: MAX_OFFSET, table_bits: HASH_BITS }
+    }
+
+    /// These rules with a hash table of `1 << table_bits` entries (at most 16 bits).
+    pub const fn table_bits(self, table_bits: u32) -> Self {
+        Self { table_bits, ..self }
+    }
+
+    /// Entries of the hash table.
+    pub const fn table_entries(&self) -> usize {
+        1 << self.table_bits
+    }
+
+    /// Hash-table slot of the four bytes `v`.
+    #[inline(always)]
+    pub fn slot(&self, v: u32) -> usize {
+        (v.wrapping_mul(2_654_435_761) >> (32 - self.table_bits)) as usize
+    }
+
+    /// These rules for a format whose matches reach at most `max_offset` back.
+    pub const fn within(self, max_offset: usize) -> Self {
+        Self { max_offset, ..self }
+    }
+
+    /// Whether `c` may be the match candidate of position `p`.
+    #[inline(always)]
+    pub fn reaches(&self, p: usize, c: usize) -> bool {
+        p - c <= self.max_offset
     }
 
     /// The last position that may start a match in an `n`-byte chunk, if any may.
@@ -144,15 +171,15 @@ pub trait SequenceSink {
 
 /// Finds the matches of `input` as the GPU compressor does and hands them to `sink`; the first
 /// error the sink returns stops the parse. Matches end [`LAST_LITERALS`] bytes before the end
-/// and follow `data_type`'s [`MatchRules`]; `table` is cleared first.
+/// and follow `rules`; `table` (at least [`MatchRules::table_entries`]) is cleared first.
 pub fn parse<S: SequenceSink>(
     input: &[u8],
-    data_type: DataType,
-    table: &mut [u16; HASH_ENTRIES],
+    rules: MatchRules,
+    table: &mut [u16],
     sink: &mut S,
 ) -> Result<(), Status> {
+    let table = &mut table[..rules.table_entries()];
     table.fill(0);
-    let rules = MatchRules::new(data_type);
     let n = input.len();
     let mut anchor = 0;
     if let Some(last_start) = rules.last_start(n) {
@@ -166,9 +193,9 @@ pub fn parse<S: SequenceSink>(
                 if p > last_start {
                     break;
                 }
-                slots[lane] = hash(read_u32(input, p));
+                slots[lane] = rules.slot(read_u32(input, p));
                 *found = candidate(p, table[slots[lane]])
-                    .filter(|&c| input[c..c + rules.min_len] == input[p..p + rules.min_len]);
+                    .filter(|&c| rules.reaches(p, c) && input[c..c + rules.min_len] == input[p..p + rules.min_len]);
             }
             for (lane, &slot) in slots.iter().enumerate() {
                 let p = pos + lane * rules.width;
@@ -212,7 +239,7 @@ pub fn compress(
         return Err(Status::ChunkTooLarge);
     }
     let mut writer = Writer { out, len: 0 };
-    parse(input, data_type, table, &mut writer)?;
+    parse(input, MatchRules::new(data_type), table, &mut writer)?;
     Ok(writer.len)
 }
 

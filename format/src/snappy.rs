@@ -222,7 +222,7 @@ pub fn compress(
     let preamble = out.get_mut(..need).ok_or(Status::OutputTooSmall)?;
     write_preamble(preamble, input.len());
     let mut writer = Writer { out, len: need };
-    lz4::parse(input, data_type, table, &mut writer)?;
+    lz4::parse(input, lz4::MatchRules::new(data_type), table, &mut writer)?;
     Ok(writer.len)
 }
 

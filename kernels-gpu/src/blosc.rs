@@ -7,7 +7,7 @@
 //! slot, and after a barrier every thread of the CTA unshuffles a share of the elements into the
 //! output; unshuffled chunks decode straight into the output.
 
-use crate::warp::Warp;
+use crate::warp::{Warp, first_lane_result};
 use ferrocomp_format::Status;
 use ferrocomp_format::blosc::shuffle::{bit_plane_index, byte_shuffled_index, transpose_bits};
 use ferrocomp_format::blosc::{Compressor, Shuffle, Stream, blosclz};
@@ -94,7 +94,7 @@ pub unsafe fn decode_stream<W: Warp>(
                 Ok(0)
             };
             warp.sync();
-            broadcast_result(warp, result)
+            first_lane_result(warp, result)
         }
         Some(Compressor::Zstd) | None => Err(Status::Unsupported),
     };
@@ -102,18 +102,6 @@ pub unsafe fn decode_stream<W: Warp>(
         Ok(n) if n == stream.decoded_len => Ok(()),
         Ok(_) | Err(Status::OutputTooSmall) => Err(Status::Malformed),
         Err(status) => Err(status),
-    }
-}
-
-/// The first lane's `result`, in every lane.
-fn broadcast_result<W: Warp>(warp: &W, result: Result<usize, Status>) -> Result<usize, Status> {
-    let (size, code) = match result {
-        Ok(size) => (size as u32, Status::Success as u32),
-        Err(status) => (0, status as u32),
-    };
-    match Status::from_code(warp.shuffle(code, 0)) {
-        Status::Success => Ok(warp.shuffle(size, 0) as usize),
-        status => Err(status),
     }
 }
 

@@ -10,6 +10,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub mod adler32;
 #[cfg(target_arch = "nvptx64")]
 pub mod batch;
 pub mod blosc;
@@ -18,6 +19,7 @@ pub mod crc32;
 pub mod deflate;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emulated;
+pub mod entropy;
 pub mod gdeflate;
 #[cfg(target_arch = "nvptx64")]
 pub mod gpu;
@@ -34,6 +36,7 @@ pub use warp::Warp;
 /// within the SM's share; the host's build script writes them into the PTX.
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),
+    ("deflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("gdeflate_decompress", deflate::DECODE_WARPS * 32, gdeflate::DECOMPRESS_BLOCKS_PER_SM),
     ("zstd_decompress", zstd::DECOMPRESS_WARPS * 32, zstd::DECOMPRESS_BLOCKS_PER_SM),
     ("zstd_decompressed_sizes", zstd::SIZES_WARPS * 32, ZSTD_SIZES_BLOCKS),

@@ -8,7 +8,7 @@
 use crate::lz77::{self, Parsed, SHORT_SEQUENCE, Stream, Syntax, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use core::slice;
-use ferrocomp_format::lz4::{self, BATCH, HASH_ENTRIES, LAST_LITERALS, MAX_CHUNK_SIZE, MatchRules, candidate, hash};
+use ferrocomp_format::lz4::{self, BATCH, HASH_ENTRIES, LAST_LITERALS, MAX_CHUNK_SIZE, MatchRules, candidate};
 use ferrocomp_format::{DataType, Status};
 
 /// Bytes of shared memory each warp of the compress kernel needs (its hash table).
@@ -45,7 +45,7 @@ pub unsafe fn compress_chunk<W: Warp>(
     data_type: DataType,
 ) -> Result<usize, Status> {
     let mut writer = WarpWriter { warp, out, capacity, len: 0 };
-    unsafe { parse_chunk(warp, input, n, table, data_type, &mut writer)? };
+    unsafe { parse_chunk(warp, input, n, table, MatchRules::new(data_type), &mut writer)? };
     Ok(writer.len)
 }
 
@@ -71,7 +71,7 @@ pub trait SequenceEncoder {
     unsafe fn last_literals(&mut self, literals: *const u8, count: usize) -> Result<(), Status>;
 }
 
-/// Finds the LZ4 parse of the `n` bytes at `input` (the sequences
+/// Finds the LZ4 parse of the `n` bytes at `input` under `rules` (the sequences
 /// `ferrocomp_format::lz4::parse` finds) and hands them to `encoder`.
 ///
 /// # Safety
@@ -81,16 +81,15 @@ pub unsafe fn parse_chunk<W: Warp, E: SequenceEncoder>(
     input: *const u8,
     n: usize,
     table: *mut u16,
-    data_type: DataType,
+    rules: MatchRules,
     encoder: &mut E,
 ) -> Result<(), Status> {
     if n > MAX_CHUNK_SIZE {
         return Err(Status::ChunkTooLarge);
     }
     let lane = warp.lane() as usize;
-    warp.for_each_strided(HASH_ENTRIES, |slot| unsafe { *table.add(slot) = 0 });
+    warp.for_each_strided(rules.table_entries(), |slot| unsafe { *table.add(slot) = 0 });
     warp.sync();
-    let rules = MatchRules::new(data_type);
     let mut anchor = 0;
     if let Some(last_start) = rules.last_start(n) {
         let mut pos = 0;
@@ -99,7 +98,8 @@ pub unsafe fn parse_chunk<W: Warp, E: SequenceEncoder>(
             let active = p <= last_start;
             let (slot, entry, word) = if active {
                 let word = unsafe { word_at(input.add(p)) };
-                (hash(word) as u32, unsafe { *table.add(hash(word)) }, word)
+                let slot = rules.slot(word);
+                (slot as u32, unsafe { *table.add(slot) }, word)
             } else {
                 (u32::MAX - lane as u32, 0, 0) // a slot no other lane holds
             };
@@ -110,7 +110,7 @@ pub unsafe fn parse_chunk<W: Warp, E: SequenceEncoder>(
             }
             warp.sync();
             let found = if active { candidate(p, entry) } else { None }
-                .filter(|&c| unsafe { words_equal(input, c, p, word, rules.min_len) });
+                .filter(|&c| rules.reaches(p, c) && unsafe { words_equal(input, c, p, word, rules.min_len) });
             let matched = warp.ballot(found.is_some());
             let found = found.unwrap_or(0) as u32;
 

@@ -7,6 +7,7 @@ use crate::lz4::{SequenceEncoder, parse_chunk};
 use crate::lz77::{self, Parsed, SHORT_SEQUENCE, Stream, Syntax};
 use crate::warp::Warp;
 use core::slice;
+use ferrocomp_format::lz4::MatchRules;
 use ferrocomp_format::snappy;
 use ferrocomp_format::{DataType, Status};
 
@@ -35,7 +36,7 @@ pub unsafe fn compress_chunk<W: Warp>(
         snappy::write_preamble(unsafe { slice::from_raw_parts_mut(out, len) }, n);
     }
     let mut writer = WarpWriter { warp, out, capacity, len };
-    unsafe { parse_chunk(warp, input, n, table, data_type, &mut writer)? };
+    unsafe { parse_chunk(warp, input, n, table, MatchRules::new(data_type), &mut writer)? };
     Ok(writer.len)
 }
 

@@ -1,5 +1,7 @@
 //! The warp operations kernel bodies are written against.
 
+use ferrocomp_format::Status;
+
 /// Lanes in a warp.
 pub const WARP_SIZE: u32 = 32;
 
@@ -36,6 +38,16 @@ pub trait Warp {
         }
     }
 
+    /// Sum (wrapping) of `value` over all lanes, in every lane.
+    fn reduce_add(&self, mut value: u32) -> u32 {
+        let mut distance = WARP_SIZE / 2;
+        while distance > 0 {
+            value = value.wrapping_add(self.shuffle(value, self.lane() ^ distance));
+            distance /= 2;
+        }
+        value
+    }
+
     /// XOR of `value` over all lanes, in every lane.
     fn reduce_xor(&self, mut value: u32) -> u32 {
         let mut distance = WARP_SIZE / 2;
@@ -44,5 +56,17 @@ pub trait Warp {
             distance /= 2;
         }
         value
+    }
+}
+
+/// The first lane's `result`, in every lane.
+pub fn first_lane_result<W: Warp>(warp: &W, result: Result<usize, Status>) -> Result<usize, Status> {
+    let (size, code) = match result {
+        Ok(size) => (size as u32, Status::Success as u32),
+        Err(status) => (0, status as u32),
+    };
+    match Status::from_code(warp.shuffle(code, 0)) {
+        Status::Success => Ok(warp.shuffle(size, 0) as usize),
+        status => Err(status),
     }
 }

@@ -200,27 +200,76 @@ pub fn best_cost<S: BitSink>(sink: &S, plan: &mut BlockPlan, f: &Freqs, bytes: u
     plan.dynamic_cost(f).min(fixed_cost(f)).min(sink.stored_cost(bytes))
 }
 
+/// How a block is written.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum BlockKind {
+    /// Its bytes as they are, in pieces of at most 65535.
+    Stored,
+    /// Huffman-coded with the fixed code.
+    Fixed,
+    /// Huffman-coded with codes of its own, sent in its header.
+    Dynamic,
+}
+
+/// Chooses the smallest way to write a block of `bytes` input bytes with counts `f`, building
+/// its dynamic codes in `plan` on the way.
+pub fn plan_block<S: BitSink>(sink: &S, plan: &mut BlockPlan, f: &Freqs, bytes: usize) -> BlockKind {
+    let dynamic = plan.dynamic_cost(f);
+    let fixed = fixed_cost(f);
+    if sink.stored_cost(bytes) <= dynamic.min(fixed) {
+        BlockKind::Stored
+    } else if dynamic < fixed {
+        BlockKind::Dynamic
+    } else {
+        BlockKind::Fixed
+    }
+}
+
 /// Writes one block of `tokens` (which encode `data`) with counts `f`, as whichever block type
 /// is smallest.
 pub fn write_block<S: BitSink>(sink: &mut S, plan: &mut BlockPlan, f: &Freqs, tokens: &[u32], data: &[u8], last: bool) {
-    let dynamic = plan.dynamic_cost(f);
-    let fixed = fixed_cost(f);
-    if sink.stored_cost(data.len()) <= dynamic.min(fixed) {
-        let mut rest = data;
-        loop {
-            let (piece, tail) = rest.split_at(rest.len().min(MAX_STORED));
-            sink.restart();
-            sink.header((last && tail.is_empty()) as u32, 3);
-            sink.stored_header(piece.len() as u16);
-            sink.stored_bytes(piece);
-            rest = tail;
-            if rest.is_empty() {
-                return;
-            }
+    let kind = plan_block(sink, plan, f, data.len());
+    if kind == BlockKind::Stored {
+        let mut pieces = stored_pieces(data.len()).peekable();
+        while let Some(piece) = pieces.next() {
+            write_stored_header(sink, piece.len(), last && pieces.peek().is_none());
+            sink.stored_bytes(&data[piece]);
+        }
+        return;
+    }
+    write_huffman_header(sink, plan, kind, last);
+    sink.restart();
+    for &tok in tokens {
+        let (dist, v) = ((tok >> 16) as usize, (tok & 0xFFFF) as usize);
+        if dist == 0 {
+            let (code, n) = plan.literal(v as u8);
+            sink.literal(code, n);
+        } else {
+            let [(length, length_n), (distance, dist_n)] = plan.matched::<S>(v, dist);
+            sink.matched(length, length_n, distance, dist_n);
         }
     }
+    let (code, n) = plan.end_of_block();
+    sink.end_of_block(code, n);
+}
+
+/// The byte ranges of a stored block of `len` bytes's pieces (one, empty, when `len` is 0).
+pub fn stored_pieces(len: usize) -> impl Iterator<Item = core::ops::Range<usize>> {
+    (0..len.div_ceil(MAX_STORED).max(1)).map(move |i| i * MAX_STORED..((i + 1) * MAX_STORED).min(len))
+}
+
+/// A stored piece's block header and length, before its `len` bytes.
+pub fn write_stored_header<S: BitSink>(sink: &mut S, len: usize, last: bool) {
     sink.restart();
-    if dynamic < fixed {
+    sink.header(last as u32, 3);
+    sink.stored_header(len as u16);
+}
+
+/// A Huffman block's header (`kind` fixed or dynamic, its codes in `plan` from [`plan_block`]),
+/// leaving in `plan` the codes its symbols take ([`BlockPlan::literal`] and the others).
+pub fn write_huffman_header<S: BitSink>(sink: &mut S, plan: &mut BlockPlan, kind: BlockKind, last: bool) {
+    sink.restart();
+    if kind == BlockKind::Dynamic {
         sink.header(last as u32 | 4, 3);
         sink.header((plan.hlit - 257) | ((plan.hdist - 1) << 5) | ((plan.hclen - 4) << 10), 14);
         canonical_codes(&plan.pre_lens, &mut plan.pre_codes);
@@ -242,21 +291,31 @@ pub fn write_block<S: BitSink>(sink: &mut S, plan: &mut BlockPlan, f: &Freqs, to
     }
     canonical_codes(&plan.lit_lens, &mut plan.lit_codes);
     canonical_codes(&plan.dist_lens, &mut plan.dist_codes);
-    sink.restart();
-    let (lens, codes) = (&plan.lit_lens, &plan.lit_codes);
-    for &tok in tokens {
-        let (dist, v) = ((tok >> 16) as usize, (tok & 0xFFFF) as usize);
-        if dist == 0 {
-            sink.literal(codes[v & 255] as u32, lens[v & 255] as u32);
-        } else {
-            let (ls, ds) = (length_slot_in(v, S::DEFLATE64), dist_slot(dist));
-            let (ln, dn) = (lens[257 + ls] as u32, plan.dist_lens[ds] as u32);
-            let length = codes[257 + ls] as u32 | ((v as u32 - LENGTH_BASE[ls] as u32) << ln);
-            let distance = plan.dist_codes[ds] as u32 | ((dist as u32 - DIST_BASE[ds] as u32) << dn);
-            sink.matched(length, ln + LENGTH_EXTRA[ls] as u32, distance, dn + DIST_EXTRA[ds] as u32);
-        }
+}
+
+impl BlockPlan {
+    /// A literal's code and its length, in the block [`write_huffman_header`] began.
+    #[inline(always)]
+    pub fn literal(&self, byte: u8) -> (u32, u32) {
+        (self.lit_codes[byte as usize] as u32, self.lit_lens[byte as usize] as u32)
     }
-    sink.end_of_block(codes[END_OF_BLOCK] as u32, lens[END_OF_BLOCK] as u32);
+
+    /// A match's length code with its extra bits, then its distance code with its extra bits,
+    /// each with its bit count, in a stream of sink `S`'s kind.
+    #[inline(always)]
+    pub fn matched<S: BitSink>(&self, len: usize, dist: usize) -> [(u32, u32); 2] {
+        let (ls, ds) = (length_slot_in(len, S::DEFLATE64), dist_slot(dist));
+        let (ln, dn) = (self.lit_lens[257 + ls] as u32, self.dist_lens[ds] as u32);
+        let length = self.lit_codes[257 + ls] as u32 | ((len as u32 - LENGTH_BASE[ls] as u32) << ln);
+        let distance = self.dist_codes[ds] as u32 | ((dist as u32 - DIST_BASE[ds] as u32) << dn);
+        [(length, ln + LENGTH_EXTRA[ls] as u32), (distance, dn + DIST_EXTRA[ds] as u32)]
+    }
+
+    /// The end-of-block code and its length.
+    #[inline(always)]
+    pub fn end_of_block(&self) -> (u32, u32) {
+        (self.lit_codes[END_OF_BLOCK] as u32, self.lit_lens[END_OF_BLOCK] as u32)
+    }
 }
 
 /// Plain deflate's sink: one LSB-first bit stream into a byte slice.
@@ -354,13 +413,19 @@ impl BitSink for BitWriter<'_> {
     }
 
     fn stored_cost(&self, len: usize) -> u64 {
-        // The first block pads from the current bit position; later ones start aligned.
-        let mut bits = 3 + ((8 - ((self.count + 3) & 7)) & 7) as u64 + 32 + 8 * len as u64;
-        let mut rest = len;
-        while rest > MAX_STORED {
-            rest -= MAX_STORED;
-            bits += 8 + 32;
-        }
-        bits
+        stored_cost(self.count as usize, len)
     }
+}
+
+/// Bits that storing `len` bytes takes in plain deflate at bit position `at` of the stream, in
+/// blocks of at most 65535 bytes, headers and padding included.
+pub fn stored_cost(at: usize, len: usize) -> u64 {
+    // The first block pads from the current bit position; later ones start aligned.
+    let mut bits = 3 + ((8 - ((at + 3) & 7)) & 7) as u64 + 32 + 8 * len as u64;
+    let mut rest = len;
+    while rest > MAX_STORED {
+        rest -= MAX_STORED;
+        bits += 8 + 32;
+    }
+    bits
 }

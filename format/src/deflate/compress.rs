@@ -4,15 +4,15 @@
 use super::MAX_CHUNK_SIZE;
 use super::block::{BitSink, BlockPlan, Freqs, best_cost, token, write_block};
 use super::tables::{MAX_MATCH, MIN_MATCH, WINDOW};
+use crate::lz4::{self, MatchRules, SequenceSink};
+use crate::{DataType, Status};
 
 /// Tokens are gathered in segments; after each, the segment either joins the current block or,
 /// when two blocks with their own codes would be smaller, starts a new one.
-const SEGMENT: usize = 4096;
+pub const SEGMENT: usize = 4096;
 /// Most tokens in one block.
-const MAX_BLOCK_TOKENS: usize = 4 * SEGMENT;
+pub const MAX_BLOCK_TOKENS: usize = 4 * SEGMENT;
 const HASH_BITS: u32 = 15;
-/// Level 1's single-probe table is smaller, so it is quicker to clear.
-const FAST_HASH_BITS: u32 = 13;
 
 /// Working memory of [`compress`](super::compress). Any contents are a valid starting state
 /// (every array is initialised before it is read), so it may be reused as is, or allocated
@@ -20,7 +20,8 @@ const FAST_HASH_BITS: u32 = 13;
 #[repr(C)]
 pub struct CompressScratch {
     matcher: Matcher,
-    blocks: Blocks,
+    /// The token stream being cut into blocks (the GPU's level-1 compressor uses it alone).
+    pub blocks: Blocks,
 }
 
 /// Hash chains over positions in the chunk (chunks are at most 64 KiB, so a u16 names any).
@@ -31,19 +32,87 @@ struct Matcher {
 }
 
 /// The current block and the segment being gathered, and the work space to cost and write them.
+/// Tokens go in after the block's ([`Blocks::segment_tokens`]); after [`SEGMENT`] of them, or
+/// at the end, [`Blocks::close_segment`] decides whether the segment joins the block.
 #[repr(C)]
-struct Blocks {
-    tokens: [u32; MAX_BLOCK_TOKENS + SEGMENT],
-    block: Freqs,
-    seg: Freqs,
+pub struct Blocks {
+    /// The block's tokens, then the segment's.
+    pub tokens: [u32; MAX_BLOCK_TOKENS + SEGMENT],
+    /// Counts of the block's symbols, of the segment's, and of both together.
+    pub block: Freqs,
+    pub seg: Freqs,
     merged: Freqs,
-    plan: BlockPlan,
-    block_tokens: usize,
-    seg_tokens: usize,
+    /// The codes of the block being costed or written.
+    pub plan: BlockPlan,
+    pub block_tokens: usize,
+    pub seg_tokens: usize,
     /// Input offsets where the block and the segment start.
-    block_start: usize,
-    seg_start: usize,
+    pub block_start: usize,
+    pub seg_start: usize,
     block_cost: u64,
+    /// The segment's cost while the block before it is written.
+    seg_cost: u64,
+}
+
+impl Blocks {
+    /// Empties the block and the segment, for a new chunk.
+    pub fn clear(&mut self) {
+        self.block.clear();
+        self.seg.clear();
+        (self.block_tokens, self.seg_tokens, self.block_start, self.seg_start, self.block_cost) = (0, 0, 0, 0, 0);
+    }
+
+    /// Where the segment's tokens go.
+    pub fn segment_tokens(&mut self) -> &mut [u32] {
+        &mut self.tokens[self.block_tokens..self.block_tokens + SEGMENT]
+    }
+
+    /// Closes the segment ending at input offset `end` (its tokens and counts in): merges it into
+    /// the block, or, when two blocks with their own codes would be smaller, returns true: the
+    /// block is to be written ([`write_block`] of [`Blocks::block_tokens`]' tokens), its
+    /// segment's tokens moved to the front of `tokens`, and [`Blocks::start_block`] called.
+    pub fn close_segment<S: BitSink>(&mut self, sink: &S, end: usize) -> bool {
+        self.seg_cost = best_cost(sink, &mut self.plan, &self.seg, end - self.seg_start);
+        if self.block_tokens == 0 {
+            self.block_cost = self.seg_cost;
+            core::mem::swap(&mut self.block, &mut self.seg);
+            self.take_segment(end);
+            return false;
+        }
+        self.merged.lit = self.block.lit;
+        self.merged.dist = self.block.dist;
+        self.merged.add(&self.seg);
+        let merged_cost = best_cost(sink, &mut self.plan, &self.merged, end - self.block_start);
+        if self.block_tokens + self.seg_tokens > MAX_BLOCK_TOKENS || merged_cost > self.block_cost + self.seg_cost {
+            return true;
+        }
+        self.block_cost = merged_cost;
+        core::mem::swap(&mut self.block, &mut self.merged);
+        self.take_segment(end);
+        false
+    }
+
+    /// After the block was written and the segment's tokens moved to the front: the segment,
+    /// ending at `end`, is the block.
+    pub fn start_block(&mut self, end: usize) {
+        self.block_tokens = 0;
+        self.block_start = self.seg_start;
+        self.block_cost = self.seg_cost;
+        core::mem::swap(&mut self.block, &mut self.seg);
+        self.take_segment(end);
+    }
+
+    /// Where the segment's tokens are, which must move to the front once the block is written.
+    pub fn segment_span(&self) -> core::ops::Range<usize> {
+        self.block_tokens..self.block_tokens + self.seg_tokens
+    }
+
+    fn take_segment(&mut self, end: usize) {
+        self.block_tokens += self.seg_tokens;
+        self.seg_tokens = 0;
+        self.seg.clear();
+        self.seg_start = end;
+    }
 }
 
 /// Where the parser's tokens go.
@@ -78,32 +147,13 @@ impl<S: BitSink> Emit<'_, S> {
     /// Closes the segment ending at input offset `end`: merge it into the block or start anew.
     fn end_segment(&mut self, end: usize) {
         let b = &mut *self.blocks;
-        let seg_cost = best_cost(self.sink, &mut b.plan, &b.seg, end - b.seg_start);
-        if b.block_tokens == 0 {
-            b.block_cost = seg_cost;
-            core::mem::swap(&mut b.block, &mut b.seg);
-        } else {
-            b.merged.lit = b.block.lit;
-            b.merged.dist = b.block.dist;
-            b.merged.add(&b.seg);
-            let merged_cost = best_cost(self.sink, &mut b.plan, &b.merged, end - b.block_start);
-            if b.block_tokens + b.seg_tokens > MAX_BLOCK_TOKENS || merged_cost > b.block_cost + seg_cost {
-                let data = &self.input[b.block_start..b.seg_start];
-                write_block(self.sink, &mut b.plan, &b.block, &b.tokens[..b.block_tokens], data, false);
-                b.tokens.copy_within(b.block_tokens..b.block_tokens + b.seg_tokens, 0);
-                b.block_tokens = 0;
-                b.block_start = b.seg_start;
-                b.block_cost = seg_cost;
-                core::mem::swap(&mut b.block, &mut b.seg);
-            } else {
-                b.block_cost = merged_cost;
-                core::mem::swap(&mut b.block, &mut b.merged);
-            }
+        if b.close_segment(self.sink, end) {
+            let data = &self.input[b.block_start..b.seg_start];
+            write_block(self.sink, &mut b.plan, &b.block, &b.tokens[..b.block_tokens], data, false);
+            let segment = b.segment_span();
+            b.tokens.copy_within(segment, 0);
+            b.start_block(end);
         }
-        b.block_tokens += b.seg_tokens;
-        b.seg_tokens = 0;
-        b.seg.clear();
-        b.seg_start = end;
     }
 
     /// Writes the last block.
@@ -132,14 +182,12 @@ struct Effort {
 /// Compresses `input` (at most [`MAX_CHUNK_SIZE`] bytes) at `level` (0..=5) into blocks in `sink`.
 pub(crate) fn compress_blocks<S: BitSink>(input: &[u8], level: u8, scratch: &mut CompressScratch, sink: &mut S) {
     let blocks = &mut scratch.blocks;
-    blocks.block.clear();
-    blocks.seg.clear();
-    (blocks.block_tokens, blocks.seg_tokens, blocks.block_start, blocks.seg_start, blocks.block_cost) = (0, 0, 0, 0, 0);
+    blocks.clear();
     let mut emit = Emit { input, blocks, sink };
     let m = &mut scratch.matcher;
     match level {
         0 => (0..input.len()).for_each(|pos| emit.literal(pos)),
-        1 => greedy_single_probe(input, m, &mut emit),
+        1 => fast(input, m, &mut emit),
         2 => chains(input, m, &mut emit, &Effort { depth: 8, nice: 32, lazy: false, good: MAX_MATCH }),
         3 => chains(input, m, &mut emit, &Effort { depth: 32, nice: 128, lazy: true, good: 16 }),
         4 => chains(input, m, &mut emit, &Effort { depth: 256, nice: MAX_MATCH, lazy: true, good: 32 }),
@@ -175,30 +223,59 @@ fn common(data: &[u8], a: usize, b: usize, max: usize) -> usize {
     len
 }
 
-/// Level 1: greedy, one probe of a hash table of 4-byte sequences, no insertion inside matches.
-fn greedy_single_probe<S: BitSink>(input: &[u8], m: &mut Matcher, e: &mut Emit<S>) {
-    let head = &mut m.head[..1 << FAST_HASH_BITS];
-    head.fill(0);
-    let n = input.len();
-    let mut pos = 0;
-    while pos + 4 <= n {
-        let v = read_u32(input, pos);
-        let slot = (v.wrapping_mul(0x9E37_79B1) >> (32 - FAST_HASH_BITS)) as usize;
-        let cand = head[slot] as usize;
-        head[slot] = pos as u16;
-        if cand < pos && pos - cand <= WINDOW && read_u32(input, cand) == v {
-            let len = 4 + common(input, cand + 4, pos + 4, (n - pos).min(MAX_MATCH) - 4);
-            e.matched(pos, len, pos - cand);
-            pos += len;
-        } else {
-            e.literal(pos);
-            pos += 1;
+/// Level 1: LZ4's parse (`lz4::parse`, the GPU's warp parse), its matches within the window and
+/// cut to at most [`MAX_MATCH`] bytes.
+fn fast<S: BitSink>(input: &[u8], m: &mut Matcher, emit: &mut Emit<S>) {
+    let mut tokens = Tokens { emit, pos: 0 };
+    // The sink never fails, so neither does the parse.
+    let _ = lz4::parse(input, FAST_RULES, &mut m.head, &mut tokens);
+}
+
+/// The match rules of level 1's parse: bytes, within deflate's window (GDeflate's too, whose
+/// farther distances would need codes plain deflate lacks), with a table twice LZ4's (float32
+/// data lost 8% of its ratio with LZ4's).
+pub const FAST_RULES: MatchRules = MatchRules::new(DataType::Char).within(WINDOW).table_bits(13);
+
+/// Turns LZ4 sequences into tokens.
+struct Tokens<'e, 'a, S: BitSink> {
+    emit: &'e mut Emit<'a, S>,
+    /// Input offset of the next token.
+    pos: usize,
+}
+
+impl<S: BitSink> SequenceSink for Tokens<'_, '_, S> {
+    fn sequence(&mut self, literals: &[u8], offset: usize, match_len: usize) -> Result<(), Status> {
+        self.last_literals(literals)?;
+        for piece in match_pieces(match_len) {
+            self.emit.matched(self.pos, piece, offset);
+            self.pos += piece;
         }
+        Ok(())
     }
-    while pos < n {
-        e.literal(pos);
-        pos += 1;
+
+    fn last_literals(&mut self, literals: &[u8]) -> Result<(), Status> {
+        for _ in literals {
+            self.emit.literal(self.pos);
+            self.pos += 1;
+        }
+        Ok(())
     }
+}
+
+/// The lengths a match of `len` (at least [`MIN_MATCH`]) bytes is cut into: [`MAX_MATCH`] at a
+/// time, the last two pieces shortened so that neither is below [`MIN_MATCH`].
+pub fn match_pieces(len: usize) -> impl Iterator<Item = usize> {
+    let mut rest = len;
+    core::iter::from_fn(move || {
+        let piece = match rest {
+            0 => return None,
+            r if r <= MAX_MATCH => r,
+            r if r - MAX_MATCH < MIN_MATCH => r - MIN_MATCH,
+            _ => MAX_MATCH,
+        };
+        rest -= piece;
+        Some(piece)
+    })
 }
 
 /// Levels 2–5: hash chains of 3-byte sequences, greedy or lazy.

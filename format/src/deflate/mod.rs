@@ -12,12 +12,12 @@
 //! The block-level code is shared with [`gdeflate`](crate::gdeflate): blocks are written through a
 //! [`block::BitSink`] and their headers read through an [`inflate::BitSource`].
 
-pub(crate) mod block;
-pub(crate) mod compress;
+pub mod block;
+pub mod compress;
 pub mod huffman;
 pub(crate) mod inflate;
 pub mod tables;
-mod wrapper;
+pub mod wrapper;
 
 pub use compress::CompressScratch;
 

@@ -1,7 +1,7 @@
 //! Deflate (RFC 1951), raw or wrapped as zlib (RFC 1950) or gzip (RFC 1952) with the trailer
-//! checked: one stream per chunk. On the GPU each chunk is coded by one thread (the first lane of
-//! a warp) running the format crate's codec; compression scratch is a device array with one slot
-//! per warp, and each warp's decoding tables sit in shared memory.
+//! checked: one stream per chunk. On the GPU a warp compresses each chunk (levels 0 and 1 all its
+//! lanes together, higher levels its first lane), with a scratch slot of device memory per warp;
+//! the first lane of a warp decodes each chunk, its decoding tables in shared memory.
 
 use super::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};
@@ -9,6 +9,7 @@ use ferrocomp_format::deflate::{
     self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper,
 };
 use ferrocomp_format::{Algorithm, Status};
+use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, COMPRESS_WARPS};
 use ferrocomp_kernels_gpu::deflate::{DECODE_SHARED_BYTES_PER_WARP, DECODE_WARPS};
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
@@ -16,8 +17,6 @@ use std::ops::RangeInclusive;
 /// Most warps a compress kernel runs (each with a [`CompressScratch`] slot); more chunks are
 /// taken in turns.
 const COMPRESS_SLOTS: usize = 4096;
-/// Warps per block of the compress kernels.
-const COMPRESS_WARPS_PER_BLOCK: u32 = 4;
 
 /// Deflate with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,9 +39,11 @@ impl Default for Deflate {
     }
 }
 
-/// The compress kernels' shape: a warp per chunk, at most [`COMPRESS_SLOTS`].
+/// The compress kernels' shape: a warp per chunk, at most [`COMPRESS_SLOTS`], each with level
+/// 1's hash table in shared memory (GDeflate's kernel, whose first lane alone compresses, leaves
+/// it unused).
 const COMPRESS_SHAPE: Shape =
-    Shape::Warps { per_block: COMPRESS_WARPS_PER_BLOCK, shared_bytes: 0, max_warps: COMPRESS_SLOTS };
+    Shape::Warps { per_block: COMPRESS_WARPS, shared_bytes: COMPRESS_SHARED_BYTES_PER_WARP, max_warps: COMPRESS_SLOTS };
 
 /// Device scratch the compress kernels need for `count` chunks.
 pub(crate) fn compress_scratch_size(count: usize) -> usize {

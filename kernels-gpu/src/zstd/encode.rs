@@ -14,13 +14,14 @@
 //! are written the sequences' ([`SequenceStage`]). Every choice is made by the format crate's
 //! functions, so the two sides cannot drift apart.
 
+use crate::entropy::{BitStream, count, unrolled};
 use crate::lz4::{SequenceEncoder, common_backward, common_forward, parse_chunk};
 use crate::lz77::{aligned, copy, funnel, scan_add, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use core::mem::offset_of;
 use core::ptr::addr_of_mut;
 use core::slice;
-use ferrocomp_format::lz4::HASH_ENTRIES;
+use ferrocomp_format::lz4::{HASH_ENTRIES, MatchRules};
 use ferrocomp_format::zstd::encode::block::BlockScratch;
 use ferrocomp_format::zstd::encode::fse::SymbolCoding;
 use ferrocomp_format::zstd::encode::huffman::HuffmanCode;
@@ -184,7 +185,7 @@ unsafe fn write_block<W: Warp>(
         sequence_count: 0,
     };
     let parsed = match level {
-        1 => unsafe { parse_chunk(warp, data, len, work.table, DataType::Char, &mut recorder) },
+        1 => unsafe { parse_chunk(warp, data, len, work.table, MatchRules::new(DataType::Char), &mut recorder) },
         2 => unsafe { chain_parse::<_, { lazy::chain_depth(2) as usize }>(warp, work, data, len, &mut recorder) },
         _ => unsafe { chain_parse::<_, { lazy::chain_depth(3) as usize }>(warp, work, data, len, &mut recorder) },
     };
@@ -666,26 +667,6 @@ unsafe fn join_rows<W: Warp, const DEPTH: usize>(warp: &W, rows: *mut u8, slot: 
     warp.sync(); // the rows are written before any lane reads them
 }
 
-/// Calls `f` with 0, 1, .. `N - 1` (`N` at most 8), each call with an index the compiler sees
-/// as a constant: arrays it indexes stay in registers, where a loop the compiler does not
-/// unroll keeps them in local memory.
-#[inline(always)]
-fn unrolled<const N: usize>(mut f: impl FnMut(usize)) {
-    const { assert!(N <= 8) };
-    let mut call = |i: usize| {
-        if i < N {
-            f(i)
-        }
-    };
-    call(0);
-    call(1);
-    call(2);
-    call(3);
-    call(4);
-    call(5);
-    call(6);
-    call(7);
-}
 
 /// Makes `found` the best match (with its gain) if it is one and gains more, as
 /// `lazy::best_match` does.
@@ -754,7 +735,7 @@ unsafe fn encode_stream<W: Warp>(
     let units = n + 1;
     let steppers = tables.steppers();
     let mut state = 0;
-    let mut stream = StreamWindow { out, capacity, word_base: 0, carry: 0, carry_bits: 0 };
+    let mut stream = BitStream::new(out, capacity);
     for base in (0..units).step_by(WARP_SIZE as usize) {
         let unit = base + lane;
         let seq = (unit < n).then(|| sequences[n - 1 - unit]);
@@ -803,110 +784,6 @@ unsafe fn encode_stream<W: Warp>(
     unsafe { stream.finish(warp) }
 }
 
-/// Where a window of the sequences' bitstream goes: the stream's output, the word (4 bytes of
-/// the stream) the window starts at, and the bits of that word the windows before it wrote.
-struct StreamWindow {
-    out: *mut u8,
-    capacity: usize,
-    word_base: usize,
-    carry: u32,
-    carry_bits: u32,
-}
-
-impl StreamWindow {
-    /// Writes the lanes' fields (each lane's in order, lane after lane) after the stream so far.
-    /// A word is written by one lane: by the last of the lanes whose bits start in it (the OR
-    /// of theirs and the part of the lane before them that spills into it, by a segmented scan),
-    /// or by the lane whose bits cover it alone. The last word, if partial, is carried.
-    unsafe fn write<W: Warp>(&mut self, warp: &W, fields: [Field; 4]) {
-        let lane = warp.lane();
-        let mut bits = 0u128;
-        let mut total = 0;
-        for (value, n) in fields {
-            bits |= (value as u128) << total;
-            total += n;
-        }
-        let at = self.carry_bits + scan_add(warp, total) - total;
-        let end = warp.shuffle(at + total, WARP_SIZE - 1);
-        let words = bits << (at % 32);
-        let word = |k: u32| (words >> (32 * k)) as u32;
-        let (first, last) = (at / 32, if total > 0 { (at + total - 1) / 32 } else { at / 32 });
-        let before = lane.saturating_sub(1);
-        let (first_before, last_before) = (warp.shuffle(first, before), warp.shuffle(last, before));
-        let spill_before = warp.shuffle(word(last - first), before);
-        let first_after = warp.shuffle(first, (lane + 1).min(WARP_SIZE - 1));
-        let starts_group = lane == 0 || first_before != first;
-        let mut value = word(0);
-        if lane == 0 {
-            value |= self.carry;
-        } else if starts_group && last_before == first {
-            value |= spill_before;
-        }
-        let mut distance = 1;
-        while distance < WARP_SIZE {
-            let (other, other_first) =
-                (warp.shuffle(value, before_by(lane, distance)), warp.shuffle(first, before_by(lane, distance)));
-            if lane >= distance && other_first == first {
-                value |= other;
-            }
-            distance *= 2;
-        }
-        let ends_group = lane == WARP_SIZE - 1 || first_after != first;
-        // The window's last word, if partial, is the next window's first.
-        let partial = if end.is_multiple_of(32) { u32::MAX } else { end / 32 };
-        let mut carried = 0;
-        let mut put = |index: u32, value: u32| {
-            if index == partial {
-                carried = value;
-            } else {
-                unsafe { self.put_word(index, value) };
-            }
-        };
-        if ends_group {
-            put(first, value);
-        }
-        for k in 1..=last - first {
-            if k < last - first || lane == WARP_SIZE - 1 || first_after != last {
-                put(first + k, word(k));
-            }
-        }
-        let holder = warp.ballot(carried != 0);
-        self.carry = if holder == 0 { 0 } else { warp.shuffle(carried, holder.trailing_zeros()) };
-        self.word_base += (end / 32) as usize;
-        self.carry_bits = end % 32;
-    }
-
-    /// Writes word `index` of the window, what of it fits.
-    unsafe fn put_word(&self, index: u32, value: u32) {
-        let at = (self.word_base + index as usize) * 4;
-        for (i, byte) in value.to_le_bytes().into_iter().enumerate() {
-            if at + i < self.capacity {
-                unsafe { *self.out.add(at + i) = byte };
-            }
-        }
-    }
-
-    /// Writes the carried bytes; returns the stream's size.
-    unsafe fn finish<W: Warp>(&self, warp: &W) -> Result<usize, Status> {
-        let len = self.word_base * 4 + self.carry_bits.div_ceil(8) as usize;
-        if warp.lane() == 0 {
-            for (i, byte) in self.carry.to_le_bytes().into_iter().enumerate().take(self.carry_bits.div_ceil(8) as usize)
-            {
-                let at = self.word_base * 4 + i;
-                if at < self.capacity {
-                    unsafe { *self.out.add(at) = byte };
-                }
-            }
-        }
-        if len > self.capacity { Err(Status::OutputTooSmall) } else { Ok(len) }
-    }
-}
-
-/// The lane `distance` before `lane` (itself if there is none).
-fn before_by(lane: u32, distance: u32) -> u32 {
-    lane.checked_sub(distance).unwrap_or(lane)
-}
-
 /// Counts the literals' byte values into the histogram in shared memory.
 unsafe fn histogram<W: Warp>(warp: &W, literals: &[u8], stage: *mut LiteralStage) {
     let counts = unsafe { addr_of_mut!((*stage).counts) } as *mut u32;
@@ -934,32 +811,6 @@ unsafe fn count_sequence_codes<W: Warp>(warp: &W, sequences: &[Sequence], stage:
         [LITERAL_LENGTHS + ll as usize, OFFSETS + of as usize, MATCH_LENGTHS + ml as usize].map(|bin| bin as u32)
     };
     unsafe { count(warp, sequences.len(), bins, tables) };
-}
-
-/// Adds up, in `counts` (shared memory), the `K` bins `bins(i)` names for each `i` in `0..n`.
-/// Each step the lanes naming the same bin agree (`match_any`), and the lowest of them adds
-/// their number.
-unsafe fn count<W: Warp, const K: usize>(warp: &W, n: usize, bins: impl Fn(usize) -> [u32; K], counts: *mut u32) {
-    const STRIDES: usize = 4;
-    let lane = warp.lane();
-    let mut base = 0;
-    while base < n {
-        // Several strides' bins first, so that their loads overlap; past the end, a bin no
-        // other lane names.
-        let at = |s: usize| base + s * WARP_SIZE as usize + lane as usize;
-        let named: [[u32; K]; STRIDES] =
-            core::array::from_fn(|s| if at(s) < n { bins(at(s)) } else { [u32::MAX - lane; K] });
-        unrolled::<STRIDES>(|s| {
-            for bin in named[s] {
-                let peers = warp.match_any(bin);
-                if at(s) < n && peers.trailing_zeros() == lane {
-                    unsafe { *counts.add(bin as usize) += peers.count_ones() };
-                }
-                warp.sync();
-            }
-        });
-        base += STRIDES * WARP_SIZE as usize;
-    }
 }
 
 /// Writes the literals section at `out` as the format crate's `write_literals` does: the first

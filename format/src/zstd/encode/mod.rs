@@ -153,7 +153,7 @@ fn write_block(
     }
     let mut collector = Collector::new(&mut scratch.block, *repeats);
     let parsed = match level {
-        1 => lz4::parse(data, DataType::Char, &mut scratch.table, &mut collector),
+        1 => lz4::parse(data, lz4::MatchRules::new(DataType::Char), &mut scratch.table, &mut collector),
         _ => lazy::parse(data, level, &mut scratch.chains, *repeats, &mut collector),
     };
     let (literal_count, sequence_count, after) = (collector.literal_count, collector.sequence_count, collector.repeats);

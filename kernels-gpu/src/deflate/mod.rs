@@ -1,8 +1,11 @@
-//! Deflate (raw, zlib or gzip) on the GPU: one warp per chunk, whose first lane runs the format
-//! crate's codec (`ferrocomp_format::deflate`), so the GPU and the CPU write the same bytes.
-//! Compression scratch lives in a device array, one slot per warp of the grid; the decoding
-//! tables of each warp live in shared memory, where [`build_table`] lets the warp build them
-//! together (GDeflate's decoder does).
+//! Deflate (raw, zlib or gzip) on the GPU: one warp per chunk. Compression ([`compress`]) writes
+//! the format crate's streams, byte for byte, the lanes sharing the parse and the coding of
+//! levels 0 and 1; its scratch lives in a device array, one slot per warp of the grid.
+//! Decompression runs the format crate's decoder (`ferrocomp_format::deflate`) in the first lane;
+//! the decoding tables of each warp live in shared memory, where [`build_table`] lets the warp
+//! build them together (GDeflate's decoder does).
+
+pub mod compress;
 
 use crate::SHARED_BYTES_PER_BLOCK;
 use crate::lz77::{last_starting_by, scan_add};
@@ -171,24 +174,29 @@ pub(crate) unsafe fn shared_tables<'a>() -> &'a mut DecodeTables {
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::batch::{Chunk, ChunkKernels, Lanes, scratch_slot};
+    use crate::batch::{Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
+    use ferrocomp_format::deflate::compress::FAST_RULES;
     use crate::gpu::HardwareWarp;
     use ferrocomp_format::deflate::{self, CompressScratch};
     use ferrocomp_format::{BatchArgs, Status};
 
-    /// The first lane of a warp per chunk runs the format crate's codec; compression scratch is
-    /// a `CompressScratch` per warp of the grid.
+    /// A warp per chunk compresses (level 1's hash table in shared memory, a `CompressScratch`
+    /// per warp of the grid); the first lane of a warp per chunk decodes.
     pub struct Deflate;
 
     impl ChunkKernels for Deflate {
-        const COMPRESS: Lanes = Lanes::FirstOfWarp;
+        const COMPRESS: Lanes = Lanes::Warp;
         const DECOMPRESS: Lanes = Lanes::FirstOfWarp;
         const SIZES: Lanes = Lanes::FirstOfWarp;
 
-        unsafe fn compress(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+        unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let (level, wrapper) = unpack_options(args.options);
-            let scratch = unsafe { scratch_slot::<CompressScratch>(args, chunk.slot) };
-            unsafe { deflate::compress(chunk.input(), level, wrapper, scratch, chunk.output()) }
+            unsafe {
+                let scratch = scratch_slot::<CompressScratch>(args, chunk.slot);
+                let table = warp_shared::<u16>(FAST_RULES.table_entries());
+                let (input, output) = (chunk.input, chunk.output);
+                compress::compress_chunk(warp, input, chunk.input_len, level, wrapper, scratch, table, output, chunk.capacity)
+            }
         }
 
         unsafe fn decompress(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {

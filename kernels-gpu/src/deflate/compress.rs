@@ -1,0 +1,328 @@
+//! Deflate compression on the GPU, a warp per chunk, writing the streams
+//! `ferrocomp_format::deflate::compress` writes, byte for byte.
+//!
+//! Levels 0 and 1 are the warp's: the lanes find level 1's parse together (LZ4's warp parse,
+//! [`crate::lz4::parse_chunk`], under `FAST_RULES`; level 0 takes every byte as a literal) and
+//! write its tokens into the scratch slot's [`Blocks`], a segment at a time. At each segment's end
+//! the lanes count its symbols ([`count`]), and the first lane decides as the format crate's
+//! `Blocks::close_segment` does whether it joins the block. To write a block, the first lane
+//! builds its codes and writes its header; then the lanes code its tokens 32 at a time into the
+//! one bit stream ([`BitStream::write`]), or copy a stored block's bytes. Levels 2 to 5 search
+//! hash chains one position after another: there the first lane runs the format crate's
+//! compressor.
+
+use crate::adler32::adler32_chunk;
+use crate::{SHARED_BYTES_PER_BLOCK, blocks_per_sm};
+use crate::crc32::crc32_chunk;
+use crate::entropy::{BitStream, Field, NO_BIN, count};
+use crate::lz4::{SequenceEncoder, parse_chunk};
+use crate::warp::{Warp, first_lane_result};
+use ferrocomp_format::Status;
+use ferrocomp_format::deflate::block::{
+    BitSink, BlockKind, BlockPlan, plan_block, stored_cost, stored_pieces, token, write_huffman_header,
+    write_stored_header,
+};
+use ferrocomp_format::deflate::compress::{Blocks, CompressScratch, FAST_RULES, SEGMENT, match_pieces};
+use ferrocomp_format::deflate::tables::{NUM_LITLEN, dist_slot, length_slot_in};
+use ferrocomp_format::deflate::{self, MAX_CHUNK_SIZE, Wrapper, wrapper};
+
+/// Bytes of shared memory each warp of the compress kernel needs (level 1's hash table).
+pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = FAST_RULES.table_entries() * size_of::<u16>();
+/// Warps per block of the compress kernel: as many as a block's shared memory holds tables for.
+pub const COMPRESS_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / COMPRESS_SHARED_BYTES_PER_WARP) as u32;
+/// Blocks per SM the compress kernel's launch bounds ask for.
+pub const COMPRESS_BLOCKS_PER_SM: u32 = blocks_per_sm(COMPRESS_WARPS, COMPRESS_SHARED_BYTES_PER_WARP);
+
+/// Compresses the `n` bytes at `input` at `level` into one stream in `wrapper` at `out` (room
+/// for `capacity` bytes); returns its size (every lane returns the same), or the status
+/// `ferrocomp_format::deflate::compress` gives.
+///
+/// # Safety
+/// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes, `scratch` for a
+/// [`CompressScratch`] and `table` for [`COMPRESS_SHARED_BYTES_PER_WARP`] bytes, none written by
+/// anyone else meanwhile.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn compress_chunk<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    level: u8,
+    wrapper: Wrapper,
+    scratch: *mut CompressScratch,
+    table: *mut u16,
+    out: *mut u8,
+    capacity: usize,
+) -> Result<usize, Status> {
+    let level = level.min(deflate::MAX_LEVEL);
+    if level >= 2 || n > MAX_CHUNK_SIZE {
+        let result = match warp.lane() {
+            0 => unsafe {
+                let input = if n == 0 { &[] } else { core::slice::from_raw_parts(input, n) };
+                let out = if capacity == 0 { &mut [] } else { core::slice::from_raw_parts_mut(out, capacity) };
+                deflate::compress(input, level, wrapper, &mut *scratch, out)
+            },
+            _ => Ok(0),
+        };
+        return first_lane_result(warp, result);
+    }
+    let zlib_header = wrapper::zlib_header(level);
+    let header: &[u8] = match wrapper {
+        Wrapper::Raw => &[],
+        Wrapper::Zlib => &zlib_header,
+        Wrapper::Gzip => &wrapper::GZIP_HEADER,
+    };
+    let lane = warp.lane() as usize;
+    if lane < header.len().min(capacity) {
+        unsafe { *out.add(lane) = header[lane] };
+    }
+    let stream = BitStream::new(out.wrapping_add(header.len()), capacity.saturating_sub(header.len()));
+    let blocks = unsafe { &raw mut (*scratch).blocks };
+    if lane == 0 {
+        unsafe { (*blocks).clear() };
+    }
+    warp.sync(); // the cleared counts are visible to every lane
+    let mut coder = TokenCoder { warp, input, blocks, stream, pos: 0, block_tokens: 0, seg_tokens: 0 };
+    if level == 0 {
+        unsafe { coder.literals(input, n) };
+    } else {
+        unsafe { parse_chunk(warp, input, n, table, FAST_RULES, &mut coder)? };
+    }
+    unsafe { coder.finish(n) };
+    let len = header.len() + unsafe { coder.stream.finish(warp)? };
+    let (trailer, trailer_len) = match wrapper {
+        Wrapper::Raw => ([0; 8], 0),
+        Wrapper::Zlib => (u64::from(unsafe { adler32_chunk(warp, input, n) }.swap_bytes()).to_le_bytes(), 4),
+        Wrapper::Gzip => {
+            let crc = unsafe { crc32_chunk(warp, input, n) };
+            ((crc as u64 | (n as u64) << 32).to_le_bytes(), 8)
+        }
+    };
+    if lane < trailer_len && len + lane < capacity {
+        unsafe { *out.add(len + lane) = trailer[lane] };
+    }
+    let total = len + trailer_len;
+    if total > capacity { Err(Status::OutputTooSmall) } else { Ok(total) }
+}
+
+/// Gathers a chunk's tokens into segments and blocks, and writes the blocks. Every lane makes
+/// each call, and holds the same counts.
+struct TokenCoder<'w, W> {
+    warp: &'w W,
+    input: *const u8,
+    blocks: *mut Blocks,
+    stream: BitStream,
+    /// Input offset of the next token.
+    pos: usize,
+    /// The block's tokens and the segment's, as the first lane's `blocks` counts them.
+    block_tokens: usize,
+    seg_tokens: usize,
+}
+
+impl<W: Warp> TokenCoder<'_, W> {
+    fn tokens(&self) -> *mut u32 {
+        unsafe { &raw mut (*self.blocks).tokens as *mut u32 }
+    }
+
+    /// Adds the `count` bytes at `literals` as literal tokens, 32 a step.
+    unsafe fn literals(&mut self, literals: *const u8, count: usize) {
+        let mut done = 0;
+        while done < count {
+            let k = (SEGMENT - self.seg_tokens).min(count - done);
+            let at = unsafe { self.tokens().add(self.block_tokens + self.seg_tokens) };
+            self.warp.for_each_strided(k, |i| unsafe { *at.add(i) = token(0, *literals.add(done + i) as usize) });
+            (done, self.seg_tokens, self.pos) = (done + k, self.seg_tokens + k, self.pos + k);
+            if self.seg_tokens == SEGMENT {
+                unsafe { self.close_segment() };
+            }
+        }
+    }
+
+    /// Adds a match of `len` bytes `dist` back, in pieces deflate can express.
+    unsafe fn matched(&mut self, dist: usize, len: usize) {
+        for piece in match_pieces(len) {
+            if self.warp.lane() == 0 {
+                unsafe { *self.tokens().add(self.block_tokens + self.seg_tokens) = token(dist, piece) };
+            }
+            (self.seg_tokens, self.pos) = (self.seg_tokens + 1, self.pos + piece);
+            if self.seg_tokens == SEGMENT {
+                unsafe { self.close_segment() };
+            }
+        }
+    }
+
+    /// Ends the segment at the current position: the lanes count its symbols, the first lane
+    /// decides, and the block before it is written if it does not join it.
+    unsafe fn close_segment(&mut self) {
+        let warp = self.warp;
+        warp.sync(); // the segment's tokens are visible to every lane
+        let (tokens, first) = (self.tokens(), self.block_tokens);
+        let seg = unsafe { &raw mut (*self.blocks).seg } as *mut u32;
+        unsafe { count(warp, self.seg_tokens, |i| symbol_bins(*tokens.add(first + i)), seg) };
+        warp.sync(); // the counts are visible to the first lane
+        let write = warp.lane() == 0 && {
+            let blocks = unsafe { &mut *self.blocks };
+            blocks.seg_tokens = self.seg_tokens;
+            blocks.close_segment(&LaneSink(&mut self.stream), self.pos)
+        };
+        if warp.ballot(write) != 0 {
+            let (start, end) = unsafe { (self.first_lane(|b| b.block_start), self.first_lane(|b| b.seg_start)) };
+            unsafe { self.write_block(start, end, false) };
+            // A block written here holds whole segments, so the segment does not overlap where it goes.
+            let (from, count) = (self.block_tokens, self.seg_tokens);
+            warp.for_each_strided(count, |i| unsafe { *tokens.add(i) = *tokens.add(from + i) });
+            warp.sync();
+            if warp.lane() == 0 {
+                unsafe { (*self.blocks).start_block(self.pos) };
+            }
+        }
+        warp.sync();
+        self.block_tokens = unsafe { self.first_lane(|b| b.block_tokens) };
+        self.seg_tokens = 0;
+    }
+
+    /// `field` of the first lane's `blocks`, in every lane.
+    unsafe fn first_lane(&self, field: impl Fn(&Blocks) -> usize) -> usize {
+        let value = if self.warp.lane() == 0 { field(unsafe { &*self.blocks }) } else { 0 };
+        self.warp.shuffle(value as u32, 0) as usize
+    }
+
+    /// Writes the last block, the chunk's `n` bytes all parsed.
+    unsafe fn finish(&mut self, n: usize) {
+        if self.seg_tokens > 0 {
+            unsafe { self.close_segment() };
+        }
+        let start = unsafe { self.first_lane(|b| b.block_start) };
+        unsafe { self.write_block(start, n, true) };
+    }
+
+    /// Writes the block of the first `block_tokens` tokens, which encode the input's bytes
+    /// `start..end`, as the format crate's `write_block` does.
+    unsafe fn write_block(&mut self, start: usize, end: usize, last: bool) {
+        let (warp, lane) = (self.warp, self.warp.lane());
+        let blocks = self.blocks;
+        let plan = unsafe { &raw mut (*blocks).plan };
+        let kind = match lane {
+            0 => unsafe { plan_block(&LaneSink(&mut self.stream), &mut *plan, &(*blocks).block, end - start) },
+            _ => BlockKind::Stored,
+        };
+        if warp.ballot(lane == 0 && kind == BlockKind::Stored) != 0 {
+            let mut pieces = stored_pieces(end - start).peekable();
+            while let Some(piece) = pieces.next() {
+                if lane == 0 {
+                    let last_piece = last && pieces.peek().is_none();
+                    write_stored_header(&mut LaneSink(&mut self.stream), piece.len(), last_piece);
+                }
+                self.stream.share(warp, 0);
+                unsafe { self.stream.bytes(warp, self.input.add(start + piece.start), piece.len()) };
+            }
+            return;
+        }
+        if lane == 0 {
+            write_huffman_header(&mut LaneSink(&mut self.stream), unsafe { &mut *plan }, kind, last);
+        }
+        self.stream.share(warp, 0);
+        warp.sync(); // the codes are visible to every lane
+        let (plan, tokens, count) = (unsafe { &*plan }, self.tokens(), self.block_tokens);
+        for base in (0..count).step_by(32) {
+            let i = base + lane as usize;
+            let fields = if i < count { token_fields(plan, unsafe { *tokens.add(i) }) } else { [(0, 0); 2] };
+            unsafe { self.stream.write(warp, fields) };
+        }
+        if lane == 0 {
+            let (code, n) = plan.end_of_block();
+            unsafe { self.stream.put(code, n) };
+        }
+        self.stream.share(warp, 0);
+    }
+}
+
+impl<W: Warp> SequenceEncoder for TokenCoder<'_, W> {
+    unsafe fn sequence(
+        &mut self,
+        literals: *const u8,
+        count: usize,
+        offset: usize,
+        match_len: usize,
+    ) -> Result<(), Status> {
+        unsafe {
+            self.literals(literals, count);
+            self.matched(offset, match_len);
+        }
+        Ok(())
+    }
+
+    unsafe fn last_literals(&mut self, literals: *const u8, count: usize) -> Result<(), Status> {
+        unsafe { self.literals(literals, count) };
+        Ok(())
+    }
+}
+
+/// The counts a token adds to, as indices into a `Freqs` (its literal/length symbol's, then
+/// its distance symbol's or none), as `Freqs::count` counts it.
+#[inline(always)]
+fn symbol_bins(tok: u32) -> [u32; 2] {
+    let (dist, v) = ((tok >> 16) as usize, (tok & 0xFFFF) as usize);
+    if dist == 0 {
+        [(v & 255) as u32, NO_BIN]
+    } else {
+        [(257 + length_slot_in(v, false)) as u32, (NUM_LITLEN + dist_slot(dist)) as u32]
+    }
+}
+
+/// A token's codes, with their extra bits, in the block `plan` codes.
+#[inline(always)]
+fn token_fields(plan: &BlockPlan, tok: u32) -> [Field; 2] {
+    let (dist, v) = ((tok >> 16) as usize, (tok & 0xFFFF) as usize);
+    if dist == 0 { [plan.literal(v as u8), (0, 0)] } else { plan.matched::<LaneSink>(v, dist) }
+}
+
+/// The stream as one lane writes it: the format crate's block headers go through it, and the
+/// lane then shares the stream ([`BitStream::share`]).
+struct LaneSink<'s>(&'s mut BitStream);
+
+impl BitSink for LaneSink<'_> {
+    const DEFLATE64: bool = false;
+
+    fn restart(&mut self) {}
+
+    fn header(&mut self, bits: u32, n: u32) {
+        unsafe { self.0.put(bits, n) };
+    }
+
+    fn item(&mut self, bits: u32, n: u32) {
+        unsafe { self.0.put(bits, n) };
+    }
+
+    fn literal(&mut self, code: u32, n: u32) {
+        unsafe { self.0.put(code, n) };
+    }
+
+    fn matched(&mut self, length: u32, length_n: u32, dist: u32, dist_n: u32) {
+        unsafe {
+            self.0.put(length, length_n);
+            self.0.put(dist, dist_n);
+        }
+    }
+
+    fn end_of_block(&mut self, code: u32, n: u32) {
+        unsafe { self.0.put(code, n) };
+    }
+
+    fn stored_header(&mut self, len: u16) {
+        let padding = (8 - self.0.bit_len() % 8) % 8;
+        unsafe {
+            self.0.put(0, padding as u32);
+            self.0.put(len as u32 | ((!len as u32) << 16), 32);
+        }
+    }
+
+    fn stored_bytes(&mut self, data: &[u8]) {
+        for &byte in data {
+            unsafe { self.0.put(byte as u32, 8) };
+        }
+    }
+
+    fn stored_cost(&self, len: usize) -> u64 {
+        stored_cost(self.0.bit_len(), len)
+    }
+}

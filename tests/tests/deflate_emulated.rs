@@ -1,0 +1,131 @@
+//! Deflate's compress kernel body on an emulated warp: in every wrapper and at every level it
+//! writes the format crate's streams byte for byte (and the same status when the output is too
+//! small or the chunk too large), and zlib-rs decodes them.
+
+use ferrocomp_format::Status;
+use ferrocomp_format::deflate::{self, CompressScratch, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, max_compressed_size};
+use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, compress_chunk};
+use ferrocomp_kernels_gpu::emulated;
+use ferrocomp_tests::{random_bytes, text_bytes};
+use std::io::Read;
+
+const WRAPPERS: [Wrapper; 3] = [Wrapper::Raw, Wrapper::Zlib, Wrapper::Gzip];
+
+/// Every lane's result, which must all agree.
+fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
+    let first = lanes.remove(0);
+    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
+    first
+}
+
+/// Scratch filled with garbage: neither side may depend on what it held before.
+fn garbage_scratch() -> Box<CompressScratch> {
+    let mut scratch: Box<CompressScratch> = unsafe { Box::new_zeroed().assume_init() };
+    let bytes = unsafe {
+        std::slice::from_raw_parts_mut(&mut *scratch as *mut CompressScratch as *mut u8, size_of::<CompressScratch>())
+    };
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = (i.wrapping_mul(0x9E37_79B9) >> 13) as u8;
+    }
+    scratch
+}
+
+fn warp_compress(input: &[u8], level: u8, wrapper: Wrapper, capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity];
+    let mut table = vec![0x5A5Au16; COMPRESS_SHARED_BYTES_PER_WARP / 2];
+    let mut scratch = garbage_scratch();
+    let (i, n, o) = (input.as_ptr() as usize, input.len(), out.as_mut_ptr() as usize);
+    let (t, s) = (table.as_mut_ptr() as usize, &mut *scratch as *mut CompressScratch as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        let (input, out, table) = (i as *const u8, o as *mut u8, t as *mut u16);
+        compress_chunk(warp, input, n, level, wrapper, s as *mut CompressScratch, table, out, capacity)
+    }));
+    result.map(|n| out[..n].to_vec())
+}
+
+fn scalar_compress(input: &[u8], level: u8, wrapper: Wrapper, capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut scratch = garbage_scratch();
+    let mut out = vec![0u8; capacity];
+    deflate::compress(input, level, wrapper, &mut scratch, &mut out).map(|n| out[..n].to_vec())
+}
+
+fn zlib_rs_decode(stream: &[u8], wrapper: Wrapper) -> Vec<u8> {
+    let mut out = Vec::new();
+    match wrapper {
+        Wrapper::Raw => flate2::read::DeflateDecoder::new(stream).read_to_end(&mut out),
+        Wrapper::Zlib => flate2::read::ZlibDecoder::new(stream).read_to_end(&mut out),
+        Wrapper::Gzip => flate2::read::GzDecoder::new(stream).read_to_end(&mut out),
+    }
+    .expect("zlib-rs decodes the stream");
+    out
+}
+
+/// Cumulative sums of small random steps as little-endian int32, as the bench's int32 set.
+fn int32_bytes(n: usize) -> Vec<u8> {
+    let steps = random_bytes(n / 4, 21);
+    steps
+        .iter()
+        .scan(0u32, |sum, &step| Some(std::mem::replace(sum, *sum + (step % 50) as u32)))
+        .flat_map(u32::to_le_bytes)
+        .collect()
+}
+
+fn inputs() -> Vec<Vec<u8>> {
+    // Text, noise (a stored block), a long run (matches cut at 258 bytes), text again.
+    let mut mixed = text_bytes(20_000, 3);
+    mixed.extend(random_bytes(9000, 4));
+    mixed.extend(vec![b'z'; 30_000]);
+    mixed.extend(text_bytes(6536, 5));
+    vec![
+        Vec::new(),
+        vec![7],
+        vec![1; 13],
+        text_bytes(100, 1),
+        text_bytes(5001, 2),
+        random_bytes(3001, 2),
+        random_bytes(MAX_CHUNK_SIZE, 9),
+        vec![0; MAX_CHUNK_SIZE],
+        int32_bytes(40_000),
+        text_bytes(MAX_CHUNK_SIZE, 6),
+        mixed,
+    ]
+}
+
+#[test]
+fn warp_compressor_writes_the_scalar_streams() {
+    for input in inputs() {
+        for level in 0..=MAX_LEVEL {
+            for wrapper in WRAPPERS {
+                // The first lane runs levels 2 and up alone: one wrapper shows it.
+                if level >= 2 && (wrapper != Wrapper::Gzip || input.len() > 6000) {
+                    continue;
+                }
+                let capacity = max_compressed_size(input.len(), wrapper);
+                let expected = scalar_compress(&input, level, wrapper, capacity).unwrap();
+                let got = warp_compress(&input, level, wrapper, capacity).unwrap();
+                let what = format!("{} bytes, level {level}, {wrapper:?}", input.len());
+                assert!(got == expected, "{what}: streams differ");
+                assert!(zlib_rs_decode(&got, wrapper) == input, "{what}: zlib-rs decodes something else");
+            }
+        }
+    }
+}
+
+#[test]
+fn warp_compressor_reports_what_the_scalar_one_does() {
+    let input = text_bytes(9000, 8);
+    for level in [0, 1] {
+        for wrapper in WRAPPERS {
+            let need = scalar_compress(&input, level, wrapper, max_compressed_size(input.len(), wrapper)).unwrap().len();
+            for capacity in [0, 1, 5, need / 2, need - 4, need - 1] {
+                assert_eq!(scalar_compress(&input, level, wrapper, capacity), Err(Status::OutputTooSmall));
+                let got = warp_compress(&input, level, wrapper, capacity);
+                assert_eq!(got, Err(Status::OutputTooSmall), "level {level}, {wrapper:?}, capacity {capacity}");
+            }
+            assert_eq!(warp_compress(&input, level, wrapper, need).unwrap().len(), need);
+        }
+    }
+    let too_large = vec![0; MAX_CHUNK_SIZE + 1];
+    let capacity = max_compressed_size(too_large.len(), Wrapper::Raw);
+    assert_eq!(warp_compress(&too_large, 1, Wrapper::Raw, capacity), Err(Status::ChunkTooLarge));
+}

@@ -83,29 +83,32 @@ fn inputs() -> Vec<Vec<u8>> {
         text_bytes(100, 1),
         text_bytes(5001, 2),
         random_bytes(3001, 2),
-        random_bytes(MAX_CHUNK_SIZE, 9),
         vec![0; MAX_CHUNK_SIZE],
-        int32_bytes(40_000),
-        text_bytes(MAX_CHUNK_SIZE, 6),
+        int32_bytes(16_000),
+        text_bytes(24_000, 6),
         mixed,
     ]
 }
 
 #[test]
 fn warp_compressor_writes_the_scalar_streams() {
-    for input in inputs() {
+    for (i, input) in inputs().iter().enumerate() {
         for level in 0..=MAX_LEVEL {
-            for wrapper in WRAPPERS {
-                // The first lane runs levels 2 and up alone: one wrapper shows it.
-                if level >= 2 && (wrapper != Wrapper::Gzip || input.len() > 6000) {
+            for (w, wrapper) in WRAPPERS.into_iter().enumerate() {
+                // Wrappers differ only around the stream: small inputs take all three, large ones
+                // one each, in turn. The first lane runs levels 2 and up alone: one case shows it.
+                let small = input.len() <= 6000;
+                let taken =
+                    if level >= 2 { small && wrapper == Wrapper::Gzip } else { small || (i + level as usize) % 3 == w };
+                if !taken {
                     continue;
                 }
                 let capacity = max_compressed_size(input.len(), wrapper);
-                let expected = scalar_compress(&input, level, wrapper, capacity).unwrap();
-                let got = warp_compress(&input, level, wrapper, capacity).unwrap();
+                let expected = scalar_compress(input, level, wrapper, capacity).unwrap();
+                let got = warp_compress(input, level, wrapper, capacity).unwrap();
                 let what = format!("{} bytes, level {level}, {wrapper:?}", input.len());
                 assert!(got == expected, "{what}: streams differ");
-                assert!(zlib_rs_decode(&got, wrapper) == input, "{what}: zlib-rs decodes something else");
+                assert!(zlib_rs_decode(&got, wrapper) == *input, "{what}: zlib-rs decodes something else");
             }
         }
     }
@@ -113,11 +116,12 @@ fn warp_compressor_writes_the_scalar_streams() {
 
 #[test]
 fn warp_compressor_reports_what_the_scalar_one_does() {
-    let input = text_bytes(9000, 8);
+    let input = text_bytes(3000, 8);
     for level in [0, 1] {
         for wrapper in WRAPPERS {
-            let need = scalar_compress(&input, level, wrapper, max_compressed_size(input.len(), wrapper)).unwrap().len();
-            for capacity in [0, 1, 5, need / 2, need - 4, need - 1] {
+            let need =
+                scalar_compress(&input, level, wrapper, max_compressed_size(input.len(), wrapper)).unwrap().len();
+            for capacity in [0, 5, need / 2, need - 1] {
                 assert_eq!(scalar_compress(&input, level, wrapper, capacity), Err(Status::OutputTooSmall));
                 let got = warp_compress(&input, level, wrapper, capacity);
                 assert_eq!(got, Err(Status::OutputTooSmall), "level {level}, {wrapper:?}, capacity {capacity}");

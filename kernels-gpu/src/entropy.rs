@@ -73,8 +73,11 @@ pub struct BitStream {
 }
 
 impl BitStream {
-    /// An empty stream at `out`, which has room for `capacity` bytes.
-    pub fn new(out: *mut u8, capacity: usize) -> Self {
+    /// An empty stream at `out`, which has room for `capacity` bytes; nothing is written past them.
+    ///
+    /// # Safety
+    /// `out` must be writable for `capacity` bytes, by this warp alone, while the stream lives.
+    pub unsafe fn new(out: *mut u8, capacity: usize) -> Self {
         Self { out, capacity, word_base: 0, carry: 0, carry_bits: 0 }
     }
 
@@ -84,11 +87,11 @@ impl BitStream {
     }
 
     /// Appends `n` (at most 32) bits in one lane, which then [`BitStream::share`]s the stream.
-    pub unsafe fn put(&mut self, bits: u32, n: u32) {
+    pub fn put(&mut self, bits: u32, n: u32) {
         let all = self.carry as u64 | (bits as u64) << self.carry_bits;
         let total = self.carry_bits + n;
         if total >= 32 {
-            unsafe { self.put_word(0, all as u32) };
+            self.put_word(0, all as u32);
             self.word_base += 1;
             (self.carry, self.carry_bits) = ((all >> 32) as u32, total - 32);
         } else {
@@ -130,12 +133,11 @@ impl BitStream {
         }
     }
 
-
     /// Writes the lanes' fields (each lane's in order, lane after lane) after the stream so far.
     /// A word is written by one lane: by the last of the lanes whose bits start in it (the OR
     /// of theirs and the part of the lane before them that spills into it, by a segmented scan),
     /// or by the lane whose bits cover it alone. The last word, if partial, is carried.
-    pub unsafe fn write<W: Warp, const N: usize>(&mut self, warp: &W, fields: [Field; N]) {
+    pub fn write<W: Warp, const N: usize>(&mut self, warp: &W, fields: [Field; N]) {
         let lane = warp.lane();
         let mut bits = 0u128;
         let mut total = 0;
@@ -176,7 +178,7 @@ impl BitStream {
             if index == partial {
                 carried = value;
             } else {
-                unsafe { self.put_word(index, value) };
+                self.put_word(index, value);
             }
         };
         if ends_group {
@@ -194,7 +196,7 @@ impl BitStream {
     }
 
     /// Writes word `index` of the window, what of it fits.
-    unsafe fn put_word(&self, index: u32, value: u32) {
+    fn put_word(&self, index: u32, value: u32) {
         let at = (self.word_base + index as usize) * 4;
         for (i, byte) in value.to_le_bytes().into_iter().enumerate() {
             if at + i < self.capacity {
@@ -204,7 +206,7 @@ impl BitStream {
     }
 
     /// Writes the carried bytes; returns the stream's size in bytes.
-    pub unsafe fn finish<W: Warp>(&self, warp: &W) -> Result<usize, Status> {
+    pub fn finish<W: Warp>(&self, warp: &W) -> Result<usize, Status> {
         let len = self.word_base * 4 + self.carry_bits.div_ceil(8) as usize;
         if warp.lane() == 0 {
             for (i, byte) in self.carry.to_le_bytes().into_iter().enumerate().take(self.carry_bits.div_ceil(8) as usize)
@@ -223,4 +225,3 @@ impl BitStream {
 fn before_by(lane: u32, distance: u32) -> u32 {
     lane.checked_sub(distance).unwrap_or(lane)
 }
-

@@ -12,11 +12,12 @@
 //! compressor.
 
 use crate::adler32::adler32_chunk;
-use crate::{SHARED_BYTES_PER_BLOCK, blocks_per_sm};
 use crate::crc32::crc32_chunk;
 use crate::entropy::{BitStream, Field, NO_BIN, count};
 use crate::lz4::{SequenceEncoder, parse_chunk};
-use crate::warp::{Warp, first_lane_result};
+use crate::raw::{bytes, bytes_mut};
+use crate::warp::{Warp, first_lane};
+use crate::{SHARED_BYTES_PER_BLOCK, blocks_per_sm};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::block::{
     BitSink, BlockKind, BlockPlan, plan_block, stored_cost, stored_pieces, token, write_huffman_header,
@@ -55,15 +56,9 @@ pub unsafe fn compress_chunk<W: Warp>(
 ) -> Result<usize, Status> {
     let level = level.min(deflate::MAX_LEVEL);
     if level >= 2 || n > MAX_CHUNK_SIZE {
-        let result = match warp.lane() {
-            0 => unsafe {
-                let input = if n == 0 { &[] } else { core::slice::from_raw_parts(input, n) };
-                let out = if capacity == 0 { &mut [] } else { core::slice::from_raw_parts_mut(out, capacity) };
-                deflate::compress(input, level, wrapper, &mut *scratch, out)
-            },
-            _ => Ok(0),
-        };
-        return first_lane_result(warp, result);
+        return first_lane(warp, || unsafe {
+            deflate::compress(bytes(input, n), level, wrapper, &mut *scratch, bytes_mut(out, capacity))
+        });
     }
     let zlib_header = wrapper::zlib_header(level);
     let header: &[u8] = match wrapper {
@@ -75,7 +70,8 @@ pub unsafe fn compress_chunk<W: Warp>(
     if lane < header.len().min(capacity) {
         unsafe { *out.add(lane) = header[lane] };
     }
-    let stream = BitStream::new(out.wrapping_add(header.len()), capacity.saturating_sub(header.len()));
+    // Safety: the caller's `out` is writable for `capacity` bytes.
+    let stream = unsafe { BitStream::new(out.wrapping_add(header.len()), capacity.saturating_sub(header.len())) };
     let blocks = unsafe { &raw mut (*scratch).blocks };
     if lane == 0 {
         unsafe { (*blocks).clear() };
@@ -88,7 +84,7 @@ pub unsafe fn compress_chunk<W: Warp>(
         unsafe { parse_chunk(warp, input, n, table, FAST_RULES, &mut coder)? };
     }
     unsafe { coder.finish(n) };
-    let len = header.len() + unsafe { coder.stream.finish(warp)? };
+    let len = header.len() + coder.stream.finish(warp)?;
     let (trailer, trailer_len) = match wrapper {
         Wrapper::Raw => ([0; 8], 0),
         Wrapper::Zlib => (u64::from(unsafe { adler32_chunk(warp, input, n) }.swap_bytes()).to_le_bytes(), 4),
@@ -226,11 +222,11 @@ impl<W: Warp> TokenCoder<'_, W> {
         for base in (0..count).step_by(32) {
             let i = base + lane as usize;
             let fields = if i < count { token_fields(plan, unsafe { *tokens.add(i) }) } else { [(0, 0); 2] };
-            unsafe { self.stream.write(warp, fields) };
+            self.stream.write(warp, fields);
         }
         if lane == 0 {
             let (code, n) = plan.end_of_block();
-            unsafe { self.stream.put(code, n) };
+            self.stream.put(code, n);
         }
         self.stream.share(warp, 0);
     }
@@ -286,39 +282,35 @@ impl BitSink for LaneSink<'_> {
     fn restart(&mut self) {}
 
     fn header(&mut self, bits: u32, n: u32) {
-        unsafe { self.0.put(bits, n) };
+        self.0.put(bits, n);
     }
 
     fn item(&mut self, bits: u32, n: u32) {
-        unsafe { self.0.put(bits, n) };
+        self.0.put(bits, n);
     }
 
     fn literal(&mut self, code: u32, n: u32) {
-        unsafe { self.0.put(code, n) };
+        self.0.put(code, n);
     }
 
     fn matched(&mut self, length: u32, length_n: u32, dist: u32, dist_n: u32) {
-        unsafe {
-            self.0.put(length, length_n);
-            self.0.put(dist, dist_n);
-        }
+        self.0.put(length, length_n);
+        self.0.put(dist, dist_n);
     }
 
     fn end_of_block(&mut self, code: u32, n: u32) {
-        unsafe { self.0.put(code, n) };
+        self.0.put(code, n);
     }
 
     fn stored_header(&mut self, len: u16) {
         let padding = (8 - self.0.bit_len() % 8) % 8;
-        unsafe {
-            self.0.put(0, padding as u32);
-            self.0.put(len as u32 | ((!len as u32) << 16), 32);
-        }
+        self.0.put(0, padding as u32);
+        self.0.put(len as u32 | ((!len as u32) << 16), 32);
     }
 
     fn stored_bytes(&mut self, data: &[u8]) {
         for &byte in data {
-            unsafe { self.0.put(byte as u32, 8) };
+            self.0.put(byte as u32, 8);
         }
     }
 

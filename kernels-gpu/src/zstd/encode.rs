@@ -17,10 +17,10 @@
 use crate::entropy::{BitStream, count, unrolled};
 use crate::lz4::{SequenceEncoder, common_backward, common_forward, parse_chunk};
 use crate::lz77::{aligned, copy, funnel, scan_add, word_at};
-use crate::warp::{WARP_SIZE, Warp};
+use crate::raw::{bytes, bytes_mut};
+use crate::warp::{WARP_SIZE, Warp, first_lane};
 use core::mem::offset_of;
 use core::ptr::addr_of_mut;
-use core::slice;
 use ferrocomp_format::lz4::{HASH_ENTRIES, MatchRules};
 use ferrocomp_format::zstd::encode::block::BlockScratch;
 use ferrocomp_format::zstd::encode::fse::SymbolCoding;
@@ -667,7 +667,6 @@ unsafe fn join_rows<W: Warp, const DEPTH: usize>(warp: &W, rows: *mut u8, slot: 
     warp.sync(); // the rows are written before any lane reads them
 }
 
-
 /// Makes `found` the best match (with its gain) if it is one and gains more, as
 /// `lazy::best_match` does.
 #[inline(always)]
@@ -735,7 +734,8 @@ unsafe fn encode_stream<W: Warp>(
     let units = n + 1;
     let steppers = tables.steppers();
     let mut state = 0;
-    let mut stream = BitStream::new(out, capacity);
+    // Safety: the caller's `out` is writable for `capacity` bytes.
+    let mut stream = unsafe { BitStream::new(out, capacity) };
     for base in (0..units).step_by(WARP_SIZE as usize) {
         let unit = base + lane;
         let seq = (unit < n).then(|| sequences[n - 1 - unit]);
@@ -779,9 +779,9 @@ unsafe fn encode_stream<W: Warp>(
             None => [(0, 0); 4],
         };
         warp.sync(); // every lane has read its steps before the next window's are written
-        unsafe { stream.write(warp, unit_fields) };
+        stream.write(warp, unit_fields);
     }
-    unsafe { stream.finish(warp) }
+    stream.finish(warp)
 }
 
 /// Counts the literals' byte values into the histogram in shared memory.
@@ -1012,31 +1012,4 @@ fn broadcast_plan<W: Warp>(warp: &W, plan: Option<HuffmanLiterals>, n: usize) ->
         description_len,
         stream_lens: [0; 4],
     })
-}
-
-/// Runs `f` in the first lane and gives its result to every lane.
-fn first_lane<W: Warp>(warp: &W, f: impl FnOnce() -> Result<usize, Status>) -> Result<usize, Status> {
-    let result = if warp.lane() == 0 { f() } else { Ok(0) };
-    let (code, value) = match result {
-        Ok(value) => (0, value as u32),
-        Err(status) => (status as u32, 0),
-    };
-    let (code, value) = (warp.shuffle(code, 0), warp.shuffle(value, 0));
-    if code == 0 { Ok(value as usize) } else { Err(Status::from_code(code)) }
-}
-
-/// The `len` bytes at `at` (which may be null when `len` is 0).
-///
-/// # Safety
-/// `at` must be readable for `len` bytes, not written meanwhile.
-unsafe fn bytes<'a>(at: *const u8, len: usize) -> &'a [u8] {
-    if len == 0 { &[] } else { unsafe { slice::from_raw_parts(at, len) } }
-}
-
-/// The `len` bytes at `at`, to write (`at` may be null when `len` is 0).
-///
-/// # Safety
-/// `at` must be writable for `len` bytes, by this lane alone while the slice lives.
-unsafe fn bytes_mut<'a>(at: *mut u8, len: usize) -> &'a mut [u8] {
-    if len == 0 { &mut [] } else { unsafe { slice::from_raw_parts_mut(at, len) } }
 }

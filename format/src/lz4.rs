@@ -42,7 +42,6 @@ pub const fn max_decompressed_size(compressed_len: usize) -> usize {
     compressed_len.saturating_mul(255).saturating_add(19)
 }
 
-
 /// The earlier position a table entry points to, seen from `position`, if it is a usable one.
 /// Entries hold positions modulo 2^16, so any entry names a position within the window.
 #[inline(always)]
@@ -172,12 +171,7 @@ pub trait SequenceSink {
 /// Finds the matches of `input` as the GPU compressor does and hands them to `sink`; the first
 /// error the sink returns stops the parse. Matches end [`LAST_LITERALS`] bytes before the end
 /// and follow `rules`; `table` (at least [`MatchRules::table_entries`]) is cleared first.
-pub fn parse<S: SequenceSink>(
-    input: &[u8],
-    rules: MatchRules,
-    table: &mut [u16],
-    sink: &mut S,
-) -> Result<(), Status> {
+pub fn parse<S: SequenceSink>(input: &[u8], rules: MatchRules, table: &mut [u16], sink: &mut S) -> Result<(), Status> {
     let table = &mut table[..rules.table_entries()];
     table.fill(0);
     let n = input.len();

@@ -3,6 +3,7 @@
 //! ([`ChunkKernels`]) and names its entry points with [`batch_kernels!`].
 
 use crate::gpu::{HardwareWarp, atomic_min_u32, thread};
+use crate::raw::{bytes, bytes_mut};
 use crate::warp::Warp;
 use ferrocomp_format::{BatchArgs, Status};
 
@@ -54,11 +55,7 @@ impl Chunk {
     /// As [`Chunk::input`], and no other thread may use the output meanwhile.
     #[inline(always)]
     pub unsafe fn output<'a>(&self) -> &'a mut [u8] {
-        if self.capacity == 0 {
-            &mut []
-        } else {
-            unsafe { core::slice::from_raw_parts_mut(self.output, self.capacity) }
-        }
+        unsafe { bytes_mut(self.output, self.capacity) }
     }
 }
 
@@ -201,15 +198,6 @@ unsafe fn finish(args: &BatchArgs, index: usize, result: Result<usize, Status>) 
             atomic_min_u32(args.first_failure as *mut u32, index as u32);
         }
     }
-}
-
-/// The `len` bytes at `at` (which may be null when `len` is 0).
-///
-/// # Safety
-/// `at` must be readable for `len` bytes, not written meanwhile.
-#[inline(always)]
-pub unsafe fn bytes<'a>(at: *const u8, len: usize) -> &'a [u8] {
-    if len == 0 { &[] } else { unsafe { core::slice::from_raw_parts(at, len) } }
 }
 
 /// Scratch slot `slot` of the batch's scratch, taken as an array of `T`s.

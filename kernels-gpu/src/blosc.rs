@@ -7,7 +7,8 @@
 //! slot, and after a barrier every thread of the CTA unshuffles a share of the elements into the
 //! output; unshuffled chunks decode straight into the output.
 
-use crate::warp::{Warp, first_lane_result};
+use crate::raw::{bytes, bytes_mut};
+use crate::warp::{Warp, first_lane};
 use ferrocomp_format::Status;
 use ferrocomp_format::blosc::shuffle::{bit_plane_index, byte_shuffled_index, transpose_bits};
 use ferrocomp_format::blosc::{Compressor, Shuffle, Stream, blosclz};
@@ -82,20 +83,14 @@ pub unsafe fn decode_stream<W: Warp>(
         Some(Compressor::Snappy) => unsafe {
             crate::snappy::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len)
         },
-        Some(Compressor::BloscLz | Compressor::Zlib) => {
-            let result = if warp.lane() == 0 {
-                let input = unsafe { core::slice::from_raw_parts(input, stream.len) };
-                let out = unsafe { core::slice::from_raw_parts_mut(dest, stream.decoded_len) };
-                match compressor {
-                    Some(Compressor::Zlib) => deflate::decompress(input, Wrapper::Zlib, out, unsafe { &mut *tables }),
-                    _ => blosclz::decompress(input, out),
-                }
-            } else {
-                Ok(0)
-            };
-            warp.sync();
-            first_lane_result(warp, result)
-        }
+        Some(Compressor::BloscLz | Compressor::Zlib) => first_lane(warp, || {
+            let input = unsafe { bytes(input, stream.len) };
+            let out = unsafe { bytes_mut(dest, stream.decoded_len) };
+            match compressor {
+                Some(Compressor::Zlib) => deflate::decompress(input, Wrapper::Zlib, out, unsafe { &mut *tables }),
+                _ => blosclz::decompress(input, out),
+            }
+        }),
         Some(Compressor::Zstd) | None => Err(Status::Unsupported),
     };
     match decoded {

@@ -25,6 +25,7 @@ pub mod gdeflate;
 pub mod gpu;
 pub mod lz4;
 pub mod lz77;
+pub mod raw;
 pub mod snappy;
 pub mod warp;
 pub mod zstd;

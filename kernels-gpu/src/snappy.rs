@@ -113,7 +113,7 @@ pub unsafe fn decompress_chunk<W: Warp>(
     if in_len > u32::MAX as usize {
         return Err(Status::ChunkTooLarge);
     }
-    let bytes = if in_len == 0 { &[][..] } else { unsafe { slice::from_raw_parts(input, in_len) } };
+    let bytes = unsafe { crate::raw::bytes(input, in_len) };
     let (n, start) = snappy::read_preamble(bytes)?;
     if n > capacity {
         return Err(Status::OutputTooSmall);

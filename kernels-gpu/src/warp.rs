@@ -59,14 +59,17 @@ pub trait Warp {
     }
 }
 
-/// The first lane's `result`, in every lane.
-pub fn first_lane_result<W: Warp>(warp: &W, result: Result<usize, Status>) -> Result<usize, Status> {
-    let (size, code) = match result {
-        Ok(size) => (size as u32, Status::Success as u32),
+/// Runs `f` in the first lane alone; its result (at most `u32::MAX`), and what it wrote, reach
+/// every lane.
+pub fn first_lane<W: Warp>(warp: &W, f: impl FnOnce() -> Result<usize, Status>) -> Result<usize, Status> {
+    let result = if warp.lane() == 0 { f() } else { Ok(0) };
+    warp.sync();
+    let (value, code) = match result {
+        Ok(value) => (value as u32, Status::Success as u32),
         Err(status) => (0, status as u32),
     };
     match Status::from_code(warp.shuffle(code, 0)) {
-        Status::Success => Ok(warp.shuffle(size, 0) as usize),
+        Status::Success => Ok(warp.shuffle(value, 0) as usize),
         status => Err(status),
     }
 }

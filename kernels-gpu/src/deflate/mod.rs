@@ -175,8 +175,8 @@ pub(crate) unsafe fn shared_tables<'a>() -> &'a mut DecodeTables {
 mod kernels {
     use super::*;
     use crate::batch::{Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
-    use ferrocomp_format::deflate::compress::FAST_RULES;
     use crate::gpu::HardwareWarp;
+    use ferrocomp_format::deflate::compress::FAST_RULES;
     use ferrocomp_format::deflate::{self, CompressScratch};
     use ferrocomp_format::{BatchArgs, Status};
 
@@ -194,8 +194,8 @@ mod kernels {
             unsafe {
                 let scratch = scratch_slot::<CompressScratch>(args, chunk.slot);
                 let table = warp_shared::<u16>(FAST_RULES.table_entries());
-                let (input, output) = (chunk.input, chunk.output);
-                compress::compress_chunk(warp, input, chunk.input_len, level, wrapper, scratch, table, output, chunk.capacity)
+                let (input, n, output, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
+                compress::compress_chunk(warp, input, n, level, wrapper, scratch, table, output, capacity)
             }
         }
 

@@ -17,7 +17,8 @@
 //! for frames without a content size, sequences, all serial work.
 
 use crate::lz77::{SHORT_SEQUENCE, copy, copy_match, last_starting_by, scan_add};
-use crate::warp::{WARP_SIZE, Warp};
+use crate::raw::bytes;
+use crate::warp::{WARP_SIZE, Warp, first_lane};
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::ahead::{self, Stop};
 use ferrocomp_format::zstd::frame::{
@@ -89,31 +90,10 @@ pub unsafe fn decompressed_size<W: Warp>(
     shared: *mut u8,
     _scratch: *mut u8,
 ) -> Result<usize, Status> {
-    let result = if warp.lane() == 0 {
+    first_lane(warp, || {
         let tables = unsafe { &mut *(shared as *mut DecodeTables) };
         ferrocomp_format::zstd::decompressed_size(unsafe { bytes(input, n) }, tables)
-    } else {
-        Ok(0)
-    };
-    let size = broadcast(warp, result.map(|size| size as u32))?;
-    Ok(size as usize)
-}
-
-/// `len` bytes at `at` as a slice.
-unsafe fn bytes<'a>(at: *const u8, len: usize) -> &'a [u8] {
-    if len == 0 { &[] } else { unsafe { core::slice::from_raw_parts(at, len) } }
-}
-
-/// Lane 0's `result`, in every lane.
-fn broadcast<W: Warp>(warp: &W, result: Result<u32, Status>) -> Result<u32, Status> {
-    let (code, value) = match result {
-        Ok(value) => (Status::Success as u32, value),
-        Err(status) => (status as u32, 0),
-    };
-    match warp.shuffle(code, 0) {
-        0 => Ok(warp.shuffle(value, 0)),
-        code => Err(Status::from_code(code)),
-    }
+    })
 }
 
 /// The chunk a warp decodes, and its memory.
@@ -278,14 +258,10 @@ unsafe fn read_literals<W: Warp>(
 /// Reads a Huffman tree description at the start of `section`: lane 0 its weights, then the warp
 /// fills the table. Returns the table's log and the bytes read.
 unsafe fn read_huffman_table<W: Warp>(warp: &W, chunk: &Job, section: &[u8]) -> Result<(u32, usize), Status> {
-    let weights = if warp.lane() == 0 {
-        huffman::read_weights(section, unsafe { chunk.tables_mut() })
-            .map(|(symbols, used)| (symbols << 16 | used) as u32)
-    } else {
-        Ok(0)
-    };
-    let weights = broadcast(warp, weights)?;
-    let (symbols, used) = ((weights >> 16) as usize, (weights & 0xFFFF) as usize);
+    let weights = first_lane(warp, || {
+        huffman::read_weights(section, unsafe { chunk.tables_mut() }).map(|(symbols, used)| symbols << 16 | used)
+    })?;
+    let (symbols, used) = (weights >> 16, weights & 0xFFFF);
     warp.sync(); // the weights are visible to every lane
     let log = unsafe { fill_huffman_table(warp, chunk, symbols)? };
     Ok((log, used))

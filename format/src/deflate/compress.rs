@@ -2,7 +2,7 @@
 //! token stream into blocks, which [`block`](super::block) writes through any [`BitSink`].
 
 use super::MAX_CHUNK_SIZE;
-use super::block::{BitSink, BlockPlan, Freqs, best_cost, token, write_block};
+use super::block::{BitSink, BlockPlan, Estimate, Freqs, token, write_block};
 use super::tables::{MAX_MATCH, MIN_MATCH, WINDOW};
 use crate::lz4::{self, MatchRules, SequenceSink};
 use crate::{DataType, Status};
@@ -38,11 +38,10 @@ struct Matcher {
 pub struct Blocks {
     /// The block's tokens, then the segment's.
     pub tokens: [u32; MAX_BLOCK_TOKENS + SEGMENT],
-    /// Counts of the block's symbols, of the segment's, and of both together.
+    /// Counts of the block's symbols and of the segment's.
     pub block: Freqs,
     pub seg: Freqs,
-    merged: Freqs,
-    /// The codes of the block being costed or written.
+    /// The codes of the block being written.
     pub plan: BlockPlan,
     pub block_tokens: usize,
     pub seg_tokens: usize,
@@ -72,22 +71,33 @@ impl Blocks {
     /// block is to be written ([`write_block`] of [`Blocks::block_tokens`]' tokens), its
     /// segment's tokens moved to the front of `tokens`, and [`Blocks::start_block`] called.
     pub fn close_segment<S: BitSink>(&mut self, sink: &S, end: usize) -> bool {
-        self.seg_cost = best_cost(sink, &mut self.plan, &self.seg, end - self.seg_start);
+        let (seg, merged) = (Estimate::of_sum(&[&self.seg]), Estimate::of_sum(&[&self.block, &self.seg]));
+        self.close_estimated_segment(sink, end, seg, merged)
+    }
+
+    /// [`Blocks::close_segment`], given the estimates of the segment and of the block and the
+    /// segment together (which a warp sums in parts). Blocks are cut where estimates say, so
+    /// that only the blocks written need codes built.
+    pub fn close_estimated_segment<S: BitSink>(
+        &mut self,
+        sink: &S,
+        end: usize,
+        seg: Estimate,
+        merged: Estimate,
+    ) -> bool {
+        self.seg_cost = seg.bits().min(sink.stored_cost(end - self.seg_start));
         if self.block_tokens == 0 {
             self.block_cost = self.seg_cost;
             core::mem::swap(&mut self.block, &mut self.seg);
             self.take_segment(end);
             return false;
         }
-        self.merged.lit = self.block.lit;
-        self.merged.dist = self.block.dist;
-        self.merged.add(&self.seg);
-        let merged_cost = best_cost(sink, &mut self.plan, &self.merged, end - self.block_start);
+        let merged_cost = merged.bits().min(sink.stored_cost(end - self.block_start));
         if self.block_tokens + self.seg_tokens > MAX_BLOCK_TOKENS || merged_cost > self.block_cost + self.seg_cost {
             return true;
         }
         self.block_cost = merged_cost;
-        core::mem::swap(&mut self.block, &mut self.merged);
+        self.block.add(&self.seg);
         self.take_segment(end);
         false
     }

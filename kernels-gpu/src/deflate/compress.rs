@@ -4,8 +4,9 @@
 //! Levels 0 and 1 are the warp's: the lanes find level 1's parse together (LZ4's warp parse,
 //! [`crate::lz4::parse_chunk`], under `FAST_RULES`; level 0 takes every byte as a literal) and
 //! write its tokens into the scratch slot's [`Blocks`], a segment at a time. At each segment's end
-//! the lanes count its symbols ([`count`]), and the first lane decides as the format crate's
-//! `Blocks::close_segment` does whether it joins the block. To write a block, the first lane
+//! the lanes count its symbols ([`count`]) and sum the estimates of its cost and of the block's
+//! with it (`Estimate`, ten symbols a lane), and the first lane decides from them, as the format
+//! crate's `Blocks::close_segment` does, whether it joins the block. To write a block, the first lane
 //! builds its codes and writes its header; then the lanes code its tokens 32 at a time into the
 //! one bit stream ([`BitStream::write`]), or copy a stored block's bytes. Levels 2 to 5 search
 //! hash chains one position after another: there the first lane runs the format crate's
@@ -16,12 +17,12 @@ use crate::crc32::crc32_chunk;
 use crate::entropy::{BitStream, Field, NO_BIN, count};
 use crate::lz4::{SequenceEncoder, parse_chunk};
 use crate::raw::{bytes, bytes_mut};
-use crate::warp::{Warp, first_lane};
+use crate::warp::{WARP_SIZE, Warp, first_lane};
 use crate::{SHARED_BYTES_PER_BLOCK, blocks_per_sm};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::block::{
-    BitSink, BlockKind, BlockPlan, plan_block, stored_cost, stored_pieces, token, write_huffman_header,
-    write_stored_header,
+    BitSink, BlockKind, BlockPlan, Estimate, NUM_SYMBOLS, plan_block, stored_cost, stored_pieces, token,
+    write_huffman_header, write_stored_header,
 };
 use ferrocomp_format::deflate::compress::{Blocks, CompressScratch, FAST_RULES, SEGMENT, match_pieces};
 use ferrocomp_format::deflate::tables::{NUM_LITLEN, dist_slot, length_slot_in};
@@ -146,19 +147,20 @@ impl<W: Warp> TokenCoder<'_, W> {
         }
     }
 
-    /// Ends the segment at the current position: the lanes count its symbols, the first lane
-    /// decides, and the block before it is written if it does not join it.
+    /// Ends the segment at the current position: the lanes count its symbols and estimate the
+    /// costs, the first lane decides, and the block before it is written if it does not join it.
     unsafe fn close_segment(&mut self) {
         let warp = self.warp;
         warp.sync(); // the segment's tokens are visible to every lane
         let (tokens, first) = (self.tokens(), self.block_tokens);
         let seg = unsafe { &raw mut (*self.blocks).seg } as *mut u32;
         unsafe { count(warp, self.seg_tokens, |i| symbol_bins(*tokens.add(first + i)), seg) };
-        warp.sync(); // the counts are visible to the first lane
+        warp.sync(); // the counts are visible to every lane
+        let (seg_estimate, merged_estimate) = estimates(warp, unsafe { &*self.blocks });
         let write = warp.lane() == 0 && {
             let blocks = unsafe { &mut *self.blocks };
             blocks.seg_tokens = self.seg_tokens;
-            blocks.close_segment(&LaneSink(&mut self.stream), self.pos)
+            blocks.close_estimated_segment(&LaneSink(&mut self.stream), self.pos, seg_estimate, merged_estimate)
         };
         if warp.ballot(write) != 0 {
             let (start, end) = unsafe { (self.first_lane(|b| b.block_start), self.first_lane(|b| b.seg_start)) };
@@ -251,6 +253,17 @@ impl<W: Warp> SequenceEncoder for TokenCoder<'_, W> {
         unsafe { self.literals(literals, count) };
         Ok(())
     }
+}
+
+/// The cost estimates of the segment and of the block with it, each lane adding every 32nd
+/// symbol and the warp summing the lanes'.
+fn estimates<W: Warp>(warp: &W, blocks: &Blocks) -> (Estimate, Estimate) {
+    let symbols = || (warp.lane() as usize..NUM_SYMBOLS).step_by(WARP_SIZE as usize);
+    let (mut seg, mut merged) = (Estimate::default(), Estimate::default());
+    seg.add_symbols(&[&blocks.seg], symbols());
+    merged.add_symbols(&[&blocks.block, &blocks.seg], symbols());
+    let sum = |value| warp.reduce_add(value);
+    (seg.map(sum), merged.map(sum))
 }
 
 /// The counts a token adds to, as indices into a `Freqs` (its literal/length symbol's, then

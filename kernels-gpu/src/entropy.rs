@@ -40,12 +40,12 @@ pub unsafe fn count<W: Warp, const K: usize>(warp: &W, n: usize, bins: impl Fn(u
     }
 }
 
-/// Calls `f` with 0, 1, .. `N - 1` (`N` at most 8), each call with an index the compiler sees
+/// Calls `f` with 0, 1, .. `N - 1` (`N` at most 16), each call with an index the compiler sees
 /// as a constant: arrays it indexes stay in registers, where a loop the compiler does not
 /// unroll keeps them in local memory.
 #[inline(always)]
 pub fn unrolled<const N: usize>(mut f: impl FnMut(usize)) {
-    const { assert!(N <= 8) };
+    const { assert!(N <= 16) };
     let mut call = |i: usize| {
         if i < N {
             f(i)
@@ -59,6 +59,14 @@ pub fn unrolled<const N: usize>(mut f: impl FnMut(usize)) {
     call(5);
     call(6);
     call(7);
+    call(8);
+    call(9);
+    call(10);
+    call(11);
+    call(12);
+    call(13);
+    call(14);
+    call(15);
 }
 
 /// An LSB-first bit stream a warp writes: its output, the word (4 bytes of the stream) the

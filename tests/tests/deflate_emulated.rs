@@ -1,10 +1,12 @@
 //! Deflate's compress kernel body on an emulated warp: in every wrapper and at every level it
 //! writes the format crate's streams byte for byte (and the same status when the output is too
-//! small or the chunk too large), and zlib-rs decodes them.
+//! small or the chunk too large), and zlib-rs decodes them; its code lengths are the format's.
 
 use ferrocomp_format::Status;
+use ferrocomp_format::deflate::huffman::{self, LengthWork, MAX_CODE_LEN};
+use ferrocomp_format::deflate::tables::{NUM_DIST, NUM_LITLEN};
 use ferrocomp_format::deflate::{self, CompressScratch, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, max_compressed_size};
-use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, compress_chunk};
+use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_tests::{random_bytes, text_bytes};
 use std::io::Read;
@@ -132,4 +134,34 @@ fn warp_compressor_reports_what_the_scalar_one_does() {
     let too_large = vec![0; MAX_CHUNK_SIZE + 1];
     let capacity = max_compressed_size(too_large.len(), Wrapper::Raw);
     assert_eq!(warp_compress(&too_large, 1, Wrapper::Raw, capacity), Err(Status::ChunkTooLarge));
+}
+
+#[test]
+fn warp_code_lengths_are_the_scalar_ones() {
+    let skewed = |n: usize, seed: u64| -> Vec<u32> {
+        random_bytes(n, seed).iter().map(|&b| if b < 40 { 0 } else { (b as u32 - 40).pow(3) }).collect()
+    };
+    let mut one = vec![0; NUM_LITLEN];
+    one[77] = 5;
+    let mut two = vec![0; NUM_DIST];
+    (two[0], two[29]) = (1, 1 << 30);
+    let cases = [
+        vec![0; NUM_LITLEN],
+        one,
+        two,
+        skewed(NUM_LITLEN, 1),
+        skewed(NUM_DIST, 2),
+        vec![3; NUM_LITLEN],
+        (0..NUM_LITLEN as u32).map(|i| 1 << (i % 24)).collect(),
+    ];
+    for freqs in cases {
+        let n = freqs.len();
+        let mut work: Box<LengthWork> = unsafe { Box::new_zeroed().assume_init() };
+        let mut expected = vec![9u8; n];
+        huffman::build_lengths(&freqs, MAX_CODE_LEN, &mut expected, &mut work);
+        let mut got = vec![9u8; n];
+        let (f, l, w) = (freqs.as_ptr() as usize, got.as_mut_ptr() as usize, &mut *work as *mut LengthWork as usize);
+        emulated::run(|warp| unsafe { build_lengths(warp, f as *const u32, n, l as *mut u8, w as *mut LengthWork) });
+        assert_eq!(got, expected, "{n} symbols, {} used", freqs.iter().filter(|&&f| f != 0).count());
+    }
 }

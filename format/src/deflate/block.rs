@@ -86,8 +86,9 @@ pub const fn token(dist: usize, value: usize) -> u32 {
 /// Work space for one block's codes.
 #[repr(C)]
 pub struct BlockPlan {
-    lit_lens: [u8; 288],
-    dist_lens: [u8; 32],
+    /// The literal/length and distance code lengths.
+    pub lit_lens: [u8; 288],
+    pub dist_lens: [u8; 32],
     lit_codes: [u16; 288],
     dist_codes: [u16; 32],
     pre_freq: [u32; 19],
@@ -99,7 +100,8 @@ pub struct BlockPlan {
     hlit: u32,
     hdist: u32,
     hclen: u32,
-    work: LengthWork,
+    /// Work space for building the codes.
+    pub work: LengthWork,
 }
 
 impl BlockPlan {
@@ -107,6 +109,12 @@ impl BlockPlan {
     pub fn dynamic_cost(&mut self, f: &Freqs) -> u64 {
         build_lengths(&f.lit, MAX_CODE_LEN, &mut self.lit_lens[..NUM_LITLEN], &mut self.work);
         build_lengths(&f.dist, MAX_CODE_LEN, &mut self.dist_lens[..NUM_DIST], &mut self.work);
+        self.cost_of_lengths(f)
+    }
+
+    /// [`BlockPlan::dynamic_cost`], its literal/length and distance code lengths built (with
+    /// `build_lengths` and [`MAX_CODE_LEN`]).
+    pub fn cost_of_lengths(&mut self, f: &Freqs) -> u64 {
         let mut hlit = NUM_LITLEN;
         while hlit > 257 && self.lit_lens[hlit - 1] == 0 {
             hlit -= 1;
@@ -324,7 +332,11 @@ pub enum BlockKind {
 /// Chooses the smallest way to write a block of `bytes` input bytes with counts `f`, building
 /// its dynamic codes in `plan` on the way.
 pub fn plan_block<S: BitSink>(sink: &S, plan: &mut BlockPlan, f: &Freqs, bytes: usize) -> BlockKind {
-    let dynamic = plan.dynamic_cost(f);
+    choose_block(sink, plan.dynamic_cost(f), f, bytes)
+}
+
+/// [`plan_block`]'s choice, given the block's bits with codes of its own.
+pub fn choose_block<S: BitSink>(sink: &S, dynamic: u64, f: &Freqs, bytes: usize) -> BlockKind {
     let fixed = fixed_cost(f);
     if sink.stored_cost(bytes) <= dynamic.min(fixed) {
         BlockKind::Stored

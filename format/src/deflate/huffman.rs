@@ -13,8 +13,8 @@ pub const MAX_PRECODE_LEN: u32 = 7;
 /// Work space for [`build_lengths`], sized for the largest alphabet.
 #[repr(C)]
 pub struct LengthWork {
-    /// Used symbols as `frequency << 9 | symbol`, sorted.
-    keys: [u32; 288],
+    /// Used symbols' [`sort_key`]s, sorted.
+    pub keys: [u32; 288],
     /// Moffat–Katajainen's in-place tree, then code lengths.
     tree: [u32; 288],
 }
@@ -27,19 +27,33 @@ pub fn build_lengths(freqs: &[u32], limit: u32, lens: &mut [u8], work: &mut Leng
     let mut n = 0;
     for sym in 0..syms {
         lens[sym] = 0;
-        if freqs[sym] != 0 {
-            work.keys[n] = (freqs[sym].min(1 << 22) << 9) | sym as u32;
+        let key = sort_key(sym, freqs[sym]);
+        if key != 0 {
+            work.keys[n] = key;
             n += 1;
         }
     }
+    heap_sort(&mut work.keys[..n]);
+    lengths_of_sorted(n, limit, lens, work);
+}
+
+/// What [`build_lengths`] sorts symbol `sym` used `freq` times by: the frequency (capped) above
+/// the symbol, so that no two are equal; 0 for an unused symbol.
+#[inline(always)]
+pub fn sort_key(sym: usize, freq: u32) -> u32 {
+    if freq == 0 { 0 } else { (freq.min(1 << 22) << 9) | sym as u32 }
+}
+
+/// The rest of [`build_lengths`], once the `n` used symbols' keys are sorted in `work.keys`
+/// and `lens` is zeroed.
+pub fn lengths_of_sorted(n: usize, limit: u32, lens: &mut [u8], work: &mut LengthWork) {
     if n < 2 {
         let used = if n == 1 { (work.keys[0] & 511) as usize } else { 0 };
         lens[used] = 1;
         lens[if used == 0 { 1 } else { 0 }] = 1;
         return;
     }
-    let keys = &mut work.keys[..n];
-    heap_sort(keys);
+    let keys = &work.keys[..n];
     let tree = &mut work.tree[..n];
     for (t, k) in tree.iter_mut().zip(keys.iter()) {
         *t = k >> 9;

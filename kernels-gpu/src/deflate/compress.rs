@@ -14,18 +14,19 @@
 
 use crate::adler32::adler32_chunk;
 use crate::crc32::crc32_chunk;
-use crate::entropy::{BitStream, Field, NO_BIN, count};
+use crate::entropy::{BitStream, Field, NO_BIN, count, unrolled};
 use crate::lz4::{SequenceEncoder, parse_chunk};
 use crate::raw::{bytes, bytes_mut};
 use crate::warp::{WARP_SIZE, Warp, first_lane};
 use crate::{SHARED_BYTES_PER_BLOCK, blocks_per_sm};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::block::{
-    BitSink, BlockKind, BlockPlan, Estimate, NUM_SYMBOLS, plan_block, stored_cost, stored_pieces, token,
+    BitSink, BlockKind, BlockPlan, Estimate, NUM_SYMBOLS, choose_block, stored_cost, stored_pieces, token,
     write_huffman_header, write_stored_header,
 };
 use ferrocomp_format::deflate::compress::{Blocks, CompressScratch, FAST_RULES, SEGMENT, match_pieces};
-use ferrocomp_format::deflate::tables::{NUM_LITLEN, dist_slot, length_slot_in};
+use ferrocomp_format::deflate::huffman::{LengthWork, MAX_CODE_LEN, lengths_of_sorted, sort_key};
+use ferrocomp_format::deflate::tables::{NUM_DIST, NUM_LITLEN, dist_slot, length_slot_in};
 use ferrocomp_format::deflate::{self, MAX_CHUNK_SIZE, Wrapper, wrapper};
 
 /// Bytes of shared memory each warp of the compress kernel needs (level 1's hash table).
@@ -199,8 +200,17 @@ impl<W: Warp> TokenCoder<'_, W> {
         let (warp, lane) = (self.warp, self.warp.lane());
         let blocks = self.blocks;
         let plan = unsafe { &raw mut (*blocks).plan };
+        let f = unsafe { &raw const (*blocks).block };
+        unsafe {
+            let (lit, dist, work) = (&raw mut (*plan).lit_lens, &raw mut (*plan).dist_lens, &raw mut (*plan).work);
+            build_lengths(warp, &raw const (*f).lit as _, NUM_LITLEN, lit as _, work);
+            build_lengths(warp, &raw const (*f).dist as _, NUM_DIST, dist as _, work);
+        }
         let kind = match lane {
-            0 => unsafe { plan_block(&LaneSink(&mut self.stream), &mut *plan, &(*blocks).block, end - start) },
+            0 => unsafe {
+                let dynamic = (*plan).cost_of_lengths(&*f);
+                choose_block(&LaneSink(&mut self.stream), dynamic, &*f, end - start)
+            },
             _ => BlockKind::Stored,
         };
         if warp.ballot(lane == 0 && kind == BlockKind::Stored) != 0 {
@@ -253,6 +263,48 @@ impl<W: Warp> SequenceEncoder for TokenCoder<'_, W> {
         unsafe { self.literals(literals, count) };
         Ok(())
     }
+}
+
+/// The format's `build_lengths` of the `syms` counts at `freqs` (at most 288) into `lens`, with
+/// codes of at most `MAX_CODE_LEN` bits: each lane ranks its nine symbols among the used ones
+/// (all keys differ), so that the sorted keys land in `work` at once, and the first lane builds
+/// the code from them.
+///
+/// # Safety
+/// `freqs` must be readable for `syms` counts; `lens` (`syms` bytes) and `work` writable, by
+/// this warp alone.
+pub unsafe fn build_lengths<W: Warp>(warp: &W, freqs: *const u32, syms: usize, lens: *mut u8, work: *mut LengthWork) {
+    const PER_LANE: usize = 288 / WARP_SIZE as usize;
+    let lane = warp.lane() as usize;
+    let mut keys = [0; PER_LANE];
+    unrolled::<PER_LANE>(|k| {
+        let sym = lane + k * WARP_SIZE as usize;
+        if sym < syms {
+            keys[k] = sort_key(sym, unsafe { *freqs.add(sym) });
+            unsafe { *lens.add(sym) = 0 };
+        }
+    });
+    let (mut ranks, mut n) = ([0u32; PER_LANE], 0);
+    unrolled::<PER_LANE>(|k| {
+        let mut used = warp.ballot(keys[k] != 0);
+        n += used.count_ones() as usize;
+        while used != 0 {
+            let other = warp.shuffle(keys[k], used.trailing_zeros());
+            used &= used - 1;
+            unrolled::<PER_LANE>(|j| ranks[j] += (other < keys[j]) as u32);
+        }
+    });
+    let sorted = unsafe { &raw mut (*work).keys } as *mut u32;
+    unrolled::<PER_LANE>(|k| {
+        if keys[k] != 0 {
+            unsafe { *sorted.add(ranks[k] as usize) = keys[k] };
+        }
+    });
+    warp.sync(); // the sorted keys and the zeroed lengths are visible to the first lane
+    if lane == 0 {
+        unsafe { lengths_of_sorted(n, MAX_CODE_LEN, bytes_mut(lens, syms), &mut *work) };
+    }
+    warp.sync(); // the lengths are visible to every lane
 }
 
 /// The cost estimates of the segment and of the block with it, each lane adding every 32nd

@@ -79,14 +79,16 @@ pub unsafe fn compress_chunk<W: Warp>(
         unsafe { (*blocks).clear() };
     }
     warp.sync(); // the cleared counts are visible to every lane
-    let mut coder = TokenCoder { warp, input, blocks, stream, pos: 0, block_tokens: 0, seg_tokens: 0 };
+    let mut writer = BlockWriter { warp, input, blocks, stream };
+    let tokens = writer.tokens();
+    let mut coder = TokenCoder { warp, tokens, writer: &mut writer, pos: 0, block_tokens: 0, seg_tokens: 0 };
     if level == 0 {
         unsafe { coder.literals(input, n) };
     } else {
         unsafe { parse_chunk(warp, input, n, table, FAST_RULES, &mut coder)? };
     }
     unsafe { coder.finish(n) };
-    let len = header.len() + coder.stream.finish(warp)?;
+    let len = header.len() + writer.stream.finish(warp)?;
     let (trailer, trailer_len) = match wrapper {
         Wrapper::Raw => ([0; 8], 0),
         Wrapper::Zlib => (u64::from(unsafe { adler32_chunk(warp, input, n) }.swap_bytes()).to_le_bytes(), 4),
@@ -102,13 +104,13 @@ pub unsafe fn compress_chunk<W: Warp>(
     if total > capacity { Err(Status::OutputTooSmall) } else { Ok(total) }
 }
 
-/// Gathers a chunk's tokens into segments and blocks, and writes the blocks. Every lane makes
-/// each call, and holds the same counts.
-struct TokenCoder<'w, W> {
+/// Gathers a chunk's tokens into segments and blocks: the counts the parse updates, kept in
+/// registers, apart from the [`BlockWriter`] that closes segments and writes blocks. Every lane
+/// makes each call, and holds the same counts.
+struct TokenCoder<'a, 'w, W> {
     warp: &'w W,
-    input: *const u8,
-    blocks: *mut Blocks,
-    stream: BitStream,
+    tokens: *mut u32,
+    writer: &'a mut BlockWriter<'w, W>,
     /// Input offset of the next token.
     pos: usize,
     /// The block's tokens and the segment's, as the first lane's `blocks` counts them.
@@ -116,17 +118,13 @@ struct TokenCoder<'w, W> {
     seg_tokens: usize,
 }
 
-impl<W: Warp> TokenCoder<'_, W> {
-    fn tokens(&self) -> *mut u32 {
-        unsafe { &raw mut (*self.blocks).tokens as *mut u32 }
-    }
-
+impl<W: Warp> TokenCoder<'_, '_, W> {
     /// Adds the `count` bytes at `literals` as literal tokens, 32 a step.
     unsafe fn literals(&mut self, literals: *const u8, count: usize) {
         let mut done = 0;
         while done < count {
             let k = (SEGMENT - self.seg_tokens).min(count - done);
-            let at = unsafe { self.tokens().add(self.block_tokens + self.seg_tokens) };
+            let at = unsafe { self.tokens.add(self.block_tokens + self.seg_tokens) };
             self.warp.for_each_strided(k, |i| unsafe { *at.add(i) = token(0, *literals.add(done + i) as usize) });
             (done, self.seg_tokens, self.pos) = (done + k, self.seg_tokens + k, self.pos + k);
             if self.seg_tokens == SEGMENT {
@@ -139,7 +137,7 @@ impl<W: Warp> TokenCoder<'_, W> {
     unsafe fn matched(&mut self, dist: usize, len: usize) {
         for piece in match_pieces(len) {
             if self.warp.lane() == 0 {
-                unsafe { *self.tokens().add(self.block_tokens + self.seg_tokens) = token(dist, piece) };
+                unsafe { *self.tokens.add(self.block_tokens + self.seg_tokens) = token(dist, piece) };
             }
             (self.seg_tokens, self.pos) = (self.seg_tokens + 1, self.pos + piece);
             if self.seg_tokens == SEGMENT {
@@ -148,35 +146,64 @@ impl<W: Warp> TokenCoder<'_, W> {
         }
     }
 
-    /// Ends the segment at the current position: the lanes count its symbols and estimate the
-    /// costs, the first lane decides, and the block before it is written if it does not join it.
     unsafe fn close_segment(&mut self) {
+        self.block_tokens = unsafe { self.writer.close_segment(self.pos, self.block_tokens, self.seg_tokens) };
+        self.seg_tokens = 0;
+    }
+
+    /// Writes the last block, the chunk's `n` bytes all parsed.
+    unsafe fn finish(&mut self, n: usize) {
+        if self.seg_tokens > 0 {
+            unsafe { self.close_segment() };
+        }
+        let start = unsafe { self.writer.first_lane(|b| b.block_start) };
+        unsafe { self.writer.write_block(self.block_tokens, start, n, true) };
+    }
+}
+
+/// Closes segments and writes blocks into the chunk's one bit stream: the rare work, kept out
+/// of the parse's loop (and its registers).
+struct BlockWriter<'w, W> {
+    warp: &'w W,
+    input: *const u8,
+    blocks: *mut Blocks,
+    stream: BitStream,
+}
+
+impl<W: Warp> BlockWriter<'_, W> {
+    fn tokens(&self) -> *mut u32 {
+        unsafe { &raw mut (*self.blocks).tokens as *mut u32 }
+    }
+
+    /// Ends the segment of `seg_tokens` tokens after the block's `block_tokens`, at input offset
+    /// `pos`: the lanes count its symbols and estimate the costs, the first lane decides, and the
+    /// block before it is written if it does not join it. Returns the block's tokens now.
+    #[inline(never)]
+    unsafe fn close_segment(&mut self, pos: usize, block_tokens: usize, seg_tokens: usize) -> usize {
         let warp = self.warp;
         warp.sync(); // the segment's tokens are visible to every lane
-        let (tokens, first) = (self.tokens(), self.block_tokens);
+        let tokens = self.tokens();
         let seg = unsafe { &raw mut (*self.blocks).seg } as *mut u32;
-        unsafe { count(warp, self.seg_tokens, |i| symbol_bins(*tokens.add(first + i)), seg) };
+        unsafe { count(warp, seg_tokens, |i| symbol_bins(*tokens.add(block_tokens + i)), seg) };
         warp.sync(); // the counts are visible to every lane
         let (seg_estimate, merged_estimate) = estimates(warp, unsafe { &*self.blocks });
         let write = warp.lane() == 0 && {
             let blocks = unsafe { &mut *self.blocks };
-            blocks.seg_tokens = self.seg_tokens;
-            blocks.close_estimated_segment(&LaneSink(&mut self.stream), self.pos, seg_estimate, merged_estimate)
+            blocks.seg_tokens = seg_tokens;
+            blocks.close_estimated_segment(&LaneSink(&mut self.stream), pos, seg_estimate, merged_estimate)
         };
         if warp.ballot(write) != 0 {
             let (start, end) = unsafe { (self.first_lane(|b| b.block_start), self.first_lane(|b| b.seg_start)) };
-            unsafe { self.write_block(start, end, false) };
+            unsafe { self.write_block(block_tokens, start, end, false) };
             // A block written here holds whole segments, so the segment does not overlap where it goes.
-            let (from, count) = (self.block_tokens, self.seg_tokens);
-            warp.for_each_strided(count, |i| unsafe { *tokens.add(i) = *tokens.add(from + i) });
+            warp.for_each_strided(seg_tokens, |i| unsafe { *tokens.add(i) = *tokens.add(block_tokens + i) });
             warp.sync();
             if warp.lane() == 0 {
-                unsafe { (*self.blocks).start_block(self.pos) };
+                unsafe { (*self.blocks).start_block(pos) };
             }
         }
         warp.sync();
-        self.block_tokens = unsafe { self.first_lane(|b| b.block_tokens) };
-        self.seg_tokens = 0;
+        unsafe { self.first_lane(|b| b.block_tokens) }
     }
 
     /// `field` of the first lane's `blocks`, in every lane.
@@ -185,18 +212,10 @@ impl<W: Warp> TokenCoder<'_, W> {
         self.warp.shuffle(value as u32, 0) as usize
     }
 
-    /// Writes the last block, the chunk's `n` bytes all parsed.
-    unsafe fn finish(&mut self, n: usize) {
-        if self.seg_tokens > 0 {
-            unsafe { self.close_segment() };
-        }
-        let start = unsafe { self.first_lane(|b| b.block_start) };
-        unsafe { self.write_block(start, n, true) };
-    }
-
-    /// Writes the block of the first `block_tokens` tokens, which encode the input's bytes
-    /// `start..end`, as the format crate's `write_block` does.
-    unsafe fn write_block(&mut self, start: usize, end: usize, last: bool) {
+    /// Writes the block of the first `count` tokens, which encode the input's bytes `start..end`,
+    /// as the format crate's `write_block` does.
+    #[inline(never)]
+    unsafe fn write_block(&mut self, count: usize, start: usize, end: usize, last: bool) {
         let (warp, lane) = (self.warp, self.warp.lane());
         let blocks = self.blocks;
         let plan = unsafe { &raw mut (*blocks).plan };
@@ -230,7 +249,7 @@ impl<W: Warp> TokenCoder<'_, W> {
         }
         self.stream.share(warp, 0);
         warp.sync(); // the codes are visible to every lane
-        let (plan, tokens, count) = (unsafe { &*plan }, self.tokens(), self.block_tokens);
+        let (plan, tokens) = (unsafe { &*plan }, self.tokens());
         for base in (0..count).step_by(32) {
             let i = base + lane as usize;
             let fields = if i < count { token_fields(plan, unsafe { *tokens.add(i) }) } else { [(0, 0); 2] };
@@ -244,7 +263,7 @@ impl<W: Warp> TokenCoder<'_, W> {
     }
 }
 
-impl<W: Warp> SequenceEncoder for TokenCoder<'_, W> {
+impl<W: Warp> SequenceEncoder for TokenCoder<'_, '_, W> {
     unsafe fn sequence(
         &mut self,
         literals: *const u8,

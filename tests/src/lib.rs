@@ -36,6 +36,17 @@ pub fn short_repeats_bytes(n: usize, seed: u64) -> Vec<u8> {
     out
 }
 
+/// `n` bytes (a multiple of 4) of cumulative sums of small random steps as little-endian int32,
+/// as the bench's int32 set: short matches close together.
+pub fn int32_bytes(n: usize) -> Vec<u8> {
+    let steps = random_bytes(n / 4, 21);
+    steps
+        .iter()
+        .scan(0u32, |sum, &step| Some(std::mem::replace(sum, *sum + (step % 50) as u32)))
+        .flat_map(u32::to_le_bytes)
+        .collect()
+}
+
 /// `n` bytes of text-like data (words drawn from a small vocabulary) from `seed`.
 pub fn text_bytes(n: usize, seed: u64) -> Vec<u8> {
     const WORDS: [&str; 16] = [

@@ -8,7 +8,7 @@ use ferrocomp_format::deflate::tables::{NUM_DIST, NUM_LITLEN};
 use ferrocomp_format::deflate::{self, CompressScratch, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, max_compressed_size};
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
 use ferrocomp_kernels_gpu::emulated;
-use ferrocomp_tests::{random_bytes, text_bytes};
+use ferrocomp_tests::{int32_bytes, random_bytes, text_bytes};
 use std::io::Read;
 
 const WRAPPERS: [Wrapper; 3] = [Wrapper::Raw, Wrapper::Zlib, Wrapper::Gzip];
@@ -60,16 +60,6 @@ fn zlib_rs_decode(stream: &[u8], wrapper: Wrapper) -> Vec<u8> {
     }
     .expect("zlib-rs decodes the stream");
     out
-}
-
-/// Cumulative sums of small random steps as little-endian int32, as the bench's int32 set.
-fn int32_bytes(n: usize) -> Vec<u8> {
-    let steps = random_bytes(n / 4, 21);
-    steps
-        .iter()
-        .scan(0u32, |sum, &step| Some(std::mem::replace(sum, *sum + (step % 50) as u32)))
-        .flat_map(u32::to_le_bytes)
-        .collect()
 }
 
 fn inputs() -> Vec<Vec<u8>> {

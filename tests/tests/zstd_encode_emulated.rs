@@ -7,7 +7,7 @@ use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::encode::{
     COMPRESS_SCRATCH_BYTES_PER_WARP, COMPRESS_SHARED_BYTES_PER_WARP, compress_chunk, compress_scratch_bytes_per_warp,
 };
-use ferrocomp_tests::{random_bytes, text_bytes};
+use ferrocomp_tests::{int32_bytes, random_bytes, text_bytes};
 
 /// Bytes after a warp's scratch share that it must leave alone.
 const GUARD: usize = 4096;
@@ -62,17 +62,6 @@ fn float32_bytes(n: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Cumulative sums of small random steps as little-endian int32, as the bench's int32 set: short
-/// matches close together, so later matches of a batch extend backward.
-fn int32_bytes(n: usize) -> Vec<u8> {
-    let steps = random_bytes(n / 4, 21);
-    steps
-        .iter()
-        .scan(0u32, |sum, &step| Some(std::mem::replace(sum, *sum + (step % 50) as u32)))
-        .flat_map(u32::to_le_bytes)
-        .collect()
-}
-
 fn inputs() -> Vec<Vec<u8>> {
     // Two blocks: text, noise and a long run, then a short text block.
     let mut mixed = text_bytes(8000, 3);
@@ -90,7 +79,7 @@ fn inputs() -> Vec<Vec<u8>> {
         random_bytes(3001, 2),
         vec![9; MAX_BLOCK_SIZE + 5],
         float32_bytes(20_000),
-        int32_bytes(40_000),
+        int32_bytes(40_000), // short matches close together: later matches of a batch extend backward
         skewed,
         text_bytes(MAX_BLOCK_SIZE, 6),
         mixed,

@@ -32,8 +32,8 @@ struct Matcher {
 }
 
 /// The current block and the segment being gathered, and the work space to cost and write them.
-/// Tokens go in after the block's ([`Blocks::segment_tokens`]); after [`SEGMENT`] of them, or
-/// at the end, [`Blocks::close_segment`] decides whether the segment joins the block.
+/// The segment's tokens go in after the block's; after [`SEGMENT`] of them, or at the end,
+/// [`Blocks::close_segment`] decides whether the segment joins the block.
 #[repr(C)]
 pub struct Blocks {
     /// The block's tokens, then the segment's.
@@ -59,11 +59,6 @@ impl Blocks {
         self.block.clear();
         self.seg.clear();
         (self.block_tokens, self.seg_tokens, self.block_start, self.seg_start, self.block_cost) = (0, 0, 0, 0, 0);
-    }
-
-    /// Where the segment's tokens go.
-    pub fn segment_tokens(&mut self) -> &mut [u32] {
-        &mut self.tokens[self.block_tokens..self.block_tokens + SEGMENT]
     }
 
     /// Closes the segment ending at input offset `end` (its tokens and counts in): merges it into
@@ -113,7 +108,7 @@ impl Blocks {
     }
 
     /// Where the segment's tokens are, which must move to the front once the block is written.
-    pub fn segment_span(&self) -> core::ops::Range<usize> {
+    fn segment_span(&self) -> core::ops::Range<usize> {
         self.block_tokens..self.block_tokens + self.seg_tokens
     }
 

@@ -8,7 +8,7 @@
 //! only says where each item's bits go.
 
 use crate::Status;
-use crate::deflate::block::BitSink;
+use crate::deflate::block::{BitSink, StreamKind};
 use crate::deflate::inflate::{BitSource, Block, CountOut, Output, SliceOut, Symbol, litlen, read_block_header};
 use crate::deflate::{self, CompressScratch, DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE};
 
@@ -228,96 +228,130 @@ impl BitSource for SubStreams<'_> {
     }
 }
 
-/// One sub-stream as the writer fills it: bits not yet written out, the packet they go to, and
-/// how many bits the decoder's lane will hold here (to reserve packets exactly when it refills).
+/// One sub-stream as the writer fills it: bits not yet written out, the packet they go to, the
+/// one reserved after it, and how many bits the decoder's lane holds at this point (so that
+/// packets are reserved exactly when the decoder refills). A warp's lane holds one of these, the
+/// scalar writer all 32.
 #[derive(Clone, Copy)]
-struct WriterLane {
+pub struct SubStream {
     buf: u64,
     count: u32,
     /// Offset of the packet being filled, and of the one reserved after it (`NONE`: none yet).
     slot: u32,
     next_slot: u32,
-    /// Bits the decoding lane holds at this point.
     lane_bits: u32,
-    /// A match's distance code and extra bits, due in the lane's turn in round `copy_round`
-    /// (0: none).
-    copy_bits: u32,
-    copy_n: u32,
-    copy_round: u32,
 }
 
 const NONE: u32 = u32::MAX;
+
+impl SubStream {
+    /// The sub-stream of the page's `lane`th packet, which the decoder's lane starts with.
+    pub fn new(lane: usize) -> Self {
+        Self { buf: 0, count: 0, slot: (lane * 4) as u32, next_slot: NONE, lane_bits: PACKET_BITS }
+    }
+
+    /// Packets (0, 1 or 2) that [`SubStream::add`] of `n` bits reserves.
+    #[inline(always)]
+    pub fn packets_needed(&self, n: u32) -> u32 {
+        let full = self.count + n >= PACKET_BITS;
+        let first = full && self.next_slot == NONE;
+        let next_after = if full { NONE } else { self.next_slot };
+        let lane_bits = self.lane_bits - n + if first { PACKET_BITS } else { 0 };
+        first as u32 + (lane_bits < LOW_WATER && next_after == NONE) as u32
+    }
+
+    /// Appends `n` ≤ 31 bits, taking the packets it reserves from offset `fresh` on; returns
+    /// the packet it fills, if any, as (offset, word).
+    #[inline(always)]
+    pub fn add(&mut self, bits: u32, n: u32, mut fresh: u32) -> Option<(u32, u32)> {
+        let mut reserve = || {
+            fresh += 4;
+            fresh - 4
+        };
+        self.buf |= (bits as u64) << self.count;
+        self.count += n;
+        self.lane_bits -= n;
+        let mut filled = None;
+        if self.count >= PACKET_BITS {
+            if self.next_slot == NONE {
+                self.next_slot = reserve();
+                self.lane_bits += PACKET_BITS;
+            }
+            filled = Some((self.slot, self.buf as u32));
+            self.buf >>= PACKET_BITS;
+            self.count -= PACKET_BITS;
+            (self.slot, self.next_slot) = (self.next_slot, NONE);
+        }
+        // The decoder refills here: the packet it will read is the next one of the page.
+        if self.lane_bits < LOW_WATER && self.next_slot == NONE {
+            self.next_slot = reserve();
+            self.lane_bits += PACKET_BITS;
+        }
+        filled
+    }
+
+    /// The packets the page ends with: the one being filled, with its bits, and the one
+    /// reserved after it, if any, empty. (offset, word) each.
+    pub fn last_packets(&self) -> [Option<(u32, u32)>; 2] {
+        [Some((self.slot, self.buf as u32)), (self.next_slot != NONE).then_some((self.next_slot, 0))]
+    }
+}
+
+/// Bits that storing `len` bytes takes in a page, in blocks of at most 65535 bytes.
+pub fn stored_cost(len: usize) -> u64 {
+    let mut bits = 3 + STORED_LEN_BITS as u64 + 8 * len as u64;
+    let mut rest = len;
+    while rest > 65535 {
+        rest -= 65535;
+        bits += 3 + STORED_LEN_BITS as u64;
+    }
+    bits
+}
+
+/// A stored block's LEN: 16 bits, no NLEN, no alignment.
+pub const STORED_LEN_BITS: u32 = 16;
+
+/// A match's distance code and extra bits, due in its lane's turn in round `round` (0: none).
+#[derive(Clone, Copy, Default)]
+struct Due {
+    bits: u32,
+    n: u32,
+    round: u32,
+}
 
 /// GDeflate's [`BitSink`]: a page of 32 sub-streams. Block headers go to sub-stream 0; the
 /// items of a dynamic header go to the sub-streams in turn from 0; the symbols go in rounds,
 /// one per lane, a match's distance to the same lane one round after its length.
 struct SubStreamWriter<'a> {
     out: &'a mut [u8],
-    lanes: [WriterLane; LANES],
+    lanes: [SubStream; LANES],
+    due: [Due; LANES],
     /// Where the next reserved packet goes.
     next: usize,
     lane: usize,
     round: u32,
-    overflow: bool,
 }
 
 impl<'a> SubStreamWriter<'a> {
     fn new(out: &'a mut [u8]) -> Self {
-        let lane = WriterLane {
-            buf: 0,
-            count: 0,
-            slot: 0,
-            next_slot: NONE,
-            lane_bits: PACKET_BITS,
-            copy_bits: 0,
-            copy_n: 0,
-            copy_round: 0,
-        };
-        let mut w = Self { out, lanes: [lane; LANES], next: 0, lane: 0, round: 1, overflow: false };
-        for n in 0..LANES {
-            w.lanes[n].slot = w.reserve();
-        }
-        w
+        let lanes = core::array::from_fn(SubStream::new);
+        Self { out, lanes, due: [Due::default(); LANES], next: LANES * 4, lane: 0, round: 1 }
     }
 
-    /// Takes the next packet of the page (zeroed).
-    fn reserve(&mut self) -> u32 {
-        let at = self.next;
-        self.write(at, 0);
-        self.next += 4;
-        at as u32
-    }
-
-    fn write(&mut self, at: usize, word: u32) {
-        match self.out.get_mut(at..at + 4) {
-            Some(dst) => dst.copy_from_slice(&word.to_le_bytes()),
-            None => self.overflow = true,
+    fn write(&mut self, (at, word): (u32, u32)) {
+        if let Some(dst) = self.out.get_mut(at as usize..at as usize + 4) {
+            dst.copy_from_slice(&word.to_le_bytes());
         }
     }
 
     /// Appends `n` ≤ 31 bits to the current lane.
     fn add(&mut self, bits: u32, n: u32) {
-        let i = self.lane & (LANES - 1);
-        let mut l = self.lanes[i];
-        l.buf |= (bits as u64) << l.count;
-        l.count += n;
-        l.lane_bits = l.lane_bits.wrapping_sub(n);
-        if l.count >= PACKET_BITS {
-            if l.next_slot == NONE {
-                l.next_slot = self.reserve();
-                l.lane_bits += PACKET_BITS;
-            }
-            self.write(l.slot as usize, l.buf as u32);
-            l.buf >>= PACKET_BITS;
-            l.count -= PACKET_BITS;
-            (l.slot, l.next_slot) = (l.next_slot, NONE);
+        let lane = &mut self.lanes[self.lane & (LANES - 1)];
+        let fresh = self.next as u32;
+        self.next += 4 * lane.packets_needed(n) as usize;
+        if let Some(packet) = lane.add(bits, n, fresh) {
+            self.write(packet);
         }
-        // The decoder refills here: the packet it will read is the next one of the page.
-        if l.lane_bits < LOW_WATER && l.next_slot == NONE {
-            l.next_slot = self.reserve();
-            l.lane_bits += PACKET_BITS;
-        }
-        self.lanes[i] = l;
     }
 
     fn advance(&mut self) {
@@ -327,37 +361,50 @@ impl<'a> SubStreamWriter<'a> {
         }
     }
 
+    /// Writes the distance due in this round for the current lane, if any.
+    fn take_due(&mut self, round: u32) -> bool {
+        let due = self.due[self.lane];
+        if round == 0 || due.round != round {
+            return false;
+        }
+        self.due[self.lane].round = 0;
+        self.add(due.bits, due.n);
+        true
+    }
+
     /// Writes the distances due in this round for the lanes from the current one on, each
     /// taking its lane's turn.
     fn due_distances(&mut self) {
-        while self.round > 1 && self.lanes[self.lane].copy_round == self.round - 1 {
-            let l = &mut self.lanes[self.lane];
-            l.copy_round = 0;
-            let (bits, n) = (l.copy_bits, l.copy_n);
-            self.add(bits, n);
+        while self.take_due(self.round - 1) {
             self.advance();
         }
     }
 
-    /// Flushes every lane's last bits; returns the page size.
+    /// Flushes every lane's last bits; returns the page size. Every packet reserved is written,
+    /// the last at `next - 4`: the page fits if that one did.
     fn finish(mut self) -> Result<usize, Status> {
         for n in 0..LANES {
-            let (slot, buf) = (self.lanes[n].slot, self.lanes[n].buf);
-            self.write(slot as usize, buf as u32);
+            for packet in self.lanes[n].last_packets().into_iter().flatten() {
+                self.write(packet);
+            }
         }
-        if self.overflow { Err(Status::OutputTooSmall) } else { Ok(self.next) }
+        if self.next > self.out.len() { Err(Status::OutputTooSmall) } else { Ok(self.next) }
+    }
+}
+
+impl StreamKind for SubStreamWriter<'_> {
+    const DEFLATE64: bool = true;
+
+    fn stored_cost(&self, len: usize) -> u64 {
+        stored_cost(len)
     }
 }
 
 impl BitSink for SubStreamWriter<'_> {
-    const DEFLATE64: bool = true;
-
     fn restart(&mut self) {
         self.lane = 0;
         self.round = 1;
-        for l in &mut self.lanes {
-            l.copy_round = 0;
-        }
+        self.due = [Due::default(); LANES];
     }
 
     fn header(&mut self, bits: u32, n: u32) {
@@ -378,8 +425,7 @@ impl BitSink for SubStreamWriter<'_> {
     fn matched(&mut self, length: u32, length_n: u32, dist: u32, dist_n: u32) {
         self.due_distances();
         self.add(length, length_n);
-        let l = &mut self.lanes[self.lane];
-        (l.copy_bits, l.copy_n, l.copy_round) = (dist, dist_n, self.round);
+        self.due[self.lane] = Due { bits: dist, n: dist_n, round: self.round };
         self.advance();
     }
 
@@ -390,18 +436,14 @@ impl BitSink for SubStreamWriter<'_> {
         self.add(code, n);
         self.advance();
         let (split, round) = (self.lane, self.round);
-        for n in (split..LANES).chain(0..split) {
-            let l = self.lanes[n];
-            let due = if n >= split { round > 1 && l.copy_round == round - 1 } else { l.copy_round == round };
-            if due {
-                self.lane = n;
-                self.add(l.copy_bits, l.copy_n);
-            }
+        for lane in (split..LANES).chain(0..split) {
+            self.lane = lane;
+            self.take_due(if lane >= split { round - 1 } else { round });
         }
     }
 
     fn stored_header(&mut self, len: u16) {
-        self.add(len as u32, 16);
+        self.add(len as u32, STORED_LEN_BITS);
     }
 
     fn stored_bytes(&mut self, data: &[u8]) {
@@ -409,15 +451,5 @@ impl BitSink for SubStreamWriter<'_> {
             self.add(byte as u32, 8);
             self.advance();
         }
-    }
-
-    fn stored_cost(&self, len: usize) -> u64 {
-        let mut bits = 3 + 16 + 8 * len as u64;
-        let mut rest = len;
-        while rest > 65535 {
-            rest -= 65535;
-            bits += 3 + 16;
-        }
-        bits
     }
 }

@@ -38,6 +38,7 @@ pub use warp::Warp;
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),
     ("deflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
+    ("gdeflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("gdeflate_decompress", deflate::DECODE_WARPS * 32, gdeflate::DECOMPRESS_BLOCKS_PER_SM),
     ("zstd_decompress", zstd::DECOMPRESS_WARPS * 32, zstd::DECOMPRESS_BLOCKS_PER_SM),
     ("zstd_decompressed_sizes", zstd::SIZES_WARPS * 32, ZSTD_SIZES_BLOCKS),

@@ -20,6 +20,20 @@ pub fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
     (0..n).map(|_| (next() >> 24) as u8).collect()
 }
 
+/// A `T` filled with garbage bytes, for scratch whose owner says any contents are a valid
+/// starting state: neither side of a comparison may depend on what it held before.
+///
+/// # Safety
+/// Every bit pattern must be a valid `T` (plain integers).
+pub unsafe fn garbage<T>() -> Box<T> {
+    let mut boxed: Box<T> = unsafe { Box::new_zeroed().assume_init() };
+    let bytes = unsafe { std::slice::from_raw_parts_mut(&mut *boxed as *mut T as *mut u8, size_of::<T>()) };
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = (i.wrapping_mul(0x9E37_79B9) >> 13) as u8;
+    }
+    boxed
+}
+
 /// `n` bytes of short repeats from `seed`: patterns of 1 to 12 bytes, each repeated to 4 to 40
 /// bytes, then a random byte, so that an LZ77 stream of them is mostly short matches whose
 /// offsets are below a warp's 32 bytes, each reading the bytes just before it.

@@ -8,7 +8,7 @@ use ferrocomp_format::deflate::tables::{NUM_DIST, NUM_LITLEN};
 use ferrocomp_format::deflate::{self, CompressScratch, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, max_compressed_size};
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
 use ferrocomp_kernels_gpu::emulated;
-use ferrocomp_tests::{int32_bytes, random_bytes, text_bytes};
+use ferrocomp_tests::{garbage, int32_bytes, random_bytes, text_bytes};
 use std::io::Read;
 
 const WRAPPERS: [Wrapper; 3] = [Wrapper::Raw, Wrapper::Zlib, Wrapper::Gzip];
@@ -20,22 +20,10 @@ fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
     first
 }
 
-/// Scratch filled with garbage: neither side may depend on what it held before.
-fn garbage_scratch() -> Box<CompressScratch> {
-    let mut scratch: Box<CompressScratch> = unsafe { Box::new_zeroed().assume_init() };
-    let bytes = unsafe {
-        std::slice::from_raw_parts_mut(&mut *scratch as *mut CompressScratch as *mut u8, size_of::<CompressScratch>())
-    };
-    for (i, byte) in bytes.iter_mut().enumerate() {
-        *byte = (i.wrapping_mul(0x9E37_79B9) >> 13) as u8;
-    }
-    scratch
-}
-
 fn warp_compress(input: &[u8], level: u8, wrapper: Wrapper, capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];
     let mut table = vec![0x5A5Au16; COMPRESS_SHARED_BYTES_PER_WARP / 2];
-    let mut scratch = garbage_scratch();
+    let mut scratch = unsafe { garbage::<CompressScratch>() };
     let (i, n, o) = (input.as_ptr() as usize, input.len(), out.as_mut_ptr() as usize);
     let (t, s) = (table.as_mut_ptr() as usize, &mut *scratch as *mut CompressScratch as usize);
     let result = agreed(emulated::run(|warp| unsafe {
@@ -46,7 +34,7 @@ fn warp_compress(input: &[u8], level: u8, wrapper: Wrapper, capacity: usize) -> 
 }
 
 fn scalar_compress(input: &[u8], level: u8, wrapper: Wrapper, capacity: usize) -> Result<Vec<u8>, Status> {
-    let mut scratch = garbage_scratch();
+    let mut scratch = unsafe { garbage::<CompressScratch>() };
     let mut out = vec![0u8; capacity];
     deflate::compress(input, level, wrapper, &mut scratch, &mut out).map(|n| out[..n].to_vec())
 }

@@ -1,13 +1,15 @@
-//! GDeflate's warp decoder and the warp-built Huffman tables on an emulated warp: the bytes and
-//! statuses of the format crate's scalar decoder and tables, on our pages at every level, on
+//! GDeflate's warp kernels on an emulated warp: the compressor writes the format crate's pages
+//! byte for byte (and its statuses); the decoder and the warp-built Huffman tables give the bytes
+//! and statuses of the format crate's scalar decoder and tables, on our pages at every level, on
 //! pages of every block type, and on damaged ones.
 
 use ferrocomp_format::Status;
+use ferrocomp_format::deflate::compress::FAST_RULES;
 use ferrocomp_format::deflate::huffman::{self, Alphabet, DIST_ROOT, LITLEN_ROOT, PRECODE_ROOT};
 use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL};
 use ferrocomp_format::gdeflate;
 use ferrocomp_kernels_gpu::{deflate as gpu_deflate, emulated, gdeflate as gpu_gdeflate};
-use ferrocomp_tests::{random_bytes, random_u64s, text_bytes};
+use ferrocomp_tests::{garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
 
 /// Every lane's result, which must all agree.
 fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
@@ -22,12 +24,29 @@ fn boxed_tables() -> Box<DecodeTables> {
 }
 
 fn page(input: &[u8], level: u8) -> Vec<u8> {
-    // SAFETY: the scratch is plain integers, valid zeroed.
-    let mut scratch: Box<CompressScratch> = unsafe { Box::new_zeroed().assume_init() };
-    let mut out = vec![0u8; gdeflate::max_compressed_size(input.len())];
-    let n = gdeflate::compress(input, level, &mut scratch, &mut out).unwrap();
-    out.truncate(n);
-    out
+    scalar_compress(input, level, gdeflate::max_compressed_size(input.len())).unwrap()
+}
+
+fn scalar_compress(input: &[u8], level: u8, capacity: usize) -> Result<Vec<u8>, Status> {
+    // SAFETY: the scratch is plain integers.
+    let mut scratch = unsafe { garbage::<CompressScratch>() };
+    let mut out = vec![0u8; capacity];
+    gdeflate::compress(input, level, &mut scratch, &mut out).map(|n| out[..n].to_vec())
+}
+
+/// The warp's page of `input` in `capacity` bytes, written `misalign` bytes into its buffer.
+fn warp_compress(input: &[u8], level: u8, capacity: usize, misalign: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0xA5u8; capacity + misalign];
+    let mut table = vec![0x5A5Au16; FAST_RULES.table_entries()];
+    // SAFETY: the scratch is plain integers.
+    let mut scratch = unsafe { garbage::<CompressScratch>() };
+    let (i, n, o) = (input.as_ptr() as usize, input.len(), out[misalign..].as_mut_ptr() as usize);
+    let (t, s) = (table.as_mut_ptr() as usize, &mut *scratch as *mut CompressScratch as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        let (input, out, table, scratch) = (i as *const u8, o as *mut u8, t as *mut u16, s as *mut CompressScratch);
+        gpu_gdeflate::compress::compress_page(warp, input, n, level, scratch, table, out, capacity)
+    }));
+    result.map(|n| out[misalign..misalign + n].to_vec())
 }
 
 /// The warp's decode into `capacity` bytes (or its count, with `None`).
@@ -82,6 +101,41 @@ fn inputs() -> Vec<(&'static str, Vec<u8>)> {
         ("floats", floats),
         ("offsets", offsets),
     ]
+}
+
+#[test]
+fn warp_compressor_writes_the_scalar_pages() {
+    // Whole pages too: noise (stored blocks), long runs (Deflate64's lengths), many blocks.
+    let mut mixed = text_bytes(20_000, 3);
+    mixed.extend(random_bytes(9000, 4));
+    mixed.extend(vec![b'z'; 30_000]);
+    mixed.extend(text_bytes(6536, 5));
+    let large = [("zeros", vec![0; gdeflate::MAX_CHUNK_SIZE]), ("int32", int32_bytes(16_000)), ("mixed page", mixed)];
+    for (k, (what, input)) in inputs().into_iter().chain(large).enumerate() {
+        // The first lane runs levels 2 and up alone: one case shows it.
+        for level in [0, 1].into_iter().chain((k == 2).then_some(MAX_LEVEL)) {
+            let expected = page(&input, level);
+            let got = warp_compress(&input, level, gdeflate::max_compressed_size(input.len()), k % 4).unwrap();
+            assert!(got == expected, "{what}, level {level}: pages differ");
+            assert_eq!(scalar_decode(&got, input.len()), Ok(input.clone()), "{what}, level {level}: decoded");
+        }
+    }
+}
+
+#[test]
+fn warp_compressor_reports_what_the_scalar_one_does() {
+    let input = text_bytes(3000, 8);
+    for level in [0, 1] {
+        let need = page(&input, level).len();
+        for capacity in [0, 5, 128, need / 2, need - 1] {
+            assert_eq!(scalar_compress(&input, level, capacity), Err(Status::OutputTooSmall));
+            assert_eq!(warp_compress(&input, level, capacity, 0), Err(Status::OutputTooSmall), "capacity {capacity}");
+        }
+        assert_eq!(warp_compress(&input, level, need, 1).map(|page| page.len()), Ok(need));
+    }
+    let too_large = vec![0; gdeflate::MAX_CHUNK_SIZE + 1];
+    let capacity = gdeflate::max_compressed_size(too_large.len());
+    assert_eq!(warp_compress(&too_large, 1, capacity, 0), Err(Status::ChunkTooLarge));
 }
 
 #[test]

@@ -9,12 +9,18 @@ use super::tables::{
 };
 use crate::Status;
 
-/// Receives a block's items in stream order, each named for what it is. Plain deflate writes
-/// them LSB-first one after another; GDeflate deals them out to its 32 sub-streams.
-pub trait BitSink {
+/// What choosing a block needs to know of the stream it goes to.
+pub trait StreamKind {
     /// Whether the stream is Deflate64 (GDeflate), where symbol 285 is not length 258.
     const DEFLATE64: bool;
 
+    /// Bits that storing `len` bytes would take here, in blocks of at most 65535, headers included.
+    fn stored_cost(&self, len: usize) -> u64;
+}
+
+/// Receives a block's items in stream order, each named for what it is. Plain deflate writes
+/// them LSB-first one after another; GDeflate deals them out to its 32 sub-streams.
+pub trait BitSink: StreamKind {
     /// Starts a group of items (block header, code lengths, symbols) at sub-stream 0.
     fn restart(&mut self);
     /// Header bits: BFINAL and BTYPE (3 bits), or a dynamic block's HLIT/HDIST/HCLEN (14 bits).
@@ -32,8 +38,6 @@ pub trait BitSink {
     fn stored_header(&mut self, len: u16);
     /// A stored block's bytes.
     fn stored_bytes(&mut self, data: &[u8]);
-    /// Bits that storing `len` bytes would take here, in blocks of at most 65535, headers included.
-    fn stored_cost(&self, len: usize) -> u64;
 }
 
 /// Largest stored block.
@@ -331,12 +335,12 @@ pub enum BlockKind {
 
 /// Chooses the smallest way to write a block of `bytes` input bytes with counts `f`, building
 /// its dynamic codes in `plan` on the way.
-pub fn plan_block<S: BitSink>(sink: &S, plan: &mut BlockPlan, f: &Freqs, bytes: usize) -> BlockKind {
+pub fn plan_block<S: StreamKind>(sink: &S, plan: &mut BlockPlan, f: &Freqs, bytes: usize) -> BlockKind {
     choose_block(sink, plan.dynamic_cost(f), f, bytes)
 }
 
 /// [`plan_block`]'s choice, given the block's bits with codes of its own.
-pub fn choose_block<S: BitSink>(sink: &S, dynamic: u64, f: &Freqs, bytes: usize) -> BlockKind {
+pub fn choose_block<S: StreamKind>(sink: &S, dynamic: u64, f: &Freqs, bytes: usize) -> BlockKind {
     let fixed = fixed_cost(f);
     if sink.stored_cost(bytes) <= dynamic.min(fixed) {
         BlockKind::Stored
@@ -383,36 +387,88 @@ pub fn stored_pieces(len: usize) -> impl Iterator<Item = core::ops::Range<usize>
 /// A stored piece's block header and length, before its `len` bytes.
 pub fn write_stored_header<S: BitSink>(sink: &mut S, len: usize, last: bool) {
     sink.restart();
-    sink.header(last as u32, 3);
+    let (bits, n) = block_type(BlockKind::Stored, last);
+    sink.header(bits, n);
     sink.stored_header(len as u16);
 }
 
 /// A Huffman block's header (`kind` fixed or dynamic, its codes in `plan` from [`plan_block`]),
 /// leaving in `plan` the codes its symbols take ([`BlockPlan::literal`] and the others).
 pub fn write_huffman_header<S: BitSink>(sink: &mut S, plan: &mut BlockPlan, kind: BlockKind, last: bool) {
+    plan.ready_codes(kind);
     sink.restart();
+    let (bits, n) = block_type(kind, last);
+    sink.header(bits, n);
     if kind == BlockKind::Dynamic {
-        sink.header(last as u32 | 4, 3);
-        sink.header((plan.hlit - 257) | ((plan.hdist - 1) << 5) | ((plan.hclen - 4) << 10), 14);
-        canonical_codes(&plan.pre_lens, &mut plan.pre_codes);
-        for &sym in PRECODE_ORDER.iter().take(plan.hclen as usize) {
-            sink.item(plan.pre_lens[sym as usize] as u32, 3);
+        let (bits, n) = plan.code_counts();
+        sink.header(bits, n);
+        for k in 0..plan.precode_items() {
+            let (bits, n) = plan.precode_item(k);
+            sink.item(bits, n);
         }
         sink.restart();
-        for &item in plan.items.iter().take(plan.n_items as usize) {
-            let sym = (item & 31) as usize;
-            let n = plan.pre_lens[sym] as u32;
-            sink.item(plan.pre_codes[sym] as u32 | ((item as u32 >> 5) << n), n + PRECODE_EXTRA[sym] as u32);
+        for k in 0..plan.length_items() {
+            let (bits, n) = plan.length_item(k);
+            sink.item(bits, n);
         }
-        plan.lit_lens[NUM_LITLEN..].fill(0);
-        plan.dist_lens[NUM_DIST..].fill(0);
-    } else {
-        sink.header(last as u32 | 2, 3);
-        plan.lit_lens = FIXED_LITLEN_LENS;
-        plan.dist_lens = FIXED_DIST_LENS;
     }
-    canonical_codes(&plan.lit_lens, &mut plan.lit_codes);
-    canonical_codes(&plan.dist_lens, &mut plan.dist_codes);
+}
+
+/// A block's first 3 bits: BFINAL and BTYPE.
+pub fn block_type(kind: BlockKind, last: bool) -> (u32, u32) {
+    let btype = match kind {
+        BlockKind::Stored => 0,
+        BlockKind::Fixed => 1,
+        BlockKind::Dynamic => 2,
+    };
+    (last as u32 | btype << 1, 3)
+}
+
+// A dynamic header's items, each `(bits, n)`: what `write_huffman_header` writes, to be read in
+// any order (by a warp's lanes) once `ready_codes` has run.
+impl BlockPlan {
+    /// Readies the codes of a block of `kind` (fixed or dynamic, its lengths from
+    /// [`plan_block`]): the precode's and the symbols' codewords.
+    pub fn ready_codes(&mut self, kind: BlockKind) {
+        if kind == BlockKind::Dynamic {
+            canonical_codes(&self.pre_lens, &mut self.pre_codes);
+            self.lit_lens[NUM_LITLEN..].fill(0);
+            self.dist_lens[NUM_DIST..].fill(0);
+        } else {
+            self.lit_lens = FIXED_LITLEN_LENS;
+            self.dist_lens = FIXED_DIST_LENS;
+        }
+        canonical_codes(&self.lit_lens, &mut self.lit_codes);
+        canonical_codes(&self.dist_lens, &mut self.dist_codes);
+    }
+
+    /// HLIT, HDIST and HCLEN.
+    pub fn code_counts(&self) -> (u32, u32) {
+        ((self.hlit - 257) | ((self.hdist - 1) << 5) | ((self.hclen - 4) << 10), 14)
+    }
+
+    /// How many precode lengths the header sends.
+    pub fn precode_items(&self) -> usize {
+        self.hclen as usize
+    }
+
+    /// The `k`th precode length sent (in `PRECODE_ORDER`).
+    pub fn precode_item(&self, k: usize) -> (u32, u32) {
+        (self.pre_lens[PRECODE_ORDER[k] as usize] as u32, 3)
+    }
+
+    /// How many run-length items code the code lengths.
+    pub fn length_items(&self) -> usize {
+        self.n_items as usize
+    }
+
+    /// The `k`th run-length item: its precode codeword, then its extra bits.
+    pub fn length_item(&self, k: usize) -> (u32, u32) {
+        let item = self.items[k];
+        let sym = (item & 31) as usize;
+        let n = self.pre_lens[sym] as u32;
+        (self.pre_codes[sym] as u32 | ((item as u32 >> 5) << n), n + PRECODE_EXTRA[sym] as u32)
+    }
 }
 
 impl BlockPlan {
@@ -425,7 +481,7 @@ impl BlockPlan {
     /// A match's length code with its extra bits, then its distance code with its extra bits,
     /// each with its bit count, in a stream of sink `S`'s kind.
     #[inline(always)]
-    pub fn matched<S: BitSink>(&self, len: usize, dist: usize) -> [(u32, u32); 2] {
+    pub fn matched<S: StreamKind>(&self, len: usize, dist: usize) -> [(u32, u32); 2] {
         let (ls, ds) = (length_slot_in(len, S::DEFLATE64), dist_slot(dist));
         let (ln, dn) = (self.lit_lens[257 + ls] as u32, self.dist_lens[ds] as u32);
         let length = self.lit_codes[257 + ls] as u32 | ((len as u32 - LENGTH_BASE[ls] as u32) << ln);
@@ -496,9 +552,15 @@ impl<'a> BitWriter<'a> {
     }
 }
 
-impl BitSink for BitWriter<'_> {
+impl StreamKind for BitWriter<'_> {
     const DEFLATE64: bool = false;
 
+    fn stored_cost(&self, len: usize) -> u64 {
+        stored_cost(self.count as usize, len)
+    }
+}
+
+impl BitSink for BitWriter<'_> {
     fn restart(&mut self) {}
 
     fn header(&mut self, bits: u32, n: u32) {
@@ -532,10 +594,6 @@ impl BitSink for BitWriter<'_> {
 
     fn stored_bytes(&mut self, data: &[u8]) {
         self.bytes(data);
-    }
-
-    fn stored_cost(&self, len: usize) -> u64 {
-        stored_cost(self.count as usize, len)
     }
 }
 

@@ -2,7 +2,7 @@
 //! token stream into blocks, which [`block`](super::block) writes through any [`BitSink`].
 
 use super::MAX_CHUNK_SIZE;
-use super::block::{BitSink, BlockPlan, Estimate, Freqs, token, write_block};
+use super::block::{BitSink, BlockPlan, Estimate, Freqs, StreamKind, token, write_block};
 use super::tables::{MAX_MATCH, MIN_MATCH, WINDOW};
 use crate::lz4::{self, MatchRules, SequenceSink};
 use crate::{DataType, Status};
@@ -65,7 +65,7 @@ impl Blocks {
     /// the block, or, when two blocks with their own codes would be smaller, returns true: the
     /// block is to be written ([`write_block`] of [`Blocks::block_tokens`]' tokens), its
     /// segment's tokens moved to the front of `tokens`, and [`Blocks::start_block`] called.
-    pub fn close_segment<S: BitSink>(&mut self, sink: &S, end: usize) -> bool {
+    pub fn close_segment<S: StreamKind>(&mut self, sink: &S, end: usize) -> bool {
         let (seg, merged) = (Estimate::of_sum(&[&self.seg]), Estimate::of_sum(&[&self.block, &self.seg]));
         self.close_estimated_segment(sink, end, seg, merged)
     }
@@ -73,7 +73,7 @@ impl Blocks {
     /// [`Blocks::close_segment`], given the estimates of the segment and of the block and the
     /// segment together (which a warp sums in parts). Blocks are cut where estimates say, so
     /// that only the blocks written need codes built.
-    pub fn close_estimated_segment<S: BitSink>(
+    pub fn close_estimated_segment<S: StreamKind>(
         &mut self,
         sink: &S,
         end: usize,

@@ -39,9 +39,8 @@ impl Default for Deflate {
     }
 }
 
-/// The compress kernels' shape: a warp per chunk, at most [`COMPRESS_SLOTS`], each with level
-/// 1's hash table in shared memory (GDeflate's kernel, whose first lane alone compresses, leaves
-/// it unused).
+/// The compress kernels' shape (Deflate's and GDeflate's): a warp per chunk, at most
+/// [`COMPRESS_SLOTS`], each with level 1's hash table in shared memory.
 const COMPRESS_SHAPE: Shape =
     Shape::Warps { per_block: COMPRESS_WARPS, shared_bytes: COMPRESS_SHARED_BYTES_PER_WARP, max_warps: COMPRESS_SLOTS };
 

@@ -22,7 +22,7 @@ use crate::warp::{WARP_SIZE, Warp, first_lane};
 use crate::{SHARED_BYTES_PER_BLOCK, blocks_per_sm};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::block::{
-    BitSink, BlockKind, BlockPlan, Estimate, NUM_SYMBOLS, choose_block, stored_cost, stored_pieces, token,
+    BitSink, BlockKind, BlockPlan, Estimate, NUM_SYMBOLS, StreamKind, choose_block, stored_cost, stored_pieces, token,
     write_huffman_header, write_stored_header,
 };
 use ferrocomp_format::deflate::compress::{Blocks, CompressScratch, FAST_RULES, SEGMENT, match_pieces};
@@ -74,22 +74,9 @@ pub unsafe fn compress_chunk<W: Warp>(
         unsafe { *out.add(lane) = header[lane] };
     }
     // Safety: the caller's `out` is writable for `capacity` bytes.
-    let stream = unsafe { BitStream::new(out.wrapping_add(header.len()), capacity.saturating_sub(header.len())) };
-    let blocks = unsafe { &raw mut (*scratch).blocks };
-    if lane == 0 {
-        unsafe { (*blocks).clear() };
-    }
-    warp.sync(); // the cleared counts are visible to every lane
-    let mut writer = BlockWriter { warp, input, blocks, stream };
-    let tokens = writer.tokens();
-    let mut coder = TokenCoder { warp, tokens, writer: &mut writer, pos: 0, block_tokens: 0, seg_tokens: 0 };
-    if level == 0 {
-        unsafe { coder.literals(input, n) };
-    } else {
-        unsafe { parse_chunk(warp, input, n, table, FAST_RULES, &mut coder)? };
-    }
-    unsafe { coder.finish(n) };
-    let len = header.len() + writer.stream.finish(warp)?;
+    let mut stream = unsafe { BitStream::new(out.wrapping_add(header.len()), capacity.saturating_sub(header.len())) };
+    unsafe { compress_blocks(warp, input, n, level, scratch, table, &mut stream)? };
+    let len = header.len() + stream.finish(warp)?;
     let (trailer, trailer_len) = match wrapper {
         Wrapper::Raw => ([0; 8], 0),
         Wrapper::Zlib => (u64::from(unsafe { adler32_chunk(warp, input, n) }.swap_bytes()).to_le_bytes(), 4),
@@ -105,13 +92,70 @@ pub unsafe fn compress_chunk<W: Warp>(
     if total > capacity { Err(Status::OutputTooSmall) } else { Ok(total) }
 }
 
+/// Compresses the `n` bytes at `input` at `level` 0 or 1 into `sink`, as the format crate's
+/// `compress_blocks` does into its sink: Deflate's and GDeflate's compressors, which differ in
+/// their sinks alone.
+///
+/// # Safety
+/// As [`compress_chunk`]'s `input`, `scratch` and `table`.
+pub unsafe fn compress_blocks<W: Warp, S: WarpSink>(
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    level: u8,
+    scratch: *mut CompressScratch,
+    table: *mut u16,
+    sink: &mut S,
+) -> Result<(), Status> {
+    let blocks = unsafe { &raw mut (*scratch).blocks };
+    if warp.lane() == 0 {
+        unsafe { (*blocks).clear() };
+    }
+    warp.sync(); // the cleared counts are visible to every lane
+    let mut writer = BlockWriter { warp, input, blocks, sink };
+    let tokens = writer.tokens();
+    let mut coder = TokenCoder { warp, tokens, writer: &mut writer, pos: 0, block_tokens: 0, seg_tokens: 0 };
+    if level == 0 {
+        unsafe { coder.literals(input, n) };
+    } else {
+        unsafe { parse_chunk(warp, input, n, table, FAST_RULES, &mut coder)? };
+    }
+    unsafe { coder.finish(n) };
+    Ok(())
+}
+
+/// Where a warp writes blocks: Deflate's one bit stream ([`BitStream`]) or GDeflate's 32
+/// sub-streams (`crate::gdeflate::compress::SubStreams`). Every lane makes each call.
+pub trait WarpSink: StreamKind {
+    /// Writes a Huffman block's header (`kind` fixed or dynamic, its code lengths in `plan`), as
+    /// the format crate's `write_huffman_header`; ends with the block's codes in `plan`, visible
+    /// to every lane.
+    ///
+    /// # Safety
+    /// `plan` must be writable, by this warp alone.
+    unsafe fn huffman_header<W: Warp>(&mut self, warp: &W, plan: *mut BlockPlan, kind: BlockKind, last: bool);
+
+    /// Writes a stored block of the `len` (at most 65535) bytes at `data`, header included.
+    ///
+    /// # Safety
+    /// `data` must be readable for `len` bytes.
+    unsafe fn stored<W: Warp>(&mut self, warp: &W, data: *const u8, len: usize, last: bool);
+
+    /// Writes a Huffman block's `count` tokens at `tokens` and its end-of-block code, in the codes
+    /// of `plan`.
+    ///
+    /// # Safety
+    /// `tokens` must be readable for `count` tokens.
+    unsafe fn symbols<W: Warp>(&mut self, warp: &W, plan: &BlockPlan, tokens: *const u32, count: usize);
+}
+
 /// Gathers a chunk's tokens into segments and blocks: the counts the parse updates, kept in
 /// registers, apart from the [`BlockWriter`] that closes segments and writes blocks. Every lane
 /// makes each call, and holds the same counts.
-struct TokenCoder<'a, 'w, W> {
+struct TokenCoder<'a, 'w, W, S> {
     warp: &'w W,
     tokens: *mut u32,
-    writer: &'a mut BlockWriter<'w, W>,
+    writer: &'a mut BlockWriter<'w, W, S>,
     /// Input offset of the next token.
     pos: usize,
     /// The block's tokens and the segment's, as the first lane's `blocks` counts them.
@@ -119,7 +163,7 @@ struct TokenCoder<'a, 'w, W> {
     seg_tokens: usize,
 }
 
-impl<W: Warp> TokenCoder<'_, '_, W> {
+impl<W: Warp, S: WarpSink> TokenCoder<'_, '_, W, S> {
     /// Adds the `count` bytes at `literals` as literal tokens, 32 a step.
     unsafe fn literals(&mut self, literals: *const u8, count: usize) {
         let mut done = 0;
@@ -162,16 +206,16 @@ impl<W: Warp> TokenCoder<'_, '_, W> {
     }
 }
 
-/// Closes segments and writes blocks into the chunk's one bit stream: the rare work, kept out
-/// of the parse's loop (and its registers).
-struct BlockWriter<'w, W> {
+/// Closes segments and writes blocks into the sink: the rare work, kept out of the parse's loop
+/// (and its registers).
+struct BlockWriter<'w, W, S> {
     warp: &'w W,
     input: *const u8,
     blocks: *mut Blocks,
-    stream: BitStream,
+    sink: &'w mut S,
 }
 
-impl<W: Warp> BlockWriter<'_, W> {
+impl<W: Warp, S: WarpSink> BlockWriter<'_, W, S> {
     fn tokens(&self) -> *mut u32 {
         unsafe { &raw mut (*self.blocks).tokens as *mut u32 }
     }
@@ -185,13 +229,13 @@ impl<W: Warp> BlockWriter<'_, W> {
         warp.sync(); // the segment's tokens are visible to every lane
         let tokens = self.tokens();
         let seg = unsafe { &raw mut (*self.blocks).seg } as *mut u32;
-        unsafe { count(warp, seg_tokens, |i| symbol_bins(*tokens.add(block_tokens + i)), seg) };
+        unsafe { count(warp, seg_tokens, |i| symbol_bins::<S>(*tokens.add(block_tokens + i)), seg) };
         warp.sync(); // the counts are visible to every lane
         let (seg_estimate, merged_estimate) = estimates(warp, unsafe { &*self.blocks });
         let write = warp.lane() == 0 && {
             let blocks = unsafe { &mut *self.blocks };
             blocks.seg_tokens = seg_tokens;
-            blocks.close_estimated_segment(&LaneSink(&mut self.stream), pos, seg_estimate, merged_estimate)
+            blocks.close_estimated_segment(&*self.sink, pos, seg_estimate, merged_estimate)
         };
         if warp.ballot(write) != 0 {
             let (start, end) = unsafe { (self.first_lane(|b| b.block_start), self.first_lane(|b| b.seg_start)) };
@@ -226,45 +270,32 @@ impl<W: Warp> BlockWriter<'_, W> {
             build_lengths(warp, &raw const (*f).lit as _, NUM_LITLEN, lit as _, work);
             build_lengths(warp, &raw const (*f).dist as _, NUM_DIST, dist as _, work);
         }
-        let kind = match lane {
-            0 => unsafe {
-                let dynamic = (*plan).cost_of_lengths(&*f);
-                choose_block(&LaneSink(&mut self.stream), dynamic, &*f, end - start)
-            },
-            _ => BlockKind::Stored,
+        let kind = if lane == 0 {
+            unsafe { choose_block(&*self.sink, (*plan).cost_of_lengths(&*f), &*f, end - start) }
+        } else {
+            BlockKind::Stored
         };
-        if warp.ballot(lane == 0 && kind == BlockKind::Stored) != 0 {
+        let kind = match warp.shuffle(kind as u32, 0) {
+            0 => BlockKind::Stored,
+            1 => BlockKind::Fixed,
+            _ => BlockKind::Dynamic,
+        };
+        if kind == BlockKind::Stored {
             let mut pieces = stored_pieces(end - start).peekable();
             while let Some(piece) = pieces.next() {
-                if lane == 0 {
-                    let last_piece = last && pieces.peek().is_none();
-                    write_stored_header(&mut LaneSink(&mut self.stream), piece.len(), last_piece);
-                }
-                self.stream.share(warp, 0);
-                unsafe { self.stream.bytes(warp, self.input.add(start + piece.start), piece.len()) };
+                let last_piece = last && pieces.peek().is_none();
+                unsafe { self.sink.stored(warp, self.input.add(start + piece.start), piece.len(), last_piece) };
             }
             return;
         }
-        if lane == 0 {
-            write_huffman_header(&mut LaneSink(&mut self.stream), unsafe { &mut *plan }, kind, last);
+        unsafe {
+            self.sink.huffman_header(warp, plan, kind, last);
+            self.sink.symbols(warp, &*plan, self.tokens(), count);
         }
-        self.stream.share(warp, 0);
-        warp.sync(); // the codes are visible to every lane
-        let (plan, tokens) = (unsafe { &*plan }, self.tokens());
-        for base in (0..count).step_by(32) {
-            let i = base + lane as usize;
-            let fields = if i < count { token_fields(plan, unsafe { *tokens.add(i) }) } else { [(0, 0); 2] };
-            self.stream.write(warp, fields);
-        }
-        if lane == 0 {
-            let (code, n) = plan.end_of_block();
-            self.stream.put(code, n);
-        }
-        self.stream.share(warp, 0);
     }
 }
 
-impl<W: Warp> SequenceEncoder for TokenCoder<'_, '_, W> {
+impl<W: Warp, S: WarpSink> SequenceEncoder for TokenCoder<'_, '_, W, S> {
     unsafe fn sequence(
         &mut self,
         literals: *const u8,
@@ -339,31 +370,80 @@ fn estimates<W: Warp>(warp: &W, blocks: &Blocks) -> (Estimate, Estimate) {
 }
 
 /// The counts a token adds to, as indices into a `Freqs` (its literal/length symbol's, then
-/// its distance symbol's or none), as `Freqs::count` counts it.
+/// its distance symbol's or none), as `Freqs::count` counts it in a stream of `S`'s kind.
 #[inline(always)]
-fn symbol_bins(tok: u32) -> [u32; 2] {
+fn symbol_bins<S: StreamKind>(tok: u32) -> [u32; 2] {
     let (dist, v) = ((tok >> 16) as usize, (tok & 0xFFFF) as usize);
     if dist == 0 {
         [(v & 255) as u32, NO_BIN]
     } else {
-        [(257 + length_slot_in(v, false)) as u32, (NUM_LITLEN + dist_slot(dist)) as u32]
+        [(257 + length_slot_in(v, S::DEFLATE64)) as u32, (NUM_LITLEN + dist_slot(dist)) as u32]
     }
 }
 
-/// A token's codes, with their extra bits, in the block `plan` codes.
+/// A token's codes, with their extra bits, in the block `plan` codes, in a stream of `S`'s
+/// kind: a literal's code and an empty field, or a match's length and distance.
 #[inline(always)]
-fn token_fields(plan: &BlockPlan, tok: u32) -> [Field; 2] {
+pub(crate) fn token_fields<S: StreamKind>(plan: &BlockPlan, tok: u32) -> [Field; 2] {
     let (dist, v) = ((tok >> 16) as usize, (tok & 0xFFFF) as usize);
-    if dist == 0 { [plan.literal(v as u8), (0, 0)] } else { plan.matched::<LaneSink>(v, dist) }
+    if dist == 0 { [plan.literal(v as u8), (0, 0)] } else { plan.matched::<S>(v, dist) }
+}
+
+impl StreamKind for BitStream {
+    const DEFLATE64: bool = false;
+
+    fn stored_cost(&self, len: usize) -> u64 {
+        stored_cost(self.bit_len(), len)
+    }
+}
+
+/// Deflate's sink: the first lane writes the headers (through [`LaneSink`]) and shares the
+/// stream; the lanes write the tokens 32 at a time, and a stored block's bytes.
+impl WarpSink for BitStream {
+    unsafe fn huffman_header<W: Warp>(&mut self, warp: &W, plan: *mut BlockPlan, kind: BlockKind, last: bool) {
+        if warp.lane() == 0 {
+            write_huffman_header(&mut LaneSink(self), unsafe { &mut *plan }, kind, last);
+        }
+        self.share(warp, 0);
+        warp.sync(); // the codes are visible to every lane
+    }
+
+    unsafe fn stored<W: Warp>(&mut self, warp: &W, data: *const u8, len: usize, last: bool) {
+        if warp.lane() == 0 {
+            write_stored_header(&mut LaneSink(self), len, last);
+        }
+        self.share(warp, 0);
+        unsafe { self.bytes(warp, data, len) };
+    }
+
+    unsafe fn symbols<W: Warp>(&mut self, warp: &W, plan: &BlockPlan, tokens: *const u32, count: usize) {
+        let lane = warp.lane() as usize;
+        for base in (0..count).step_by(WARP_SIZE as usize) {
+            let i = base + lane;
+            let fields = if i < count { token_fields::<Self>(plan, unsafe { *tokens.add(i) }) } else { [(0, 0); 2] };
+            self.write(warp, fields);
+        }
+        if lane == 0 {
+            let (code, n) = plan.end_of_block();
+            self.put(code, n);
+        }
+        self.share(warp, 0);
+    }
 }
 
 /// The stream as one lane writes it: the format crate's block headers go through it, and the
 /// lane then shares the stream ([`BitStream::share`]).
 struct LaneSink<'s>(&'s mut BitStream);
 
-impl BitSink for LaneSink<'_> {
+impl StreamKind for LaneSink<'_> {
     const DEFLATE64: bool = false;
 
+    fn stored_cost(&self, len: usize) -> u64 {
+        self.0.stored_cost(len)
+    }
+}
+
+impl BitSink for LaneSink<'_> {
     fn restart(&mut self) {}
 
     fn header(&mut self, bits: u32, n: u32) {
@@ -397,9 +477,5 @@ impl BitSink for LaneSink<'_> {
         for &byte in data {
             self.0.put(byte as u32, 8);
         }
-    }
-
-    fn stored_cost(&self, len: usize) -> u64 {
-        stored_cost(self.0.bit_len(), len)
     }
 }

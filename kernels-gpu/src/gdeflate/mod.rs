@@ -11,8 +11,10 @@
 //! tables built together in shared memory ([`crate::deflate::build_table`]). The sizes kernel
 //! runs the same decoder without writing.
 //!
-//! Compression runs the format crate's codec in the warp's first lane, so the GPU and the CPU
-//! write the same bytes.
+//! Compression ([`compress`]) writes the format crate's pages byte for byte, the lanes sharing
+//! levels 0 and 1 as Deflate's do.
+
+pub mod compress;
 
 use crate::blocks_per_sm;
 use crate::deflate::{DECODE_SHARED_BYTES_PER_WARP, DECODE_WARPS, build_table};
@@ -582,25 +584,30 @@ impl Item {
 /// `gdeflate_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
-    use super::{Output, decompress_page};
-    use crate::batch::{Chunk, ChunkKernels, Lanes, scratch_slot};
+    use super::{Output, compress, decompress_page};
+    use crate::batch::{Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
     use crate::deflate::shared_tables;
     use crate::gpu::HardwareWarp;
     use ferrocomp_format::deflate::CompressScratch;
-    use ferrocomp_format::{BatchArgs, Status, gdeflate};
+    use ferrocomp_format::deflate::compress::FAST_RULES;
+    use ferrocomp_format::{BatchArgs, Status};
 
-    /// Decoding: a warp per page, its tables in shared memory. Compression: the format crate's
-    /// codec in the first lane, with Deflate's scratch; `options` is the level.
+    /// A warp per page, in each direction: compressing with Deflate's scratch and level 1's hash
+    /// table in shared memory (`options` is the level), decoding with its tables there.
     pub struct GDeflate;
 
     impl ChunkKernels for GDeflate {
-        const COMPRESS: Lanes = Lanes::FirstOfWarp;
+        const COMPRESS: Lanes = Lanes::Warp;
         const DECOMPRESS: Lanes = Lanes::Warp;
         const SIZES: Lanes = Lanes::Warp;
 
-        unsafe fn compress(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-            let scratch = unsafe { scratch_slot::<CompressScratch>(args, chunk.slot) };
-            unsafe { gdeflate::compress(chunk.input(), args.options as u8, scratch, chunk.output()) }
+        unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            unsafe {
+                let scratch = scratch_slot::<CompressScratch>(args, chunk.slot);
+                let table = warp_shared::<u16>(FAST_RULES.table_entries());
+                let (input, n, output, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
+                compress::compress_page(warp, input, n, args.options as u8, scratch, table, output, capacity)
+            }
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {

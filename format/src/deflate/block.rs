@@ -93,8 +93,9 @@ pub struct BlockPlan {
     /// The literal/length and distance code lengths.
     pub lit_lens: [u8; 288],
     pub dist_lens: [u8; 32],
-    lit_codes: [u16; 288],
-    dist_codes: [u16; 32],
+    /// Their codewords, bit-reversed (sent LSB first), from [`canonical_codes`].
+    pub lit_codes: [u16; 288],
+    pub dist_codes: [u16; 32],
     pre_freq: [u32; 19],
     pre_lens: [u8; 19],
     pre_codes: [u16; 19],
@@ -119,6 +120,12 @@ impl BlockPlan {
     /// [`BlockPlan::dynamic_cost`], its literal/length and distance code lengths built (with
     /// `build_lengths` and [`MAX_CODE_LEN`]).
     pub fn cost_of_lengths(&mut self, f: &Freqs) -> u64 {
+        self.header_cost() + symbol_cost(f, &self.lit_lens, &self.dist_lens)
+    }
+
+    /// The dynamic header's bits, its literal/length and distance code lengths built: readies
+    /// the header (HLIT, HDIST, the code lengths' run-length items and their precode).
+    pub fn header_cost(&mut self) -> u64 {
         let mut hlit = NUM_LITLEN;
         while hlit > 257 && self.lit_lens[hlit - 1] == 0 {
             hlit -= 1;
@@ -140,7 +147,7 @@ impl BlockPlan {
         for s in 0..19 {
             bits += self.pre_freq[s] as u64 * (self.pre_lens[s] + PRECODE_EXTRA[s]) as u64;
         }
-        bits + symbol_cost(f, &self.lit_lens, &self.dist_lens)
+        bits
     }
 
     /// Run-length codes the literal/length then distance code lengths with symbols 16, 17, 18.
@@ -191,15 +198,20 @@ impl BlockPlan {
 
 /// Bits of a block's symbols (end of block included) with the given code lengths.
 fn symbol_cost(f: &Freqs, lit_lens: &[u8; 288], dist_lens: &[u8; 32]) -> u64 {
-    let mut bits = 0u64;
-    for (sym, &n) in f.lit.iter().enumerate() {
+    (0..NUM_SYMBOLS).map(|sym| symbol_bits(f, lit_lens, dist_lens, sym) as u64).sum()
+}
+
+/// Bits that symbol `sym` (numbered as in [`Estimate::add_symbols`]) takes in a block with counts
+/// `f` and the given code lengths, its extra bits included: a warp's lanes sum them.
+#[inline(always)]
+pub fn symbol_bits(f: &Freqs, lit_lens: &[u8; 288], dist_lens: &[u8; 32], sym: usize) -> u32 {
+    if sym < NUM_LITLEN {
         let extra = if sym > 256 { LENGTH_EXTRA[sym - 257] } else { 0 };
-        bits += n as u64 * (lit_lens[sym] + extra) as u64;
+        f.lit[sym] * (lit_lens[sym] + extra) as u32
+    } else {
+        let sym = sym - NUM_LITLEN;
+        f.dist[sym] * (dist_lens[sym] + DIST_EXTRA[sym]) as u32
     }
-    for (sym, &n) in f.dist.iter().enumerate() {
-        bits += n as u64 * (dist_lens[sym] + DIST_EXTRA[sym]) as u64;
-    }
-    bits
 }
 
 /// Literal/length and distance symbols together, as [`Estimate::add_symbols`] numbers them.
@@ -336,12 +348,11 @@ pub enum BlockKind {
 /// Chooses the smallest way to write a block of `bytes` input bytes with counts `f`, building
 /// its dynamic codes in `plan` on the way.
 pub fn plan_block<S: StreamKind>(sink: &S, plan: &mut BlockPlan, f: &Freqs, bytes: usize) -> BlockKind {
-    choose_block(sink, plan.dynamic_cost(f), f, bytes)
+    choose_block(sink, plan.dynamic_cost(f), fixed_cost(f), bytes)
 }
 
-/// [`plan_block`]'s choice, given the block's bits with codes of its own.
-pub fn choose_block<S: StreamKind>(sink: &S, dynamic: u64, f: &Freqs, bytes: usize) -> BlockKind {
-    let fixed = fixed_cost(f);
+/// [`plan_block`]'s choice, given the block's bits with codes of its own and with the fixed code.
+pub fn choose_block<S: StreamKind>(sink: &S, dynamic: u64, fixed: u64, bytes: usize) -> BlockKind {
     if sink.stored_cost(bytes) <= dynamic.min(fixed) {
         BlockKind::Stored
     } else if dynamic < fixed {
@@ -430,6 +441,14 @@ impl BlockPlan {
     /// Readies the codes of a block of `kind` (fixed or dynamic, its lengths from
     /// [`plan_block`]): the precode's and the symbols' codewords.
     pub fn ready_codes(&mut self, kind: BlockKind) {
+        self.ready_lengths(kind);
+        canonical_codes(&self.lit_lens, &mut self.lit_codes);
+        canonical_codes(&self.dist_lens, &mut self.dist_codes);
+    }
+
+    /// [`BlockPlan::ready_codes`] but for the symbols' codewords: their lengths, and the
+    /// precode's codewords.
+    pub fn ready_lengths(&mut self, kind: BlockKind) {
         if kind == BlockKind::Dynamic {
             canonical_codes(&self.pre_lens, &mut self.pre_codes);
             self.lit_lens[NUM_LITLEN..].fill(0);
@@ -438,8 +457,6 @@ impl BlockPlan {
             self.lit_lens = FIXED_LITLEN_LENS;
             self.dist_lens = FIXED_DIST_LENS;
         }
-        canonical_codes(&self.lit_lens, &mut self.lit_codes);
-        canonical_codes(&self.dist_lens, &mut self.dist_codes);
     }
 
     /// HLIT, HDIST and HCLEN.

@@ -13,6 +13,7 @@
 //! hash chains one position after another: there the first lane runs the format crate's
 //! compressor.
 
+use super::canonical_codes;
 use crate::adler32::adler32_chunk;
 use crate::crc32::crc32_chunk;
 use crate::entropy::{BitStream, Field, NO_BIN, count, unrolled};
@@ -22,12 +23,14 @@ use crate::warp::{WARP_SIZE, Warp, first_lane};
 use crate::{SHARED_BYTES_PER_BLOCK, blocks_per_sm};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::block::{
-    BitSink, BlockKind, BlockPlan, Estimate, NUM_SYMBOLS, StreamKind, choose_block, stored_cost, stored_pieces, token,
-    write_huffman_header, write_stored_header,
+    BitSink, BlockKind, BlockPlan, Estimate, Freqs, NUM_SYMBOLS, StreamKind, block_type, choose_block, stored_cost,
+    stored_pieces, symbol_bits, token, write_stored_header,
 };
 use ferrocomp_format::deflate::compress::{Blocks, CompressScratch, FAST_RULES, SEGMENT, match_pieces};
 use ferrocomp_format::deflate::huffman::{LengthWork, MAX_CODE_LEN, lengths_of_sorted, sort_key};
-use ferrocomp_format::deflate::tables::{NUM_DIST, NUM_LITLEN, dist_slot, length_slot_in};
+use ferrocomp_format::deflate::tables::{
+    FIXED_DIST_LENS, FIXED_LITLEN_LENS, NUM_DIST, NUM_LITLEN, dist_slot, length_slot_in,
+};
 use ferrocomp_format::deflate::{self, MAX_CHUNK_SIZE, Wrapper, wrapper};
 
 /// Bytes of shared memory each warp of the compress kernel needs (level 1's hash table).
@@ -270,8 +273,10 @@ impl<W: Warp, S: WarpSink> BlockWriter<'_, W, S> {
             build_lengths(warp, &raw const (*f).lit as _, NUM_LITLEN, lit as _, work);
             build_lengths(warp, &raw const (*f).dist as _, NUM_DIST, dist as _, work);
         }
+        let (dynamic, fixed) = unsafe { symbol_costs(warp, &*plan, &*f) };
         let kind = if lane == 0 {
-            unsafe { choose_block(&*self.sink, (*plan).cost_of_lengths(&*f), &*f, end - start) }
+            let header = unsafe { (*plan).header_cost() };
+            choose_block(&*self.sink, header + dynamic, fixed, end - start)
         } else {
             BlockKind::Stored
         };
@@ -369,6 +374,35 @@ fn estimates<W: Warp>(warp: &W, blocks: &Blocks) -> (Estimate, Estimate) {
     (seg.map(sum), merged.map(sum))
 }
 
+/// The format's `BlockPlan::ready_codes` of a block of `kind`, warp-wide: the first lane readies
+/// the lengths and the precode, the warp the symbols' codewords. Ends with them visible to every
+/// lane.
+///
+/// # Safety
+/// `plan` must be writable, by this warp alone.
+pub(crate) unsafe fn ready_codes<W: Warp>(warp: &W, plan: *mut BlockPlan, kind: BlockKind) {
+    if warp.lane() == 0 {
+        unsafe { (*plan).ready_lengths(kind) };
+    }
+    warp.sync(); // the lengths are visible to every lane
+    unsafe {
+        canonical_codes(warp, &raw const (*plan).lit_lens as _, NUM_LITLEN, &raw mut (*plan).lit_codes as _);
+        canonical_codes(warp, &raw const (*plan).dist_lens as _, NUM_DIST, &raw mut (*plan).dist_codes as _);
+    }
+    warp.sync(); // the codes are visible to every lane
+}
+
+/// The bits of the symbols of a block with counts `f`, in the codes of `plan`'s lengths and in
+/// the fixed code (with its 3-bit header, as `fixed_cost`), each lane adding every 32nd symbol.
+fn symbol_costs<W: Warp>(warp: &W, plan: &BlockPlan, f: &Freqs) -> (u64, u64) {
+    let (mut dynamic, mut fixed) = (0, 0);
+    for sym in (warp.lane() as usize..NUM_SYMBOLS).step_by(WARP_SIZE as usize) {
+        dynamic += symbol_bits(f, &plan.lit_lens, &plan.dist_lens, sym);
+        fixed += symbol_bits(f, &FIXED_LITLEN_LENS, &FIXED_DIST_LENS, sym);
+    }
+    (warp.reduce_add(dynamic) as u64, 3 + warp.reduce_add(fixed) as u64)
+}
+
 /// The counts a token adds to, as indices into a `Freqs` (its literal/length symbol's, then
 /// its distance symbol's or none), as `Freqs::count` counts it in a stream of `S`'s kind.
 #[inline(always)]
@@ -401,11 +435,23 @@ impl StreamKind for BitStream {
 /// stream; the lanes write the tokens 32 at a time, and a stored block's bytes.
 impl WarpSink for BitStream {
     unsafe fn huffman_header<W: Warp>(&mut self, warp: &W, plan: *mut BlockPlan, kind: BlockKind, last: bool) {
-        if warp.lane() == 0 {
-            write_huffman_header(&mut LaneSink(self), unsafe { &mut *plan }, kind, last);
+        unsafe { ready_codes(warp, plan, kind) };
+        let plan = unsafe { &*plan };
+        let lane = warp.lane() as usize;
+        if lane == 0 {
+            let (bits, n) = block_type(kind, last);
+            self.put(bits, n);
         }
         self.share(warp, 0);
-        warp.sync(); // the codes are visible to every lane
+        if kind == BlockKind::Dynamic {
+            let counts = if lane == 0 { plan.code_counts() } else { (0, 0) };
+            self.write(warp, [counts, if lane < plan.precode_items() { plan.precode_item(lane) } else { (0, 0) }]);
+            let items = plan.length_items();
+            for base in (0..items).step_by(WARP_SIZE as usize) {
+                let k = base + lane;
+                self.write(warp, [if k < items { plan.length_item(k) } else { (0, 0) }]);
+            }
+        }
     }
 
     unsafe fn stored<W: Warp>(&mut self, warp: &W, data: *const u8, len: usize, last: bool) {

@@ -55,34 +55,16 @@ pub unsafe fn build_table<W: Warp>(
         let sym = (chunk * WARP_SIZE + lane) as usize;
         if sym < symbols { (unsafe { *lens.add(sym) } as u32).min(MAX_CODE_LEN) } else { 0 }
     };
-    // In lane l of 1..=15: how many of a chunk's 32 symbols have length l.
-    let of_my_length = |len: u32| {
-        let mut mine = 0;
-        for l in 1..=MAX_CODE_LEN {
-            let n = warp.ballot(len == l).count_ones();
-            if lane == l {
-                mine = n;
-            }
-        }
-        mine
-    };
-    let mut my_count = 0;
-    for chunk in 0..chunks {
-        my_count += of_my_length(len_in(chunk));
-    }
+    let my_count: u32 = (0..chunks).map(|chunk| of_lane_length(warp, len_in(chunk))).sum();
     let mut count: LengthCounts = [0; MAX_CODE_LEN as usize + 1];
-    let (mut used, mut code, mut my_first_code) = (0, 0, 0);
+    let mut used = 0;
     for l in 1..=MAX_CODE_LEN {
         let n = warp.shuffle(my_count, l);
         count[l as usize] = n as i32;
         used += n;
-        // Canonical codes: a length's first codeword follows the shorter ones'.
-        if lane == l {
-            my_first_code = code;
-        }
-        code = (code + n) << 1;
     }
     count[0] = (symbols - used as usize) as i32;
+    let mut codewords = Codewords::new(warp, my_count);
     let root_size = 1 << root;
     if check_counts(&count, symbols, alphabet)? {
         warp.for_each_strided(root_size, |i| unsafe { *table.add(i) = INVALID });
@@ -90,13 +72,10 @@ pub unsafe fn build_table<W: Warp>(
     }
 
     // Root entries: a codeword of `len` ≤ `root` bits fills every entry its bits end.
-    let mut my_seen = 0; // lane l: codewords of length l in the chunks before
     for chunk in 0..chunks {
         let len = len_in(chunk);
         let sym = (chunk * WARP_SIZE + lane) as usize;
-        let same_before = warp.match_any(len) & ((1 << lane) - 1);
-        let code = warp.shuffle(my_first_code, len) + warp.shuffle(my_seen, len) + same_before.count_ones();
-        my_seen += of_my_length(len);
+        let code = codewords.take(warp, len);
         let short = len != 0 && len <= root;
         let rev = if short { reverse(code, len) } else { 0 };
         let entry = alphabet.entry(sym) | len;
@@ -123,7 +102,7 @@ pub unsafe fn build_table<W: Warp>(
         if count[len as usize] == 0 {
             continue;
         }
-        let mut code = warp.shuffle(my_first_code, len);
+        let mut code = warp.shuffle(codewords.first, len);
         let mut placed = 0;
         for chunk in 0..chunks {
             let mut these = warp.ballot(len_in(chunk) == len);
@@ -158,6 +137,72 @@ pub unsafe fn build_table<W: Warp>(
     }
     warp.sync(); // the table is visible to every lane
     Ok(())
+}
+
+/// In lane l of 1..=15: how many of the lanes' 32 code lengths `len` are l.
+fn of_lane_length<W: Warp>(warp: &W, len: u32) -> u32 {
+    let mut mine = 0;
+    for l in 1..=MAX_CODE_LEN {
+        let n = warp.ballot(len == l).count_ones();
+        if warp.lane() == l {
+            mine = n;
+        }
+    }
+    mine
+}
+
+/// Canonical codewords (RFC 1951, 3.2.2) handed out warp-wide, 32 symbols at a time in symbol
+/// order: in lane l of 1..=15, the first codeword of length l and the next one not yet taken.
+struct Codewords {
+    first: u32,
+    next: u32,
+}
+
+impl Codewords {
+    /// The codewords of a code with, in lane l, `my_count` symbols of length l.
+    fn new<W: Warp>(warp: &W, my_count: u32) -> Self {
+        let (mut code, mut first) = (0, 0);
+        for l in 1..=MAX_CODE_LEN {
+            // A length's first codeword follows the shorter ones'.
+            if warp.lane() == l {
+                first = code;
+            }
+            code = (code + warp.shuffle(my_count, l)) << 1;
+        }
+        Self { first, next: first }
+    }
+
+    /// The codeword (MSB first) of this lane's symbol of the next 32, whose code length is `len`
+    /// (meaningless for 0).
+    fn take<W: Warp>(&mut self, warp: &W, len: u32) -> u32 {
+        let same_before = warp.match_any(len) & ((1 << warp.lane()) - 1);
+        let code = warp.shuffle(self.next, len) + same_before.count_ones();
+        self.next += of_lane_length(warp, len);
+        code
+    }
+}
+
+/// The format crate's `huffman::canonical_codes` of the code lengths `lens[..symbols]` (each at
+/// most `MAX_CODE_LEN`) into `codes`, warp-wide.
+///
+/// # Safety
+/// `lens` must be readable for `symbols` bytes and `codes` writable for `symbols` codes, by this
+/// warp alone.
+pub unsafe fn canonical_codes<W: Warp>(warp: &W, lens: *const u8, symbols: usize, codes: *mut u16) {
+    let chunks = symbols.div_ceil(WARP_SIZE as usize);
+    let len_in = |chunk: usize| {
+        let sym = chunk * WARP_SIZE as usize + warp.lane() as usize;
+        if sym < symbols { unsafe { *lens.add(sym) as u32 } } else { 0 }
+    };
+    let my_count: u32 = (0..chunks).map(|chunk| of_lane_length(warp, len_in(chunk))).sum();
+    let mut codewords = Codewords::new(warp, my_count);
+    for chunk in 0..chunks {
+        let (len, sym) = (len_in(chunk), chunk * WARP_SIZE as usize + warp.lane() as usize);
+        let code = codewords.take(warp, len);
+        if sym < symbols {
+            unsafe { *codes.add(sym) = if len == 0 { 0 } else { reverse(code, len) as u16 } };
+        }
+    }
 }
 
 /// This warp's decoding tables, in the block's shared memory (Deflate's and GDeflate's kernels).

@@ -7,7 +7,7 @@
 //! order by a ballot (the format's rounds, in which a match's distance goes to its lane one round
 //! after its length). Levels 2 to 5 run the format crate's compressor in the first lane.
 
-use crate::deflate::compress::{WarpSink, compress_blocks, token_fields};
+use crate::deflate::compress::{WarpSink, compress_blocks, ready_codes, token_fields};
 use crate::entropy::Field;
 use crate::raw::{bytes, bytes_mut};
 use crate::warp::{WARP_SIZE, Warp, first_lane};
@@ -128,10 +128,7 @@ impl StreamKind for SubStreams {
 /// lane 0, where a lane with a distance due writes it and the others take the next tokens.
 impl WarpSink for SubStreams {
     unsafe fn huffman_header<W: Warp>(&mut self, warp: &W, plan: *mut BlockPlan, kind: BlockKind, last: bool) {
-        if warp.lane() == 0 {
-            unsafe { (*plan).ready_codes(kind) };
-        }
-        warp.sync(); // the codes are visible to every lane
+        unsafe { ready_codes(warp, plan, kind) };
         let plan = unsafe { &*plan };
         self.first_lane_turn(warp, block_type(kind, last));
         if kind == BlockKind::Dynamic {

@@ -87,37 +87,42 @@ pub unsafe fn parse_chunk<W: Warp, E: SequenceEncoder>(
     if n > MAX_CHUNK_SIZE {
         return Err(Status::ChunkTooLarge);
     }
-    let lane = warp.lane() as usize;
+    // Positions in 32 bits (a chunk is at most 64 KiB): the loop's values take one register
+    // each, and widths (powers of two) are shifts.
+    let (lane, shift) = (warp.lane(), rules.width.trailing_zeros());
+    let (batch, end) = (BATCH as u32, (n - LAST_LITERALS.min(n)) as u32);
     warp.for_each_strided(rules.table_entries(), |slot| unsafe { *table.add(slot) = 0 });
     warp.sync();
-    let mut anchor = 0;
+    let mut anchor = 0u32;
     if let Some(last_start) = rules.last_start(n) {
-        let mut pos = 0;
+        let last_start = last_start as u32;
+        let mut pos = 0u32;
         while pos <= last_start {
-            let p = pos + lane * rules.width;
+            let p = pos + (lane << shift);
             let active = p <= last_start;
             let (slot, entry, word) = if active {
-                let word = unsafe { word_at(input.add(p)) };
+                let word = unsafe { word_at(input.add(p as usize)) };
                 let slot = rules.slot(word);
                 (slot as u32, unsafe { *table.add(slot) }, word)
             } else {
-                (u32::MAX - lane as u32, 0, 0) // a slot no other lane holds
+                (u32::MAX - lane, 0, 0) // a slot no other lane holds
             };
             warp.sync();
             let peers = warp.match_any(slot);
-            if active && 31 - peers.leading_zeros() == lane as u32 {
+            if active && 31 - peers.leading_zeros() == lane {
                 unsafe { *table.add(slot as usize) = p as u16 };
             }
             warp.sync();
-            let found = if active { candidate(p, entry) } else { None }
-                .filter(|&c| rules.reaches(p, c) && unsafe { words_equal(input, c, p, word, rules.min_len) });
+            let found = if active { candidate(p as usize, entry) } else { None }.filter(|&c| {
+                rules.reaches(p as usize, c) && unsafe { words_equal(input, c, p as usize, word, rules.min_len) }
+            });
             let matched = warp.ballot(found.is_some());
             let found = found.unwrap_or(0) as u32;
 
             let mut cursor = pos;
             loop {
-                let first_lane = (cursor - pos).div_ceil(rules.width);
-                if first_lane >= BATCH {
+                let first_lane = (cursor - pos + (1 << shift) - 1) >> shift;
+                if first_lane >= batch {
                     break;
                 }
                 let eligible = matched & (u32::MAX << first_lane);
@@ -125,69 +130,71 @@ pub unsafe fn parse_chunk<W: Warp, E: SequenceEncoder>(
                     break;
                 }
                 let f = eligible.trailing_zeros();
-                let p = pos + f as usize * rules.width;
-                let c = warp.shuffle(found, f) as usize;
-                let (forward, back) = extend(warp, input, p, c, n - LAST_LITERALS, anchor);
-                let len = forward - forward % rules.width;
-                let back = back - back % rules.width;
-                unsafe { encoder.sequence(input.add(anchor), p - back - anchor, p - c, len + back)? };
+                let p = pos + (f << shift);
+                let c = warp.shuffle(found, f);
+                let (forward, back) = extend(warp, input, p, c, end, anchor);
+                let (len, back) = (forward >> shift << shift, back >> shift << shift);
+                let literals = unsafe { input.add(anchor as usize) };
+                unsafe {
+                    encoder.sequence(literals, (p - back - anchor) as usize, (p - c) as usize, (len + back) as usize)?
+                };
                 cursor = p + len;
                 anchor = cursor;
             }
-            pos = cursor.max(pos + BATCH * rules.width);
+            pos = cursor.max(pos + (batch << shift));
         }
     }
-    unsafe { encoder.last_literals(input.add(anchor), n - anchor) }
+    unsafe { encoder.last_literals(input.add(anchor as usize), n - anchor as usize) }
 }
 
 /// [`common_forward`] and [`common_backward`] of one match, the loads of both first steps
 /// issued together (each step waits on its loads).
 #[inline(always)]
-fn extend<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, end: usize, anchor: usize) -> (usize, usize) {
-    const STEP: usize = WARP_SIZE as usize;
-    let lane = warp.lane() as usize;
-    let equal_after = p + lane < end && unsafe { *data.add(p + lane) == *data.add(c + lane) };
-    let equal_before = lane < (p - anchor).min(c) && unsafe { *data.add(p - 1 - lane) == *data.add(c - 1 - lane) };
+fn extend<W: Warp>(warp: &W, data: *const u8, p: u32, c: u32, end: u32, anchor: u32) -> (u32, u32) {
+    let lane = warp.lane();
+    let byte = |at: u32| unsafe { *data.add(at as usize) };
+    let equal_after = p + lane < end && byte(p + lane) == byte(c + lane);
+    let equal_before = lane < (p - anchor).min(c) && byte(p - 1 - lane) == byte(c - 1 - lane);
     let (after, before) = (warp.ballot(!equal_after), warp.ballot(!equal_before));
     let forward = match after {
-        0 => STEP + common_forward(warp, data, p + STEP, c + STEP, end),
-        _ => after.trailing_zeros() as usize,
+        0 => WARP_SIZE + common_forward(warp, data, p + WARP_SIZE, c + WARP_SIZE, end),
+        _ => after.trailing_zeros(),
     };
     let backward = match before {
-        0 => STEP + common_backward(warp, data, p - STEP, c - STEP, anchor),
-        _ => before.trailing_zeros() as usize,
+        0 => WARP_SIZE + common_backward(warp, data, p - WARP_SIZE, c - WARP_SIZE, anchor),
+        _ => before.trailing_zeros(),
     };
     (forward, backward)
 }
 
 /// Length of the common run of `data[p..]` and `data[c..]`, not reaching `end`; 32 bytes a step.
 #[inline(always)]
-pub(crate) fn common_forward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, end: usize) -> usize {
+pub(crate) fn common_forward<W: Warp>(warp: &W, data: *const u8, p: u32, c: u32, end: u32) -> u32 {
     let mut len = 0;
     loop {
-        let i = len + warp.lane() as usize;
-        let equal = p + i < end && unsafe { *data.add(p + i) == *data.add(c + i) };
+        let i = len + warp.lane();
+        let equal = p + i < end && unsafe { *data.add((p + i) as usize) == *data.add((c + i) as usize) };
         let differs = warp.ballot(!equal);
         if differs != 0 {
-            return len + differs.trailing_zeros() as usize;
+            return len + differs.trailing_zeros();
         }
-        len += WARP_SIZE as usize;
+        len += WARP_SIZE;
     }
 }
 
 /// Length of the common run ending before `p` and `c`, not reaching before `anchor` or 0.
 #[inline(always)]
-pub(crate) fn common_backward<W: Warp>(warp: &W, data: *const u8, p: usize, c: usize, anchor: usize) -> usize {
+pub(crate) fn common_backward<W: Warp>(warp: &W, data: *const u8, p: u32, c: u32, anchor: u32) -> u32 {
     let limit = (p - anchor).min(c);
     let mut len = 0;
     loop {
-        let i = len + warp.lane() as usize;
-        let equal = i < limit && unsafe { *data.add(p - 1 - i) == *data.add(c - 1 - i) };
+        let i = len + warp.lane();
+        let equal = i < limit && unsafe { *data.add((p - 1 - i) as usize) == *data.add((c - 1 - i) as usize) };
         let differs = warp.ballot(!equal);
         if differs != 0 {
-            return len + differs.trailing_zeros() as usize;
+            return len + differs.trailing_zeros();
         }
-        len += WARP_SIZE as usize;
+        len += WARP_SIZE;
     }
 }
 

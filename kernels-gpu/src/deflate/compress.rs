@@ -119,7 +119,7 @@ pub unsafe fn compress_blocks<W: Warp, S: WarpSink>(
     let tokens = writer.tokens();
     let mut coder = TokenCoder { warp, tokens, writer: &mut writer, pos: 0, block_tokens: 0, seg_tokens: 0 };
     if level == 0 {
-        unsafe { coder.literals(input, n) };
+        unsafe { coder.literals(input, n as u32) };
     } else {
         unsafe { parse_chunk(warp, input, n, table, FAST_RULES, &mut coder)? };
     }
@@ -159,43 +159,46 @@ struct TokenCoder<'a, 'w, W, S> {
     warp: &'w W,
     tokens: *mut u32,
     writer: &'a mut BlockWriter<'w, W, S>,
-    /// Input offset of the next token.
-    pos: usize,
+    /// Input offset of the next token (32 bits, as the parse's positions).
+    pos: u32,
     /// The block's tokens and the segment's, as the first lane's `blocks` counts them.
-    block_tokens: usize,
-    seg_tokens: usize,
+    block_tokens: u32,
+    seg_tokens: u32,
 }
 
 impl<W: Warp, S: WarpSink> TokenCoder<'_, '_, W, S> {
     /// Adds the `count` bytes at `literals` as literal tokens, 32 a step.
-    unsafe fn literals(&mut self, literals: *const u8, count: usize) {
+    unsafe fn literals(&mut self, literals: *const u8, count: u32) {
         let mut done = 0;
         while done < count {
-            let k = (SEGMENT - self.seg_tokens).min(count - done);
-            let at = unsafe { self.tokens.add(self.block_tokens + self.seg_tokens) };
-            self.warp.for_each_strided(k, |i| unsafe { *at.add(i) = token(0, *literals.add(done + i) as usize) });
+            let k = (SEGMENT as u32 - self.seg_tokens).min(count - done);
+            let at = unsafe { self.tokens.add((self.block_tokens + self.seg_tokens) as usize) };
+            let from = unsafe { literals.add(done as usize) };
+            self.warp.for_each_strided(k as usize, |i| unsafe { *at.add(i) = token(0, *from.add(i) as usize) });
             (done, self.seg_tokens, self.pos) = (done + k, self.seg_tokens + k, self.pos + k);
-            if self.seg_tokens == SEGMENT {
+            if self.seg_tokens == SEGMENT as u32 {
                 unsafe { self.close_segment() };
             }
         }
     }
 
     /// Adds a match of `len` bytes `dist` back, in pieces deflate can express.
-    unsafe fn matched(&mut self, dist: usize, len: usize) {
-        for piece in match_pieces(len) {
+    unsafe fn matched(&mut self, dist: u32, len: u32) {
+        for piece in match_pieces(len as usize) {
             if self.warp.lane() == 0 {
-                unsafe { *self.tokens.add(self.block_tokens + self.seg_tokens) = token(dist, piece) };
+                let at = (self.block_tokens + self.seg_tokens) as usize;
+                unsafe { *self.tokens.add(at) = token(dist as usize, piece) };
             }
-            (self.seg_tokens, self.pos) = (self.seg_tokens + 1, self.pos + piece);
-            if self.seg_tokens == SEGMENT {
+            (self.seg_tokens, self.pos) = (self.seg_tokens + 1, self.pos + piece as u32);
+            if self.seg_tokens == SEGMENT as u32 {
                 unsafe { self.close_segment() };
             }
         }
     }
 
     unsafe fn close_segment(&mut self) {
-        self.block_tokens = unsafe { self.writer.close_segment(self.pos, self.block_tokens, self.seg_tokens) };
+        let (pos, block_tokens, seg_tokens) = (self.pos as usize, self.block_tokens as usize, self.seg_tokens as usize);
+        self.block_tokens = unsafe { self.writer.close_segment(pos, block_tokens, seg_tokens) } as u32;
         self.seg_tokens = 0;
     }
 
@@ -205,7 +208,7 @@ impl<W: Warp, S: WarpSink> TokenCoder<'_, '_, W, S> {
             unsafe { self.close_segment() };
         }
         let start = unsafe { self.writer.first_lane(|b| b.block_start) };
-        unsafe { self.writer.write_block(self.block_tokens, start, n, true) };
+        unsafe { self.writer.write_block(self.block_tokens as usize, start, n, true) };
     }
 }
 
@@ -309,14 +312,14 @@ impl<W: Warp, S: WarpSink> SequenceEncoder for TokenCoder<'_, '_, W, S> {
         match_len: usize,
     ) -> Result<(), Status> {
         unsafe {
-            self.literals(literals, count);
-            self.matched(offset, match_len);
+            self.literals(literals, count as u32);
+            self.matched(offset as u32, match_len as u32);
         }
         Ok(())
     }
 
     unsafe fn last_literals(&mut self, literals: *const u8, count: usize) -> Result<(), Status> {
-        unsafe { self.literals(literals, count) };
+        unsafe { self.literals(literals, count as u32) };
         Ok(())
     }
 }

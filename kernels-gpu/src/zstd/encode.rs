@@ -386,16 +386,19 @@ unsafe fn record_batch<W: Warp>(
     let (p, is_chosen, below) = (pos + lane, chosen >> lane & 1 == 1, chosen & ((1 << lane) - 1));
     let c = p - found.offset;
     // The search measured each match up to MEASURE_CAP bytes: only the last can be longer.
-    let (last_p, last_c) = ((pos + last) as usize, warp.shuffle(c, last) as usize);
+    let (last_p, last_c) = (pos + last, warp.shuffle(c, last));
     let extra = match warp.shuffle(found.len, last) as usize {
-        MEASURE_CAP => common_forward(warp, data, last_p + MEASURE_CAP, last_c + MEASURE_CAP, n as usize) as u32,
+        MEASURE_CAP => {
+            let cap = MEASURE_CAP as u32;
+            common_forward(warp, data, last_p + cap, last_c + cap, n)
+        }
         _ => 0,
     };
     // Each chosen lane's literals start where the match before it ends (the first's at `anchor`).
     let prev_end = pos + warp.shuffle(after, if below == 0 { lane } else { 31 - below.leading_zeros() });
     let start = if below == 0 { anchor } else { prev_end };
-    let (first_p, first_c) = ((pos + first) as usize, warp.shuffle(c, first) as usize);
-    let first_back = common_backward(warp, data, first_p, first_c, anchor as usize) as u32;
+    let (first_p, first_c) = (pos + first, warp.shuffle(c, first));
+    let first_back = common_backward(warp, data, first_p, first_c, anchor);
     let back = match is_chosen {
         true if lane == first => first_back,
         true => {

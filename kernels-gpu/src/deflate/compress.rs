@@ -7,11 +7,11 @@
 //! the lanes count its symbols ([`count`]) and sum the estimates of its cost and of the block's
 //! with it (`Estimate`, ten symbols a lane), and the first lane decides from them, as the format
 //! crate's `Blocks::close_segment` does, whether it joins the block. To write a block, the lanes
-//! sort its symbols by rank ([`build_lengths`]), the first lane builds the codes from them and
-//! writes the header; then the lanes code its tokens 32 at a time into the one bit stream
-//! ([`BitStream::write`]), or copy a stored block's bytes. Levels 2 to 5 search
-//! hash chains one position after another: there the first lane runs the format crate's
-//! compressor.
+//! sort its symbols by rank ([`build_lengths`]) and the first lane builds the code lengths; the
+//! lanes sum the block's costs, hand out the codewords and write the header's items and then the
+//! tokens into a [`WarpSink`] (Deflate's one bit stream, [`BitStream`], or GDeflate's 32
+//! sub-streams), or copy a stored block's bytes. Levels 2 to 5 search hash chains one position
+//! after another: there the first lane runs the format crate's compressor.
 
 use super::canonical_codes;
 use crate::adler32::adler32_chunk;

@@ -434,8 +434,9 @@ impl StreamKind for BitStream {
     }
 }
 
-/// Deflate's sink: the first lane writes the headers (through [`LaneSink`]) and shares the
-/// stream; the lanes write the tokens 32 at a time, and a stored block's bytes.
+/// Deflate's sink: the first lane writes a block's first three bits and a stored block's header
+/// (through `LaneSink`) and shares the stream; the lanes write the header's items and the tokens
+/// 32 at a time, and a stored block's bytes.
 impl WarpSink for BitStream {
     unsafe fn huffman_header<W: Warp>(&mut self, warp: &W, plan: *mut BlockPlan, kind: BlockKind, last: bool) {
         unsafe { ready_codes(warp, plan, kind) };

@@ -15,9 +15,13 @@ pub const MAX_PRECODE_LEN: u32 = 7;
 pub struct LengthWork {
     /// Used symbols' [`sort_key`]s, sorted.
     pub keys: [u32; 288],
-    /// Moffat–Katajainen's in-place tree, then code lengths.
-    tree: [u32; 288],
+    /// Moffat–Katajainen's in-place tree, then code lengths: a power of two long, so that its
+    /// indices are masked rather than bounds-checked (the GPU's first lane runs it).
+    tree: [u32; TREE],
 }
+
+/// Entries of [`LengthWork`]'s tree: the largest alphabet (288), rounded up to a power of two.
+const TREE: usize = 512;
 
 /// Fills `lens` with code lengths of at most `limit` bits for `freqs` (same length): shorter codes
 /// for more frequent symbols, ties broken by symbol, so the result is deterministic. The code is
@@ -54,11 +58,11 @@ pub fn lengths_of_sorted(n: usize, limit: u32, lens: &mut [u8], work: &mut Lengt
         return;
     }
     let keys = &work.keys[..n];
-    let tree = &mut work.tree[..n];
-    for (t, k) in tree.iter_mut().zip(keys.iter()) {
+    for (t, k) in work.tree.iter_mut().zip(keys.iter()) {
         *t = k >> 9;
     }
-    minimum_redundancy(tree);
+    minimum_redundancy(&mut work.tree, n as u32);
+    let tree = &work.tree[..n];
     // Clamp to `limit`, then trade codes until the lengths satisfy Kraft's equality again.
     let mut count = [0u32; MAX_CODE_LEN as usize + 1];
     for &depth in tree.iter() {
@@ -116,48 +120,48 @@ fn sift_down(a: &mut [u32], mut root: usize, end: usize) {
     }
 }
 
-/// Moffat and Katajainen's in-place minimum-redundancy code: `a` holds ascending frequencies
-/// (at least two) and receives each symbol's code length (unbounded).
-fn minimum_redundancy(a: &mut [u32]) {
-    let n = a.len();
+/// Moffat and Katajainen's in-place minimum-redundancy code: `a[..n]` holds ascending
+/// frequencies (at least two) and receives each symbol's code length (unbounded). Indices are
+/// 32-bit and masked to the tree, which is longer than any alphabet.
+fn minimum_redundancy(a: &mut [u32; TREE], n: u32) {
+    let at = |i: u32| i as usize & (TREE - 1);
     // Phase 1: build the tree, internal nodes holding their weight, then their parent's index.
-    a[0] += a[1];
+    a[at(0)] += a[at(1)];
     let (mut root, mut leaf) = (0, 2);
     for next in 1..n - 1 {
-        if leaf >= n || a[root] < a[leaf] {
-            a[next] = a[root];
-            a[root] = next as u32;
+        if leaf >= n || a[at(root)] < a[at(leaf)] {
+            a[at(next)] = a[at(root)];
+            a[at(root)] = next;
             root += 1;
         } else {
-            a[next] = a[leaf];
+            a[at(next)] = a[at(leaf)];
             leaf += 1;
         }
-        if leaf >= n || (root < next && a[root] < a[leaf]) {
-            a[next] += a[root];
-            a[root] = next as u32;
+        if leaf >= n || (root < next && a[at(root)] < a[at(leaf)]) {
+            a[at(next)] += a[at(root)];
+            a[at(root)] = next;
             root += 1;
         } else {
-            a[next] += a[leaf];
+            a[at(next)] += a[at(leaf)];
             leaf += 1;
         }
     }
     // Phase 2: internal node depths.
-    a[n - 2] = 0;
+    a[at(n - 2)] = 0;
     for next in (0..n - 2).rev() {
-        a[next] = a[a[next] as usize] + 1;
+        a[at(next)] = a[at(a[at(next)])] + 1;
     }
-    // Phase 3: leaf depths.
+    // Phase 3: leaf depths, from the root's level down (`root` and `next` count down past 0).
     let (mut available, mut depth) = (1u32, 0u32);
-    let mut root = n as isize - 2;
-    let mut next = n as isize - 1;
+    let (mut root, mut next) = (n - 1, n);
     while available > 0 {
         let mut used = 0;
-        while root >= 0 && a[root as usize] == depth {
+        while root > 0 && a[at(root - 1)] == depth {
             used += 1;
             root -= 1;
         }
         while available > used {
-            a[next as usize] = depth;
+            a[at(next - 1)] = depth;
             next -= 1;
             available -= 1;
         }
@@ -395,7 +399,7 @@ mod tests {
 
     #[test]
     fn lengths_are_complete_and_limited() {
-        let mut work = LengthWork { keys: [0; 288], tree: [0; 288] };
+        let mut work = LengthWork { keys: [0; 288], tree: [0; TREE] };
         // Fibonacci frequencies make an unbounded Huffman code very deep.
         let mut freqs = [0u32; 286];
         let (mut a, mut b) = (1u32, 1u32);
@@ -419,7 +423,7 @@ mod tests {
 
     #[test]
     fn tables_decode_every_code_of_random_codes() {
-        let mut work = LengthWork { keys: [0; 288], tree: [0; 288] };
+        let mut work = LengthWork { keys: [0; 288], tree: [0; TREE] };
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         let mut next = move || {
             seed ^= seed << 13;

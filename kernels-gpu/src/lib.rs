@@ -40,6 +40,8 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("deflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("gdeflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("gdeflate_decompress", deflate::DECODE_WARPS * 32, gdeflate::DECOMPRESS_BLOCKS_PER_SM),
+    ("lz4_decompress", lz77::DECOMPRESS_WARPS * 32, lz77::DECOMPRESS_BLOCKS_PER_SM),
+    ("snappy_decompress", lz77::DECOMPRESS_WARPS * 32, lz77::DECOMPRESS_BLOCKS_PER_SM),
     ("zstd_decompress", zstd::DECOMPRESS_WARPS * 32, zstd::DECOMPRESS_BLOCKS_PER_SM),
     ("zstd_decompressed_sizes", zstd::SIZES_WARPS * 32, ZSTD_SIZES_BLOCKS),
     ("zstd_compress", zstd::COMPRESS_WARPS * 32, zstd::COMPRESS_BLOCKS_PER_SM),

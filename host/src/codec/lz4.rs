@@ -4,12 +4,13 @@ use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::lz4::{self, HASH_ENTRIES, MAX_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, DataType, Status};
 use ferrocomp_kernels_gpu::lz4::COMPRESS_SHARED_BYTES_PER_WARP;
+use ferrocomp_kernels_gpu::lz77::DECOMPRESS_WARPS;
 
 /// The compress kernel's shape: a warp per chunk, four to a block, each with its 8 KiB hash
 /// table in shared memory (Snappy's compressor shares it).
 pub(crate) const COMPRESS_SHAPE: Shape = Shape::warps(4, COMPRESS_SHARED_BYTES_PER_WARP);
 /// The decompress kernel's shape (Snappy's decoder shares it).
-pub(crate) const DECOMPRESS_SHAPE: Shape = Shape::warps(8, 0);
+pub(crate) const DECOMPRESS_SHAPE: Shape = Shape::warps(DECOMPRESS_WARPS, 0);
 /// The size kernel's shape: a thread per chunk.
 pub(crate) const SIZES_SHAPE: Shape = Shape::Threads { per_block: 128, shared_bytes: 0 };
 

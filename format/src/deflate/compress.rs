@@ -19,17 +19,23 @@ const HASH_BITS: u32 = 15;
 /// zeroed (e.g. `Box::<CompressScratch>::new_zeroed()`), never needing a constructor.
 #[repr(C)]
 pub struct CompressScratch {
-    matcher: Matcher,
+    /// The hash chains of levels 2 to 5 (the GPU's compressor links and walks them in a warp).
+    pub matcher: Matcher,
     /// The token stream being cut into blocks (the GPU's level-1 compressor uses it alone).
     pub blocks: Blocks,
 }
 
 /// Hash chains over positions in the chunk (chunks are at most 64 KiB, so a u16 names any).
 #[repr(C)]
-struct Matcher {
-    head: [u16; 1 << HASH_BITS],
-    prev: [u16; MAX_CHUNK_SIZE],
+pub struct Matcher {
+    /// The last position linked of each [`chain_slot`] (0 where none: the chain of 0).
+    pub head: [u16; HASH_SLOTS],
+    /// The position before each in its chain.
+    pub prev: [u16; MAX_CHUNK_SIZE],
 }
+
+/// Hash chains' slots.
+pub const HASH_SLOTS: usize = 1 << HASH_BITS;
 
 /// The current block and the segment being gathered, and the work space to cost and write them.
 /// The segment's tokens go in after the block's; after [`SEGMENT`] of them, or at the end,
@@ -127,7 +133,7 @@ struct Emit<'a, S: BitSink> {
     sink: &'a mut S,
 }
 
-impl<S: BitSink> Emit<'_, S> {
+impl<S: BitSink> TokenSink for Emit<'_, S> {
     #[inline(always)]
     fn literal(&mut self, pos: usize) {
         self.push(token(0, self.input[pos] as usize), pos + 1);
@@ -137,7 +143,9 @@ impl<S: BitSink> Emit<'_, S> {
     fn matched(&mut self, pos: usize, len: usize, dist: usize) {
         self.push(token(dist, len), pos + len);
     }
+}
 
+impl<S: BitSink> Emit<'_, S> {
     #[inline(always)]
     fn push(&mut self, tok: u32, end: usize) {
         let b = &mut *self.blocks;
@@ -172,16 +180,28 @@ impl<S: BitSink> Emit<'_, S> {
     }
 }
 
-/// How hard a level looks for matches.
-struct Effort {
+/// How hard a level of 2 to 5 looks for matches.
+pub struct Effort {
     /// Candidates examined per position.
-    depth: u32,
+    pub depth: u32,
     /// A match this long is taken without looking further.
-    nice: usize,
+    pub nice: usize,
     /// Lazy matching: try the next position before taking a match.
-    lazy: bool,
+    pub lazy: bool,
     /// With a pending match this long, look only a quarter as deep.
-    good: usize,
+    pub good: usize,
+}
+
+impl Effort {
+    /// The effort of `level` (2 to 5; higher levels are 5's).
+    pub const fn of(level: u8) -> Self {
+        match level {
+            ..=2 => Effort { depth: 8, nice: 32, lazy: false, good: MAX_MATCH },
+            3 => Effort { depth: 32, nice: 128, lazy: true, good: 16 },
+            4 => Effort { depth: 256, nice: MAX_MATCH, lazy: true, good: 32 },
+            _ => Effort { depth: 4096, nice: MAX_MATCH, lazy: true, good: MAX_MATCH },
+        }
+    }
 }
 
 /// Compresses `input` (at most [`MAX_CHUNK_SIZE`] bytes) at `level` (0..=5) into blocks in `sink`.
@@ -193,10 +213,11 @@ pub(crate) fn compress_blocks<S: BitSink>(input: &[u8], level: u8, scratch: &mut
     match level {
         0 => (0..input.len()).for_each(|pos| emit.literal(pos)),
         1 => fast(input, m, &mut emit),
-        2 => chains(input, m, &mut emit, &Effort { depth: 8, nice: 32, lazy: false, good: MAX_MATCH }),
-        3 => chains(input, m, &mut emit, &Effort { depth: 32, nice: 128, lazy: true, good: 16 }),
-        4 => chains(input, m, &mut emit, &Effort { depth: 256, nice: MAX_MATCH, lazy: true, good: 32 }),
-        _ => chains(input, m, &mut emit, &Effort { depth: 4096, nice: MAX_MATCH, lazy: true, good: MAX_MATCH }),
+        _ => {
+            m.link(input);
+            let effort = Effort::of(level);
+            lazy_parse(input.len(), &effort, &mut ChainSearch { input, matcher: m, effort: &effort }, &mut emit);
+        }
     }
     emit.finish();
 }
@@ -283,94 +304,136 @@ pub fn match_pieces(len: usize) -> impl Iterator<Item = usize> {
     })
 }
 
-/// Levels 2–5: hash chains of 3-byte sequences, greedy or lazy.
-fn chains<S: BitSink>(input: &[u8], m: &mut Matcher, e: &mut Emit<S>, effort: &Effort) {
-    m.head.fill(0);
-    let n = input.len();
+/// A match of `len` bytes `dist` back; `len` 0 where there is none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Match {
+    pub len: u32,
+    pub dist: u32,
+}
+
+/// Where [`lazy_parse`] looks for matches.
+pub trait Searcher {
+    /// The longest match at `pos` (with at least [`MIN_MATCH`] bytes from it) among the first
+    /// `depth` earlier positions of its chain, or a quarter of them where `shallow`: the
+    /// nearest of that length, and none below [`MIN_MATCH`] bytes.
+    fn longest(&mut self, pos: usize, shallow: bool) -> Match;
+}
+
+/// Where [`lazy_parse`] puts its tokens, in input order.
+pub trait TokenSink {
+    /// The byte at `pos` as a literal.
+    fn literal(&mut self, pos: usize);
+    /// A match at `pos` of `len` bytes `dist` back.
+    fn matched(&mut self, pos: usize, len: usize, dist: usize);
+}
+
+/// The parse of levels 2 to 5 over `n` bytes: greedy, or lazy (a match waits to see whether
+/// the next position has a longer one). The searches are all it needs of the bytes.
+pub fn lazy_parse(n: usize, effort: &Effort, search: &mut impl Searcher, sink: &mut impl TokenSink) {
     let mut pos = 0;
     // A match found at `pos - 1`, waiting to see whether `pos` has a longer one.
     let (mut pending, mut pending_dist) = (0, 0);
     while pos < n {
         let (mut len, mut dist) = (0, 0);
-        if pos + MIN_MATCH <= n {
-            m.insert(input, pos);
-            if pending < effort.nice {
-                let depth = if pending >= effort.good { effort.depth / 4 } else { effort.depth };
-                (len, dist) = m.find(input, pos, pending.max(MIN_MATCH - 1), depth, effort.nice);
+        if pos + MIN_MATCH <= n && pending < effort.nice {
+            let found = search.longest(pos, pending >= effort.good);
+            let (found_len, found_dist) = (found.len as usize, found.dist as usize);
+            // A 3-byte match far back costs about as much as its literals.
+            if found_len > pending.max(MIN_MATCH - 1) && !(found_len == MIN_MATCH && found_dist > 4096) {
+                (len, dist) = (found_len, found_dist);
             }
         }
         if pending >= MIN_MATCH {
             if len > pending {
-                e.literal(pos - 1);
+                sink.literal(pos - 1);
                 (pending, pending_dist) = (len, dist);
                 pos += 1;
             } else {
-                e.matched(pos - 1, pending, pending_dist);
-                let end = pos - 1 + pending;
-                for p in pos + 1..end.min(n.saturating_sub(MIN_MATCH - 1)) {
-                    m.insert(input, p);
-                }
-                pos = end;
+                sink.matched(pos - 1, pending, pending_dist);
+                pos += pending - 1;
                 pending = 0;
             }
         } else if len >= MIN_MATCH && effort.lazy {
             (pending, pending_dist) = (len, dist);
             pos += 1;
         } else if len >= MIN_MATCH {
-            e.matched(pos, len, dist);
-            for p in pos + 1..(pos + len).min(n.saturating_sub(MIN_MATCH - 1)) {
-                m.insert(input, p);
-            }
+            sink.matched(pos, len, dist);
             pos += len;
         } else {
-            e.literal(pos);
+            sink.literal(pos);
             pos += 1;
         }
     }
     if pending >= MIN_MATCH {
-        e.matched(pos - 1, pending, pending_dist);
+        sink.matched(pos - 1, pending, pending_dist);
     }
 }
 
+/// The CPU's searches: one chain walk each.
+struct ChainSearch<'a> {
+    input: &'a [u8],
+    matcher: &'a Matcher,
+    effort: &'a Effort,
+}
+
+impl Searcher for ChainSearch<'_> {
+    fn longest(&mut self, pos: usize, shallow: bool) -> Match {
+        let depth = if shallow { self.effort.depth / 4 } else { self.effort.depth };
+        self.matcher.longest(self.input, pos, depth, self.effort.nice)[1]
+    }
+}
+
+/// The chain slot of the 3 bytes at `pos`.
+#[inline(always)]
+pub fn chain_slot(input: &[u8], pos: usize) -> usize {
+    let v = read_u32(input, pos) & 0xFF_FFFF;
+    (v.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
+}
+
 impl Matcher {
-    /// Links `pos` (with at least 3 bytes after it) into its hash chain.
-    #[inline(always)]
-    fn insert(&mut self, input: &[u8], pos: usize) {
-        let v = read_u32(input, pos) & 0xFF_FFFF;
-        let slot = (v.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize;
-        self.prev[pos & (MAX_CHUNK_SIZE - 1)] = self.head[slot];
-        self.head[slot] = pos as u16;
+    /// Links every position with at least 3 bytes after it into its chain, in input order.
+    fn link(&mut self, input: &[u8]) {
+        self.head.fill(0);
+        for pos in 0..input.len().saturating_sub(MIN_MATCH - 1) {
+            let slot = chain_slot(input, pos);
+            self.prev[pos] = self.head[slot];
+            self.head[slot] = pos as u16;
+        }
     }
 
-    /// The longest match at `pos` longer than `beat`, walking at most `depth` earlier positions
-    /// of its chain; `(0, 0)` if none. Chain links only ever point backwards, so a link that does
-    /// not is where the chain (or stale data before it) ends.
-    fn find(&self, input: &[u8], pos: usize, beat: usize, depth: u32, nice: usize) -> (usize, usize) {
+    /// The longest matches at `pos` (see [`Searcher::longest`]) among the first `depth / 4`
+    /// and the first `depth` earlier positions of its chain, the walk ending at a match of
+    /// `nice` bytes. Chain links only ever point backwards, so a link that does not is where
+    /// the chain ends.
+    pub fn longest(&self, input: &[u8], pos: usize, depth: u32, nice: usize) -> [Match; 2] {
         let max = (input.len() - pos).min(MAX_MATCH);
-        let (mut best, mut best_dist) = (beat, 0);
-        if best >= max {
-            return (0, 0);
-        }
-        let mut cand = self.prev[pos & (MAX_CHUNK_SIZE - 1)] as usize;
-        let mut left = depth;
-        while cand < pos && pos - cand <= WINDOW && left > 0 {
-            if input.get(cand + best) == input.get(pos + best) && input.get(cand) == input.get(pos) {
+        let (quarter, mut walked) = (depth / 4, 0);
+        let (mut best, mut shallow) = (Match::default(), Match::default());
+        let mut cand = self.prev[pos] as usize;
+        while cand < pos && pos - cand <= WINDOW && walked < depth {
+            walked += 1;
+            let at_least = (best.len as usize).max(MIN_MATCH - 1);
+            if input.get(cand + at_least) == input.get(pos + at_least) && input.get(cand) == input.get(pos) {
                 let len = common(input, cand, pos, max);
-                if len > best {
-                    (best, best_dist) = (len, pos - cand);
+                if len > at_least {
+                    best = Match { len: len as u32, dist: (pos - cand) as u32 };
                     if len >= nice || len == max {
                         break;
                     }
                 }
             }
-            left -= 1;
-            let next = self.prev[cand & (MAX_CHUNK_SIZE - 1)] as usize;
+            if walked == quarter {
+                shallow = best;
+            }
+            let next = self.prev[cand] as usize;
             if next >= cand {
                 break;
             }
             cand = next;
         }
-        // A 3-byte match far back costs about as much as its literals.
-        if best_dist == 0 || (best == MIN_MATCH && best_dist > 4096) { (0, 0) } else { (best, best_dist) }
+        if walked <= quarter {
+            shallow = best;
+        }
+        [shallow, best]
     }
 }

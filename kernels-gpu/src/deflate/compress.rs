@@ -1,8 +1,9 @@
 //! Deflate compression on the GPU, a warp per chunk, writing the streams
 //! `ferrocomp_format::deflate::compress` writes, byte for byte.
 //!
-//! Levels 0 and 1 are the warp's: the lanes find level 1's parse together (LZ4's warp parse,
-//! [`crate::lz4::parse_chunk`], under `FAST_RULES`; level 0 takes every byte as a literal) and
+//! The lanes find the parse together: level 1's is LZ4's warp parse
+//! ([`crate::lz4::parse_chunk`], under `FAST_RULES`), levels 2 to 5 walk hash chains 32
+//! positions at a time ([`parse_chains`]), and level 0 takes every byte as a literal. They
 //! write its tokens into the scratch slot's [`Blocks`], a segment at a time. At each segment's end
 //! the lanes count its symbols ([`count`]) and sum the estimates of its cost and of the block's
 //! with it (`Estimate`, ten symbols a lane), and the first lane decides from them, as the format
@@ -10,10 +11,10 @@
 //! sort its symbols by rank ([`build_lengths`]) and the first lane builds the code lengths; the
 //! lanes sum the block's costs, hand out the codewords and write the header's items and then the
 //! tokens into a [`WarpSink`] (Deflate's one bit stream, [`BitStream`], or GDeflate's 32
-//! sub-streams), or copy a stored block's bytes. Levels 2 to 5 search hash chains one position
-//! after another: there the first lane runs the format crate's compressor.
+//! sub-streams), or copy a stored block's bytes.
 
 use super::canonical_codes;
+use super::chains::parse_chains;
 use crate::adler32::adler32_chunk;
 use crate::crc32::crc32_chunk;
 use crate::entropy::{BitStream, Field, NO_BIN, count, unrolled};
@@ -61,7 +62,7 @@ pub unsafe fn compress_chunk<W: Warp>(
     capacity: usize,
 ) -> Result<usize, Status> {
     let level = level.min(deflate::MAX_LEVEL);
-    if level >= 2 || n > MAX_CHUNK_SIZE {
+    if n > MAX_CHUNK_SIZE {
         return first_lane(warp, || unsafe {
             deflate::compress(bytes(input, n), level, wrapper, &mut *scratch, bytes_mut(out, capacity))
         });
@@ -95,7 +96,7 @@ pub unsafe fn compress_chunk<W: Warp>(
     if total > capacity { Err(Status::OutputTooSmall) } else { Ok(total) }
 }
 
-/// Compresses the `n` bytes at `input` at `level` 0 or 1 into `sink`, as the format crate's
+/// Compresses the `n` bytes at `input` at `level` into `sink`, as the format crate's
 /// `compress_blocks` does into its sink: Deflate's and GDeflate's compressors, which differ in
 /// their sinks alone.
 ///
@@ -118,10 +119,10 @@ pub unsafe fn compress_blocks<W: Warp, S: WarpSink>(
     let mut writer = BlockWriter { warp, input, blocks, sink };
     let tokens = writer.tokens();
     let mut coder = TokenCoder { warp, tokens, writer: &mut writer, pos: 0, block_tokens: 0, seg_tokens: 0 };
-    if level == 0 {
-        unsafe { coder.literals(input, n as u32) };
-    } else {
-        unsafe { parse_chunk(warp, input, n, table, FAST_RULES, &mut coder)? };
+    match level {
+        0 => unsafe { coder.literals(input, n as u32) },
+        1 => unsafe { parse_chunk(warp, input, n, table, FAST_RULES, &mut coder)? },
+        _ => unsafe { parse_chains(warp, input, n, level, &raw mut (*scratch).matcher, &mut coder)? },
     }
     unsafe { coder.finish(n) };
     Ok(())

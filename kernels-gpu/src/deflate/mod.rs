@@ -5,6 +5,7 @@
 //! the decoding tables of each warp live in shared memory, where [`build_table`] lets the warp
 //! build them together (GDeflate's decoder does).
 
+mod chains;
 pub mod compress;
 
 use crate::SHARED_BYTES_PER_BLOCK;

@@ -1,11 +1,10 @@
 //! GDeflate compression on the GPU, a warp per page, writing the pages
 //! `ferrocomp_format::gdeflate::compress` writes, byte for byte.
 //!
-//! Levels 0 and 1 are Deflate's warp compressor ([`compress_blocks`]) writing into
-//! [`SubStreams`]: lane i holds sub-stream i, as the decoder's lane i does, and the lanes write
-//! the items of a round together, each its own, the packets they reserve dealt out in lane
-//! order by a ballot (the format's rounds, in which a match's distance goes to its lane one round
-//! after its length). Levels 2 to 5 run the format crate's compressor in the first lane.
+//! It is Deflate's warp compressor ([`compress_blocks`]) writing into [`SubStreams`]: lane i
+//! holds sub-stream i, as the decoder's lane i does, and the lanes write the items of a round
+//! together, each its own, the packets they reserve dealt out in lane order by a ballot (the
+//! format's rounds, in which a match's distance goes to its lane one round after its length).
 
 use crate::deflate::compress::{WarpSink, compress_blocks, ready_codes, token_fields};
 use crate::entropy::Field;
@@ -34,7 +33,7 @@ pub unsafe fn compress_page<W: Warp>(
     capacity: usize,
 ) -> Result<usize, Status> {
     let level = level.min(deflate::MAX_LEVEL);
-    if level >= 2 || n > gdeflate::MAX_CHUNK_SIZE {
+    if n > gdeflate::MAX_CHUNK_SIZE {
         return first_lane(warp, || unsafe {
             gdeflate::compress(bytes(input, n), level, &mut *scratch, bytes_mut(out, capacity))
         });

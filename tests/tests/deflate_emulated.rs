@@ -60,6 +60,9 @@ fn inputs() -> Vec<Vec<u8>> {
         Vec::new(),
         vec![7],
         vec![1; 13],
+        // A fixed block with literals of 9-bit codes (above 143), whose codewords follow the
+        // 8-bit ones of all 288 symbols.
+        (0..200u32).map(|i| 150 + (i % 7 + i / 60) as u8).collect(),
         text_bytes(100, 1),
         text_bytes(5001, 2),
         random_bytes(3001, 2),

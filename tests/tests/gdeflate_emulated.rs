@@ -94,6 +94,8 @@ fn inputs() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         ("empty", Vec::new()),
         ("one byte", vec![7]),
+        // A fixed block with literals of 9-bit codes (above 143).
+        ("high bytes", (0..200u32).map(|i| 150 + (i % 7 + i / 60) as u8).collect()),
         ("text", text_bytes(6000, 1)),
         ("random", random_bytes(3000, 2)),
         ("mixed", mixed),

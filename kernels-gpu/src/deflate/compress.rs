@@ -389,9 +389,12 @@ pub(crate) unsafe fn ready_codes<W: Warp>(warp: &W, plan: *mut BlockPlan, kind: 
         unsafe { (*plan).ready_lengths(kind) };
     }
     warp.sync(); // the lengths are visible to every lane
+    // Over the whole alphabets, as the format's: the fixed code's two unused literal/length
+    // symbols have 8-bit codes, which come before the 9-bit ones.
+    let (lit_symbols, dist_symbols) = (FIXED_LITLEN_LENS.len(), FIXED_DIST_LENS.len());
     unsafe {
-        canonical_codes(warp, &raw const (*plan).lit_lens as _, NUM_LITLEN, &raw mut (*plan).lit_codes as _);
-        canonical_codes(warp, &raw const (*plan).dist_lens as _, NUM_DIST, &raw mut (*plan).dist_codes as _);
+        canonical_codes(warp, &raw const (*plan).lit_lens as _, lit_symbols, &raw mut (*plan).lit_codes as _);
+        canonical_codes(warp, &raw const (*plan).dist_lens as _, dist_symbols, &raw mut (*plan).dist_codes as _);
     }
     warp.sync(); // the codes are visible to every lane
 }

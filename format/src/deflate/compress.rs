@@ -19,19 +19,23 @@ const HASH_BITS: u32 = 15;
 /// zeroed (e.g. `Box::<CompressScratch>::new_zeroed()`), never needing a constructor.
 #[repr(C)]
 pub struct CompressScratch {
-    /// The hash chains of levels 2 to 5 (the GPU's compressor links and walks them in a warp).
+    /// The hash chains of levels 2 to 5 (the GPU's compressor builds and searches them in a warp).
     pub matcher: Matcher,
     /// The token stream being cut into blocks (the GPU's level-1 compressor uses it alone).
     pub blocks: Blocks,
 }
 
-/// Hash chains over positions in the chunk (chunks are at most 64 KiB, so a u16 names any).
+/// Hash chains over the chunk's positions (chunks are at most 64 KiB, so a u16 names any): the
+/// positions with at least 3 bytes from them sorted by [`chain_slot`], each slot's in input
+/// order, so that a position's chain (the earlier positions of its slot, nearest first) lies in
+/// one piece just before it, which 32 lanes read at once.
 #[repr(C)]
 pub struct Matcher {
-    /// The last position linked of each [`chain_slot`] (0 where none: the chain of 0).
-    pub head: [u16; HASH_SLOTS],
-    /// The position before each in its chain.
-    pub prev: [u16; MAX_CHUNK_SIZE],
+    /// Where each slot's positions start in `sorted` (level 1's hash table on the CPU).
+    pub starts: [u16; HASH_SLOTS],
+    /// Where each position is in `sorted`.
+    pub index: [u16; MAX_CHUNK_SIZE],
+    pub sorted: [u16; MAX_CHUNK_SIZE],
 }
 
 /// Hash chains' slots.
@@ -214,7 +218,7 @@ pub(crate) fn compress_blocks<S: BitSink>(input: &[u8], level: u8, scratch: &mut
         0 => (0..input.len()).for_each(|pos| emit.literal(pos)),
         1 => fast(input, m, &mut emit),
         _ => {
-            m.link(input);
+            m.sort(input);
             let effort = Effort::of(level);
             lazy_parse(input.len(), &effort, &mut ChainSearch { input, matcher: m, effort: &effort }, &mut emit);
         }
@@ -254,7 +258,7 @@ fn common(data: &[u8], a: usize, b: usize, max: usize) -> usize {
 fn fast<S: BitSink>(input: &[u8], m: &mut Matcher, emit: &mut Emit<S>) {
     let mut tokens = Tokens { emit, pos: 0 };
     // The sink never fails, so neither does the parse.
-    let _ = lz4::parse(input, FAST_RULES, &mut m.head, &mut tokens);
+    let _ = lz4::parse(input, FAST_RULES, &mut m.starts, &mut tokens);
 }
 
 /// The match rules of level 1's parse: bytes, within deflate's window (GDeflate's too, whose
@@ -383,6 +387,19 @@ impl Searcher for ChainSearch<'_> {
     }
 }
 
+/// The length of the match at `pos` from the earlier `cand`, where it is longer than `beat`
+/// bytes and than [`MIN_MATCH`]` - 1` (at most `max`); 0 where not.
+#[inline(always)]
+pub fn longer_match(input: &[u8], cand: usize, pos: usize, max: usize, beat: usize) -> usize {
+    let at_least = beat.max(MIN_MATCH - 1);
+    // The byte that would make it longer first: most candidates differ there or at the start.
+    if input.get(cand + at_least) != input.get(pos + at_least) || input.get(cand) != input.get(pos) {
+        return 0;
+    }
+    let len = common(input, cand, pos, max);
+    if len > at_least { len } else { 0 }
+}
+
 /// The chain slot of the 3 bytes at `pos`.
 #[inline(always)]
 pub fn chain_slot(input: &[u8], pos: usize) -> usize {
@@ -390,50 +407,60 @@ pub fn chain_slot(input: &[u8], pos: usize) -> usize {
     (v.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)) as usize
 }
 
+/// Positions of the chunk of `n` bytes that have chains: those with at least 3 bytes from them.
+pub fn chained(n: usize) -> usize {
+    n.saturating_sub(MIN_MATCH - 1)
+}
+
 impl Matcher {
-    /// Links every position with at least 3 bytes after it into its chain, in input order.
-    fn link(&mut self, input: &[u8]) {
-        self.head.fill(0);
-        for pos in 0..input.len().saturating_sub(MIN_MATCH - 1) {
+    /// Sorts the positions by slot (a counting sort, stable).
+    fn sort(&mut self, input: &[u8]) {
+        self.starts.fill(0);
+        for pos in 0..chained(input.len()) {
             let slot = chain_slot(input, pos);
-            self.prev[pos] = self.head[slot];
-            self.head[slot] = pos as u16;
+            self.index[pos] = self.starts[slot];
+            self.starts[slot] += 1;
+        }
+        let mut start = 0;
+        for slot_start in &mut self.starts {
+            (*slot_start, start) = (start, start + *slot_start);
+        }
+        for pos in 0..chained(input.len()) {
+            self.index[pos] += self.starts[chain_slot(input, pos)];
+            self.sorted[self.index[pos] as usize] = pos as u16;
         }
     }
 
-    /// The longest matches at `pos` (see [`Searcher::longest`]) among the first `depth / 4`
-    /// and the first `depth` earlier positions of its chain, the walk ending at a match of
-    /// `nice` bytes. Chain links only ever point backwards, so a link that does not is where
-    /// the chain ends.
+    /// The longest matches at `pos` (as [`Searcher::longest`]) among the first `depth / 4` and
+    /// the first `depth` candidates of its chain, nearest first, the walk ending at a match of
+    /// `nice` bytes or as long as the position allows.
     pub fn longest(&self, input: &[u8], pos: usize, depth: u32, nice: usize) -> [Match; 2] {
-        let max = (input.len() - pos).min(MAX_MATCH);
-        let (quarter, mut walked) = (depth / 4, 0);
-        let (mut best, mut shallow) = (Match::default(), Match::default());
-        let mut cand = self.prev[pos] as usize;
-        while cand < pos && pos - cand <= WINDOW && walked < depth {
-            walked += 1;
-            let at_least = (best.len as usize).max(MIN_MATCH - 1);
-            if input.get(cand + at_least) == input.get(pos + at_least) && input.get(cand) == input.get(pos) {
-                let len = common(input, cand, pos, max);
-                if len > at_least {
-                    best = Match { len: len as u32, dist: (pos - cand) as u32 };
-                    if len >= nice || len == max {
-                        break;
-                    }
-                }
-            }
-            if walked == quarter {
-                shallow = best;
-            }
-            let next = self.prev[cand] as usize;
-            if next >= cand {
+        let (max, quarter) = ((input.len() - pos).min(MAX_MATCH), depth as usize / 4);
+        let (mut best, mut shallow) = (Match::default(), None);
+        for (i, &cand) in self.chain(input, pos, depth).iter().rev().enumerate() {
+            let cand = cand as usize;
+            if pos - cand > WINDOW {
                 break;
             }
-            cand = next;
+            if i == quarter {
+                shallow = Some(best);
+            }
+            let len = longer_match(input, cand, pos, max, best.len as usize);
+            if len > 0 {
+                best = Match { len: len as u32, dist: (pos - cand) as u32 };
+                if len >= nice.min(max) {
+                    break;
+                }
+            }
         }
-        if walked <= quarter {
-            shallow = best;
-        }
-        [shallow, best]
+        [shallow.unwrap_or(best), best]
+    }
+
+    /// The nearest `depth` of the earlier positions of `pos`'s slot, in input order (its chain,
+    /// backwards, to that depth).
+    #[inline(always)]
+    pub fn chain(&self, input: &[u8], pos: usize, depth: u32) -> &[u16] {
+        let (start, at) = (self.starts[chain_slot(input, pos)] as usize, self.index[pos] as usize);
+        self.sorted.get(start.max(at.saturating_sub(depth as usize))..at).unwrap_or(&[])
     }
 }

@@ -2,16 +2,16 @@
 //! `ferrocomp_format::deflate::compress` writes, byte for byte.
 //!
 //! The lanes find the parse together: level 1's is LZ4's warp parse
-//! ([`crate::lz4::parse_chunk`], under `FAST_RULES`), levels 2 to 5 walk hash chains 32
-//! positions at a time ([`parse_chains`]), and level 0 takes every byte as a literal. They
-//! write its tokens into the scratch slot's [`Blocks`], a segment at a time. At each segment's end
-//! the lanes count its symbols ([`count`]) and sum the estimates of its cost and of the block's
-//! with it (`Estimate`, ten symbols a lane), and the first lane decides from them, as the format
-//! crate's `Blocks::close_segment` does, whether it joins the block. To write a block, the lanes
-//! sort its symbols by rank ([`build_lengths`]) and the first lane builds the code lengths; the
-//! lanes sum the block's costs, hand out the codewords and write the header's items and then the
-//! tokens into a [`WarpSink`] (Deflate's one bit stream, [`BitStream`], or GDeflate's 32
-//! sub-streams), or copy a stored block's bytes.
+//! ([`crate::lz4::parse_chunk`], under `FAST_RULES`), levels 2 to 5 search hash chains 32
+//! candidates or 32 positions at a time ([`parse_chains`]), and level 0 takes every byte as a
+//! literal. They write its tokens into the scratch slot's [`Blocks`], a segment at a time. At
+//! each segment's end the lanes count its symbols ([`count`]) and sum the estimates of its cost
+//! and of the block's with it (`Estimate`, ten symbols a lane), and the first lane decides from
+//! them, as the format crate's `Blocks::close_segment` does, whether it joins the block. To
+//! write a block, the lanes sort its symbols by rank ([`build_lengths`]) and the first lane
+//! builds the code lengths; the lanes sum the block's costs, hand out the codewords and write
+//! the header's items and then the tokens into a [`WarpSink`] (Deflate's one bit stream,
+//! [`BitStream`], or GDeflate's 32 sub-streams), or copy a stored block's bytes.
 
 use super::canonical_codes;
 use super::chains::parse_chains;

@@ -1,6 +1,6 @@
 //! Deflate (raw, zlib or gzip) on the GPU: one warp per chunk. Compression ([`compress`]) writes
-//! the format crate's streams, byte for byte, the lanes sharing the parse and the coding of
-//! levels 0 and 1; its scratch lives in a device array, one slot per warp of the grid.
+//! the format crate's streams, byte for byte, the lanes sharing the parse and the coding at
+//! every level; its scratch lives in a device array, one slot per warp of the grid.
 //! Decompression runs the format crate's decoder (`ferrocomp_format::deflate`) in the first lane;
 //! the decoding tables of each warp live in shared memory, where [`build_table`] lets the warp
 //! build them together (GDeflate's decoder does).

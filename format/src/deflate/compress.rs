@@ -318,8 +318,8 @@ pub struct Match {
 /// Where [`lazy_parse`] looks for matches.
 pub trait Searcher {
     /// The longest match at `pos` (with at least [`MIN_MATCH`] bytes from it) among the first
-    /// `depth` earlier positions of its chain, or a quarter of them where `shallow`: the
-    /// nearest of that length, and none below [`MIN_MATCH`] bytes.
+    /// [`Effort::depth`] earlier positions of its chain, or a quarter of them where `shallow`:
+    /// the nearest of that length, and none below [`MIN_MATCH`] bytes.
     fn longest(&mut self, pos: usize, shallow: bool) -> Match;
 }
 

@@ -1,12 +1,14 @@
 //! Levels 2 to 5 on the warp: the format crate's parse ([`lazy_parse`]), every lane running
-//! it the same, each search made by the 32 lanes together.
+//! it the same, its searches shared by the lanes.
 //!
 //! The lanes first sort the chunk's positions by chain slot ([`sort`], the format's `Matcher`),
-//! so that a position's chain lies in one piece just before it. A search reads 32 candidates
-//! at once, nearest first, a lane each ([`WarpSearch`]): a lane measures its candidate's match
-//! where it could beat the longest so far, and the warp takes the longest, nearest of them up
-//! to the first that ends the walk (as long as the position allows, or `nice`), as the
-//! scalar walk down the chain would.
+//! so that a position's chain lies in one piece just before it. A search then takes one of two
+//! forms ([`WarpSearch`]). Where the 32 positions from it all have short chains, each lane walks
+//! one position's chain, and the searches in that window take their answers from those lanes.
+//! Otherwise the warp reads the position's chain 32 candidates at a time, nearest first, a lane
+//! each: a lane measures its candidate's match where it could beat the longest so far, and the
+//! warp takes the longest, nearest of them up to the first that ends the walk (as long as the
+//! position allows, or `nice`), as the scalar walk down the chain would.
 
 use crate::lz4::SequenceEncoder;
 use crate::lz77::{scan_add, scan_max};

@@ -105,6 +105,18 @@ struct SubStreams<'a> {
 }
 
 impl<'a> SubStreams<'a> {
+    /// LEN (16 bits, no NLEN, no alignment) from lane 0, then the bytes, one per lane in turn
+    /// starting with lane 0.
+    fn stored<O: Output>(&mut self, out: &mut O) -> Result<(), Status> {
+        let len = self.bits(16)?;
+        for _ in 0..len {
+            let byte = self.bits(8)?;
+            out.push(byte as u8)?;
+            self.next_item()?;
+        }
+        Ok(())
+    }
+
     /// The page's first 32 packets, one per lane.
     fn new(input: &'a [u8]) -> Result<Self, Status> {
         let mut s = Self { input, next: 0, lanes: [Lane::default(); LANES], lane: 0 };
@@ -213,18 +225,6 @@ impl BitSource for SubStreams<'_> {
 
     fn restart(&mut self) {
         self.lane = 0;
-    }
-
-    /// LEN (16 bits, no NLEN, no alignment) from lane 0, then the bytes, one per lane in turn
-    /// starting with lane 0.
-    fn stored<O: Output>(&mut self, out: &mut O) -> Result<(), Status> {
-        let len = self.bits(16)?;
-        for _ in 0..len {
-            let byte = self.bits(8)?;
-            out.push(byte as u8)?;
-            self.next_item()?;
-        }
-        Ok(())
     }
 }
 

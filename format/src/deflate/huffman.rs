@@ -209,6 +209,18 @@ const KIND_SUBTABLE: u32 = 3;
 pub const KIND_INVALID: u32 = 4;
 /// The entry of an unused codeword.
 pub const INVALID: u32 = KIND_INVALID << KIND_SHIFT;
+/// Two literals in one root entry (the GPU's Deflate decoder adds these to a built table): both
+/// codes' length to consume, the first code's length in the extra-bits field, the two bytes in
+/// the value (the first in its low byte).
+pub const KIND_PAIR: u32 = 5;
+
+/// The pair entry of the literal entries `first` then `second`, whose codes' lengths add up to
+/// at most 15.
+#[inline(always)]
+pub fn pair_entry(first: u32, second: u32) -> u32 {
+    let (l1, l2) = (entry_len(first), entry_len(second));
+    (entry_value(first) | entry_value(second) << 8) << 16 | l1 << 8 | KIND_PAIR << KIND_SHIFT | (l1 + l2)
+}
 
 /// Root index widths, and table sizes large enough for any valid code (zlib's `enough` counts).
 pub const LITLEN_ROOT: u32 = 10;

@@ -10,11 +10,18 @@ use super::huffman::{
 use super::tables::{END_OF_BLOCK, FIXED_DIST_LENS, FIXED_LITLEN_LENS, PRECODE_ORDER};
 use crate::Status;
 
+/// What the wrappers ask of decoded output: its size and its checksums.
+pub trait Decoded {
+    /// Bytes produced so far (including space reserved for matches not yet copied).
+    fn size(&self) -> usize;
+    /// Adler-32 and CRC-32 of the bytes from `from`, where the bytes are kept.
+    fn adler32(&self, from: usize) -> Option<u32>;
+    fn crc32(&self, from: usize) -> Option<u32>;
+}
+
 /// Where decoded bytes go: a slice, or nowhere (only counting, for `decompressed_size`).
 /// Matches are checked the same way in both.
-pub trait Output {
-    /// Bytes produced so far (including space reserved for matches not yet copied).
-    fn len(&self) -> usize;
+pub trait Output: Decoded {
     /// Appends one byte.
     fn push(&mut self, byte: u8) -> Result<(), Status>;
     /// Appends bytes.
@@ -29,9 +36,6 @@ pub trait Output {
         let at = self.reserve(len)?;
         self.copy_at(at, dist, len)
     }
-    /// Adler-32 and CRC-32 of the bytes from `from`, where the bytes are kept.
-    fn adler32(&self, from: usize) -> Option<u32>;
-    fn crc32(&self, from: usize) -> Option<u32>;
 }
 
 /// Decodes into a caller's slice.
@@ -40,12 +44,22 @@ pub struct SliceOut<'a> {
     pub len: usize,
 }
 
-impl Output for SliceOut<'_> {
+impl Decoded for SliceOut<'_> {
     #[inline(always)]
-    fn len(&self) -> usize {
+    fn size(&self) -> usize {
         self.len
     }
 
+    fn adler32(&self, from: usize) -> Option<u32> {
+        self.out.get(from..self.len).map(crate::adler32::adler32)
+    }
+
+    fn crc32(&self, from: usize) -> Option<u32> {
+        self.out.get(from..self.len).map(crate::crc32::crc32)
+    }
+}
+
+impl Output for SliceOut<'_> {
     #[inline(always)]
     fn push(&mut self, byte: u8) -> Result<(), Status> {
         *self.out.get_mut(self.len).ok_or(Status::OutputTooSmall)? = byte;
@@ -78,14 +92,6 @@ impl Output for SliceOut<'_> {
         let window = self.out.get_mut(at - dist..at + len).ok_or(Status::Malformed)?;
         copy_match(window, dist, len);
         Ok(())
-    }
-
-    fn adler32(&self, from: usize) -> Option<u32> {
-        self.out.get(from..self.len).map(crate::adler32::adler32)
-    }
-
-    fn crc32(&self, from: usize) -> Option<u32> {
-        self.out.get(from..self.len).map(crate::crc32::crc32)
     }
 }
 
@@ -144,11 +150,21 @@ pub struct CountOut {
     pub limit: usize,
 }
 
-impl Output for CountOut {
-    fn len(&self) -> usize {
+impl Decoded for CountOut {
+    fn size(&self) -> usize {
         self.len
     }
 
+    fn adler32(&self, _: usize) -> Option<u32> {
+        None
+    }
+
+    fn crc32(&self, _: usize) -> Option<u32> {
+        None
+    }
+}
+
+impl Output for CountOut {
     fn push(&mut self, _: u8) -> Result<(), Status> {
         self.reserve(1).map(|_| ())
     }
@@ -168,14 +184,6 @@ impl Output for CountOut {
 
     fn copy_at(&mut self, at: usize, dist: usize, _: usize) -> Result<(), Status> {
         if dist == 0 || dist > at { Err(Status::BadOffset) } else { Ok(()) }
-    }
-
-    fn adler32(&self, _: usize) -> Option<u32> {
-        None
-    }
-
-    fn crc32(&self, _: usize) -> Option<u32> {
-        None
     }
 }
 
@@ -197,8 +205,6 @@ pub trait BitSource {
     fn next_item(&mut self) -> Result<(), Status>;
     /// Starts a group of items (block header, code lengths, symbols) at sub-stream 0.
     fn restart(&mut self);
-    /// Reads a stored block's length and bytes, after its block header.
-    fn stored<O: Output>(&mut self, out: &mut O) -> Result<(), Status>;
 
     /// Reads `n` ≤ 16 bits.
     #[inline(always)]
@@ -253,30 +259,68 @@ pub enum Block {
     Huffman,
 }
 
+/// Where a Huffman block's code lengths are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Lengths {
+    /// The fixed code's.
+    Fixed,
+    /// A dynamic header's: `hlit` literal/length lengths, then `hdist` distance lengths, in the
+    /// tables' `lens`.
+    Dynamic { hlit: usize, hdist: usize },
+}
+
 /// Reads a block header and, for a Huffman block, sets up `tables`; returns the kind and BFINAL.
 pub fn read_block_header<S: BitSource>(src: &mut S, tables: &mut DecodeTables) -> Result<(Block, bool), Status> {
+    let (block, last, lengths) = read_block_lengths(src, tables)?;
+    if block == Block::Huffman {
+        build_block_tables(tables, lengths, S::DEFLATE64)?;
+    }
+    Ok((block, last))
+}
+
+/// The first half of [`read_block_header`]: reads the header and a dynamic block's code lengths
+/// (building only the precode's table); returns the kind, BFINAL and where the code lengths are
+/// (`Fixed` for a stored block, which has none).
+pub fn read_block_lengths<S: BitSource>(
+    src: &mut S,
+    tables: &mut DecodeTables,
+) -> Result<(Block, bool, Lengths), Status> {
     src.restart();
     let header = src.bits(3)?;
     src.ensure()?;
     let last = header & 1 != 0;
-    match header >> 1 {
-        0 => return Ok((Block::Stored, last)),
-        1 => {
-            let deflate64 = S::DEFLATE64;
-            build_table(&mut tables.litlen, LITLEN_ROOT, &FIXED_LITLEN_LENS, Alphabet::LitLen { deflate64 })?;
-            build_table(&mut tables.dist, DIST_ROOT, &FIXED_DIST_LENS, Alphabet::Dist { deflate64 })?;
-        }
-        2 => read_dynamic_header(src, tables)?,
+    let lengths = match header >> 1 {
+        0 => return Ok((Block::Stored, last, Lengths::Fixed)),
+        1 => Lengths::Fixed,
+        2 => read_dynamic_lengths(src, tables)?,
         _ => return Err(Status::Malformed),
-    }
+    };
     src.restart();
-    Ok((Block::Huffman, last))
+    Ok((Block::Huffman, last, lengths))
 }
 
-/// Reads a dynamic block's code lengths (RFC 1951 §3.2.7) and builds its tables. Like libdeflate
-/// (and unlike zlib) it accepts lengths for symbols that deflate may not use (literal/length 286
-/// and 287, distance 30 and 31, which Deflate64 does use); only using them is `Malformed`.
-fn read_dynamic_header<S: BitSource>(src: &mut S, t: &mut DecodeTables) -> Result<(), Status> {
+/// The second half of [`read_block_header`]: builds a Huffman block's tables from its code
+/// lengths (`deflate64`: GDeflate's meanings of the top symbols).
+pub fn build_block_tables(t: &mut DecodeTables, lengths: Lengths, deflate64: bool) -> Result<(), Status> {
+    let (litlen, dist) = (Alphabet::LitLen { deflate64 }, Alphabet::Dist { deflate64 });
+    match lengths {
+        Lengths::Fixed => {
+            build_table(&mut t.litlen, LITLEN_ROOT, &FIXED_LITLEN_LENS, litlen)?;
+            build_table(&mut t.dist, DIST_ROOT, &FIXED_DIST_LENS, dist)
+        }
+        Lengths::Dynamic { hlit, hdist } => {
+            let (lit_lens, dist_lens) = t.lens[..hlit + hdist].split_at(hlit);
+            build_table(&mut t.litlen, LITLEN_ROOT, lit_lens, litlen)?;
+            build_table(&mut t.dist, DIST_ROOT, dist_lens, dist)
+        }
+    }
+}
+
+/// Reads a dynamic block's code lengths (RFC 1951 §3.2.7) into the tables' `lens`. Like
+/// libdeflate (and unlike zlib) it accepts lengths for symbols that deflate may not use
+/// (literal/length 286 and 287, distance 30 and 31, which Deflate64 does use); only using them is
+/// `Malformed`.
+fn read_dynamic_lengths<S: BitSource>(src: &mut S, t: &mut DecodeTables) -> Result<Lengths, Status> {
     let counts = src.bits(14)?;
     src.ensure()?;
     let hlit = (counts & 31) as usize + 257;
@@ -307,13 +351,10 @@ fn read_dynamic_header<S: BitSource>(src: &mut S, t: &mut DecodeTables) -> Resul
         i += run;
         src.next_item()?;
     }
-    let (lit_lens, dist_lens) = lens.split_at(hlit);
-    if lit_lens.get(END_OF_BLOCK) == Some(&0) {
+    if lens[END_OF_BLOCK] == 0 {
         return Err(Status::Malformed);
     }
-    let deflate64 = S::DEFLATE64;
-    build_table(&mut t.litlen, LITLEN_ROOT, lit_lens, Alphabet::LitLen { deflate64 })?;
-    build_table(&mut t.dist, DIST_ROOT, dist_lens, Alphabet::Dist { deflate64 })
+    Ok(Lengths::Dynamic { hlit, hdist })
 }
 
 /// Plain deflate's bit stream: LSB-first, through a 64-bit buffer. Past the end of the input it
@@ -358,6 +399,42 @@ impl<'a> BitReader<'a> {
     pub fn consumed_bytes(&self) -> usize {
         (self.pos * 8 + self.pad as usize - self.count as usize).div_ceil(8)
     }
+
+    /// Holds at least 48 bits where the input has them: a whole symbol with its extra bits and
+    /// distance.
+    #[inline(always)]
+    fn refill_for_symbol(&mut self) {
+        if self.count < 48 {
+            self.refill();
+        }
+    }
+
+    /// A stored block after its header: skips to the byte boundary and returns the block's
+    /// bytes ([`stored_span`]), the reader moved past them.
+    pub fn stored(&mut self) -> Result<&'a [u8], Status> {
+        let span = stored_span(self.input, self.consumed_bytes())?;
+        *self = Self::new(self.input);
+        self.pos = span.end;
+        Ok(&self.input[span])
+    }
+}
+
+/// The bytes of the stored block whose header ends at input byte `at` (at the byte boundary
+/// after the block header): LEN checked against NLEN, and the bytes within `input`.
+pub fn stored_span(input: &[u8], at: usize) -> Result<core::ops::Range<usize>, Status> {
+    if at > input.len() {
+        return Err(Status::Truncated);
+    }
+    let header = input.get(at..at + 4).ok_or(Status::Truncated)?;
+    let len = u16::from_le_bytes([header[0], header[1]]);
+    if len != !u16::from_le_bytes([header[2], header[3]]) {
+        return Err(Status::Malformed);
+    }
+    let span = at + 4..at + 4 + len as usize;
+    if span.end > input.len() {
+        return Err(Status::Truncated);
+    }
+    Ok(span)
 }
 
 impl BitSource for BitReader<'_> {
@@ -390,33 +467,13 @@ impl BitSource for BitReader<'_> {
     }
 
     fn restart(&mut self) {}
-
-    fn stored<O: Output>(&mut self, out: &mut O) -> Result<(), Status> {
-        // Skip to the byte boundary, then read straight from the input.
-        let at = self.consumed_bytes();
-        if at > self.input.len() {
-            return Err(Status::Truncated);
-        }
-        *self = Self { input: self.input, pos: at, buf: 0, count: 0, pad: 0 };
-        let header = self.input.get(at..at + 4).ok_or(Status::Truncated)?;
-        let len = u16::from_le_bytes([header[0], header[1]]);
-        if len != !u16::from_le_bytes([header[2], header[3]]) {
-            return Err(Status::Malformed);
-        }
-        let data = self.input.get(at + 4..at + 4 + len as usize).ok_or(Status::Truncated)?;
-        out.extend(data)?;
-        self.pos = at + 4 + len as usize;
-        Ok(())
-    }
 }
 
 /// Decodes the symbols of one Huffman block, through its end-of-block code.
 fn huffman_block<O: Output>(src: &mut BitReader, t: &DecodeTables, out: &mut O) -> Result<(), Status> {
     loop {
         // One refill covers a whole match: 15 + 5 + 15 + 13 bits.
-        if src.count < 48 {
-            src.refill();
-        }
+        src.refill_for_symbol();
         match litlen(src, t)? {
             Symbol::Literal(byte) => out.push(byte)?,
             Symbol::Length(len) => {
@@ -435,7 +492,7 @@ pub fn inflate<O: Output>(input: &[u8], out: &mut O, tables: &mut DecodeTables) 
     loop {
         let (block, last) = read_block_header(&mut src, tables)?;
         match block {
-            Block::Stored => src.stored(out)?,
+            Block::Stored => out.extend(src.stored()?)?,
             Block::Huffman => huffman_block(&mut src, tables, out)?,
         }
         if last {

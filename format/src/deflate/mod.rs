@@ -15,7 +15,7 @@
 pub mod block;
 pub mod compress;
 pub mod huffman;
-pub(crate) mod inflate;
+pub mod inflate;
 pub mod tables;
 pub mod wrapper;
 

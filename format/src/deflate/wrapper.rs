@@ -1,6 +1,6 @@
 //! The zlib (RFC 1950) and gzip (RFC 1952) wrappers around a deflate stream.
 
-use super::inflate::{Output, inflate};
+use super::inflate::{Decoded, Output, inflate};
 use super::{DecodeTables, Wrapper};
 use crate::Status;
 
@@ -23,9 +23,21 @@ pub const fn zlib_header(level: u8) -> [u8; 2] {
 /// Decodes a whole stream in `wrapper` into `out`, checking headers, trailers and checksums
 /// (checksums only where `out` keeps the bytes). Nothing may follow the stream.
 pub fn decode<O: Output>(input: &[u8], wrapper: Wrapper, out: &mut O, t: &mut DecodeTables) -> Result<(), Status> {
+    decode_with(input, wrapper, out, |stream, out| inflate(stream, out, t))
+}
+
+/// [`decode`] with another decoder of the raw streams: `inflate(stream, out)` decodes the raw
+/// deflate stream at the start of `stream` after `out`'s bytes and returns the input bytes it
+/// spans (the GPU's warp decoder runs the wrappers this way).
+pub fn decode_with<O: Decoded>(
+    input: &[u8],
+    wrapper: Wrapper,
+    out: &mut O,
+    mut inflate: impl FnMut(&[u8], &mut O) -> Result<usize, Status>,
+) -> Result<(), Status> {
     match wrapper {
         Wrapper::Raw => {
-            if inflate(input, out, t)? != input.len() {
+            if inflate(input, out)? != input.len() {
                 return Err(Status::Malformed);
             }
         }
@@ -35,7 +47,7 @@ pub fn decode<O: Output>(input: &[u8], wrapper: Wrapper, out: &mut O, t: &mut De
             if cmf & 15 != 8 || cmf >> 4 > 7 || check != 0 || flg & 0x20 != 0 {
                 return Err(Status::Malformed);
             }
-            let end = 2 + inflate(&input[2..], out, t)?;
+            let end = 2 + inflate(&input[2..], out)?;
             let trailer = input.get(end..end + 4).ok_or(Status::Truncated)?;
             if end + 4 != input.len() {
                 return Err(Status::Malformed);
@@ -50,12 +62,12 @@ pub fn decode<O: Output>(input: &[u8], wrapper: Wrapper, out: &mut O, t: &mut De
             let mut at = 0;
             loop {
                 at = gzip_member_start(input, at)?;
-                let start = out.len();
-                at += inflate(&input[at..], out, t)?;
+                let start = out.size();
+                at += inflate(&input[at..], out)?;
                 let trailer = input.get(at..at + 8).ok_or(Status::Truncated)?;
                 let crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
                 let size = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
-                if out.crc32(start).is_some_and(|c| c != crc) || size != (out.len() - start) as u32 {
+                if out.crc32(start).is_some_and(|c| c != crc) || size != (out.size() - start) as u32 {
                     return Err(Status::BadChecksum);
                 }
                 at += 8;

@@ -1,15 +1,21 @@
-//! Deflate's compress kernel body on an emulated warp: in every wrapper and at every level it
-//! writes the format crate's streams byte for byte (and the same status when the output is too
-//! small or the chunk too large), and zlib-rs decodes them; its code lengths are the format's.
+//! Deflate's kernel bodies on an emulated warp. The compressor, in every wrapper and at every
+//! level, writes the format crate's streams byte for byte (and the same status when the output is
+//! too small or the chunk too large), and zlib-rs decodes them; its code lengths are the format's.
+//! The decoder gives the bytes and statuses of the format crate's scalar decoder, on our streams
+//! and zlib-rs's (stored, fixed and dynamic blocks, gzip members), on short outputs, cut streams
+//! and damaged ones.
 
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{self, LengthWork, MAX_CODE_LEN};
 use ferrocomp_format::deflate::tables::{NUM_DIST, NUM_LITLEN};
-use ferrocomp_format::deflate::{self, CompressScratch, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, max_compressed_size};
+use ferrocomp_format::deflate::{
+    self, CompressScratch, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, max_compressed_size,
+};
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
+use ferrocomp_kernels_gpu::deflate::decode::{Output, decompress_chunk};
 use ferrocomp_kernels_gpu::emulated;
-use ferrocomp_tests::{garbage, int32_bytes, random_bytes, text_bytes};
-use std::io::Read;
+use ferrocomp_tests::{garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
+use std::io::{Read, Write};
 
 const WRAPPERS: [Wrapper; 3] = [Wrapper::Raw, Wrapper::Zlib, Wrapper::Gzip];
 
@@ -48,6 +54,57 @@ fn zlib_rs_decode(stream: &[u8], wrapper: Wrapper) -> Vec<u8> {
     }
     .expect("zlib-rs decodes the stream");
     out
+}
+
+fn boxed_tables() -> Box<DecodeTables> {
+    // SAFETY: any contents are a valid DecodeTables (the format crate's documentation).
+    unsafe { Box::new_zeroed().assume_init() }
+}
+
+/// The warp's decode of `stream` into `capacity` bytes (or its count, with `None`).
+fn warp_decode(stream: &[u8], wrapper: Wrapper, capacity: Option<usize>) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity.unwrap_or(0)];
+    let mut tables = boxed_tables();
+    let (s, o, t) = (stream.as_ptr() as usize, out.as_mut_ptr() as usize, &mut *tables as *mut DecodeTables as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        let output = match capacity {
+            Some(capacity) => Output::to(o as *mut u8, capacity),
+            None => Output::counting(),
+        };
+        decompress_chunk(warp, s as *const u8, stream.len(), wrapper, output, t as *mut DecodeTables)
+    }));
+    result.map(|n| if capacity.is_some() { out[..n].to_vec() } else { vec![0; n] })
+}
+
+/// The warp decodes `stream` as the scalar decoder does, into `capacity` bytes and counting.
+fn assert_decodes_as_scalar(stream: &[u8], wrapper: Wrapper, capacity: usize, what: &str) {
+    let mut out = vec![0u8; capacity];
+    let expected = deflate::decompress(stream, wrapper, &mut out, &mut boxed_tables()).map(|n| out[..n].to_vec());
+    assert_eq!(warp_decode(stream, wrapper, Some(capacity)), expected, "{what}");
+    let size = deflate::decompressed_size(stream, wrapper, &mut boxed_tables());
+    assert_eq!(warp_decode(stream, wrapper, None).map(|bytes| bytes.len()), size, "{what}: size");
+}
+
+fn zlib_rs_encode(input: &[u8], level: u32, wrapper: Wrapper) -> Vec<u8> {
+    let level = flate2::Compression::new(level);
+    let bytes = match wrapper {
+        Wrapper::Raw => {
+            let mut e = flate2::write::DeflateEncoder::new(Vec::new(), level);
+            e.write_all(input).unwrap();
+            e.finish()
+        }
+        Wrapper::Zlib => {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), level);
+            e.write_all(input).unwrap();
+            e.finish()
+        }
+        Wrapper::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), level);
+            e.write_all(input).unwrap();
+            e.finish()
+        }
+    };
+    bytes.unwrap()
 }
 
 fn inputs() -> Vec<Vec<u8>> {
@@ -143,5 +200,75 @@ fn warp_code_lengths_are_the_scalar_ones() {
         let (f, l, w) = (freqs.as_ptr() as usize, got.as_mut_ptr() as usize, &mut *work as *mut LengthWork as usize);
         emulated::run(|warp| unsafe { build_lengths(warp, f as *const u32, n, l as *mut u8, w as *mut LengthWork) });
         assert_eq!(got, expected, "{n} symbols, {} used", freqs.iter().filter(|&&f| f != 0).count());
+    }
+}
+
+#[test]
+fn warp_decoder_reads_ours_and_zlib_rs_streams() {
+    for (i, input) in inputs().iter().enumerate() {
+        // Small inputs take every level, each in one wrapper, in turn; large ones (many rounds
+        // on the emulated warp) one level.
+        let small = input.len() <= 6000;
+        for (w, wrapper) in WRAPPERS.into_iter().enumerate() {
+            for level in 0..=MAX_LEVEL {
+                if (i + level as usize) % 3 != w || !small && level as usize != i % 6 {
+                    continue;
+                }
+                let ours = scalar_compress(input, level, wrapper, max_compressed_size(input.len(), wrapper)).unwrap();
+                let zlib_rs = zlib_rs_encode(input, [0, 1, 6, 9, 3, 5][level as usize], wrapper);
+                for (stream, whose) in [(ours, "ours"), (zlib_rs, "zlib-rs's")] {
+                    let what = format!("{} bytes, level {level}, {wrapper:?}, {whose}", input.len());
+                    assert!(warp_decode(&stream, wrapper, Some(input.len())) == Ok(input.clone()), "{what}");
+                    assert_eq!(warp_decode(&stream, wrapper, None).map(|b| b.len()), Ok(input.len()), "{what}");
+                }
+            }
+        }
+    }
+    // Two gzip members, decoded one after the other.
+    let (first, second) = (text_bytes(3000, 11), random_bytes(700, 12));
+    let mut members = zlib_rs_encode(&first, 6, Wrapper::Gzip);
+    members.extend(zlib_rs_encode(&second, 0, Wrapper::Gzip));
+    let both = [first, second].concat();
+    assert_eq!(warp_decode(&members, Wrapper::Gzip, Some(both.len())), Ok(both), "two gzip members");
+}
+
+#[test]
+fn warp_decoder_reports_what_the_scalar_decoder_reports() {
+    let input = text_bytes(3000, 5);
+    for wrapper in WRAPPERS {
+        let good = scalar_compress(&input, 4, wrapper, max_compressed_size(input.len(), wrapper)).unwrap();
+        for capacity in [0, 1, 100, input.len() - 1] {
+            assert_decodes_as_scalar(&good, wrapper, capacity, &format!("{wrapper:?}, capacity {capacity}"));
+        }
+        for cut in [0, 1, 4, good.len() / 2, good.len() - 1] {
+            assert_decodes_as_scalar(&good[..cut], wrapper, input.len(), &format!("{wrapper:?}, cut to {cut}"));
+        }
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert_decodes_as_scalar(&trailing, wrapper, input.len(), &format!("{wrapper:?}, a trailing byte"));
+    }
+
+    // Damage anywhere: flipped bits and overwritten bytes, in streams of every block type.
+    let mut next = random_u64s(13);
+    let streams = [
+        (scalar_compress(&input, 4, Wrapper::Raw, 8000).unwrap(), Wrapper::Raw),
+        (zlib_rs_encode(&random_bytes(1500, 6), 0, Wrapper::Zlib), Wrapper::Zlib),
+        (zlib_rs_encode(&text_bytes(1500, 7), 1, Wrapper::Gzip), Wrapper::Gzip),
+        (scalar_compress(b"short and fixed", 2, Wrapper::Raw, 100).unwrap(), Wrapper::Raw),
+        (zlib_rs_encode(&int32_bytes(800), 9, Wrapper::Raw), Wrapper::Raw),
+    ];
+    for (s, (stream, wrapper)) in streams.iter().enumerate() {
+        for round in 0..24 {
+            let mut damaged = stream.clone();
+            for _ in 0..1 + round % 3 {
+                let at = next() as usize % damaged.len();
+                if round % 2 == 0 {
+                    damaged[at] ^= 1 << (next() % 8);
+                } else {
+                    damaged[at] = next() as u8;
+                }
+            }
+            assert_decodes_as_scalar(&damaged, *wrapper, 4000, &format!("stream {s}, round {round}"));
+        }
     }
 }

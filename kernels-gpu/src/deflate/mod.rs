@@ -1,20 +1,25 @@
 //! Deflate (raw, zlib or gzip) on the GPU: one warp per chunk. Compression ([`compress`]) writes
 //! the format crate's streams, byte for byte, the lanes sharing the parse and the coding at
 //! every level; its scratch lives in a device array, one slot per warp of the grid.
-//! Decompression runs the format crate's decoder (`ferrocomp_format::deflate`) in the first lane;
-//! the decoding tables of each warp live in shared memory, where [`build_table`] lets the warp
-//! build them together (GDeflate's decoder does).
+//! Decompression ([`decode`]) reads any stream as the format crate's decoder does, the lanes
+//! decoding its symbols in step and writing them 32 at a time; the decoding tables of each warp
+//! live in shared memory, where [`build_table`] lets the warp build them together (GDeflate's
+//! decoder does).
 
 mod chains;
 pub mod compress;
+pub mod decode;
 
 use crate::SHARED_BYTES_PER_BLOCK;
 use crate::lz77::{last_starting_by, scan_add};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{
-    Alphabet, INVALID, LengthCounts, MAX_CODE_LEN, check_counts, reverse, subtable_bits, subtable_pointer,
+    Alphabet, DIST_ROOT, DIST_TABLE, INVALID, LITLEN_ROOT, LITLEN_TABLE, LengthCounts, MAX_CODE_LEN, check_counts,
+    reverse, subtable_bits, subtable_pointer,
 };
+use ferrocomp_format::deflate::inflate::Lengths;
+use ferrocomp_format::deflate::tables::{FIXED_DIST_LENS, FIXED_LITLEN_LENS};
 use ferrocomp_format::deflate::{DecodeTables, Wrapper};
 
 /// Bytes of shared memory each warp of the decompress kernels needs (its decoding tables).
@@ -23,6 +28,11 @@ pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<DecodeTables>();
 /// block's shared memory holds tables for.
 pub const DECODE_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP) as u32;
 const _: () = assert!(DECODE_WARPS >= 1);
+/// Blocks per SM of the decompress kernels (Deflate's and GDeflate's): as many as the SM's shared
+/// memory holds tables for, which their launch bounds hold ptxas to (80 registers, 24 warps an
+/// SM). Unbounded, ptxas took 95 registers for GDeflate's (18 warps an SM), and decoding was
+/// 1-10% slower (measured on an H100: binary level 4 75.4 against 83.1 GB/s).
+pub const DECOMPRESS_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(DECODE_WARPS, DECODE_SHARED_BYTES_PER_WARP);
 
 /// The level and wrapper packed in a kernel's `options` word (level in bits 0..8, wrapper id in
 /// bits 8..16).
@@ -140,6 +150,36 @@ pub unsafe fn build_table<W: Warp>(
     Ok(())
 }
 
+/// The fixed code's lengths, where its tables are built from.
+static FIXED_LITLEN: [u8; 288] = FIXED_LITLEN_LENS;
+static FIXED_DIST: [u8; 32] = FIXED_DIST_LENS;
+
+/// The format crate's `inflate::build_block_tables`, warp-wide ([`build_table`]): a Huffman
+/// block's tables from its code lengths (`deflate64`: GDeflate's meanings of the top symbols).
+///
+/// # Safety
+/// `t` must be writable by this warp alone, its `lens` written and visible to every lane for a
+/// dynamic block.
+pub unsafe fn build_block_tables<W: Warp>(
+    warp: &W,
+    t: *mut DecodeTables,
+    lengths: Lengths,
+    deflate64: bool,
+) -> Result<(), Status> {
+    let (lit_lens, hlit, dist_lens, hdist) = match lengths {
+        Lengths::Fixed => (FIXED_LITLEN.as_ptr(), FIXED_LITLEN.len(), FIXED_DIST.as_ptr(), FIXED_DIST.len()),
+        Lengths::Dynamic { hlit, hdist } => {
+            let lens = unsafe { (*t).lens.as_ptr() };
+            (lens, hlit, unsafe { lens.add(hlit) }, hdist)
+        }
+    };
+    let (litlen, dist) = unsafe { ((*t).litlen.as_mut_ptr(), (*t).dist.as_mut_ptr()) };
+    unsafe {
+        build_table(warp, litlen, LITLEN_TABLE, LITLEN_ROOT, lit_lens, hlit, Alphabet::LitLen { deflate64 })?;
+        build_table(warp, dist, DIST_TABLE, DIST_ROOT, dist_lens, hdist, Alphabet::Dist { deflate64 })
+    }
+}
+
 /// In lane l of 1..=15: how many of the lanes' 32 code lengths `len` are l.
 fn of_lane_length<W: Warp>(warp: &W, len: u32) -> u32 {
     let mut mine = 0;
@@ -219,21 +259,23 @@ pub(crate) unsafe fn shared_tables<'a>() -> &'a mut DecodeTables {
 /// `deflate_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
+    use super::decode::{Output, decompress_chunk};
     use super::*;
     use crate::batch::{Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
     use crate::gpu::HardwareWarp;
+    use ferrocomp_format::deflate::CompressScratch;
     use ferrocomp_format::deflate::compress::FAST_RULES;
-    use ferrocomp_format::deflate::{self, CompressScratch};
     use ferrocomp_format::{BatchArgs, Status};
 
-    /// A warp per chunk compresses (level 1's hash table in shared memory, a `CompressScratch`
-    /// per warp of the grid); the first lane of a warp per chunk decodes.
+    /// A warp per chunk, in each direction: compressing with level 1's hash table in shared
+    /// memory and a `CompressScratch` per warp of the grid, decoding with its tables in shared
+    /// memory.
     pub struct Deflate;
 
     impl ChunkKernels for Deflate {
         const COMPRESS: Lanes = Lanes::Warp;
-        const DECOMPRESS: Lanes = Lanes::FirstOfWarp;
-        const SIZES: Lanes = Lanes::FirstOfWarp;
+        const DECOMPRESS: Lanes = Lanes::Warp;
+        const SIZES: Lanes = Lanes::Warp;
 
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let (level, wrapper) = unpack_options(args.options);
@@ -245,14 +287,17 @@ mod kernels {
             }
         }
 
-        unsafe fn decompress(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let (_, wrapper) = unpack_options(args.options);
-            unsafe { deflate::decompress(chunk.input(), wrapper, chunk.output(), shared_tables()) }
+            let output = Output::to(chunk.output, chunk.capacity);
+            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, wrapper, output, shared_tables()) }
         }
 
-        unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+        unsafe fn decompressed_size(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let (_, wrapper) = unpack_options(args.options);
-            unsafe { deflate::decompressed_size(chunk.input(), wrapper, shared_tables()) }
+            unsafe {
+                decompress_chunk(warp, chunk.input, chunk.input_len, wrapper, Output::counting(), shared_tables())
+            }
         }
     }
 

@@ -16,57 +16,19 @@
 
 pub mod compress;
 
-use crate::blocks_per_sm;
-use crate::deflate::{DECODE_SHARED_BYTES_PER_WARP, DECODE_WARPS, build_table};
-use crate::lz77::{last_starting_by, scan_add, scan_max, source, word_at};
+pub use crate::deflate::decode::Output;
+use crate::deflate::decode::copy_matches;
+use crate::deflate::{build_block_tables, build_table};
+use crate::lz77::{scan_add, scan_max, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
+use ferrocomp_format::deflate::DecodeTables;
 use ferrocomp_format::deflate::huffman::{
-    Alphabet, DIST_ROOT, DIST_TABLE, KIND_BASE, KIND_END, KIND_LITERAL, LITLEN_ROOT, LITLEN_TABLE, PRECODE_ROOT,
-    PRECODE_TABLE, entry_extra, entry_kind, entry_len, entry_value, lookup,
+    Alphabet, DIST_ROOT, KIND_BASE, KIND_END, KIND_LITERAL, LITLEN_ROOT, PRECODE_ROOT, PRECODE_TABLE, entry_extra,
+    entry_kind, entry_len, entry_value, lookup,
 };
-use ferrocomp_format::deflate::tables::{END_OF_BLOCK, FIXED_DIST_LENS, FIXED_LITLEN_LENS, PRECODE_ORDER};
-use ferrocomp_format::deflate::{DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE};
-
-/// Blocks per SM of the decompress kernel: as many as the SM's shared memory holds tables for,
-/// which its launch bounds hold ptxas to (80 registers, 24 warps an SM). Unbounded, ptxas took
-/// 95 registers (18 warps an SM), and decoding was 1-10% slower (measured on an H100: binary
-/// level 4 75.4 against 83.1 GB/s).
-pub const DECOMPRESS_BLOCKS_PER_SM: u32 = blocks_per_sm(DECODE_WARPS, DECODE_SHARED_BYTES_PER_WARP);
-
-/// Where a page's bytes go: an output of `capacity` bytes, or nowhere (the sizes kernel counts
-/// them, up to [`MAX_DECOMPRESSED_CHUNK_SIZE`]).
-#[derive(Clone, Copy)]
-pub struct Output {
-    out: *mut u8,
-    capacity: u32,
-    /// The status of a page larger than `capacity`.
-    full: Status,
-}
-
-impl Output {
-    /// Bytes the decoder addresses at most: a page larger is refused as too large for its output.
-    const MAX_CAPACITY: usize = 1 << 31;
-
-    /// Decoding into `out`, writable for `capacity` bytes.
-    pub fn to(out: *mut u8, capacity: usize) -> Self {
-        Self { out, capacity: capacity.min(Self::MAX_CAPACITY) as u32, full: Status::OutputTooSmall }
-    }
-
-    /// Counting only.
-    pub fn counting() -> Self {
-        Self { out: core::ptr::null_mut(), capacity: MAX_DECOMPRESSED_CHUNK_SIZE as u32, full: Status::ChunkTooLarge }
-    }
-
-    fn writes(&self) -> bool {
-        !self.out.is_null()
-    }
-
-    /// `Ok` when `size` bytes fit at `at`.
-    fn fits(&self, at: u32, size: u32) -> bool {
-        at <= self.capacity && size <= self.capacity - at
-    }
-}
+use ferrocomp_format::deflate::inflate::Lengths;
+use ferrocomp_format::deflate::tables::{END_OF_BLOCK, PRECODE_ORDER};
 
 /// Decodes the page `input[..len]` into `output`; returns its decoded size, in every lane: the
 /// format crate's `gdeflate::decompress` (or `decompressed_size`, counting), warp-wide.
@@ -145,11 +107,7 @@ impl Page {
             match header >> 1 {
                 0 => unsafe { self.stored(warp)? },
                 1 => unsafe {
-                    let t = self.tables;
-                    let (litlen, dist) = ((*t).litlen.as_mut_ptr(), (*t).dist.as_mut_ptr());
-                    let (lit_lens, dist_lens) = (FIXED_LITLEN.as_ptr(), FIXED_DIST.as_ptr());
-                    build_table(warp, litlen, LITLEN_TABLE, LITLEN_ROOT, lit_lens, 288, LITLEN)?;
-                    build_table(warp, dist, DIST_TABLE, DIST_ROOT, dist_lens, 32, DIST)?;
+                    build_block_tables(warp, self.tables, Lengths::Fixed, true)?;
                     self.huffman(warp)?
                 },
                 2 => unsafe {
@@ -303,11 +261,8 @@ impl Page {
         if unsafe { *lens.add(END_OF_BLOCK) } == 0 {
             return Err(Status::Malformed);
         }
-        unsafe {
-            let (lit_lens, dist_lens) = (lens, lens.add(hlit as usize));
-            build_table(warp, (*t).litlen.as_mut_ptr(), LITLEN_TABLE, LITLEN_ROOT, lit_lens, hlit as usize, LITLEN)?;
-            build_table(warp, (*t).dist.as_mut_ptr(), DIST_TABLE, DIST_ROOT, dist_lens, hdist as usize, DIST)
-        }
+        let lengths = Lengths::Dynamic { hlit: hlit as usize, hdist: hdist as usize };
+        unsafe { build_block_tables(warp, t, lengths, true) }
     }
 
     /// Reads `total` code lengths into the tables' `lens`, an item a lane from lane 0, 32 a
@@ -398,7 +353,7 @@ impl Page {
             }
             self.end_turns(warp, turns, 0, failure)?;
             self.op += warp.shuffle(total, WARP_SIZE - 1);
-            unsafe { self.copy_matches(warp, warp.ballot(copy), pending_at, item.value, pending_len) };
+            unsafe { copy_matches(warp, &self.output, warp.ballot(copy), pending_at, item.value, pending_len) };
             if copy {
                 pending_len = 0;
             }
@@ -436,78 +391,12 @@ impl Page {
         let copies = warp.ballot(copy);
         let (later, earlier) = (copies & !(u32::MAX >> (WARP_SIZE - 1 - last)), copies & ((1 << last) - 1));
         unsafe {
-            self.copy_matches(warp, later, pending_at, item.value, pending_len);
-            self.copy_matches(warp, earlier, pending_at, item.value, pending_len);
+            copy_matches(warp, &self.output, later, pending_at, item.value, pending_len);
+            copy_matches(warp, &self.output, earlier, pending_at, item.value, pending_len);
         }
         Ok(())
     }
-
-    /// Copies the matches of the lanes in `lanes` (each `len` bytes at `at` from `dist` back, in
-    /// lane order, which is output order), all their bytes together, 32 a step: a byte whose
-    /// source is a byte of the set that the same step writes takes that byte's source instead,
-    /// and so on back to a byte written before (the steps before wrote theirs). The search for
-    /// that byte's match is made only in the steps that need it (none where every match's
-    /// sources precede the set, as a lone match's do). Ends with them visible to every lane.
-    #[inline(always)]
-    unsafe fn copy_matches<W: Warp>(&self, warp: &W, lanes: u32, at: u32, dist: u32, len: u32) {
-        if lanes == 0 || !self.output.writes() {
-            return;
-        }
-        let lane = warp.lane();
-        let mine = lanes >> lane & 1 != 0;
-        let size = if mine { len } else { 0 };
-        let end = scan_add(warp, size);
-        let (start, total) = (end - size, warp.shuffle(end, WARP_SIZE - 1));
-        // A match's sources lie in the `dist.min(len)` bytes `dist` before it; those ending after
-        // the set's first byte may be bytes of the set.
-        let set_at = warp.shuffle(at, lanes.trailing_zeros());
-        let chases = warp.ballot(mine && at - dist + dist.min(len) > set_at) != 0;
-        // For finding the match holding an output position: each lane's last match at or
-        // before it (its lane plus 1, 0 before the first), and that match's position.
-        let (match_at, match_lane) = match chases {
-            true => (scan_max(warp, if mine { at } else { 0 }), scan_max(warp, if mine { lane + 1 } else { 0 })),
-            false => (0, 0),
-        };
-        warp.sync(); // the bytes written before are visible to every lane
-        let mut step = 0;
-        while step < total {
-            let t = step + lane;
-            let owner = last_starting_by(warp, start, t);
-            let (to, back) = (warp.shuffle(at, owner), warp.shuffle(dist, owner));
-            let i = t - warp.shuffle(start, owner);
-            let copying = t < total;
-            // The bytes before this step's first are final.
-            let fresh = warp.shuffle(to + i, 0);
-            let mut from = if copying { source(to, back, i, fresh) } else { 0 };
-            if chases && warp.ballot(copying && from >= fresh) != 0 {
-                loop {
-                    let holder = warp.shuffle(match_lane, last_starting_by(warp, match_at, from));
-                    let m = holder.saturating_sub(1);
-                    let (m_to, m_back, m_n) = (warp.shuffle(at, m), warp.shuffle(dist, m), warp.shuffle(len, m));
-                    let inside = copying && from >= fresh && holder != 0 && from >= m_to && from - m_to < m_n;
-                    if warp.ballot(inside) == 0 {
-                        break;
-                    }
-                    if inside {
-                        from = source(m_to, m_back, from - m_to, fresh);
-                    }
-                }
-            }
-            if copying {
-                let out = self.output.out;
-                unsafe { *out.add((to + i) as usize) = *out.add(from as usize) };
-            }
-            warp.sync(); // the step's bytes are final for the steps after it, and every lane
-            step += WARP_SIZE;
-        }
-    }
 }
-
-const LITLEN: Alphabet = Alphabet::LitLen { deflate64: true };
-/// The fixed code's lengths, where the tables are built from.
-static FIXED_LITLEN: [u8; 288] = FIXED_LITLEN_LENS;
-static FIXED_DIST: [u8; 32] = FIXED_DIST_LENS;
-const DIST: Alphabet = Alphabet::Dist { deflate64: true };
 
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 enum ItemKind {

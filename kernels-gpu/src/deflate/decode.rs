@@ -1,0 +1,480 @@
+//! Deflate decoding, a warp per chunk.
+//!
+//! Every lane runs the same scalar symbol decoder in step: the same loads and branches, so the
+//! warp pays for one, and lane j keeps the j-th symbol of a round of 32 (its output position, a
+//! literal's byte or a match's length and distance), checked as the format crate's decoder checks
+//! it, in the same order. The warp then writes the round together: the literals at once, the
+//! matches 32 bytes a step ([`copy_matches`]), so no lane waits on a byte at a time. The first
+//! lane reads a block's header and code lengths; the warp builds its tables in shared memory
+//! ([`build_block_tables`]) and pairs up short literal codes in the root table, so a lookup gives
+//! two literals where their codes fit its 10 bits. Stored blocks are copied warp-wide; the zlib
+//! and gzip wrappers are the format crate's, their checksums computed warp-wide. The sizes kernel
+//! runs the same decoder without writing.
+//!
+//! Measured on an H200 and dropped: decoding the symbols that would start at each of the next
+//! 32 (or 64) bits in every lane at once and chaining the real ones with shuffles (faster on
+//! int32 offsets, slower on text and floats; the 64-bit window slower everywhere), and rounds
+//! without bounds checks where the input holds them (slower: the second copy of the loop).
+
+use crate::adler32::adler32_chunk;
+use crate::crc32::crc32_chunk;
+use crate::deflate::build_block_tables;
+use crate::lz77::{self, last_starting_by, scan_add, scan_max, source, word_at};
+use crate::warp::{WARP_SIZE, Warp};
+use ferrocomp_format::Status;
+use ferrocomp_format::deflate::huffman::{
+    KIND_BASE, KIND_END, KIND_LITERAL, KIND_PAIR, LITLEN_ROOT, entry_extra, entry_kind, entry_len, entry_value, lookup,
+    pair_entry,
+};
+use ferrocomp_format::deflate::inflate::{BitSource, Block, Decoded, Lengths, read_block_lengths, stored_span};
+use ferrocomp_format::deflate::{DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE, Wrapper, wrapper};
+
+/// Where a chunk's (or page's) bytes go: an output of `capacity` bytes, or nowhere (the sizes
+/// kernels count them, up to [`MAX_DECOMPRESSED_CHUNK_SIZE`]).
+#[derive(Clone, Copy)]
+pub struct Output {
+    pub(crate) out: *mut u8,
+    pub(crate) capacity: u32,
+    /// The status of a chunk larger than `capacity`.
+    pub(crate) full: Status,
+}
+
+impl Output {
+    /// Bytes the decoders address at most: a chunk larger is refused as too large for its output.
+    const MAX_CAPACITY: usize = 1 << 31;
+
+    /// Decoding into `out`, writable for `capacity` bytes.
+    pub fn to(out: *mut u8, capacity: usize) -> Self {
+        Self { out, capacity: capacity.min(Self::MAX_CAPACITY) as u32, full: Status::OutputTooSmall }
+    }
+
+    /// Counting only.
+    pub fn counting() -> Self {
+        Self { out: core::ptr::null_mut(), capacity: MAX_DECOMPRESSED_CHUNK_SIZE as u32, full: Status::ChunkTooLarge }
+    }
+
+    pub(crate) fn writes(&self) -> bool {
+        !self.out.is_null()
+    }
+
+    /// `Ok` when `size` bytes fit at `at`.
+    pub(crate) fn fits(&self, at: u32, size: u32) -> bool {
+        at <= self.capacity && size <= self.capacity - at
+    }
+}
+
+/// Decodes the chunk `input[..len]` in `wrapper` into `output`; returns its decoded size, in
+/// every lane: the format crate's `deflate::decompress` (or `decompressed_size`, counting),
+/// warp-wide, with its statuses and bytes.
+///
+/// # Safety
+/// `input` must be readable for `len` bytes, `output` as its constructor says, and `tables` (in
+/// memory the warp shares) writable, none of them used by anyone else meanwhile.
+pub unsafe fn decompress_chunk<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    len: usize,
+    wrapper: Wrapper,
+    output: Output,
+    tables: *mut DecodeTables,
+) -> Result<usize, Status> {
+    let input = unsafe { core::slice::from_raw_parts(input, len) };
+    let mut sink = Sink { warp, output, len: 0 };
+    wrapper::decode_with(input, wrapper, &mut sink, |stream, sink| unsafe { sink.inflate(stream, tables) })?;
+    Ok(sink.len as usize)
+}
+
+/// The output of a chunk being decoded, as the wrappers see it.
+struct Sink<'w, W> {
+    warp: &'w W,
+    output: Output,
+    /// Bytes decoded so far (the same in every lane).
+    len: u32,
+}
+
+impl<W: Warp> Decoded for Sink<'_, W> {
+    fn size(&self) -> usize {
+        self.len as usize
+    }
+
+    fn adler32(&self, from: usize) -> Option<u32> {
+        let (out, n) = (self.output.out, self.len as usize - from);
+        self.output.writes().then(|| unsafe { adler32_chunk(self.warp, out.add(from), n) })
+    }
+
+    fn crc32(&self, from: usize) -> Option<u32> {
+        let (out, n) = (self.output.out, self.len as usize - from);
+        self.output.writes().then(|| unsafe { crc32_chunk(self.warp, out.add(from), n) })
+    }
+}
+
+/// A block header's result handed between lanes: the status code, or `HEADER_READ` with the
+/// block's kind (bit 0: Huffman), BFINAL (bit 1), whether its code is dynamic (bit 2), and a
+/// dynamic code's HLIT and HDIST (from bits 10 and 20).
+const HEADER_READ: u32 = 1 << 8;
+
+impl<W: Warp> Sink<'_, W> {
+    /// Decodes the raw deflate stream at the start of `stream` after the bytes so far; returns
+    /// the input bytes it spans. Ends with the output visible to every lane.
+    unsafe fn inflate(&mut self, stream: &[u8], tables: *mut DecodeTables) -> Result<usize, Status> {
+        let mut src = Bits::new(stream);
+        loop {
+            let (block, last) = unsafe { self.block_header(&mut src, tables)? };
+            match block {
+                Block::Stored => unsafe { self.stored(src.stored()?)? },
+                Block::Huffman => unsafe { self.huffman_block(&mut src, &*tables)? },
+            }
+            if last {
+                return Ok(src.consumed_bytes());
+            }
+        }
+    }
+
+    /// Reads a block header in the first lane (a dynamic block's code lengths with it); the
+    /// other lanes take its reader, and the warp builds a Huffman block's tables.
+    unsafe fn block_header(&self, src: &mut Bits, tables: *mut DecodeTables) -> Result<(Block, bool), Status> {
+        let warp = self.warp;
+        let mut code = 0;
+        if warp.lane() == 0 {
+            code = match read_block_lengths(src, unsafe { &mut *tables }) {
+                Ok((block, last, lengths)) => {
+                    let dynamic = match lengths {
+                        Lengths::Fixed => 0,
+                        Lengths::Dynamic { hlit, hdist } => 4 | (hlit as u32) << 10 | (hdist as u32) << 20,
+                    };
+                    HEADER_READ | (block == Block::Huffman) as u32 | (last as u32) << 1 | dynamic
+                }
+                Err(status) => status as u32,
+            };
+        }
+        warp.sync(); // the code lengths are visible to every lane
+        let code = warp.shuffle(code, 0);
+        if code & HEADER_READ == 0 {
+            return Err(Status::from_code(code));
+        }
+        *src = src.as_in_lane(warp, 0);
+        let last = code & 2 != 0;
+        if code & 1 == 0 {
+            return Ok((Block::Stored, last));
+        }
+        let lengths = match code & 4 {
+            0 => Lengths::Fixed,
+            _ => Lengths::Dynamic { hlit: (code >> 10 & 1023) as usize, hdist: (code >> 20 & 1023) as usize },
+        };
+        unsafe {
+            build_block_tables(warp, tables, lengths, false)?;
+            pair_literals(warp, (*tables).litlen.as_mut_ptr());
+        }
+        Ok((Block::Huffman, last))
+    }
+
+    /// A stored block's bytes, copied warp-wide.
+    unsafe fn stored(&mut self, bytes: &[u8]) -> Result<(), Status> {
+        let n = bytes.len() as u32;
+        if n > self.output.capacity - self.len {
+            return Err(self.output.full);
+        }
+        if self.output.writes() {
+            unsafe { lz77::copy(self.warp, bytes.as_ptr(), self.output.out.add(self.len as usize), n) };
+            self.warp.sync(); // the bytes are visible to every lane
+        }
+        self.len += n;
+        Ok(())
+    }
+
+    /// A Huffman block's symbols through its end-of-block symbol, a round of up to 32 at a time.
+    unsafe fn huffman_block(&mut self, src: &mut Bits, t: &DecodeTables) -> Result<(), Status> {
+        loop {
+            let round = unsafe { self.round(src, t)? };
+            if self.output.writes() {
+                unsafe { self.write(&round.token) };
+            }
+            self.len += round.size;
+            if round.end {
+                self.warp.sync(); // the block's bytes are visible to every lane
+                return Ok(());
+            }
+        }
+    }
+
+    /// Up to 32 symbols, one after another as the format crate's decoder reads them (every
+    /// lane alike), through the end-of-block symbol; lane j keeps the j-th. A pair entry gives
+    /// two literals at once, as one symbol of the round.
+    unsafe fn round(&self, src: &mut Bits, t: &DecodeTables) -> Result<Round, Status> {
+        let lane = self.warp.lane();
+        let (capacity, full) = (self.output.capacity, self.output.full);
+        let mut round = Round::default();
+        let op = |round: &Round| self.len + round.size;
+        while round.tokens < WARP_SIZE {
+            let entry = lookup(&t.litlen, LITLEN_ROOT, src.peek());
+            let kind = entry_kind(entry);
+            let token = match kind {
+                KIND_LITERAL | KIND_PAIR => {
+                    // A pair's second literal where the stream holds it; else it is read next,
+                    // alone, as the scalar decoder reads it.
+                    let two = kind == KIND_PAIR && entry_len(entry) + src.pad <= src.count;
+                    let (bits, size) = match (kind, two) {
+                        (KIND_PAIR, false) => (entry_extra(entry), 1),
+                        _ => (entry_len(entry), 1 + two as u32),
+                    };
+                    src.consume(bits)?;
+                    if capacity - op(&round) < size {
+                        return Err(full);
+                    }
+                    Token { at: op(&round), size, len: 0, value: entry_value(entry) }
+                }
+                _ => {
+                    src.consume(entry_len(entry))?;
+                    match kind {
+                        KIND_BASE => {
+                            let len = entry_value(entry) + src.bits(entry_extra(entry))?;
+                            let dist = src.distance(t)? as u32;
+                            let at = op(&round);
+                            if len > capacity - at {
+                                return Err(full);
+                            }
+                            if dist == 0 || dist > at {
+                                return Err(Status::BadOffset);
+                            }
+                            Token { at, size: len, len, value: dist }
+                        }
+                        KIND_END => {
+                            round.end = true;
+                            return Ok(round);
+                        }
+                        _ => return Err(Status::Malformed),
+                    }
+                }
+            };
+            if lane == round.tokens {
+                round.token = token;
+            }
+            round.tokens += 1;
+            round.size += token.size;
+        }
+        Ok(round)
+    }
+
+    /// Writes a round's tokens: the literals at once, then the matches ([`copy_matches`]).
+    unsafe fn write(&self, token: &Token) {
+        let out = self.output.out;
+        if token.size != 0 && token.len == 0 {
+            unsafe { *out.add(token.at as usize) = token.value as u8 };
+            if token.size == 2 {
+                unsafe { *out.add(token.at as usize + 1) = (token.value >> 8) as u8 };
+            }
+        }
+        let matches = self.warp.ballot(token.len != 0);
+        unsafe { copy_matches(self.warp, &self.output, matches, token.at, token.value, token.len) };
+    }
+}
+
+/// A round of symbols, as a lane holds it: its token, how many tokens the round has and their
+/// bytes, and whether the round ends the block.
+#[derive(Clone, Copy, Default)]
+struct Round {
+    token: Token,
+    tokens: u32,
+    size: u32,
+    end: bool,
+}
+
+/// One symbol's output (a pair entry's two literals counting as one): one or two literals
+/// (`len` 0, the bytes in `value`, the first in its low byte) or a match of `len` bytes from
+/// `value` back; `size` bytes at `at` (0: none).
+#[derive(Clone, Copy, Default)]
+struct Token {
+    at: u32,
+    size: u32,
+    len: u32,
+    value: u32,
+}
+
+/// Turns the literal/length table's root entries whose bits hold two literal codes into pair
+/// entries (`KIND_PAIR`), so that a literal-heavy block takes half the lookups: an entry's second
+/// literal is the root entry that its bits after the first code index, where that code is no
+/// longer than the bits left. Ends with the table visible to every lane.
+///
+/// # Safety
+/// `table` must hold a built literal/length table, writable by this warp alone.
+unsafe fn pair_literals<W: Warp>(warp: &W, table: *mut u32) {
+    // Highest indices first: an entry's second literal lies at half its index or below, which
+    // the steps before have not changed; only the last step (indices below 32) reads entries
+    // that it writes.
+    let mut step = (1 << LITLEN_ROOT) / WARP_SIZE;
+    while step > 0 {
+        step -= 1;
+        let i = (step * WARP_SIZE + warp.lane()) as usize;
+        let first = unsafe { *table.add(i) };
+        let l1 = entry_len(first);
+        let mut entry = first;
+        if entry_kind(first) == KIND_LITERAL && l1 < LITLEN_ROOT {
+            let second = unsafe { *table.add(i >> l1) };
+            if entry_kind(second) == KIND_LITERAL && entry_len(second) <= LITLEN_ROOT - l1 {
+                entry = pair_entry(first, second);
+            }
+        }
+        if step == 0 {
+            warp.sync();
+        }
+        unsafe { *table.add(i) = entry };
+    }
+    warp.sync();
+}
+
+/// A raw deflate stream's bits as every lane reads them, by the rules of the format crate's
+/// `BitReader`: past the input's end come zero bits, counted in `pad`, and consuming any of them
+/// is `Truncated`. The 64-bit buffer takes 32 bits at a time, from the two aligned words that
+/// hold them where four more bytes follow (a byte at a time costs a load per byte).
+#[derive(Clone, Copy)]
+struct Bits<'a> {
+    input: &'a [u8],
+    /// Input bytes taken into the buffer.
+    pos: usize,
+    buf: u64,
+    count: u32,
+    /// Zero bits appended past the end of the input (the newest `pad` bits of `buf`).
+    pad: u32,
+}
+
+impl<'a> Bits<'a> {
+    fn new(input: &'a [u8]) -> Self {
+        Self { input, pos: 0, buf: 0, count: 0, pad: 0 }
+    }
+
+    /// Adds 32 bits to a buffer holding fewer than 32.
+    #[inline(always)]
+    fn refill(&mut self) {
+        let word = if self.input.len() - self.pos >= 8 {
+            unsafe { word_at(self.input.as_ptr().add(self.pos)) } // both words within the input
+        } else {
+            let mut word = 0;
+            for k in 0..4 {
+                match self.input.get(self.pos + k) {
+                    Some(&byte) => word |= (byte as u32) << (8 * k),
+                    None => self.pad += 8,
+                }
+            }
+            word
+        };
+        self.pos = (self.pos + 4).min(self.input.len());
+        self.buf |= (word as u64) << self.count;
+        self.count += 32;
+    }
+
+    /// Input bytes consumed, counting a partly used last byte as consumed.
+    fn consumed_bytes(&self) -> usize {
+        (self.pos * 8 + self.pad as usize - self.count as usize).div_ceil(8)
+    }
+
+    /// A stored block after its header: skips to the byte boundary and returns the block's
+    /// bytes, the reader moved past them.
+    fn stored(&mut self) -> Result<&'a [u8], Status> {
+        let span = stored_span(self.input, self.consumed_bytes())?;
+        *self = Self { pos: span.end, ..Self::new(self.input) };
+        Ok(&self.input[span])
+    }
+
+    /// Lane `lane`'s reader, in every lane.
+    fn as_in_lane<W: Warp>(&self, warp: &W, lane: u32) -> Self {
+        let take = |v: u64| warp.shuffle(v as u32, lane) as u64 | (warp.shuffle((v >> 32) as u32, lane) as u64) << 32;
+        let (pos, buf) = (take(self.pos as u64) as usize, take(self.buf));
+        Self { input: self.input, pos, buf, count: warp.shuffle(self.count, lane), pad: warp.shuffle(self.pad, lane) }
+    }
+}
+
+impl BitSource for Bits<'_> {
+    const DEFLATE64: bool = false;
+
+    #[inline(always)]
+    fn peek(&mut self) -> u64 {
+        if self.count < 32 {
+            self.refill();
+        }
+        self.buf
+    }
+
+    #[inline(always)]
+    fn consume(&mut self, n: u32) -> Result<(), Status> {
+        if n + self.pad > self.count {
+            return Err(Status::Truncated);
+        }
+        self.buf >>= n;
+        self.count -= n;
+        Ok(())
+    }
+
+    fn ensure(&mut self) -> Result<(), Status> {
+        Ok(())
+    }
+
+    fn next_item(&mut self) -> Result<(), Status> {
+        Ok(())
+    }
+
+    fn restart(&mut self) {}
+}
+
+/// Copies the matches of the lanes in `lanes` (each `len` bytes at `at` from `dist` back, in
+/// lane order, which is output order), all their bytes together, 32 a step: a byte whose
+/// source is a byte of the set that the same step writes takes that byte's source instead,
+/// and so on back to a byte written before (the steps before wrote theirs). The search for
+/// that byte's match is made only in the steps that need it (none where every match's
+/// sources precede the set, as a lone match's do). Ends with them visible to every lane.
+///
+/// # Safety
+/// The matches must fit `output` and reach no further back than its start; the bytes before
+/// the set's that they read must be written and visible to every lane.
+#[inline(always)]
+pub unsafe fn copy_matches<W: Warp>(warp: &W, output: &Output, lanes: u32, at: u32, dist: u32, len: u32) {
+    if lanes == 0 || !output.writes() {
+        return;
+    }
+    let lane = warp.lane();
+    let mine = lanes >> lane & 1 != 0;
+    let size = if mine { len } else { 0 };
+    let end = scan_add(warp, size);
+    let (start, total) = (end - size, warp.shuffle(end, WARP_SIZE - 1));
+    // A match's sources lie in the `dist.min(len)` bytes `dist` before it; those ending after
+    // the set's first byte may be bytes of the set.
+    let set_at = warp.shuffle(at, lanes.trailing_zeros());
+    let chases = warp.ballot(mine && at - dist + dist.min(len) > set_at) != 0;
+    // For finding the match holding an output position: each lane's last match at or
+    // before it (its lane plus 1, 0 before the first), and that match's position.
+    let (match_at, match_lane) = match chases {
+        true => (scan_max(warp, if mine { at } else { 0 }), scan_max(warp, if mine { lane + 1 } else { 0 })),
+        false => (0, 0),
+    };
+    warp.sync(); // the bytes written before are visible to every lane
+    let mut step = 0;
+    while step < total {
+        let t = step + lane;
+        let owner = last_starting_by(warp, start, t);
+        let (to, back) = (warp.shuffle(at, owner), warp.shuffle(dist, owner));
+        let i = t - warp.shuffle(start, owner);
+        let copying = t < total;
+        // The bytes before this step's first are final.
+        let fresh = warp.shuffle(to + i, 0);
+        let mut from = if copying { source(to, back, i, fresh) } else { 0 };
+        if chases && warp.ballot(copying && from >= fresh) != 0 {
+            loop {
+                let holder = warp.shuffle(match_lane, last_starting_by(warp, match_at, from));
+                let m = holder.saturating_sub(1);
+                let (m_to, m_back, m_n) = (warp.shuffle(at, m), warp.shuffle(dist, m), warp.shuffle(len, m));
+                let inside = copying && from >= fresh && holder != 0 && from >= m_to && from - m_to < m_n;
+                if warp.ballot(inside) == 0 {
+                    break;
+                }
+                if inside {
+                    from = source(m_to, m_back, from - m_to, fresh);
+                }
+            }
+        }
+        if copying {
+            let out = output.out;
+            unsafe { *out.add((to + i) as usize) = *out.add(from as usize) };
+        }
+        warp.sync(); // the step's bytes are final for the steps after it, and every lane
+        step += WARP_SIZE;
+    }
+}

@@ -14,6 +14,27 @@ pub fn random_u64s(seed: u64) -> impl FnMut() -> u64 {
     }
 }
 
+/// Damaged copies of `stream` to decode, `rounds` of them (`FERROCOMP_DAMAGE_ROUNDS` instead, where
+/// set, for a longer campaign by hand): round r flips a bit (even r) or overwrites a byte (odd r),
+/// at 1 + r % 3 places drawn from `seed`.
+pub fn damaged_copies(stream: &[u8], rounds: u32, seed: u64) -> impl Iterator<Item = Vec<u8>> {
+    let rounds = std::env::var("FERROCOMP_DAMAGE_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(rounds);
+    let mut next = random_u64s(seed);
+    let stream = stream.to_vec();
+    (0..rounds).map(move |round| {
+        let mut damaged = stream.clone();
+        for _ in 0..1 + round % 3 {
+            let at = next() as usize % damaged.len();
+            if round % 2 == 0 {
+                damaged[at] ^= 1 << (next() % 8);
+            } else {
+                damaged[at] = next() as u8;
+            }
+        }
+        damaged
+    })
+}
+
 /// `n` pseudo-random bytes (incompressible) from `seed`.
 pub fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
     let mut next = random_u64s(seed);

@@ -14,7 +14,7 @@ use ferrocomp_format::deflate::{
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
 use ferrocomp_kernels_gpu::deflate::decode::{Output, decompress_chunk};
 use ferrocomp_kernels_gpu::emulated;
-use ferrocomp_tests::{garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
+use ferrocomp_tests::{damaged_copies, garbage, int32_bytes, random_bytes, text_bytes};
 use std::io::{Read, Write};
 
 const WRAPPERS: [Wrapper; 3] = [Wrapper::Raw, Wrapper::Zlib, Wrapper::Gzip];
@@ -249,7 +249,6 @@ fn warp_decoder_reports_what_the_scalar_decoder_reports() {
     }
 
     // Damage anywhere: flipped bits and overwritten bytes, in streams of every block type.
-    let mut next = random_u64s(13);
     let streams = [
         (scalar_compress(&input, 4, Wrapper::Raw, 8000).unwrap(), Wrapper::Raw),
         (zlib_rs_encode(&random_bytes(1500, 6), 0, Wrapper::Zlib), Wrapper::Zlib),
@@ -258,16 +257,7 @@ fn warp_decoder_reports_what_the_scalar_decoder_reports() {
         (zlib_rs_encode(&int32_bytes(800), 9, Wrapper::Raw), Wrapper::Raw),
     ];
     for (s, (stream, wrapper)) in streams.iter().enumerate() {
-        for round in 0..24 {
-            let mut damaged = stream.clone();
-            for _ in 0..1 + round % 3 {
-                let at = next() as usize % damaged.len();
-                if round % 2 == 0 {
-                    damaged[at] ^= 1 << (next() % 8);
-                } else {
-                    damaged[at] = next() as u8;
-                }
-            }
+        for (round, damaged) in damaged_copies(stream, 24, 13 + s as u64).enumerate() {
             assert_decodes_as_scalar(&damaged, *wrapper, 4000, &format!("stream {s}, round {round}"));
         }
     }

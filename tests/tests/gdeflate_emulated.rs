@@ -9,7 +9,7 @@ use ferrocomp_format::deflate::huffman::{self, Alphabet, DIST_ROOT, LITLEN_ROOT,
 use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL};
 use ferrocomp_format::gdeflate;
 use ferrocomp_kernels_gpu::{deflate as gpu_deflate, emulated, gdeflate as gpu_gdeflate};
-use ferrocomp_tests::{garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
+use ferrocomp_tests::{damaged_copies, garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
 
 /// Every lane's result, which must all agree.
 fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
@@ -75,12 +75,6 @@ fn assert_agrees(page: &[u8], capacity: usize, what: &str) {
     assert_eq!(warp_decode(page, Some(capacity)), expected, "{what}");
     let size = gdeflate::decompressed_size(page, &mut boxed_tables());
     assert_eq!(warp_decode(page, None).map(|bytes| bytes.len()), size, "{what}: size");
-}
-
-/// Damaged copies of each page to decode: `FERROCOMP_DAMAGE_ROUNDS` (for a longer campaign by
-/// hand), else 24.
-fn damage_rounds() -> u32 {
-    std::env::var("FERROCOMP_DAMAGE_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(24)
 }
 
 fn inputs() -> Vec<(&'static str, Vec<u8>)> {
@@ -169,19 +163,9 @@ fn warp_decoder_reports_what_the_scalar_decoder_reports() {
     assert_agrees(&padded, input.len(), "a stray byte");
 
     // Damage anywhere: flipped bits and overwritten words, in pages of every block type.
-    let mut next = random_u64s(10);
     let pages = [good, page(&random_bytes(1500, 6), 4), page(&text_bytes(1500, 7), 1), page(b"short and fixed", 2)];
     for (p, page) in pages.iter().enumerate() {
-        for round in 0..damage_rounds() {
-            let mut damaged = page.clone();
-            for _ in 0..1 + round % 3 {
-                let at = next() as usize % damaged.len();
-                if round % 2 == 0 {
-                    damaged[at] ^= 1 << (next() % 8);
-                } else {
-                    damaged[at] = next() as u8;
-                }
-            }
+        for (round, damaged) in damaged_copies(page, 24, 10 + p as u64).enumerate() {
             assert_agrees(&damaged, 4000, &format!("page {p}, round {round}"));
         }
     }

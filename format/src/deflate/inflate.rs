@@ -9,6 +9,7 @@ use super::huffman::{
 };
 use super::tables::{END_OF_BLOCK, FIXED_DIST_LENS, FIXED_LITLEN_LENS, PRECODE_ORDER};
 use crate::Status;
+use core::marker::PhantomData;
 
 /// What the wrappers ask of decoded output: its size and its checksums.
 pub trait Decoded {
@@ -357,27 +358,54 @@ fn read_dynamic_lengths<S: BitSource>(src: &mut S, t: &mut DecodeTables) -> Resu
     Ok(Lengths::Dynamic { hlit, hdist })
 }
 
+/// How a [`BitReader`] takes the input's next 8 bytes into its buffer at once: [`Bytes`] on the
+/// CPU (one unaligned load); the GPU's warp decoder loads the aligned words holding them.
+pub trait Load {
+    /// Input bytes that must lie from the load's position on for [`Load::load`] (nearer the end,
+    /// the reader takes bytes one at a time).
+    const SPAN: usize;
+    /// The 8 bytes from `input[pos]` on, little-endian.
+    ///
+    /// # Safety
+    /// `pos + SPAN` must be at most `input.len()`.
+    unsafe fn load(input: &[u8], pos: usize) -> u64;
+}
+
+/// The 8 bytes from the slice.
+pub struct Bytes;
+
+impl Load for Bytes {
+    const SPAN: usize = 8;
+
+    #[inline(always)]
+    unsafe fn load(input: &[u8], pos: usize) -> u64 {
+        let b = &input[pos..pos + 8];
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+}
+
 /// Plain deflate's bit stream: LSB-first, through a 64-bit buffer. Past the end of the input it
 /// reads zero bits but counts them, and consuming any of them reports `Truncated`.
-pub struct BitReader<'a> {
+pub struct BitReader<'a, L: Load = Bytes> {
     input: &'a [u8],
     pos: usize,
     buf: u64,
     count: u32,
     /// Zero bits appended past the end of the input (the newest `pad` bits of `buf`).
     pad: u32,
+    load: PhantomData<L>,
 }
 
-impl<'a> BitReader<'a> {
+impl<'a, L: Load> BitReader<'a, L> {
     pub fn new(input: &'a [u8]) -> Self {
-        Self { input, pos: 0, buf: 0, count: 0, pad: 0 }
+        Self { input, pos: 0, buf: 0, count: 0, pad: 0, load: PhantomData }
     }
 
     /// Tops the buffer up to at least 56 bits.
     #[inline(always)]
     fn refill(&mut self) {
-        if let Some(word) = self.input.get(self.pos..self.pos + 8) {
-            let word = u64::from_le_bytes([word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7]]);
+        if self.input.len() - self.pos >= L::SPAN {
+            let word = unsafe { L::load(self.input, self.pos) }; // SPAN bytes follow
             self.buf |= word << self.count;
             self.pos += ((63 - self.count) >> 3) as usize;
             self.count |= 56;
@@ -393,6 +421,20 @@ impl<'a> BitReader<'a> {
                 self.count += 8;
             }
         }
+    }
+
+    /// Whether the next `n` bits are the input's (none of them past its end).
+    #[inline(always)]
+    pub fn holds(&self, n: u32) -> bool {
+        n + self.pad <= self.count
+    }
+
+    /// The reader with each 32-bit word of its state passed through `f`: for handing a reader
+    /// from one thread to others.
+    pub fn map_state(&self, mut f: impl FnMut(u32) -> u32) -> Self {
+        let mut halves = |v: u64| f(v as u32) as u64 | (f((v >> 32) as u32) as u64) << 32;
+        let (pos, buf) = (halves(self.pos as u64) as usize, halves(self.buf));
+        Self { pos, buf, count: f(self.count), pad: f(self.pad), ..Self::new(self.input) }
     }
 
     /// Input bytes consumed, counting a partly used last byte as consumed.
@@ -421,7 +463,7 @@ impl<'a> BitReader<'a> {
 
 /// The bytes of the stored block whose header ends at input byte `at` (at the byte boundary
 /// after the block header): LEN checked against NLEN, and the bytes within `input`.
-pub fn stored_span(input: &[u8], at: usize) -> Result<core::ops::Range<usize>, Status> {
+fn stored_span(input: &[u8], at: usize) -> Result<core::ops::Range<usize>, Status> {
     if at > input.len() {
         return Err(Status::Truncated);
     }
@@ -437,7 +479,7 @@ pub fn stored_span(input: &[u8], at: usize) -> Result<core::ops::Range<usize>, S
     Ok(span)
 }
 
-impl BitSource for BitReader<'_> {
+impl<L: Load> BitSource for BitReader<'_, L> {
     const DEFLATE64: bool = false;
 
     #[inline(always)]

@@ -26,7 +26,7 @@ use ferrocomp_format::deflate::huffman::{
     KIND_BASE, KIND_END, KIND_LITERAL, KIND_PAIR, LITLEN_ROOT, entry_extra, entry_kind, entry_len, entry_value, lookup,
     pair_entry,
 };
-use ferrocomp_format::deflate::inflate::{BitSource, Block, Decoded, Lengths, read_block_lengths, stored_span};
+use ferrocomp_format::deflate::inflate::{BitReader, BitSource, Block, Decoded, Lengths, Load, read_block_lengths};
 use ferrocomp_format::deflate::{DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE, Wrapper, wrapper};
 
 /// Where a chunk's (or page's) bytes go: an output of `capacity` bytes, or nowhere (the sizes
@@ -152,7 +152,7 @@ impl<W: Warp> Sink<'_, W> {
         if code & HEADER_READ == 0 {
             return Err(Status::from_code(code));
         }
-        *src = src.as_in_lane(warp, 0);
+        *src = src.map_state(|word| warp.shuffle(word, 0));
         let last = code & 2 != 0;
         if code & 1 == 0 {
             return Ok((Block::Stored, last));
@@ -212,7 +212,7 @@ impl<W: Warp> Sink<'_, W> {
                 KIND_LITERAL | KIND_PAIR => {
                     // A pair's second literal where the stream holds it; else it is read next,
                     // alone, as the scalar decoder reads it.
-                    let two = kind == KIND_PAIR && entry_len(entry) + src.pad <= src.count;
+                    let two = kind == KIND_PAIR && src.holds(entry_len(entry));
                     let (bits, size) = match (kind, two) {
                         (KIND_PAIR, false) => (entry_extra(entry), 1),
                         _ => (entry_len(entry), 1 + two as u32),
@@ -322,97 +322,22 @@ unsafe fn pair_literals<W: Warp>(warp: &W, table: *mut u32) {
     warp.sync();
 }
 
-/// A raw deflate stream's bits as every lane reads them, by the rules of the format crate's
-/// `BitReader`: past the input's end come zero bits, counted in `pad`, and consuming any of them
-/// is `Truncated`. The 64-bit buffer takes 32 bits at a time, from the two aligned words that
-/// hold them where four more bytes follow (a byte at a time costs a load per byte).
-#[derive(Clone, Copy)]
-struct Bits<'a> {
-    input: &'a [u8],
-    /// Input bytes taken into the buffer.
-    pos: usize,
-    buf: u64,
-    count: u32,
-    /// Zero bits appended past the end of the input (the newest `pad` bits of `buf`).
-    pad: u32,
-}
+/// The bit reader of the format crate, its 8-byte loads from the two aligned words holding them
+/// (three loads, where bytes would take eight).
+type Bits<'a> = BitReader<'a, AlignedWords>;
 
-impl<'a> Bits<'a> {
-    fn new(input: &'a [u8]) -> Self {
-        Self { input, pos: 0, buf: 0, count: 0, pad: 0 }
-    }
+/// A [`Load`] from aligned words.
+struct AlignedWords;
 
-    /// Adds 32 bits to a buffer holding fewer than 32.
-    #[inline(always)]
-    fn refill(&mut self) {
-        let word = if self.input.len() - self.pos >= 8 {
-            unsafe { word_at(self.input.as_ptr().add(self.pos)) } // both words within the input
-        } else {
-            let mut word = 0;
-            for k in 0..4 {
-                match self.input.get(self.pos + k) {
-                    Some(&byte) => word |= (byte as u32) << (8 * k),
-                    None => self.pad += 8,
-                }
-            }
-            word
-        };
-        self.pos = (self.pos + 4).min(self.input.len());
-        self.buf |= (word as u64) << self.count;
-        self.count += 32;
-    }
-
-    /// Input bytes consumed, counting a partly used last byte as consumed.
-    fn consumed_bytes(&self) -> usize {
-        (self.pos * 8 + self.pad as usize - self.count as usize).div_ceil(8)
-    }
-
-    /// A stored block after its header: skips to the byte boundary and returns the block's
-    /// bytes, the reader moved past them.
-    fn stored(&mut self) -> Result<&'a [u8], Status> {
-        let span = stored_span(self.input, self.consumed_bytes())?;
-        *self = Self { pos: span.end, ..Self::new(self.input) };
-        Ok(&self.input[span])
-    }
-
-    /// Lane `lane`'s reader, in every lane.
-    fn as_in_lane<W: Warp>(&self, warp: &W, lane: u32) -> Self {
-        let take = |v: u64| warp.shuffle(v as u32, lane) as u64 | (warp.shuffle((v >> 32) as u32, lane) as u64) << 32;
-        let (pos, buf) = (take(self.pos as u64) as usize, take(self.buf));
-        Self { input: self.input, pos, buf, count: warp.shuffle(self.count, lane), pad: warp.shuffle(self.pad, lane) }
-    }
-}
-
-impl BitSource for Bits<'_> {
-    const DEFLATE64: bool = false;
+impl Load for AlignedWords {
+    /// The second word may end 3 bytes past the 8.
+    const SPAN: usize = 12;
 
     #[inline(always)]
-    fn peek(&mut self) -> u64 {
-        if self.count < 32 {
-            self.refill();
-        }
-        self.buf
+    unsafe fn load(input: &[u8], pos: usize) -> u64 {
+        let at = unsafe { input.as_ptr().add(pos) };
+        unsafe { word_at(at) as u64 | (word_at(at.add(4)) as u64) << 32 }
     }
-
-    #[inline(always)]
-    fn consume(&mut self, n: u32) -> Result<(), Status> {
-        if n + self.pad > self.count {
-            return Err(Status::Truncated);
-        }
-        self.buf >>= n;
-        self.count -= n;
-        Ok(())
-    }
-
-    fn ensure(&mut self) -> Result<(), Status> {
-        Ok(())
-    }
-
-    fn next_item(&mut self) -> Result<(), Status> {
-        Ok(())
-    }
-
-    fn restart(&mut self) {}
 }
 
 /// Copies the matches of the lanes in `lanes` (each `len` bytes at `at` from `dist` back, in

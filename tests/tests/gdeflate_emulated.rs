@@ -175,7 +175,8 @@ fn warp_table(lens: &[u8], root: u32, alphabet: Alphabet, size: usize) -> (Resul
     let mut table = vec![0xDEAD_BEEF; size];
     let (l, t) = (lens.as_ptr() as usize, table.as_mut_ptr() as usize);
     let result = agreed(emulated::run(|warp| unsafe {
-        gpu_deflate::build_table(warp, t as *mut u32, size, root, l as *const u8, lens.len(), alphabet)
+        let lengths = gpu_deflate::lengths_at(warp, l as *const u8, lens.len());
+        gpu_deflate::build_table(warp, t as *mut u32, size, root, lengths, lens.len(), alphabet)
     }));
     (result, table)
 }

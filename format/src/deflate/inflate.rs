@@ -2,12 +2,12 @@
 //! decode tables) runs over a [`BitSource`], so GDeflate's 32 interleaved sub-streams reuse it; the
 //! symbols of a plain deflate block are decoded here by [`huffman_block`] over a [`BitReader`].
 
-use super::DecodeTables;
 use super::huffman::{
     Alphabet, DIST_ROOT, KIND_BASE, KIND_END, KIND_LITERAL, LITLEN_ROOT, PRECODE_ROOT, build_table, entry_extra,
     entry_kind, entry_len, entry_value, lookup,
 };
 use super::tables::{END_OF_BLOCK, FIXED_DIST_LENS, FIXED_LITLEN_LENS, PRECODE_ORDER};
+use super::{DecodeTables, MAX_LENS};
 use crate::Status;
 use core::marker::PhantomData;
 
@@ -266,7 +266,7 @@ pub enum Lengths {
     /// The fixed code's.
     Fixed,
     /// A dynamic header's: `hlit` literal/length lengths, then `hdist` distance lengths, in the
-    /// tables' `lens`.
+    /// tables' [`DecodeTables::lens_and_precode`].
     Dynamic { hlit: usize, hdist: usize },
 }
 
@@ -310,14 +310,16 @@ pub fn build_block_tables(t: &mut DecodeTables, lengths: Lengths, deflate64: boo
             build_table(&mut t.dist, DIST_ROOT, &FIXED_DIST_LENS, dist)
         }
         Lengths::Dynamic { hlit, hdist } => {
-            let (lit_lens, dist_lens) = t.lens[..hlit + hdist].split_at(hlit);
+            // The lengths lie in `dist`, which is built from them.
+            let lens: [u8; MAX_LENS] = core::array::from_fn(|i| t.dist[i] as u8);
+            let (lit_lens, dist_lens) = lens[..hlit + hdist].split_at(hlit);
             build_table(&mut t.litlen, LITLEN_ROOT, lit_lens, litlen)?;
             build_table(&mut t.dist, DIST_ROOT, dist_lens, dist)
         }
     }
 }
 
-/// Reads a dynamic block's code lengths (RFC 1951 §3.2.7) into the tables' `lens`. Like
+/// Reads a dynamic block's code lengths (RFC 1951 §3.2.7) into the tables' lengths. Like
 /// libdeflate (and unlike zlib) it accepts lengths for symbols that deflate may not use
 /// (literal/length 286 and 287, distance 30 and 31, which Deflate64 does use); only using them is
 /// `Malformed`.
@@ -332,15 +334,16 @@ fn read_dynamic_lengths<S: BitSource>(src: &mut S, t: &mut DecodeTables) -> Resu
         pre_lens[sym as usize] = src.bits(3)? as u8;
         src.next_item()?;
     }
-    build_table(&mut t.precode, PRECODE_ROOT, &pre_lens, Alphabet::Precode)?;
+    build_table(t.precode(), PRECODE_ROOT, &pre_lens, Alphabet::Precode)?;
     src.restart();
     let total = hlit + hdist;
-    let lens = t.lens.get_mut(..total).ok_or(Status::Malformed)?;
+    let (lens, precode) = t.lens_and_precode();
+    let lens = lens.get_mut(..total).ok_or(Status::Malformed)?;
     let mut i = 0;
     while i < total {
-        let sym = entry_value(src.decode(&t.precode, PRECODE_ROOT)?);
+        let sym = entry_value(src.decode(precode, PRECODE_ROOT)?);
         let (value, run) = match sym {
-            0..=15 => (sym as u8, 1),
+            0..=15 => (sym, 1),
             16 => {
                 let prev = *lens.get(i.wrapping_sub(1)).ok_or(Status::Malformed)?;
                 (prev, 3 + src.bits(2)? as usize)

@@ -83,19 +83,36 @@ pub const fn max_decompressed_size(compressed_len: usize) -> usize {
     if bound < MAX_DECOMPRESSED_CHUNK_SIZE { bound } else { MAX_DECOMPRESSED_CHUNK_SIZE }
 }
 
-/// Decode tables for one stream, about 8 KiB. Any contents are a valid starting state (the
-/// tables are built before they are read), so it may be reused as is or allocated zeroed
-/// (e.g. `Box::<DecodeTables>::new_zeroed()`).
+/// Decode tables for one stream, 6.8 KiB. Any contents are a valid starting state (the tables
+/// are built before they are read), so it may be reused as is or allocated zeroed (e.g.
+/// `Box::<DecodeTables>::new_zeroed()`).
+///
+/// While a dynamic block's header is read, the tables of the block before are no longer needed,
+/// so the header's state lives in them: the precode's table in the first entries of `litlen`
+/// ([`DecodeTables::precode`]), the code lengths read in `dist`, one an entry
+/// ([`DecodeTables::lens`]). That keeps a GPU warp's tables small enough for 32 warps an SM.
 #[repr(C)]
 pub struct DecodeTables {
     /// The literal/length code's table ([`huffman::LITLEN_ROOT`] root bits).
     pub litlen: [u32; LITLEN_TABLE],
     /// The distance code's ([`huffman::DIST_ROOT`] root bits).
     pub dist: [u32; DIST_TABLE],
-    /// A dynamic header's precode ([`huffman::PRECODE_ROOT`] root bits).
-    pub precode: [u32; PRECODE_TABLE],
-    /// Code lengths being read from a dynamic header.
-    pub lens: [u8; 320],
+}
+
+/// Code lengths a dynamic header may hold: 288 literal/length and 32 distance codes.
+pub const MAX_LENS: usize = 320;
+const _: () = assert!(MAX_LENS <= DIST_TABLE && PRECODE_TABLE <= LITLEN_TABLE);
+
+impl DecodeTables {
+    /// A dynamic header's precode table ([`huffman::PRECODE_ROOT`] root bits), in `litlen`.
+    pub fn precode(&mut self) -> &mut [u32] {
+        &mut self.litlen[..PRECODE_TABLE]
+    }
+
+    /// The code lengths being read from a dynamic header, in `dist`, and the precode's table.
+    pub fn lens_and_precode(&mut self) -> (&mut [u32], &[u32]) {
+        (&mut self.dist[..MAX_LENS], &self.litlen[..PRECODE_TABLE])
+    }
 }
 
 /// Compresses `input` (at most [`MAX_CHUNK_SIZE`] bytes) at `level` (0..=[`MAX_LEVEL`]; higher is

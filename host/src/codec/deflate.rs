@@ -1,7 +1,7 @@
 //! Deflate (RFC 1951), raw or wrapped as zlib (RFC 1950) or gzip (RFC 1952) with the trailer
 //! checked: one stream per chunk. On the GPU a warp compresses each chunk, all its lanes
-//! together, with a scratch slot of device memory per warp;
-//! the first lane of a warp decodes each chunk, its decoding tables in shared memory.
+//! together, with a scratch slot of device memory per warp; a warp decodes each chunk, its
+//! decoding tables in shared memory.
 
 use super::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};

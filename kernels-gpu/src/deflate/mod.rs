@@ -24,15 +24,17 @@ use ferrocomp_format::deflate::{DecodeTables, Wrapper};
 
 /// Bytes of shared memory each warp of the decompress kernels needs (its decoding tables).
 pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<DecodeTables>();
-/// Warps per block of the decompress and sizes kernels (Deflate's and GDeflate's): as many as a
-/// block's shared memory holds tables for.
-pub const DECODE_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP) as u32;
-const _: () = assert!(DECODE_WARPS >= 1);
-/// Blocks per SM of the decompress kernels (Deflate's and GDeflate's): as many as the SM's shared
-/// memory holds tables for, which their launch bounds hold ptxas to (80 registers, 24 warps an
-/// SM). Unbounded, ptxas took 95 registers for GDeflate's (18 warps an SM), and decoding was
-/// 1-10% slower (measured on an H100: binary level 4 75.4 against 83.1 GB/s).
-pub const DECOMPRESS_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(DECODE_WARPS, DECODE_SHARED_BYTES_PER_WARP);
+/// Warps per block of the decompress and sizes kernels (Deflate's and GDeflate's): blocks of 4
+/// fill an SM's shared memory with 8 of them, 32 warps, the one wave 4096 chunks make on 132 SMs
+/// (blocks of 7, the most 48 KiB holds, would fit 4, 28 warps).
+pub const DECODE_WARPS: u32 = 4;
+/// Blocks per SM of the decompress kernels, which their launch bounds hold ptxas to (64
+/// registers).
+pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 8;
+const _: () = assert!(
+    DECODE_WARPS as usize * DECODE_SHARED_BYTES_PER_WARP <= SHARED_BYTES_PER_BLOCK
+        && DECOMPRESS_BLOCKS_PER_SM <= crate::blocks_per_sm(DECODE_WARPS, DECODE_SHARED_BYTES_PER_WARP)
+);
 
 /// The level and wrapper packed in a kernel's `options` word (level in bits 0..8, wrapper id in
 /// bits 8..16).
@@ -40,32 +42,28 @@ pub fn unpack_options(options: u32) -> (u8, Wrapper) {
     (options as u8, Wrapper::from_id((options >> 8) as u8).unwrap_or_default())
 }
 
-/// Builds into `table[..table_len]` the decode table of the code lengths `lens[..symbols]` with
-/// `root` root bits: the table, and the status, of the format crate's `huffman::build_table`.
+/// Builds into `table[..table_len]` the decode table of `symbols` code lengths (`lens(chunk)`:
+/// this lane's of the chunk of 32, see [`lengths_at`]) with `root` root bits: the table, and the status, of the format crate's `huffman::build_table`.
 /// The warp shares the work: ballots count the lengths, each lane finds the codeword of its
 /// symbol from its rank among the symbols of its length, and the root entries go out 32 a step.
 /// Codewords longer than the root (few: the rare symbols) are placed one at a time in canonical
 /// order, the warp writing each one's sub-table entries. Ends with the table visible to every lane.
 ///
 /// # Safety
-/// `lens` must be readable for `symbols` bytes and `table` writable for `table_len` entries (at
-/// least `1 << root`), by this warp alone.
+/// `table` must be writable for `table_len` entries (at least `1 << root`), by this warp alone,
+/// and hold none of the lengths.
 pub unsafe fn build_table<W: Warp>(
     warp: &W,
     table: *mut u32,
     table_len: usize,
     root: u32,
-    lens: *const u8,
+    lens: impl Fn(u32) -> u32,
     symbols: usize,
     alphabet: Alphabet,
 ) -> Result<(), Status> {
     let lane = warp.lane();
     let chunks = symbols.div_ceil(WARP_SIZE as usize) as u32;
-    // The length of this lane's symbol of a chunk of 32 (0 past the end).
-    let len_in = |chunk: u32| {
-        let sym = (chunk * WARP_SIZE + lane) as usize;
-        if sym < symbols { (unsafe { *lens.add(sym) } as u32).min(MAX_CODE_LEN) } else { 0 }
-    };
+    let len_in = |chunk: u32| lens(chunk).min(MAX_CODE_LEN);
     let my_count: u32 = (0..chunks).map(|chunk| of_lane_length(warp, len_in(chunk))).sum();
     let mut count: LengthCounts = [0; MAX_CODE_LEN as usize + 1];
     let mut used = 0;
@@ -150,6 +148,19 @@ pub unsafe fn build_table<W: Warp>(
     Ok(())
 }
 
+/// The code lengths `lens[..symbols]` as [`build_table`] reads them: in each lane, the length of
+/// its symbol of a chunk of 32 (0 past the end).
+///
+/// # Safety
+/// `lens` must be readable for `symbols` lengths while the table is built.
+pub unsafe fn lengths_at<W: Warp, T: Copy + Into<u32>>(warp: &W, lens: *const T, symbols: usize) -> impl Fn(u32) -> u32 {
+    let lane = warp.lane();
+    move |chunk| {
+        let sym = (chunk * WARP_SIZE + lane) as usize;
+        if sym < symbols { unsafe { *lens.add(sym) }.into() } else { 0 }
+    }
+}
+
 /// The fixed code's lengths, where its tables are built from.
 static FIXED_LITLEN: [u8; 288] = FIXED_LITLEN_LENS;
 static FIXED_DIST: [u8; 32] = FIXED_DIST_LENS;
@@ -158,7 +169,7 @@ static FIXED_DIST: [u8; 32] = FIXED_DIST_LENS;
 /// block's tables from its code lengths (`deflate64`: GDeflate's meanings of the top symbols).
 ///
 /// # Safety
-/// `t` must be writable by this warp alone, its `lens` written and visible to every lane for a
+/// `t` must be writable by this warp alone, its lengths written and visible to every lane for a
 /// dynamic block.
 pub unsafe fn build_block_tables<W: Warp>(
     warp: &W,
@@ -166,17 +177,26 @@ pub unsafe fn build_block_tables<W: Warp>(
     lengths: Lengths,
     deflate64: bool,
 ) -> Result<(), Status> {
-    let (lit_lens, hlit, dist_lens, hdist) = match lengths {
-        Lengths::Fixed => (FIXED_LITLEN.as_ptr(), FIXED_LITLEN.len(), FIXED_DIST.as_ptr(), FIXED_DIST.len()),
-        Lengths::Dynamic { hlit, hdist } => {
-            let lens = unsafe { (*t).lens.as_ptr() };
-            (lens, hlit, unsafe { lens.add(hlit) }, hdist)
-        }
-    };
     let (litlen, dist) = unsafe { ((*t).litlen.as_mut_ptr(), (*t).dist.as_mut_ptr()) };
+    let (lit, dis) = (Alphabet::LitLen { deflate64 }, Alphabet::Dist { deflate64 });
     unsafe {
-        build_table(warp, litlen, LITLEN_TABLE, LITLEN_ROOT, lit_lens, hlit, Alphabet::LitLen { deflate64 })?;
-        build_table(warp, dist, DIST_TABLE, DIST_ROOT, dist_lens, hdist, Alphabet::Dist { deflate64 })
+        match lengths {
+            Lengths::Fixed => {
+                let (lit_lens, dist_lens) = (lengths_at(warp, FIXED_LITLEN.as_ptr(), 288), lengths_at(warp, FIXED_DIST.as_ptr(), 32));
+                build_table(warp, litlen, LITLEN_TABLE, LITLEN_ROOT, lit_lens, 288, lit)?;
+                build_table(warp, dist, DIST_TABLE, DIST_ROOT, dist_lens, 32, dis)
+            }
+            Lengths::Dynamic { hlit, hdist } => {
+                // The lengths lie in `dist` (`DecodeTables::lens_and_precode`): each lane takes
+                // its distance length (of at most 32) before that table is built over them.
+                let lens = dist as *const u32;
+                build_table(warp, litlen, LITLEN_TABLE, LITLEN_ROOT, lengths_at(warp, lens, hlit), hlit, lit)?;
+                let mine = lengths_at(warp, lens.add(hlit), hdist)(0);
+                warp.sync();
+                let dist_lens = move |chunk: u32| if chunk == 0 { mine } else { 0 };
+                build_table(warp, dist, DIST_TABLE, DIST_ROOT, dist_lens, hdist, dis)
+            }
+        }
     }
 }
 

@@ -18,7 +18,7 @@ pub mod compress;
 
 pub use crate::deflate::decode::Output;
 use crate::deflate::decode::copy_matches;
-use crate::deflate::{build_block_tables, build_table};
+use crate::deflate::{build_block_tables, build_table, lengths_at};
 use crate::lz77::{scan_add, scan_max, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -234,9 +234,9 @@ impl Page {
         let hdist = ((counts >> 5) & 31) + 1;
         let hclen = (counts >> 10) + 4;
 
-        // The precode's lengths, one a lane from lane 0, into `lens` in symbol order.
+        // The precode's lengths, one a lane from lane 0, into the lengths in symbol order.
         let t = self.tables;
-        let lens = unsafe { (*t).lens.as_mut_ptr() };
+        let lens = unsafe { (*t).lens_and_precode().0.as_mut_ptr() };
         if lane < PRECODE_ORDER.len() as u32 {
             unsafe { *lens.add(lane as usize) = 0 };
         }
@@ -247,14 +247,15 @@ impl Page {
             if self.bits < 3 {
                 failure = Status::Malformed as u32;
             } else {
-                unsafe { *lens.add(PRECODE_ORDER[lane as usize] as usize) = low(self.buf, 3) as u8 };
+                unsafe { *lens.add(PRECODE_ORDER[lane as usize] as usize) = low(self.buf, 3) };
                 self.consume(3);
             }
         }
         self.end_turns(warp, warp.ballot(turn), 0, failure)?;
         warp.sync();
         unsafe {
-            build_table(warp, (*t).precode.as_mut_ptr(), PRECODE_TABLE, PRECODE_ROOT, lens, 19, Alphabet::Precode)?
+            let (precode, lens) = ((*t).precode().as_mut_ptr(), lengths_at(warp, lens, 19));
+            build_table(warp, precode, PRECODE_TABLE, PRECODE_ROOT, lens, 19, Alphabet::Precode)?
         };
 
         unsafe { self.code_lengths(warp, hlit + hdist)? };
@@ -265,13 +266,13 @@ impl Page {
         unsafe { build_block_tables(warp, t, lengths, true) }
     }
 
-    /// Reads `total` code lengths into the tables' `lens`, an item a lane from lane 0, 32 a
+    /// Reads `total` code lengths into the tables' lengths, an item a lane from lane 0, 32 a
     /// round: each lane decodes its item, a prefix sum places the runs, and the items starting
     /// past `total` are not read.
     unsafe fn code_lengths<W: Warp>(&mut self, warp: &W, total: u32) -> Result<(), Status> {
         let lane = warp.lane();
-        let lens = unsafe { (*self.tables).lens.as_mut_ptr() };
-        let precode = unsafe { &(*self.tables).precode };
+        let (lens, precode) = unsafe { (*self.tables).lens_and_precode() };
+        let lens = lens.as_mut_ptr();
         let (mut done, mut previous) = (0, 0);
         while done < total {
             let entry = lookup(precode, PRECODE_ROOT, self.buf);
@@ -298,7 +299,7 @@ impl Page {
                 } else {
                     self.consume(n + extra);
                     for at in start..end {
-                        unsafe { *lens.add(at as usize) = value as u8 };
+                        unsafe { *lens.add(at as usize) = value };
                     }
                 }
             }

@@ -254,12 +254,18 @@ pub fn entry_value(entry: u32) -> u32 {
 /// The leaf entry for the next bits `bits` (first bit in bit 0).
 #[inline(always)]
 pub fn lookup(table: &[u32], root: u32, bits: u64) -> u32 {
-    let entry = *table.get(bits as usize & ((1 << root) - 1)).unwrap_or(&INVALID);
+    lookup_with(|i| *table.get(i).unwrap_or(&INVALID), root, bits)
+}
+
+/// [`lookup`] reading the table's entries through `entry_at` (the GPU's decoders read them from
+/// shared memory).
+#[inline(always)]
+pub fn lookup_with(entry_at: impl Fn(usize) -> u32, root: u32, bits: u64) -> u32 {
+    let entry = entry_at(bits as usize & ((1 << root) - 1));
     if entry_kind(entry) != KIND_SUBTABLE {
         return entry;
     }
-    let index = entry_value(entry) as usize + ((bits >> root) as usize & ((1 << entry_len(entry)) - 1));
-    *table.get(index).unwrap_or(&INVALID)
+    entry_at(entry_value(entry) as usize + ((bits >> root) as usize & ((1 << entry_len(entry)) - 1)))
 }
 
 /// Which alphabet a table decodes, for the symbols' entries and the incomplete codes allowed.

@@ -18,13 +18,13 @@
 
 use crate::adler32::adler32_chunk;
 use crate::crc32::crc32_chunk;
-use crate::deflate::build_block_tables;
+use crate::deflate::{build_block_tables, lookup_shared};
 use crate::lz77::{self, last_starting_by, scan_add, scan_max, source, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{
-    KIND_BASE, KIND_END, KIND_LITERAL, KIND_PAIR, LITLEN_ROOT, entry_extra, entry_kind, entry_len, entry_value, lookup,
-    pair_entry,
+    DIST_ROOT, KIND_BASE, KIND_END, KIND_LITERAL, KIND_PAIR, LITLEN_ROOT, entry_extra, entry_kind, entry_len,
+    entry_value, pair_entry,
 };
 use ferrocomp_format::deflate::inflate::{BitReader, BitSource, Block, Decoded, Lengths, Load, read_block_lengths};
 use ferrocomp_format::deflate::{DecodeTables, MAX_DECOMPRESSED_CHUNK_SIZE, Wrapper, wrapper};
@@ -206,7 +206,7 @@ impl<W: Warp> Sink<'_, W> {
         let mut round = Round::default();
         let op = |round: &Round| self.len + round.size;
         while round.tokens < WARP_SIZE {
-            let entry = lookup(&t.litlen, LITLEN_ROOT, src.peek());
+            let entry = unsafe { lookup_shared(t.litlen.as_ptr(), LITLEN_ROOT, src.peek()) };
             let kind = entry_kind(entry);
             let token = match kind {
                 KIND_LITERAL | KIND_PAIR => {
@@ -228,7 +228,7 @@ impl<W: Warp> Sink<'_, W> {
                     match kind {
                         KIND_BASE => {
                             let len = entry_value(entry) + src.bits(entry_extra(entry))?;
-                            let dist = src.distance(t)? as u32;
+                            let dist = unsafe { distance(src, t)? };
                             let at = op(&round);
                             if len > capacity - at {
                                 return Err(full);
@@ -288,6 +288,20 @@ struct Token {
     size: u32,
     len: u32,
     value: u32,
+}
+
+/// The format crate's `BitSource::distance`, from the table in shared memory.
+///
+/// # Safety
+/// `t` must be built, in shared memory.
+#[inline(always)]
+unsafe fn distance(src: &mut Bits, t: &DecodeTables) -> Result<u32, Status> {
+    let entry = unsafe { lookup_shared(t.dist.as_ptr(), DIST_ROOT, src.peek()) };
+    src.consume(entry_len(entry))?;
+    if entry_kind(entry) != KIND_BASE {
+        return Err(Status::Malformed);
+    }
+    Ok(entry_value(entry) + src.bits(entry_extra(entry))?)
 }
 
 /// Turns the literal/length table's root entries whose bits hold two literal codes into pair

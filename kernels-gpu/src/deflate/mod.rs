@@ -12,11 +12,12 @@ pub mod decode;
 
 use crate::SHARED_BYTES_PER_BLOCK;
 use crate::lz77::{last_starting_by, scan_add};
+use crate::raw::shared_u32;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{
-    Alphabet, DIST_ROOT, DIST_TABLE, INVALID, LITLEN_ROOT, LITLEN_TABLE, LengthCounts, MAX_CODE_LEN, check_counts,
-    reverse, subtable_bits, subtable_pointer,
+    Alphabet, DIST_ROOT, DIST_TABLE, INVALID, LITLEN_ROOT, LITLEN_TABLE, LengthCounts, MAX_CODE_LEN,
+    check_counts, lookup_with, reverse, subtable_bits, subtable_pointer,
 };
 use ferrocomp_format::deflate::inflate::Lengths;
 use ferrocomp_format::deflate::tables::{FIXED_DIST_LENS, FIXED_LITLEN_LENS};
@@ -159,6 +160,17 @@ pub unsafe fn lengths_at<W: Warp, T: Copy + Into<u32>>(warp: &W, lens: *const T,
         let sym = (chunk * WARP_SIZE + lane) as usize;
         if sym < symbols { unsafe { *lens.add(sym) }.into() } else { 0 }
     }
+}
+
+/// The format crate's `huffman::lookup` in a table that [`build_table`] built in shared memory:
+/// the entry the low bits of `bits` index, or the sub-table entry it points to. Every index lies
+/// within the table, as the builder placed each sub-table there.
+///
+/// # Safety
+/// `table` must hold a table built with `root` root bits, in shared memory.
+#[inline(always)]
+pub unsafe fn lookup_shared(table: *const u32, root: u32, bits: u64) -> u32 {
+    lookup_with(|i| unsafe { shared_u32(table.add(i)) }, root, bits)
 }
 
 /// The fixed code's lengths, where its tables are built from.

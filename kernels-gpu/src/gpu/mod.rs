@@ -117,7 +117,7 @@ impl Warp for HardwareWarp {
         let mask: u32;
         unsafe {
             asm!("{{ .reg .pred p; setp.ne.u32 p, {pred}, 0; vote.sync.ballot.b32 {mask}, p, 0xffffffff; }}",
-                 pred = in(reg32) predicate as u32, mask = out(reg32) mask)
+                 pred = in(reg32) predicate as u32, mask = out(reg32) mask, options(nomem, nostack))
         };
         mask
     }
@@ -127,7 +127,7 @@ impl Warp for HardwareWarp {
         let out: u32;
         unsafe {
             asm!("shfl.sync.idx.b32 {out}, {value}, {src}, 0x1f, 0xffffffff;",
-                 out = out(reg32) out, value = in(reg32) value, src = in(reg32) src_lane)
+                 out = out(reg32) out, value = in(reg32) value, src = in(reg32) src_lane, options(nomem, nostack))
         };
         out
     }
@@ -137,7 +137,7 @@ impl Warp for HardwareWarp {
         let mask: u32;
         unsafe {
             asm!("match.any.sync.b32 {mask}, {value}, 0xffffffff;",
-                 mask = out(reg32) mask, value = in(reg32) value)
+                 mask = out(reg32) mask, value = in(reg32) value, options(nomem, nostack))
         };
         mask
     }

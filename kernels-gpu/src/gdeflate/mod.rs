@@ -3,10 +3,12 @@
 //! Decoding is what the format was made for: lane i holds sub-stream i and decodes one item a
 //! round (its pending match's distance, or its next literal/length symbol), in the order
 //! `ferrocomp_format::gdeflate` reads them, with its statuses and bytes. A prefix sum places each
-//! round's output, a ballot deals the next packets to the lanes that refill, in turn order;
-//! literals are stored at once, and the matches whose distances came in are copied warp-wide, 32
-//! bytes a step, each byte's source followed back through the round's matches to a final byte,
-//! so that no match waits for the one before it. Block headers
+//! round's output (a round of 32 literals needs none), a ballot deals the next packets to the
+//! lanes that refill, in turn order, from 64 packets the lanes hold loaded ahead; literals are
+//! stored at once, and the matches whose distances came in are copied warp-wide, 32 bytes a
+//! step, each byte's source followed back through the round's matches to a final byte, so that
+//! no match waits for the one before it. Stored blocks go 128 bytes at a time, each lane taking
+//! a word of its sub-stream and a packet whose place it knows in advance. Block headers
 //! are read warp-wide too (a dynamic header's code lengths 32 items a round), and the decode
 //! tables built together in shared memory ([`crate::deflate::build_table`]). The sizes kernel
 //! runs the same decoder without writing.
@@ -18,14 +20,14 @@ pub mod compress;
 
 pub use crate::deflate::decode::Output;
 use crate::deflate::decode::copy_matches;
-use crate::deflate::{build_block_tables, build_table, lengths_at};
+use crate::deflate::{build_block_tables, build_table, lengths_at, lookup_shared};
 use crate::lz77::{scan_add, scan_max, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::DecodeTables;
 use ferrocomp_format::deflate::huffman::{
     Alphabet, DIST_ROOT, KIND_BASE, KIND_END, KIND_LITERAL, LITLEN_ROOT, PRECODE_ROOT, PRECODE_TABLE, entry_extra,
-    entry_kind, entry_len, entry_value, lookup,
+    entry_kind, entry_len, entry_value,
 };
 use ferrocomp_format::deflate::inflate::Lengths;
 use ferrocomp_format::deflate::tables::{END_OF_BLOCK, PRECODE_ORDER};
@@ -46,17 +48,26 @@ pub unsafe fn decompress_page<W: Warp>(
     if len > u32::MAX as usize {
         return Err(Status::Malformed);
     }
-    let mut page = Page { input, len: len as u32, next: 0, buf: 0, bits: 0, op: 0, output, tables };
+    let mut page = Page { input, len: len as u32, next: 0, window: 0, near: 0, far: 0, buf: 0, bits: 0, op: 0, output, tables };
+    let lane = warp.lane();
+    unsafe { (page.near, page.far) = (page.packet_or_zero(4 * lane), page.packet_or_zero(4 * (WARP_SIZE + lane))) };
     unsafe { page.decode(warp) }.map(|size| size as usize)
 }
 
 /// A page being decoded: the input and the packets dealt out so far, this lane's sub-stream, the
 /// output, and the warp's tables.
+#[derive(Clone, Copy)]
 struct Page {
     input: *const u8,
     len: u32,
     /// Where the next packet starts (the same in every lane).
     next: u32,
+    /// Where the 64 packets loaded ahead start (the same in every lane, at most `next`): lane i
+    /// holds the i-th in `near` and the (32 + i)-th in `far`, so that a refill is a shuffle,
+    /// not a load the lane's next item waits for.
+    window: u32,
+    near: u32,
+    far: u32,
     /// The next `bits` bits of this lane's sub-stream, first in bit 0.
     buf: u64,
     bits: u32,
@@ -146,18 +157,43 @@ impl Page {
     fn refill<W: Warp>(&mut self, warp: &W, turns: u32, first: u32) -> u32 {
         let lane = warp.lane();
         let needs = warp.ballot(turns >> lane & 1 != 0 && self.bits < LOW_WATER);
-        let at = self.next + 4 * turns_before(needs, first, lane);
-        self.next += 4 * needs.count_ones();
+        if needs == 0 {
+            return NO_FAILURE;
+        }
+        let k = turns_before(needs, first, lane);
+        let at = self.next + 4 * k;
+        let packet = unsafe { self.take_packets(warp, k, needs.count_ones()) };
         if needs >> lane & 1 == 0 {
             return NO_FAILURE;
         }
         if at > self.len || self.len - at < 4 {
             return Status::Truncated as u32;
         }
-        let packet = unsafe { self.packet(at) };
         self.buf |= (packet as u64) << self.bits;
         self.bits += 32;
         NO_FAILURE
+    }
+
+    /// The packet `k` after `next` (each lane its own `k` < 32, `count` ≤ 32 packets taken in
+    /// all, `next` moving past them), from the packets loaded ahead; once the first 32 of those
+    /// are taken, the next 32 are loaded.
+    #[inline(always)]
+    unsafe fn take_packets<W: Warp>(&mut self, warp: &W, k: u32, count: u32) -> u32 {
+        let index = (self.next - self.window) / 4 + k;
+        let (near, far) = (warp.shuffle(self.near, index % WARP_SIZE), warp.shuffle(self.far, index % WARP_SIZE));
+        self.next += 4 * count;
+        if self.next - self.window >= 4 * WARP_SIZE {
+            self.window += 4 * WARP_SIZE;
+            self.near = self.far;
+            self.far = unsafe { self.packet_or_zero(self.window + 4 * (WARP_SIZE + warp.lane())) };
+        }
+        if index < WARP_SIZE { near } else { far }
+    }
+
+    /// The packet at `at`, or 0 where it is not within the page.
+    #[inline(always)]
+    unsafe fn packet_or_zero(&self, at: u32) -> u32 {
+        if self.len >= 4 && at <= self.len - 4 { unsafe { self.packet(at) } } else { 0 }
     }
 
     /// The 4 bytes at `at` (`at + 4 <= len`), little-endian, reading none outside the page.
@@ -194,34 +230,78 @@ impl Page {
     }
 
     /// A stored block after its header: LEN from lane 0, then the bytes, one a lane in turn from
-    /// lane 0, 32 a round.
+    /// lane 0, 32 a round ([`Page::stored_periods`] where it can).
     unsafe fn stored<W: Warp>(&mut self, warp: &W) -> Result<(), Status> {
         let lane = warp.lane();
         let len = self.read(warp, 0, 16)?;
+        let mut page = *self; // in registers: the output's byte stores cannot alias a copy
         let mut done = 0;
         while done < len {
+            done += unsafe { page.stored_periods(warp, len - done) };
+            if done == len {
+                break;
+            }
             let turn = lane < len - done;
-            let at = self.op + lane;
+            let at = page.op + lane;
             let mut failure = NO_FAILURE;
             if turn {
-                if self.bits < 8 {
+                if page.bits < 8 {
                     failure = Status::Malformed as u32;
-                } else if !self.output.fits(at, 1) {
-                    failure = self.output.full as u32;
+                } else if !page.output.fits(at, 1) {
+                    failure = page.output.full as u32;
                 } else {
-                    if self.output.writes() {
-                        unsafe { *self.output.out.add(at as usize) = self.buf as u8 };
+                    if page.output.writes() {
+                        unsafe { *page.output.out.add(at as usize) = page.buf as u8 };
                     }
-                    self.consume(8);
+                    page.consume(8);
                 }
             }
             let turns = warp.ballot(turn);
-            self.end_turns(warp, turns, 0, failure)?;
-            self.op += turns.count_ones();
+            page.end_turns(warp, turns, 0, failure)?;
+            page.op += turns.count_ones();
             done += turns.count_ones();
         }
+        *self = page;
         // The block's last turn: every lane, from the one after the last byte's.
         self.end_turns(warp, u32::MAX, len % WARP_SIZE, NO_FAILURE)
+    }
+
+    /// As many of a stored block's next `remaining` bytes as whole periods of 4 rounds (128 bytes)
+    /// decode where nothing can fail; returns how many. Where every lane holds 32 to 63 bits,
+    /// each takes its next 32 bits in a period, a byte a round, and refills once, in round
+    /// `(bits - 32) / 8`, keeping its count. The period's 32 packets therefore go to the lanes in
+    /// a fixed order (of that round, then of the lane), and every lane takes its packet at once.
+    #[inline(always)]
+    unsafe fn stored_periods<W: Warp>(&mut self, warp: &W, remaining: u32) -> u32 {
+        const PERIOD: u32 = 4 * WARP_SIZE;
+        let lane = warp.lane();
+        if remaining < PERIOD || warp.ballot(self.bits < LOW_WATER) != 0 {
+            return 0;
+        }
+        let refill_round = (self.bits - LOW_WATER) / 8;
+        let mut rank = 0;
+        for round in 0..4 {
+            let refilling = warp.ballot(refill_round == round);
+            if round < refill_round {
+                rank += refilling.count_ones();
+            } else if round == refill_round {
+                rank += (refilling & ((1 << lane) - 1)).count_ones();
+            }
+        }
+        let mut done = 0;
+        while remaining - done >= PERIOD && self.len.saturating_sub(self.next) >= PERIOD && self.output.fits(self.op, PERIOD) {
+            let packet = unsafe { self.take_packets(warp, rank, WARP_SIZE) };
+            if self.output.writes() {
+                let out = unsafe { self.output.out.add((self.op + lane) as usize) };
+                for round in 0..4 {
+                    unsafe { *out.add((round * WARP_SIZE) as usize) = (self.buf >> (8 * round)) as u8 };
+                }
+            }
+            self.buf = self.buf >> 32 | (packet as u64) << (self.bits - 32);
+            self.op += PERIOD;
+            done += PERIOD;
+        }
+        done
     }
 
     /// A dynamic block's header after its first 3 bits: counts, the precode, the code lengths;
@@ -275,7 +355,7 @@ impl Page {
         let lens = lens.as_mut_ptr();
         let (mut done, mut previous) = (0, 0);
         while done < total {
-            let entry = lookup(precode, PRECODE_ROOT, self.buf);
+            let entry = unsafe { lookup_shared(precode.as_ptr(), PRECODE_ROOT, self.buf) };
             let (sym, n) = (entry_value(entry), entry_len(entry));
             let (extra, base) = match sym {
                 16 => (2, 3),
@@ -315,6 +395,15 @@ impl Page {
     /// A Huffman block's symbols, a round of 32 turns at a time from lane 0, through its
     /// end-of-block symbol and the turns after it (which read the distances still due).
     unsafe fn huffman<W: Warp>(&mut self, warp: &W) -> Result<(), Status> {
+        let mut page = *self; // in registers: the output's byte stores cannot alias a copy
+        let result = unsafe { page.symbols(warp) };
+        *self = page;
+        result
+    }
+
+    /// [`Page::huffman`]'s rounds.
+    #[inline(always)]
+    unsafe fn symbols<W: Warp>(&mut self, warp: &W) -> Result<(), Status> {
         let lane = warp.lane();
         let tables = unsafe { &*self.tables };
         // This lane's match waiting for its distance: its length (0: none) and output position.
@@ -322,9 +411,21 @@ impl Page {
         loop {
             let mut item = Item::default();
             if pending_len != 0 {
-                item.distance(tables, self.buf, pending_at);
+                unsafe { item.distance(tables, self.buf, pending_at) };
             } else {
-                item.literal_or_length(tables, self.buf);
+                unsafe { item.literal_or_length(tables, self.buf) };
+            }
+            // A round of 32 literals that fit (the lanes' bits and the output) takes no prefix
+            // sum and copies nothing.
+            let literal = item.kind == ItemKind::Literal && item.bits <= self.bits;
+            if warp.ballot(literal) == u32::MAX && self.output.fits(self.op, WARP_SIZE) {
+                if self.output.writes() {
+                    unsafe { *self.output.out.add((self.op + lane) as usize) = item.value as u8 };
+                }
+                self.consume(item.bits);
+                self.end_turns(warp, u32::MAX, 0, NO_FAILURE)?;
+                self.op += WARP_SIZE;
+                continue;
             }
             // The end-of-block symbol ends the round: the lanes after it have no turn.
             let end = warp.ballot(item.kind == ItemKind::End);
@@ -368,6 +469,7 @@ impl Page {
     /// The turns after the end-of-block symbol read by lane `last`, from the lane after it to
     /// lane `last` again: lanes with a pending match read its distance, and every lane refills
     /// (lane `last` has).
+    #[inline(always)]
     unsafe fn after_end<W: Warp>(
         &mut self,
         warp: &W,
@@ -381,7 +483,7 @@ impl Page {
         let mut failure = NO_FAILURE;
         let copy = pending_len != 0;
         if copy {
-            item.distance(tables, self.buf, pending_at);
+            unsafe { item.distance(tables, self.buf, pending_at) };
             failure = item.failure(self.bits);
             if failure == NO_FAILURE {
                 self.consume(item.bits);
@@ -425,9 +527,12 @@ struct Item {
 
 impl Item {
     /// A literal/length symbol (and a length's extra bits).
+    ///
+    /// # Safety
+    /// `tables` must be built, in shared memory.
     #[inline(always)]
-    fn literal_or_length(&mut self, tables: &DecodeTables, buf: u64) {
-        let entry = lookup(&tables.litlen, LITLEN_ROOT, buf);
+    unsafe fn literal_or_length(&mut self, tables: &DecodeTables, buf: u64) {
+        let entry = unsafe { lookup_shared(tables.litlen.as_ptr(), LITLEN_ROOT, buf) };
         let n = entry_len(entry);
         match entry_kind(entry) {
             KIND_LITERAL => {
@@ -444,9 +549,12 @@ impl Item {
     }
 
     /// The distance of the match at output position `at`.
+    ///
+    /// # Safety
+    /// As [`Item::literal_or_length`].
     #[inline(always)]
-    fn distance(&mut self, tables: &DecodeTables, buf: u64, at: u32) {
-        let entry = lookup(&tables.dist, DIST_ROOT, buf);
+    unsafe fn distance(&mut self, tables: &DecodeTables, buf: u64, at: u32) {
+        let entry = unsafe { lookup_shared(tables.dist.as_ptr(), DIST_ROOT, buf) };
         let n = entry_len(entry);
         if entry_kind(entry) != KIND_BASE {
             self.bits = n;

@@ -90,7 +90,7 @@ pub const fn max_decompressed_size(compressed_len: usize) -> usize {
 /// While a dynamic block's header is read, the tables of the block before are no longer needed,
 /// so the header's state lives in them: the precode's table in the first entries of `litlen`
 /// ([`DecodeTables::precode`]), the code lengths read in `dist`, one an entry
-/// ([`DecodeTables::lens`]). That keeps a GPU warp's tables small enough for 32 warps an SM.
+/// ([`DecodeTables::lens_and_precode`]). That keeps a GPU warp's tables small enough for 32 warps an SM.
 #[repr(C)]
 pub struct DecodeTables {
     /// The literal/length code's table ([`huffman::LITLEN_ROOT`] root bits).

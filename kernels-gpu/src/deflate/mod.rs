@@ -16,8 +16,8 @@ use crate::raw::shared_u32;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{
-    Alphabet, DIST_ROOT, DIST_TABLE, INVALID, LITLEN_ROOT, LITLEN_TABLE, LengthCounts, MAX_CODE_LEN,
-    check_counts, lookup_with, reverse, subtable_bits, subtable_pointer,
+    Alphabet, DIST_ROOT, DIST_TABLE, INVALID, LITLEN_ROOT, LITLEN_TABLE, LengthCounts, MAX_CODE_LEN, check_counts,
+    lookup_with, reverse, subtable_bits, subtable_pointer,
 };
 use ferrocomp_format::deflate::inflate::Lengths;
 use ferrocomp_format::deflate::tables::{FIXED_DIST_LENS, FIXED_LITLEN_LENS};
@@ -44,8 +44,8 @@ pub fn unpack_options(options: u32) -> (u8, Wrapper) {
 }
 
 /// Builds into `table[..table_len]` the decode table of `symbols` code lengths (`lens(chunk)`:
-/// this lane's of the chunk of 32, see [`lengths_at`]) with `root` root bits: the table, and the status, of the format crate's `huffman::build_table`.
-/// The warp shares the work: ballots count the lengths, each lane finds the codeword of its
+/// this lane's of the chunk of 32, see [`lengths_at`]) with `root` root bits: the table, and the
+/// status, of the format crate's `huffman::build_table`. The warp shares the work: ballots count the lengths, each lane finds the codeword of its
 /// symbol from its rank among the symbols of its length, and the root entries go out 32 a step.
 /// Codewords longer than the root (few: the rare symbols) are placed one at a time in canonical
 /// order, the warp writing each one's sub-table entries. Ends with the table visible to every lane.
@@ -154,7 +154,11 @@ pub unsafe fn build_table<W: Warp>(
 ///
 /// # Safety
 /// `lens` must be readable for `symbols` lengths while the table is built.
-pub unsafe fn lengths_at<W: Warp, T: Copy + Into<u32>>(warp: &W, lens: *const T, symbols: usize) -> impl Fn(u32) -> u32 {
+pub unsafe fn lengths_at<W: Warp, T: Copy + Into<u32>>(
+    warp: &W,
+    lens: *const T,
+    symbols: usize,
+) -> impl Fn(u32) -> u32 {
     let lane = warp.lane();
     move |chunk| {
         let sym = (chunk * WARP_SIZE + lane) as usize;
@@ -194,9 +198,11 @@ pub unsafe fn build_block_tables<W: Warp>(
     unsafe {
         match lengths {
             Lengths::Fixed => {
-                let (lit_lens, dist_lens) = (lengths_at(warp, FIXED_LITLEN.as_ptr(), 288), lengths_at(warp, FIXED_DIST.as_ptr(), 32));
-                build_table(warp, litlen, LITLEN_TABLE, LITLEN_ROOT, lit_lens, 288, lit)?;
-                build_table(warp, dist, DIST_TABLE, DIST_ROOT, dist_lens, 32, dis)
+                let (hlit, hdist) = (FIXED_LITLEN.len(), FIXED_DIST.len());
+                let (lit_lens, dist_lens) =
+                    (lengths_at(warp, FIXED_LITLEN.as_ptr(), hlit), lengths_at(warp, FIXED_DIST.as_ptr(), hdist));
+                build_table(warp, litlen, LITLEN_TABLE, LITLEN_ROOT, lit_lens, hlit, lit)?;
+                build_table(warp, dist, DIST_TABLE, DIST_ROOT, dist_lens, hdist, dis)
             }
             Lengths::Dynamic { hlit, hdist } => {
                 // The lengths lie in `dist` (`DecodeTables::lens_and_precode`): each lane takes

@@ -48,7 +48,8 @@ pub unsafe fn decompress_page<W: Warp>(
     if len > u32::MAX as usize {
         return Err(Status::Malformed);
     }
-    let mut page = Page { input, len: len as u32, next: 0, window: 0, near: 0, far: 0, buf: 0, bits: 0, op: 0, output, tables };
+    let mut page =
+        Page { input, len: len as u32, next: 0, window: 0, near: 0, far: 0, buf: 0, bits: 0, op: 0, output, tables };
     let lane = warp.lane();
     unsafe { (page.near, page.far) = (page.packet_or_zero(4 * lane), page.packet_or_zero(4 * (WARP_SIZE + lane))) };
     unsafe { page.decode(warp) }.map(|size| size as usize)
@@ -289,7 +290,10 @@ impl Page {
             }
         }
         let mut done = 0;
-        while remaining - done >= PERIOD && self.len.saturating_sub(self.next) >= PERIOD && self.output.fits(self.op, PERIOD) {
+        while remaining - done >= PERIOD
+            && self.len.saturating_sub(self.next) >= PERIOD
+            && self.output.fits(self.op, PERIOD)
+        {
             let packet = unsafe { self.take_packets(warp, rank, WARP_SIZE) };
             if self.output.writes() {
                 let out = unsafe { self.output.out.add((self.op + lane) as usize) };

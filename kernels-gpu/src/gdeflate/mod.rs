@@ -413,12 +413,7 @@ impl Page {
         // This lane's match waiting for its distance: its length (0: none) and output position.
         let (mut pending_len, mut pending_at) = (0, 0);
         loop {
-            let mut item = Item::default();
-            if pending_len != 0 {
-                unsafe { item.distance(tables, self.buf, pending_at) };
-            } else {
-                unsafe { item.literal_or_length(tables, self.buf) };
-            }
+            let item = unsafe { Item::next(tables, self.buf, pending_len != 0, pending_at) };
             // A round of 32 literals that fit (the lanes' bits and the output) takes no prefix
             // sum and copies nothing.
             let literal = item.kind == ItemKind::Literal && item.bits <= self.bits;
@@ -487,7 +482,7 @@ impl Page {
         let mut failure = NO_FAILURE;
         let copy = pending_len != 0;
         if copy {
-            unsafe { item.distance(tables, self.buf, pending_at) };
+            item = unsafe { Item::next(tables, self.buf, true, pending_at) };
             failure = item.failure(self.bits);
             if failure == NO_FAILURE {
                 self.consume(item.bits);
@@ -530,44 +525,28 @@ struct Item {
 }
 
 impl Item {
-    /// A literal/length symbol (and a length's extra bits).
+    /// The lane's next item: the distance of its pending match (at output position `at`) where
+    /// it has one, else a literal/length symbol (and a length's extra bits). Both are one lookup
+    /// in the table the item's code is in, so the lanes of a round take the same path.
     ///
     /// # Safety
     /// `tables` must be built, in shared memory.
     #[inline(always)]
-    unsafe fn literal_or_length(&mut self, tables: &DecodeTables, buf: u64) {
-        let entry = unsafe { lookup_shared(tables.litlen.as_ptr(), LITLEN_ROOT, buf) };
-        let n = entry_len(entry);
-        match entry_kind(entry) {
-            KIND_LITERAL => {
-                (self.kind, self.value, self.bits, self.size) = (ItemKind::Literal, entry_value(entry), n, 1)
-            }
-            KIND_BASE => {
-                let extra = entry_extra(entry);
-                let len = entry_value(entry) + low(buf >> n, extra);
-                (self.kind, self.value, self.bits, self.size) = (ItemKind::Length, len, n + extra, len);
-            }
-            KIND_END => (self.kind, self.bits) = (ItemKind::End, n),
-            _ => self.bits = n,
-        }
-    }
-
-    /// The distance of the match at output position `at`.
-    ///
-    /// # Safety
-    /// As [`Item::literal_or_length`].
-    #[inline(always)]
-    unsafe fn distance(&mut self, tables: &DecodeTables, buf: u64, at: u32) {
-        let entry = unsafe { lookup_shared(tables.dist.as_ptr(), DIST_ROOT, buf) };
-        let n = entry_len(entry);
-        if entry_kind(entry) != KIND_BASE {
-            self.bits = n;
-            return;
-        }
-        let extra = entry_extra(entry);
-        let dist = entry_value(entry) + low(buf >> n, extra);
-        let kind = if dist == 0 || dist > at { ItemKind::BadDistance } else { ItemKind::Distance };
-        (self.kind, self.value, self.bits) = (kind, dist, n + extra);
+    unsafe fn next(tables: &DecodeTables, buf: u64, pending: bool, at: u32) -> Item {
+        let (table, root) =
+            if pending { (tables.dist.as_ptr(), DIST_ROOT) } else { (tables.litlen.as_ptr(), LITLEN_ROOT) };
+        let entry = unsafe { lookup_shared(table, root, buf) };
+        let (n, extra) = (entry_len(entry), entry_extra(entry)); // no extra bits but a base's
+        let value = entry_value(entry) + low(buf >> n, extra);
+        let (kind, size) = match (entry_kind(entry), pending) {
+            (KIND_LITERAL, false) => (ItemKind::Literal, 1),
+            (KIND_BASE, false) => (ItemKind::Length, value),
+            (KIND_END, false) => (ItemKind::End, 0),
+            (KIND_BASE, true) if value == 0 || value > at => (ItemKind::BadDistance, 0),
+            (KIND_BASE, true) => (ItemKind::Distance, 0),
+            _ => (ItemKind::Invalid, 0),
+        };
+        Item { kind, value, bits: n + extra, size }
     }
 
     /// What reading the item with `held` bits reports, as the format crate's decoder checks it.

@@ -426,18 +426,36 @@ impl<'a, L: Load> BitReader<'a, L> {
         }
     }
 
-    /// Whether the next `n` bits are the input's (none of them past its end).
-    #[inline(always)]
-    pub fn holds(&self, n: u32) -> bool {
-        n + self.pad <= self.count
-    }
-
     /// The reader with each 32-bit word of its state passed through `f`: for handing a reader
     /// from one thread to others.
     pub fn map_state(&self, mut f: impl FnMut(u32) -> u32) -> Self {
         let mut halves = |v: u64| f(v as u32) as u64 | (f((v >> 32) as u32) as u64) << 32;
         let (pos, buf) = (halves(self.pos as u64) as usize, halves(self.buf));
         Self { pos, buf, count: f(self.count), pad: f(self.pad), ..Self::new(self.input) }
+    }
+
+    /// Reads `n` < 32 of the bits held, without checking that they are the input's: for a
+    /// caller that asks [`BitReader::overran`] before trusting what it decoded. A peek leaves at
+    /// least 32 bits held.
+    #[inline(always)]
+    pub fn take_held(&mut self, n: u32) -> u32 {
+        let v = self.buf as u32 & ((1 << n) - 1);
+        self.skip(n);
+        v
+    }
+
+    /// Consumes `n` of the bits held, without checking that they are the input's.
+    #[inline(always)]
+    pub fn skip(&mut self, n: u32) {
+        self.buf >>= n;
+        self.count -= n;
+    }
+
+    /// Whether bits past the end of the input were consumed: what [`BitSource::consume`] would
+    /// have reported as `Truncated` at the first of them.
+    #[inline(always)]
+    pub fn overran(&self) -> bool {
+        self.pad > self.count
     }
 
     /// Input bytes consumed, counting a partly used last byte as consumed.

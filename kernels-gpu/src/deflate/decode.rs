@@ -19,7 +19,7 @@
 use crate::adler32::adler32_chunk;
 use crate::crc32::crc32_chunk;
 use crate::deflate::{build_block_tables, lookup_shared};
-use crate::lz77::{self, last_starting_by, scan_add, scan_max, source, word_at};
+use crate::lz77::{self, aligned, funnel, last_starting_by, scan_add, scan_max, source};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{
@@ -185,7 +185,8 @@ impl<W: Warp> Sink<'_, W> {
     /// A Huffman block's symbols through its end-of-block symbol, a round of up to 32 at a time.
     unsafe fn huffman_block(&mut self, src: &mut Bits, t: &DecodeTables) -> Result<(), Status> {
         loop {
-            let round = unsafe { self.round(src, t)? };
+            let mut round = Round::default();
+            unsafe { self.round(src, t, &mut round)? };
             if self.output.writes() {
                 unsafe { self.write(&round.token) };
             }
@@ -199,50 +200,54 @@ impl<W: Warp> Sink<'_, W> {
 
     /// Up to 32 symbols, one after another as the format crate's decoder reads them (every
     /// lane alike), through the end-of-block symbol; lane j keeps the j-th. A pair entry gives
-    /// two literals at once, as one symbol of the round.
-    unsafe fn round(&self, src: &mut Bits, t: &DecodeTables) -> Result<Round, Status> {
+    /// two literals at once, as one symbol of the round. Reading past the input's end is
+    /// checked where the round ends or fails, not at each code: once past it, it stays past, so
+    /// the first failure is still the scalar decoder's `Truncated` where that came first. (A
+    /// pair whose second code runs past the end is such a failure: the scalar decoder reads
+    /// that code next and finds it truncated.) Two refills a match: a code and its extra bits
+    /// take at most 20 and 28 of the 32 bits a peek leaves.
+    unsafe fn round(&self, src: &mut Bits, t: &DecodeTables, round: &mut Round) -> Result<(), Status> {
         let lane = self.warp.lane();
         let (capacity, full) = (self.output.capacity, self.output.full);
-        let mut round = Round::default();
         let op = |round: &Round| self.len + round.size;
+        let failed = |src: &Bits, status| if src.overran() { Status::Truncated } else { status };
         while round.tokens < WARP_SIZE {
             let entry = unsafe { lookup_shared(t.litlen.as_ptr(), LITLEN_ROOT, src.peek()) };
             let kind = entry_kind(entry);
             let token = match kind {
                 KIND_LITERAL | KIND_PAIR => {
-                    // A pair's second literal where the stream holds it; else it is read next,
-                    // alone, as the scalar decoder reads it.
-                    let two = kind == KIND_PAIR && src.holds(entry_len(entry));
-                    let (bits, size) = match (kind, two) {
-                        (KIND_PAIR, false) => (entry_extra(entry), 1),
-                        _ => (entry_len(entry), 1 + two as u32),
-                    };
-                    src.consume(bits)?;
-                    if capacity - op(&round) < size {
-                        return Err(full);
+                    let size = 1 + (kind == KIND_PAIR) as u32;
+                    src.skip(entry_len(entry));
+                    if capacity - op(round) < size {
+                        return Err(failed(src, full));
                     }
-                    Token { at: op(&round), size, len: 0, value: entry_value(entry) }
+                    Token { at: op(round), size, len: 0, value: entry_value(entry) }
                 }
                 _ => {
-                    src.consume(entry_len(entry))?;
+                    src.skip(entry_len(entry));
                     match kind {
                         KIND_BASE => {
-                            let len = entry_value(entry) + src.bits(entry_extra(entry))?;
-                            let dist = unsafe { distance(src, t)? };
-                            let at = op(&round);
+                            let len = entry_value(entry) + src.take_held(entry_extra(entry));
+                            let entry = unsafe { lookup_shared(t.dist.as_ptr(), DIST_ROOT, src.peek()) };
+                            src.skip(entry_len(entry));
+                            if entry_kind(entry) != KIND_BASE {
+                                return Err(failed(src, Status::Malformed));
+                            }
+                            let dist = entry_value(entry) + src.take_held(entry_extra(entry));
+                            let at = op(round);
                             if len > capacity - at {
-                                return Err(full);
+                                return Err(failed(src, full));
                             }
                             if dist == 0 || dist > at {
-                                return Err(Status::BadOffset);
+                                return Err(failed(src, Status::BadOffset));
                             }
                             Token { at, size: len, len, value: dist }
                         }
-                        KIND_END => {
+                        KIND_END if !src.overran() => {
                             round.end = true;
-                            return Ok(round);
+                            return Ok(());
                         }
-                        _ => return Err(Status::Malformed),
+                        _ => return Err(failed(src, Status::Malformed)),
                     }
                 }
             };
@@ -252,7 +257,7 @@ impl<W: Warp> Sink<'_, W> {
             round.tokens += 1;
             round.size += token.size;
         }
-        Ok(round)
+        if src.overran() { Err(Status::Truncated) } else { Ok(()) }
     }
 
     /// Writes a round's tokens: the literals at once, then the matches ([`copy_matches`]).
@@ -290,20 +295,6 @@ struct Token {
     value: u32,
 }
 
-/// The format crate's `BitSource::distance`, from the table in shared memory.
-///
-/// # Safety
-/// `t` must be built, in shared memory.
-#[inline(always)]
-unsafe fn distance(src: &mut Bits, t: &DecodeTables) -> Result<u32, Status> {
-    let entry = unsafe { lookup_shared(t.dist.as_ptr(), DIST_ROOT, src.peek()) };
-    src.consume(entry_len(entry))?;
-    if entry_kind(entry) != KIND_BASE {
-        return Err(Status::Malformed);
-    }
-    Ok(entry_value(entry) + src.bits(entry_extra(entry))?)
-}
-
 /// Turns the literal/length table's root entries whose bits hold two literal codes into pair
 /// entries (`KIND_PAIR`), so that a literal-heavy block takes half the lookups: an entry's second
 /// literal is the root entry that its bits after the first code index, where that code is no
@@ -336,21 +327,22 @@ unsafe fn pair_literals<W: Warp>(warp: &W, table: *mut u32) {
     warp.sync();
 }
 
-/// The bit reader of the format crate, its 8-byte loads from the two aligned words holding them
-/// (three loads, where bytes would take eight).
+/// The bit reader of the format crate, its 8 bytes loaded from the three aligned words holding
+/// them (where bytes would take eight loads).
 type Bits<'a> = BitReader<'a, AlignedWords>;
 
 /// A [`Load`] from aligned words.
 struct AlignedWords;
 
 impl Load for AlignedWords {
-    /// The second word may end 3 bytes past the 8.
+    /// The third word may end 4 bytes past the 8.
     const SPAN: usize = 12;
 
     #[inline(always)]
     unsafe fn load(input: &[u8], pos: usize) -> u64 {
-        let at = unsafe { input.as_ptr().add(pos) };
-        unsafe { word_at(at) as u64 | (word_at(at.add(4)) as u64) << 32 }
+        let (base, shift) = aligned(unsafe { input.as_ptr().add(pos) });
+        let words = unsafe { [*base, *base.add(1), *base.add(2)] };
+        funnel(words[0], words[1], shift) as u64 | (funnel(words[1], words[2], shift) as u64) << 32
     }
 }
 

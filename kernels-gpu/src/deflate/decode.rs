@@ -295,6 +295,10 @@ struct Token {
     value: u32,
 }
 
+/// A byte's source in [`copy_matches`] given as the lane of the step writing it (bit 31: no
+/// output position reaches it).
+const IN_LANE: u32 = 1 << 31;
+
 /// Turns the literal/length table's root entries whose bits hold two literal codes into pair
 /// entries (`KIND_PAIR`), so that a literal-heavy block takes half the lookups: an entry's second
 /// literal is the root entry that its bits after the first code index, where that code is no
@@ -350,7 +354,7 @@ impl Load for AlignedWords {
 /// lane order, which is output order), all their bytes together, 32 a step: a byte whose
 /// source is a byte of the set that the same step writes takes that byte's source instead,
 /// and so on back to a byte written before (the steps before wrote theirs). The search for
-/// that byte's match is made only in the steps that need it (none where every match's
+/// that byte's lane is made only in the steps that need it (none where every match's
 /// sources precede the set, as a lone match's do). Ends with them visible to every lane.
 ///
 /// # Safety
@@ -388,16 +392,18 @@ pub unsafe fn copy_matches<W: Warp>(warp: &W, output: &Output, lanes: u32, at: u
         let fresh = warp.shuffle(to + i, 0);
         let mut from = if copying { source(to, back, i, fresh) } else { 0 };
         if chases && warp.ballot(copying && from >= fresh) != 0 {
-            loop {
-                let holder = warp.shuffle(match_lane, last_starting_by(warp, match_at, from));
-                let m = holder.saturating_sub(1);
-                let (m_to, m_back, m_n) = (warp.shuffle(at, m), warp.shuffle(dist, m), warp.shuffle(len, m));
-                let inside = copying && from >= fresh && holder != 0 && from >= m_to && from - m_to < m_n;
-                if warp.ballot(inside) == 0 {
-                    break;
-                }
-                if inside {
-                    from = source(m_to, m_back, from - m_to, fresh);
+            // A source that the step writes is a lane's byte: this lane takes that lane's
+            // source, pointer jumping (each turn halves the chains: five turns at most).
+            let holder = warp.shuffle(match_lane, last_starting_by(warp, match_at, from));
+            let m = holder.saturating_sub(1);
+            let (m_to, m_n, m_start) = (warp.shuffle(at, m), warp.shuffle(len, m), warp.shuffle(start, m));
+            if copying && from >= fresh && holder != 0 && from >= m_to && from - m_to < m_n {
+                from = IN_LANE | (m_start + (from - m_to) - step);
+            }
+            while warp.ballot(from & IN_LANE != 0) != 0 {
+                let theirs = warp.shuffle(from, from & !IN_LANE);
+                if from & IN_LANE != 0 {
+                    from = theirs;
                 }
             }
         }

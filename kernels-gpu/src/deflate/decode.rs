@@ -2,9 +2,10 @@
 //!
 //! Every lane runs the same scalar symbol decoder in step: the same loads and branches, so the
 //! warp pays for one, and lane j keeps the j-th symbol of a round of 32 (its output position, a
-//! literal's byte or a match's length and distance), checked as the format crate's decoder checks
-//! it, in the same order. The warp then writes the round together: the literals at once, the
-//! matches 32 bytes a step ([`copy_matches`]), so no lane waits on a byte at a time. The first
+//! literal's byte or a match's length and distance), with the status the format crate's decoder
+//! gives (reading past the input's end checked once a round). The warp then writes the round
+//! together: the literals at once, the matches 32 bytes a step ([`copy_matches`]), so no lane
+//! waits on a byte at a time. The first
 //! lane reads a block's header and code lengths; the warp builds its tables in shared memory
 //! ([`build_block_tables`]) and pairs up short literal codes in the root table, so a lookup gives
 //! two literals where their codes fit its 10 bits. Stored blocks are copied warp-wide; the zlib
@@ -13,8 +14,10 @@
 //!
 //! Measured on an H200 and dropped: decoding the symbols that would start at each of the next
 //! 32 (or 64) bits in every lane at once and chaining the real ones with shuffles (faster on
-//! int32 offsets, slower on text and floats; the 64-bit window slower everywhere), and rounds
-//! without bounds checks where the input holds them (slower: the second copy of the loop).
+//! int32 offsets, slower on text and floats; the 64-bit window slower everywhere); rounds
+//! without bounds checks where the input holds them (slower: the second copy of the loop); two
+//! chunks a warp, 16 lanes each (slower on five of eight sets and levels); and every byte of a
+//! round written window by window with the last 64 in the lanes (slower but on int32 offsets).
 
 use crate::adler32::adler32_chunk;
 use crate::crc32::crc32_chunk;

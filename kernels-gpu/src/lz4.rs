@@ -281,7 +281,7 @@ struct Lz4Syntax;
 
 impl Syntax for Lz4Syntax {
     #[inline(always)]
-    fn short_sequence(&self, stream: &Stream, p: u32) -> Option<Parsed> {
+    fn short_sequence(&self, stream: &Stream, p: u32, _: u64) -> Option<Parsed> {
         // A short sequence's header: at most SHORT_SEQUENCE bytes of output, and not the
         // block's last sequence.
         if p >= stream.end {

@@ -173,21 +173,24 @@ impl SnappySyntax {
 }
 
 impl Syntax for SnappySyntax {
+    /// Every element kind from its first five bytes, without branches: a literal with a one-
+    /// or two-byte header, or a copy.
     #[inline(always)]
-    fn short_sequence(&self, stream: &Stream, p: u32) -> Option<Parsed> {
-        if p >= stream.end {
-            return None;
-        }
-        let tag = stream.byte(p);
-        let (kind, code) = (tag & 3, tag >> 2);
+    fn short_sequence(&self, stream: &Stream, p: u32, head: u64) -> Option<Parsed> {
+        let left = stream.end.checked_sub(p).filter(|&left| left > 0)?;
+        let (kind, code, rest) = (head as u32 & 3, (head as u32 >> 2) & 63, (head >> 8) as u32);
         if kind == LITERAL {
-            let (literals_at, len) = Self::literal(stream, p, code).ok()?;
-            let fits = len <= SHORT_SEQUENCE as u64 && len as u32 <= stream.end - literals_at;
-            let next = literals_at + len as u32;
-            fits.then_some(Parsed { literals_at, literals: len as u32, offset: 0, len: 0, next })
+            let (header, len) = if code < 60 { (1, code + 1) } else { (2, (rest & 0xff) + 1) };
+            let fits = code <= 60 && len <= SHORT_SEQUENCE && header + len <= left;
+            let next = p + header + len;
+            fits.then_some(Parsed { literals_at: p + header, literals: len, offset: 0, len: 0, next })
         } else {
-            let (offset, len, size) = Self::copy(stream, p, kind, code).ok()?;
-            Some(Parsed { literals_at: 0, literals: 0, offset, len, next: p + size })
+            let (offset, len, size) = match kind {
+                COPY1 => ((code >> 3) << 8 | (rest & 0xff), 4 + (code & 7), 2),
+                COPY2 => (rest & 0xffff, code + 1, 3),
+                _ => (rest, code + 1, 5),
+            };
+            (size <= left).then_some(Parsed { literals_at: 0, literals: 0, offset, len, next: p + size })
         }
     }
 

@@ -54,6 +54,9 @@ pub struct Parsed {
 
 /// How a codec spells its sequences.
 pub trait Syntax {
+    /// Whether [`Syntax::short_sequence`] reads its `head` (when not, the warp skips loading it).
+    const READS_HEAD: bool;
+
     /// The sequence that would start at input `p`, if it is short (at most [`SHORT_SEQUENCE`]
     /// output bytes, all its input before `stream.end`) and may be batched. `head` holds the
     /// input bytes from `p` on, little-endian; those at or past `stream.end` are unspecified.
@@ -140,7 +143,8 @@ impl Batch {
 #[inline(always)]
 unsafe fn short_sequences<W: Warp, S: Syntax>(warp: &W, syntax: &S, stream: &Stream, ip: u32, op: u32) -> Batch {
     let lane = warp.lane();
-    let parsed = syntax.short_sequence(stream, ip + lane, unsafe { heads(warp, stream, ip) });
+    let head = if S::READS_HEAD { unsafe { heads(warp, stream, ip) } } else { 0 };
+    let parsed = syntax.short_sequence(stream, ip + lane, head);
     let Parsed { literals_at, literals, offset, len, next } =
         parsed.unwrap_or(Parsed { literals_at: 0, literals: 0, offset: 0, len: 0, next: 0 });
 

@@ -64,7 +64,9 @@ impl<W: Warp> WarpWriter<'_, W> {
             snappy::write_literal_header(unsafe { slice::from_raw_parts_mut(self.out.add(self.len), header) }, count);
         }
         let dst = unsafe { self.out.add(self.len + header) };
-        self.warp.for_each_strided(count, |i| unsafe { *dst.add(i) = *literals.add(i) });
+        // 4 bytes a lane: on incompressible int32 6% faster, elsewhere within 3% (H200); LZ4's
+        // writer measured 3-5% slower with it on text, binary and float32 and keeps bytes.
+        unsafe { lz77::copy(self.warp, literals, dst, count as u32) };
         self.len = end;
         Ok(())
     }
@@ -173,6 +175,8 @@ impl SnappySyntax {
 }
 
 impl Syntax for SnappySyntax {
+    const READS_HEAD: bool = true;
+
     /// Every element kind from its first five bytes, without branches: a literal with a one-
     /// or two-byte header, or a copy.
     #[inline(always)]
@@ -254,6 +258,7 @@ mod kernels {
         const DECOMPRESS: Lanes = Lanes::Warp;
         const SIZES: Lanes = Lanes::Thread;
 
+        #[inline(always)] // with the word copy of literals LLVM called it: 70 registers, text 13% slower
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let table = warp_shared::<u16>(HASH_ENTRIES);
             let data_type = DataType::from_id(args.options as u8).unwrap_or_default();

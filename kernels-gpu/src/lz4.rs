@@ -280,8 +280,11 @@ pub unsafe fn decompress_chunk<W: Warp>(
 struct Lz4Syntax;
 
 impl Syntax for Lz4Syntax {
+    /// A sequence's offset lies past its literals, mostly beyond the 8 bytes of a head.
+    const READS_HEAD: bool = false;
+
     #[inline(always)]
-    fn short_sequence(&self, stream: &Stream, p: u32) -> Option<Parsed> {
+    fn short_sequence(&self, stream: &Stream, p: u32, _: u64) -> Option<Parsed> {
         // A short sequence's header: at most SHORT_SEQUENCE bytes of output, and not the
         // block's last sequence.
         if p >= stream.end {

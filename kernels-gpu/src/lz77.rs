@@ -2,11 +2,11 @@
 //! into the output written so far, differing only in how a sequence is spelled ([`Syntax`]).
 //!
 //! Runs of short sequences (at most [`SHORT_SEQUENCE`] bytes) are decoded together: each lane
-//! parses the sequence that would start at its position of the next 32 input bytes, the real
-//! ones are chained with shuffles, a prefix sum places them, and the output is written 32 bytes
-//! a step, a match byte whose source the same step writes following that byte back to its own
-//! source. Any other sequence goes through [`Syntax::decode_one`], which checks everything as
-//! the format crate's scalar decoder does.
+//! parses the sequence that would start at its position of the next 32 input bytes (the warp
+//! loads those bytes once), the real ones are found by pointer jumping, a prefix sum places
+//! them, and the output is written 32 bytes a step, a match byte whose source the same step
+//! writes following that byte back to its own source. Any other sequence goes through
+//! [`Syntax::decode_one`], which checks everything as the format crate's scalar decoder does.
 
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -54,9 +54,13 @@ pub struct Parsed {
 
 /// How a codec spells its sequences.
 pub trait Syntax {
+    /// Whether [`Syntax::short_sequence`] reads its `head` (when not, the warp skips loading it).
+    const READS_HEAD: bool;
+
     /// The sequence that would start at input `p`, if it is short (at most [`SHORT_SEQUENCE`]
-    /// output bytes, all its input before `stream.end`) and may be batched.
-    fn short_sequence(&self, stream: &Stream, p: u32) -> Option<Parsed>;
+    /// output bytes, all its input before `stream.end`) and may be batched. `head` holds the
+    /// input bytes from `p` on, little-endian; those at or past `stream.end` are unspecified.
+    fn short_sequence(&self, stream: &Stream, p: u32, head: u64) -> Option<Parsed>;
 
     /// Decodes the one sequence at `ip` (output `op`), of any shape, with every check of the
     /// scalar decoder and its statuses; returns whether the chunk is complete. Ends with the
@@ -139,21 +143,26 @@ impl Batch {
 #[inline(always)]
 unsafe fn short_sequences<W: Warp, S: Syntax>(warp: &W, syntax: &S, stream: &Stream, ip: u32, op: u32) -> Batch {
     let lane = warp.lane();
-    let parsed = syntax.short_sequence(stream, ip + lane);
+    let head = if S::READS_HEAD { unsafe { heads(warp, stream, ip) } } else { 0 };
+    let parsed = syntax.short_sequence(stream, ip + lane, head);
     let Parsed { literals_at, literals, offset, len, next } =
         parsed.unwrap_or(Parsed { literals_at: 0, literals: 0, offset: 0, len: 0, next: 0 });
 
-    // Follow the sequences from `ip`: lane k's leads to the one at `next`.
-    let link = if parsed.is_some() { next - ip } else { u32::MAX };
-    let (mut real, mut k) = (0u32, 0u32);
-    while k < WARP_SIZE {
-        let following = warp.shuffle(link, k);
-        if following == u32::MAX {
-            break;
+    // Follow the sequences from `ip` by pointer jumping: after r rounds, `jump` is where the
+    // 2^r sequences from this lane's lead (WARP_SIZE once past the window or an unparsed one)
+    // and `visited` the lanes they start at.
+    let mut jump = if parsed.is_some() { (next - ip).min(WARP_SIZE) } else { WARP_SIZE };
+    let mut visited = if parsed.is_some() { 1 << lane } else { 0 };
+    let mut round = 0;
+    while round < 5 {
+        let from = jump % WARP_SIZE;
+        let (their_visited, their_jump) = (warp.shuffle(visited, from), warp.shuffle(jump, from));
+        if jump < WARP_SIZE {
+            (visited, jump) = (visited | their_visited, their_jump);
         }
-        real |= 1 << k;
-        k = following;
+        round += 1;
     }
+    let real = warp.shuffle(visited, 0);
 
     // Place them, and keep the valid prefix.
     let mine = real >> lane & 1 != 0;
@@ -188,6 +197,26 @@ unsafe fn short_sequences<W: Warp, S: Syntax>(warp: &W, syntax: &S, stream: &Str
     let chases = warp.ballot(real >> lane & 1 != 0 && len > 0 && offset < WARP_SIZE && match_start + len > op + offset);
     let (sequences, chases) = (real.count_ones(), chases != 0);
     Batch { sequences, next_ip, total, chases, owner, owner_start, literals_at, literals, offset }
+}
+
+/// The 8 input bytes from `ip + lane`, little-endian, for each lane: the warp loads the aligned
+/// words under the 40 bytes from `ip` once, and each lane funnels its own out of three of them.
+/// Words starting at or past the input's end read as 0 (all of them once `ip` is there);
+/// bytes past it in the last word are whatever the allocation holds there.
+///
+/// # Safety
+/// As [`decode`]; allocations are word-aligned, so the aligned word holding the input's last
+/// byte is readable.
+#[inline(always)]
+unsafe fn heads<W: Warp>(warp: &W, stream: &Stream, ip: u32) -> u64 {
+    let lane = warp.lane();
+    let (base, shift) = aligned(unsafe { stream.block.add(ip as usize) });
+    let holds_input = ip < stream.end && 4 * lane < stream.end - ip + shift / 8;
+    let word = if lane <= 10 && holds_input { unsafe { *base.add(lane as usize) } } else { 0 };
+    let first = (shift / 8 + lane) / 4;
+    let bits = (shift + 8 * lane) % 32;
+    let (low, middle, high) = (warp.shuffle(word, first), warp.shuffle(word, first + 1), warp.shuffle(word, first + 2));
+    (funnel(middle, high, bits) as u64) << 32 | funnel(low, middle, bits) as u64
 }
 
 /// Writes a batch's `total` bytes at `op`, 32 a step: lane i writes byte `op + step + i`, from

@@ -64,7 +64,9 @@ impl<W: Warp> WarpWriter<'_, W> {
             snappy::write_literal_header(unsafe { slice::from_raw_parts_mut(self.out.add(self.len), header) }, count);
         }
         let dst = unsafe { self.out.add(self.len + header) };
-        self.warp.for_each_strided(count, |i| unsafe { *dst.add(i) = *literals.add(i) });
+        // 4 bytes a lane: on incompressible int32 6% faster, elsewhere within 3% (H200); LZ4's
+        // writer measured 3-5% slower with it on text, binary and float32 and keeps bytes.
+        unsafe { lz77::copy(self.warp, literals, dst, count as u32) };
         self.len = end;
         Ok(())
     }
@@ -173,21 +175,26 @@ impl SnappySyntax {
 }
 
 impl Syntax for SnappySyntax {
+    const READS_HEAD: bool = true;
+
+    /// Every element kind from its first five bytes, without branches: a literal with a one-
+    /// or two-byte header, or a copy.
     #[inline(always)]
-    fn short_sequence(&self, stream: &Stream, p: u32) -> Option<Parsed> {
-        if p >= stream.end {
-            return None;
-        }
-        let tag = stream.byte(p);
-        let (kind, code) = (tag & 3, tag >> 2);
+    fn short_sequence(&self, stream: &Stream, p: u32, head: u64) -> Option<Parsed> {
+        let left = stream.end.checked_sub(p).filter(|&left| left > 0)?;
+        let (kind, code, rest) = (head as u32 & 3, (head as u32 >> 2) & 63, (head >> 8) as u32);
         if kind == LITERAL {
-            let (literals_at, len) = Self::literal(stream, p, code).ok()?;
-            let fits = len <= SHORT_SEQUENCE as u64 && len as u32 <= stream.end - literals_at;
-            let next = literals_at + len as u32;
-            fits.then_some(Parsed { literals_at, literals: len as u32, offset: 0, len: 0, next })
+            let (header, len) = if code < 60 { (1, code + 1) } else { (2, (rest & 0xff) + 1) };
+            let fits = code <= 60 && len <= SHORT_SEQUENCE && header + len <= left;
+            let next = p + header + len;
+            fits.then_some(Parsed { literals_at: p + header, literals: len, offset: 0, len: 0, next })
         } else {
-            let (offset, len, size) = Self::copy(stream, p, kind, code).ok()?;
-            Some(Parsed { literals_at: 0, literals: 0, offset, len, next: p + size })
+            let (offset, len, size) = match kind {
+                COPY1 => ((code >> 3) << 8 | (rest & 0xff), 4 + (code & 7), 2),
+                COPY2 => (rest & 0xffff, code + 1, 3),
+                _ => (rest, code + 1, 5),
+            };
+            (size <= left).then_some(Parsed { literals_at: 0, literals: 0, offset, len, next: p + size })
         }
     }
 
@@ -251,6 +258,7 @@ mod kernels {
         const DECOMPRESS: Lanes = Lanes::Warp;
         const SIZES: Lanes = Lanes::Thread;
 
+        #[inline(always)] // with the word copy of literals LLVM called it: 70 registers, text 13% slower
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let table = warp_shared::<u16>(HASH_ENTRIES);
             let data_type = DataType::from_id(args.options as u8).unwrap_or_default();

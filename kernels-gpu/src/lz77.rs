@@ -201,19 +201,34 @@ unsafe fn short_sequences<W: Warp, S: Syntax>(warp: &W, syntax: &S, stream: &Str
 
 /// The 8 input bytes from `ip + lane`, little-endian, for each lane: the warp loads the aligned
 /// words under the 40 bytes from `ip` once, and each lane funnels its own out of three of them.
-/// Words starting at or past the input's end read as 0 (all of them once `ip` is there);
-/// bytes past it in the last word are whatever the allocation holds there.
+/// Only the input's bytes are read: a word reaching past either end of the input is read byte
+/// by byte, and bytes outside it read as 0.
 ///
 /// # Safety
-/// As [`decode`]; allocations are word-aligned, so the aligned word holding the input's last
-/// byte is readable.
+/// As [`decode`].
 #[inline(always)]
 unsafe fn heads<W: Warp>(warp: &W, stream: &Stream, ip: u32) -> u64 {
     let lane = warp.lane();
     let (base, shift) = aligned(unsafe { stream.block.add(ip as usize) });
-    let holds_input = ip < stream.end && 4 * lane < stream.end - ip + shift / 8;
-    let word = if lane <= 10 && holds_input { unsafe { *base.add(lane as usize) } } else { 0 };
-    let first = (shift / 8 + lane) / 4;
+    // The input's bytes lie at offsets `first_byte..end` from `base`.
+    let lead = shift / 8;
+    let (first_byte, end) = (lead.saturating_sub(ip), stream.end.saturating_sub(ip) + lead);
+    let at = 4 * lane;
+    let word = if lane > 10 || at >= end || ip >= stream.end {
+        0
+    } else if at >= first_byte && at + 4 <= end {
+        unsafe { *base.add(lane as usize) }
+    } else {
+        let bytes = base as *const u8;
+        let mut word = 0;
+        for i in 0..4 {
+            if at + i >= first_byte && at + i < end {
+                word |= (unsafe { *bytes.add((at + i) as usize) } as u32) << (8 * i);
+            }
+        }
+        word
+    };
+    let first = (lead + lane) / 4;
     let bits = (shift + 8 * lane) % 32;
     let (low, middle, high) = (warp.shuffle(word, first), warp.shuffle(word, first + 1), warp.shuffle(word, first + 2));
     (funnel(middle, high, bits) as u64) << 32 | funnel(low, middle, bits) as u64

@@ -10,6 +10,7 @@ pub use batch::BatchArgs;
 pub mod adler32;
 pub mod batch;
 pub mod blosc;
+pub mod cascaded;
 pub mod crc32;
 pub mod deflate;
 pub mod gdeflate;
@@ -33,11 +34,14 @@ pub enum Algorithm {
     Blosc = 5,
     /// Zstandard frames (RFC 8878).
     Zstd = 6,
+    /// Run-length, delta and bit-packing layers over integers (ferrocomp's own layout).
+    Cascaded = 7,
 }
 
 impl Algorithm {
     /// Every algorithm, in id order.
-    pub const ALL: [Self; 6] = [Self::Lz4, Self::Snappy, Self::Deflate, Self::GDeflate, Self::Blosc, Self::Zstd];
+    pub const ALL: [Self; 7] =
+        [Self::Lz4, Self::Snappy, Self::Deflate, Self::GDeflate, Self::Blosc, Self::Zstd, Self::Cascaded];
 
     /// The algorithm with header id `id`, if there is one.
     pub fn from_id(id: u8) -> Option<Self> {
@@ -48,6 +52,7 @@ impl Algorithm {
             4 => Some(Self::GDeflate),
             5 => Some(Self::Blosc),
             6 => Some(Self::Zstd),
+            7 => Some(Self::Cascaded),
             _ => None,
         }
     }
@@ -61,6 +66,7 @@ impl Algorithm {
             Self::GDeflate => "gdeflate",
             Self::Blosc => "blosc",
             Self::Zstd => "zstd",
+            Self::Cascaded => "cascaded",
         }
     }
 }

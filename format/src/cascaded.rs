@@ -1,0 +1,633 @@
+//! Cascaded: run-length, delta and bit-packing layers over fixed-width integers (nvCOMP's
+//! Cascaded, in ferrocomp's own byte layout; docs/FORMAT.md gives it byte by byte).
+//!
+//! A chunk is cut into sub-blocks of [`SUB_BLOCK`] bytes, each coded on its own so that a warp
+//! holds one in shared memory. A sub-block's elements go through `R` run-length layers (each
+//! splits its input into the values of its runs and their lengths; the next layer takes the
+//! values), then `D` delta layers over the last values, and every resulting stream (the `R` run
+//! lengths and the values) is stored frame-of-reference bit-packed: a base and `bits` bits per
+//! entry. A delta layer takes its first entry's difference from that entry itself (0) and keeps
+//! the entry beside the stream, so a large first value does not widen the frame. A sub-block the
+//! layers would not shrink is stored as it is.
+//!
+//! [`compress`] writes the layers the options ask for, or with [`Options::auto`] (the default)
+//! whichever counts up to those code each sub-block smallest; [`decompress`] and [`decompressed_size`] check every count,
+//! run and length, and never panic.
+
+use crate::Status;
+
+/// Bytes of input per sub-block (nvCOMP's default Cascaded chunk size); a multiple of every
+/// element width.
+pub const SUB_BLOCK: usize = 4096;
+/// Largest chunk [`compress`] accepts (16 MiB, as LZ4's).
+pub const MAX_CHUNK_SIZE: usize = 1 << 24;
+/// Most run-length layers and most delta layers a sub-block may have.
+pub const MAX_LAYERS: usize = 4;
+/// The chunk header: version, element type, two reserved bytes, the uncompressed size (u32).
+pub const HEADER_LEN: usize = 8;
+/// The format version [`compress`] writes.
+pub const VERSION: u8 = 1;
+/// A sub-block's first byte when it is stored as it is.
+pub const STORED: u8 = 0xFF;
+/// Width in bits of a run-length stream's entries (runs are at most [`SUB_BLOCK`] long).
+pub const RUN_BITS: u32 = 16;
+
+/// Element type of the input, as nvCOMP's Cascaded `data_type`: the width the layers work in.
+/// Signedness does not change the stream (the encoder picks the better frame of reference of
+/// both readings); it is kept so that options round-trip.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ElementType {
+    U8 = 0,
+    I8 = 1,
+    U16 = 2,
+    I16 = 3,
+    U32 = 4,
+    /// nvCOMP's default (`NVCOMP_TYPE_INT`).
+    #[default]
+    I32 = 5,
+    U64 = 6,
+    I64 = 7,
+}
+
+impl ElementType {
+    /// Every element type, in id order.
+    pub const ALL: [Self; 8] =
+        [Self::U8, Self::I8, Self::U16, Self::I16, Self::U32, Self::I32, Self::U64, Self::I64];
+
+    /// The type with id `id`, if there is one.
+    pub fn from_id(id: u8) -> Option<Self> {
+        Self::ALL.get(id as usize).copied()
+    }
+
+    /// Width of one element in bytes.
+    pub const fn width(self) -> usize {
+        1 << (self as u8 >> 1)
+    }
+
+    /// Whether the type is signed.
+    pub const fn signed(self) -> bool {
+        self as u8 & 1 == 1
+    }
+
+    /// NumPy's name of the type (`"u1"`, `"i4"`, ...), as nvCOMP's Python API takes it.
+    pub const fn numpy_name(self) -> &'static str {
+        ["u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8"][self as usize]
+    }
+}
+
+/// Cascaded's options: the element type and the layers (nvCOMP's `num_rles`, `num_deltas`,
+/// `use_bitpack`), and whether they are a most (the smallest coding per sub-block is searched
+/// for) or exact (nvCOMP's meaning).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// The elements' type.
+    pub element: ElementType,
+    /// Run-length layers, at most [`MAX_LAYERS`] (nvCOMP's default 2).
+    pub rles: u8,
+    /// Delta layers, at most [`MAX_LAYERS`] (nvCOMP's default 1).
+    pub deltas: u8,
+    /// Whether streams are bit-packed (else each entry keeps its full width).
+    pub bitpack: bool,
+    /// Per sub-block, the run-length and delta layer counts up to `rles` and `deltas` that code
+    /// it smallest (where nvCOMP always applies them all: a run-length layer over data with
+    /// few runs costs a bit an element).
+    pub auto: bool,
+}
+
+impl Default for Options {
+    /// nvCOMP's defaults (32-bit signed integers, two run-length layers, one delta layer,
+    /// packed) as most, searched per sub-block.
+    fn default() -> Self {
+        Self { element: ElementType::I32, rles: 2, deltas: 1, bitpack: true, auto: true }
+    }
+}
+
+impl Options {
+    /// The options as the kernels' options word.
+    pub const fn to_word(self) -> u32 {
+        self.element as u32
+            | (self.rles as u32) << 8
+            | (self.deltas as u32) << 16
+            | (self.bitpack as u32) << 24
+            | (self.auto as u32) << 25
+    }
+
+    /// The options of an options word, if it holds valid ones.
+    pub fn from_word(word: u32) -> Option<Self> {
+        let options = Self {
+            element: ElementType::from_id(word as u8)?,
+            rles: (word >> 8) as u8,
+            deltas: (word >> 16) as u8,
+            bitpack: word >> 24 & 1 == 1,
+            auto: word >> 25 & 1 == 1,
+        };
+        options.valid().then_some(options)
+    }
+
+    /// Whether the layer counts are within [`MAX_LAYERS`].
+    pub fn valid(&self) -> bool {
+        self.rles as usize <= MAX_LAYERS && self.deltas as usize <= MAX_LAYERS
+    }
+}
+
+/// Sub-blocks of an `n`-byte chunk.
+pub const fn sub_blocks(n: usize) -> usize {
+    n.div_ceil(SUB_BLOCK)
+}
+
+/// Largest compressed size of an `n`-byte chunk: the header, the size table, and every
+/// sub-block stored.
+pub const fn max_compressed_size(n: usize) -> usize {
+    HEADER_LEN + 3 * sub_blocks(n) + n
+}
+
+/// Largest size `compressed_len` bytes can decode to: each sub-block of [`SUB_BLOCK`] bytes
+/// takes at least a 2-byte size and its first byte (a guard against lying headers).
+pub const fn max_decompressed_size(compressed_len: usize) -> usize {
+    let bound = compressed_len.saturating_sub(HEADER_LEN) / 3 * SUB_BLOCK;
+    if bound > MAX_CHUNK_SIZE { MAX_CHUNK_SIZE } else { bound }
+}
+
+/// Bits of the mask of a `width`-byte element.
+#[inline(always)]
+pub const fn mask(width: usize) -> u64 {
+    if width >= 8 { u64::MAX } else { (1 << (8 * width)) - 1 }
+}
+
+/// Bits needed to hold `value`.
+#[inline(always)]
+pub const fn bit_len(value: u64) -> u32 {
+    64 - value.leading_zeros()
+}
+
+/// Bytes of a packed stream of `count` entries of `bits` bits.
+#[inline(always)]
+pub const fn packed_len(count: usize, bits: u32) -> usize {
+    (count * bits as usize).div_ceil(8)
+}
+
+/// The extremes of a stream's entries read unsigned and read signed, from which its frame of
+/// reference is chosen; merged a part at a time (the GPU's lanes reduce them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extremes {
+    pub min: u64,
+    pub max: u64,
+    pub min_signed: i64,
+    pub max_signed: i64,
+}
+
+impl Extremes {
+    /// The extremes of no entries.
+    pub const EMPTY: Self = Self { min: u64::MAX, max: 0, min_signed: i64::MAX, max_signed: i64::MIN };
+
+    /// The extremes of the one `width`-byte entry `value`.
+    #[inline(always)]
+    pub const fn of(value: u64, width: usize) -> Self {
+        let signed = sign_extend(value, width);
+        Self { min: value, max: value, min_signed: signed, max_signed: signed }
+    }
+
+    /// The extremes of both.
+    #[inline(always)]
+    pub fn merge(self, other: Self) -> Self {
+        Self {
+            min: self.min.min(other.min),
+            max: self.max.max(other.max),
+            min_signed: self.min_signed.min(other.min_signed),
+            max_signed: self.max_signed.max(other.max_signed),
+        }
+    }
+
+    /// The frame of reference of `width`-byte entries with these extremes: the fewer bits of
+    /// the two readings (unsigned on a tie), or every entry whole where `bitpack` is off.
+    pub fn frame(self, width: usize, bitpack: bool) -> Frame {
+        if !bitpack {
+            return Frame { base: 0, bits: 8 * width as u32 };
+        }
+        if self.min > self.max {
+            return Frame { base: 0, bits: 0 };
+        }
+        let unsigned = bit_len(self.max - self.min);
+        let signed = bit_len(self.max_signed.wrapping_sub(self.min_signed) as u64);
+        if signed < unsigned {
+            Frame { base: self.min_signed as u64 & mask(width), bits: signed }
+        } else {
+            Frame { base: self.min, bits: unsigned }
+        }
+    }
+}
+
+/// `value`'s `width` bytes read as a signed number.
+#[inline(always)]
+pub const fn sign_extend(value: u64, width: usize) -> i64 {
+    let shift = 64 - 8 * width as u32;
+    ((value << shift) as i64) >> shift
+}
+
+/// A stream's frame of reference: entry `i` is `base + packed[i]`, `packed[i]` of `bits` bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub base: u64,
+    pub bits: u32,
+}
+
+/// Where one stream of a sub-block lies, as [`Layout::parse`] finds it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stream {
+    /// Entries.
+    pub count: usize,
+    /// Offset of the packed entries in the sub-block.
+    pub at: usize,
+    pub base: u64,
+    pub bits: u32,
+}
+
+impl Stream {
+    /// Entry `i` of the stream in `bytes` (the sub-block), `width` bytes wide; `bytes` must hold
+    /// 8 bytes past the stream's end or be long enough that reads stop at its end.
+    #[inline(always)]
+    pub fn entry(&self, bytes: &[u8], i: usize, width: usize) -> u64 {
+        self.base.wrapping_add(read_bits(bytes, self.at * 8 + i * self.bits as usize, self.bits)) & mask(width)
+    }
+}
+
+/// The `bits` (at most 64) bits at bit `bit` of `bytes`, least significant first; bytes past
+/// the end read as zeros.
+#[inline(always)]
+pub fn read_bits(bytes: &[u8], bit: usize, bits: u32) -> u64 {
+    if bits == 0 {
+        return 0;
+    }
+    let (byte, shift) = (bit / 8, bit % 8);
+    let mut window = 0u128;
+    for k in 0..(shift + bits as usize).div_ceil(8) {
+        window |= (*bytes.get(byte + k).unwrap_or(&0) as u128) << (8 * k);
+    }
+    (window >> shift) as u64 & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
+}
+
+/// A coded sub-block's layers and streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Run-length layers, then delta layers.
+    pub rles: usize,
+    pub deltas: usize,
+    /// The run lengths of layer `r + 1` (applied `r`-th to the input): `runs[r].count` runs,
+    /// which add up to the previous layer's entries (the elements for `r = 0`).
+    pub runs: [Stream; MAX_LAYERS],
+    /// The last layer's values, after the delta layers.
+    pub values: Stream,
+    /// The first delta layer's first entry (the others' are 0).
+    pub start: u64,
+    /// Offset of the trailing bytes (those past the last whole element) in the sub-block.
+    pub tail: usize,
+}
+
+impl Layout {
+    /// The layout of the coded (not stored) sub-block `bytes` holding `elements` elements of
+    /// `width` bytes and `tail` bytes more: checks every count against its layer and every
+    /// stream against the sub-block's end, which must be the tail's.
+    pub fn parse(bytes: &[u8], width: usize, elements: usize, tail: usize) -> Result<Self, Status> {
+        let layers = *bytes.first().ok_or(Status::Truncated)?;
+        let (rles, deltas) = ((layers & 15) as usize, (layers >> 4) as usize);
+        if rles > MAX_LAYERS || deltas > MAX_LAYERS {
+            return Err(Status::Malformed);
+        }
+        let mut layout = Self { rles, deltas, ..Self::default() };
+        let mut at = 1 + 2 * rles;
+        let counts = bytes.get(1..at).ok_or(Status::Truncated)?;
+        let mut previous = elements;
+        for r in 0..rles {
+            let count = u16::from_le_bytes([counts[2 * r], counts[2 * r + 1]]) as usize;
+            // Each layer has at most one run per entry of the one before, and some if it has any.
+            if count > previous || (count == 0) != (previous == 0) {
+                return Err(Status::Malformed);
+            }
+            layout.runs[r] = read_stream(bytes, &mut at, count, 2)?;
+            previous = count;
+        }
+        if deltas > 0 {
+            let start = bytes.get(at..at + width).ok_or(Status::Truncated)?;
+            layout.start = little_endian(start);
+            at += width;
+        }
+        layout.values = read_stream(bytes, &mut at, previous, width)?;
+        layout.tail = at;
+        match (at + tail).cmp(&bytes.len()) {
+            core::cmp::Ordering::Equal => Ok(layout),
+            core::cmp::Ordering::Greater => Err(Status::Truncated),
+            core::cmp::Ordering::Less => Err(Status::Malformed),
+        }
+    }
+}
+
+/// Reads a stream header (bits, then a base of `width` bytes) at `*at` and steps past the
+/// stream's `count` packed entries.
+fn read_stream(bytes: &[u8], at: &mut usize, count: usize, width: usize) -> Result<Stream, Status> {
+    let header = bytes.get(*at..*at + 1 + width).ok_or(Status::Truncated)?;
+    let bits = header[0] as u32;
+    if bits > 8 * width as u32 {
+        return Err(Status::Malformed);
+    }
+    let stream = Stream { count, at: *at + 1 + width, base: little_endian(&header[1..]), bits };
+    *at = stream.at + packed_len(count, bits);
+    Ok(stream)
+}
+
+/// The number in `bytes`, little-endian.
+fn little_endian(bytes: &[u8]) -> u64 {
+    bytes.iter().rev().fold(0, |value, &b| value << 8 | b as u64)
+}
+
+/// The chunk header's element type and uncompressed size, checked against the input's length
+/// (the size table must fit) and [`MAX_CHUNK_SIZE`].
+pub fn read_header(input: &[u8]) -> Result<(ElementType, usize), Status> {
+    let header = input.get(..HEADER_LEN).ok_or(Status::Truncated)?;
+    if header[0] != VERSION {
+        return Err(Status::Unsupported);
+    }
+    let element = ElementType::from_id(header[1]).ok_or(Status::Malformed)?;
+    if header[2] != 0 || header[3] != 0 {
+        return Err(Status::Malformed);
+    }
+    let n = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+    if n > MAX_CHUNK_SIZE {
+        return Err(Status::Malformed);
+    }
+    if input.len() < HEADER_LEN + 2 * sub_blocks(n) {
+        return Err(Status::Truncated);
+    }
+    Ok((element, n))
+}
+
+/// Size of compressed sub-block `i` from the size table.
+#[inline(always)]
+pub fn sub_block_size(input: &[u8], i: usize) -> usize {
+    u16::from_le_bytes([input[HEADER_LEN + 2 * i], input[HEADER_LEN + 2 * i + 1]]) as usize
+}
+
+/// The size `input` decompresses to, from its header.
+pub fn decompressed_size(input: &[u8]) -> Result<usize, Status> {
+    read_header(input).map(|(_, n)| n)
+}
+
+/// Decompresses the chunk `input` into `out`; returns its size.
+pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+    let (element, n) = read_header(input)?;
+    let out = out.get_mut(..n).ok_or(Status::OutputTooSmall)?;
+    let mut at = HEADER_LEN + 2 * sub_blocks(n);
+    let mut elements = [0u64; SUB_BLOCK];
+    for (i, out) in out.chunks_mut(SUB_BLOCK).enumerate() {
+        let size = sub_block_size(input, i);
+        let bytes = input.get(at..at + size).ok_or(Status::Truncated)?;
+        decode_sub_block(bytes, element.width(), out, &mut elements)?;
+        at += size;
+    }
+    if at != input.len() { Err(Status::Malformed) } else { Ok(n) }
+}
+
+/// Decodes one sub-block into `out` (its bytes, all of them), with `elements` as room.
+fn decode_sub_block(bytes: &[u8], width: usize, out: &mut [u8], elements: &mut [u64; SUB_BLOCK]) -> Result<(), Status> {
+    if bytes.first() == Some(&STORED) {
+        if bytes.len() != 1 + out.len() {
+            return Err(if bytes.len() < 1 + out.len() { Status::Truncated } else { Status::Malformed });
+        }
+        out.copy_from_slice(&bytes[1..]);
+        return Ok(());
+    }
+    let (count, tail) = (out.len() / width, out.len() % width);
+    let layout = Layout::parse(bytes, width, count, tail)?;
+    // The values go to the end of the room; each run-length layer expands its values forward
+    // from there to the end, never past an entry it has still to read.
+    let values = layout.values;
+    let mut first = count - values.count;
+    // Undoing the last delta layer first; the first layer's sum starts from its kept entry.
+    let mut sums = [0u64; MAX_LAYERS];
+    if layout.deltas > 0 {
+        sums[layout.deltas - 1] = layout.start;
+    }
+    for i in 0..values.count {
+        let mut value = values.entry(bytes, i, width);
+        for sum in &mut sums[..layout.deltas] {
+            *sum = sum.wrapping_add(value) & mask(width);
+            value = *sum;
+        }
+        elements[first + i] = value;
+    }
+    for r in (0..layout.rles).rev() {
+        let runs = layout.runs[r];
+        let target = if r == 0 { count } else { layout.runs[r - 1].count };
+        let mut at = count - target;
+        for i in 0..runs.count {
+            let (run, value) = (runs.entry(bytes, i, 2) as usize, elements[first + i]);
+            if run == 0 || at + run > count {
+                return Err(Status::Malformed);
+            }
+            elements[at..at + run].fill(value);
+            at += run;
+        }
+        if at != count {
+            return Err(Status::Malformed);
+        }
+        first = count - target;
+    }
+    for (element, out) in elements[..count].iter().zip(out.chunks_exact_mut(width)) {
+        out.copy_from_slice(&element.to_le_bytes()[..width]);
+    }
+    out[count * width..].copy_from_slice(&bytes[layout.tail..]);
+    Ok(())
+}
+
+/// Compresses `input` with `options` into `out`; returns the compressed size.
+pub fn compress(input: &[u8], options: &Options, out: &mut [u8]) -> Result<usize, Status> {
+    if input.len() > MAX_CHUNK_SIZE {
+        return Err(Status::ChunkTooLarge);
+    }
+    if !options.valid() {
+        return Err(Status::Unsupported);
+    }
+    let table = HEADER_LEN + 2 * sub_blocks(input.len());
+    let header = out.get_mut(..table).ok_or(Status::OutputTooSmall)?;
+    header[..4].copy_from_slice(&[VERSION, options.element as u8, 0, 0]);
+    header[4..HEADER_LEN].copy_from_slice(&(input.len() as u32).to_le_bytes());
+    let mut at = table;
+    let mut scratch = SubBlockScratch::new();
+    for (i, sub_block) in input.chunks(SUB_BLOCK).enumerate() {
+        let size = scratch.encode(sub_block, options);
+        out.get_mut(at..at + size).ok_or(Status::OutputTooSmall)?.copy_from_slice(&scratch.coded[..size]);
+        out[HEADER_LEN + 2 * i..HEADER_LEN + 2 * i + 2].copy_from_slice(&(size as u16).to_le_bytes());
+        at += size;
+    }
+    Ok(at)
+}
+
+/// The CPU encoder's working memory for one sub-block.
+struct SubBlockScratch {
+    /// Each layer's entries: the elements, then each run-length layer's values.
+    values: [[u64; SUB_BLOCK]; 1 + MAX_LAYERS],
+    runs: [[u16; SUB_BLOCK]; MAX_LAYERS],
+    counts: [usize; 1 + MAX_LAYERS],
+    /// The coded sub-block, and room for a second coding while the layers are searched.
+    coded: [u8; 1 + SUB_BLOCK],
+    trial: [u8; 1 + SUB_BLOCK],
+}
+
+impl SubBlockScratch {
+    fn new() -> Self {
+        Self {
+            values: [[0; SUB_BLOCK]; 1 + MAX_LAYERS],
+            runs: [[0; SUB_BLOCK]; MAX_LAYERS],
+            counts: [0; 1 + MAX_LAYERS],
+            coded: [0; 1 + SUB_BLOCK],
+            trial: [0; 1 + SUB_BLOCK],
+        }
+    }
+
+    /// Codes `bytes` into `self.coded`; returns the coded size.
+    fn encode(&mut self, bytes: &[u8], options: &Options) -> usize {
+        let width = options.element.width();
+        let count = bytes.len() / width;
+        for (value, element) in self.values[0].iter_mut().zip(bytes.chunks_exact(width)) {
+            let mut le = [0u8; 8];
+            le[..width].copy_from_slice(element);
+            *value = u64::from_le_bytes(le);
+        }
+        self.counts[0] = count;
+        let (rles, deltas) = (options.rles as usize, options.deltas as usize);
+        for r in 0..rles {
+            let (from, to) = (r, r + 1);
+            let n = self.counts[r];
+            let mut runs = 0;
+            for i in 0..n {
+                let value = self.values[from][i];
+                if i == 0 || value != self.values[to][runs - 1] {
+                    self.values[to][runs] = value;
+                    self.runs[r][runs] = 0;
+                    runs += 1;
+                }
+                self.runs[r][runs - 1] += 1;
+            }
+            self.counts[r + 1] = runs;
+        }
+        let mut best = usize::MAX;
+        // The search tries run-length layers, then delta layers, from 0 up and keeps the first
+        // smallest.
+        let configs = if options.auto { (rles + 1) * (deltas + 1) } else { 1 };
+        for k in 0..configs {
+            let (r, d) = if options.auto { (k / (deltas + 1), k % (deltas + 1)) } else { (rles, deltas) };
+            let size = self.write(bytes, width, r, d, options.bitpack);
+            if size < best {
+                best = size;
+                self.coded[..size].copy_from_slice(&self.trial[..size]);
+            }
+        }
+        best
+    }
+
+    /// Writes the sub-block with `rles` and `deltas` layers into `self.trial`, or stored where
+    /// that is smaller; returns its size.
+    fn write(&mut self, bytes: &[u8], width: usize, rles: usize, deltas: usize, bitpack: bool) -> usize {
+        let stored = |trial: &mut [u8; 1 + SUB_BLOCK]| {
+            trial[0] = STORED;
+            trial[1..1 + bytes.len()].copy_from_slice(bytes);
+            1 + bytes.len()
+        };
+        let mut writer = BitWriter { out: &mut self.trial, at: 0, fits: true };
+        writer.bytes(&[rles as u8 | (deltas as u8) << 4]);
+        for r in 0..rles {
+            writer.bytes(&(self.counts[r + 1] as u16).to_le_bytes());
+        }
+        for r in 0..rles {
+            let runs = &self.runs[r][..self.counts[r + 1]];
+            writer.stream(runs.iter().map(|&run| run as u64), 2, bitpack);
+        }
+        let values = &self.values[rles][..self.counts[rles]];
+        if deltas > 0 {
+            writer.bytes(&values.first().copied().unwrap_or(0).to_le_bytes()[..width]);
+        }
+        writer.stream(Deltas::new(values, deltas, width), width, bitpack);
+        writer.bytes(&bytes[bytes.len() / width * width..]);
+        let (at, fits) = (writer.at, writer.fits);
+        if fits && at <= 1 + bytes.len() { at } else { stored(&mut self.trial) }
+    }
+}
+
+/// The entries of `values` after `layers` delta layers (each replaces every entry by its
+/// difference from the one before, in `width` bytes, the first's taken from itself).
+#[derive(Clone)]
+struct Deltas<'a> {
+    values: &'a [u64],
+    previous: [u64; MAX_LAYERS],
+    layers: usize,
+    width: usize,
+    i: usize,
+}
+
+impl<'a> Deltas<'a> {
+    fn new(values: &'a [u64], layers: usize, width: usize) -> Self {
+        let mut previous = [0; MAX_LAYERS];
+        previous[0] = values.first().copied().unwrap_or(0);
+        Self { values, previous, layers, width, i: 0 }
+    }
+}
+
+impl Iterator for Deltas<'_> {
+    type Item = u64;
+    fn next(&mut self) -> Option<u64> {
+        let mut value = *self.values.get(self.i)?;
+        self.i += 1;
+        for previous in &mut self.previous[..self.layers] {
+            (value, *previous) = (value.wrapping_sub(*previous) & mask(self.width), value);
+        }
+        Some(value)
+    }
+}
+
+/// Appends bytes and bit-packed streams to a sub-block, noting when they would not fit.
+struct BitWriter<'a> {
+    out: &'a mut [u8; 1 + SUB_BLOCK],
+    at: usize,
+    fits: bool,
+}
+
+impl BitWriter<'_> {
+    fn bytes(&mut self, bytes: &[u8]) {
+        if let Some(out) = self.out.get_mut(self.at..self.at + bytes.len()) {
+            out.copy_from_slice(bytes);
+        } else {
+            self.fits = false;
+        }
+        self.at += bytes.len();
+    }
+
+    /// A stream of `width`-byte entries: its frame of reference, then the entries packed.
+    fn stream(&mut self, entries: impl Iterator<Item = u64> + Clone, width: usize, bitpack: bool) {
+        let extremes = entries.clone().fold(Extremes::EMPTY, |e, v| e.merge(Extremes::of(v, width)));
+        let frame = extremes.frame(width, bitpack);
+        self.bytes(&[frame.bits as u8]);
+        self.bytes(&frame.base.to_le_bytes()[..width]);
+        let count = entries.clone().count();
+        let len = packed_len(count, frame.bits);
+        let Some(out) = self.out.get_mut(self.at..self.at + len) else {
+            (self.fits, self.at) = (false, self.at + len);
+            return;
+        };
+        out.fill(0);
+        for (i, value) in entries.enumerate() {
+            let packed = value.wrapping_sub(frame.base) & mask(width);
+            write_bits(out, i * frame.bits as usize, frame.bits, packed);
+        }
+        self.at += len;
+    }
+}
+
+/// ORs the `bits` low bits of `value` into `bytes` at bit `bit`, least significant first.
+#[inline(always)]
+pub fn write_bits(bytes: &mut [u8], bit: usize, bits: u32, value: u64) {
+    let (byte, shift) = (bit / 8, bit % 8);
+    let window = (value as u128) << shift;
+    for k in 0..(shift + bits as usize).div_ceil(8) {
+        bytes[byte + k] |= (window >> (8 * k)) as u8;
+    }
+}

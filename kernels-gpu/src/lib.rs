@@ -14,6 +14,7 @@ pub mod adler32;
 #[cfg(target_arch = "nvptx64")]
 pub mod batch;
 pub mod blosc;
+pub mod cascaded;
 pub mod copy;
 pub mod crc32;
 pub mod deflate;
@@ -37,6 +38,16 @@ pub use warp::Warp;
 /// within the SM's share; the host's build script writes them into the PTX.
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),
+    (
+        "cascaded_compress",
+        cascaded::WARPS * 32,
+        blocks_per_sm(cascaded::WARPS, cascaded::COMPRESS_SHARED_BYTES_PER_WARP),
+    ),
+    (
+        "cascaded_decompress",
+        cascaded::WARPS * 32,
+        blocks_per_sm(cascaded::WARPS, cascaded::DECOMPRESS_SHARED_BYTES_PER_WARP),
+    ),
     ("deflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("gdeflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("deflate_decompress", deflate::DECODE_WARPS * 32, deflate::DECOMPRESS_BLOCKS_PER_SM),

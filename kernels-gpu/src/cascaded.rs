@@ -1,0 +1,648 @@
+//! Cascaded on the GPU: a warp per chunk, each sub-block held in the warp's shared memory, the
+//! format crate's bytes written and read (`ferrocomp_format::cascaded`).
+//!
+//! Compressing, the lanes take 32 entries a step: a run-length layer compares each entry with
+//! the one before (a shuffle), ballots the run starts into a bitmap and compacts the runs' values
+//! with a population count; a delta layer is a shuffle and a subtraction; frames of reference are
+//! warp reductions; packing ORs each entry's bits into the coded sub-block with shared-memory
+//! atomics. The run lengths are read back from the bitmaps, so only two layers' values are ever
+//! held. Decoding, the lanes unpack 32 entries a step, undo the deltas with warp scans, and
+//! expand each run-length layer in place: 32 runs a step, their starts a scan, each output entry
+//! finding its run by a binary search over the lanes.
+
+use crate::lz77::last_starting_by;
+use crate::warp::{WARP_SIZE, Warp};
+use core::sync::atomic::{AtomicU32, Ordering};
+use ferrocomp_format::Status;
+use ferrocomp_format::cascaded::{
+    Extremes, Frame, HEADER_LEN, Layout, MAX_CHUNK_SIZE, MAX_LAYERS, Options, RUN_WIDTH, STORED, SUB_BLOCK, mask,
+    packed_len, read_header, sub_block_size, sub_blocks,
+};
+
+/// Words of a coded sub-block in shared memory: the largest (stored, `1 + SUB_BLOCK` bytes) and
+/// three more, which a read of 64 bits at the end may touch.
+const CODED_WORDS: usize = (1 + SUB_BLOCK).div_ceil(4) + 3;
+/// Bytes of a run-start bitmap (a bit per entry of the layer before).
+const STARTS_BYTES: usize = SUB_BLOCK / 8;
+/// Shared memory of each compressing warp: two layers' values, the bitmaps, the coded sub-block.
+pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = 2 * SUB_BLOCK + MAX_LAYERS * STARTS_BYTES + 4 * CODED_WORDS;
+/// Shared memory of each decoding warp: the values being expanded and the coded sub-block.
+pub const DECOMPRESS_SHARED_BYTES_PER_WARP: usize = SUB_BLOCK + 4 * CODED_WORDS;
+/// Warps per block of both kernels.
+pub const WARPS: u32 = 2;
+
+/// Entry `i` of the `width`-byte entries at `at` (aligned to `width`).
+#[inline(always)]
+unsafe fn get(at: *const u8, i: usize, width: usize) -> u64 {
+    unsafe {
+        match width {
+            1 => *at.add(i) as u64,
+            2 => *(at as *const u16).add(i) as u64,
+            4 => *(at as *const u32).add(i) as u64,
+            _ => *(at as *const u64).add(i),
+        }
+    }
+}
+
+/// Sets entry `i` of the `width`-byte entries at `at` (aligned to `width`) to `value`.
+#[inline(always)]
+unsafe fn set(at: *mut u8, i: usize, width: usize, value: u64) {
+    unsafe {
+        match width {
+            1 => *at.add(i) = value as u8,
+            2 => *(at as *mut u16).add(i) = value as u16,
+            4 => *(at as *mut u32).add(i) = value as u32,
+            _ => *(at as *mut u64).add(i) = value,
+        }
+    }
+}
+
+/// Element `i` of the input at `at`, read whole where the input is aligned to `width`.
+#[inline(always)]
+unsafe fn load(at: *const u8, i: usize, width: usize, aligned: bool) -> u64 {
+    if aligned {
+        return unsafe { get(at, i, width) };
+    }
+    (0..width).rev().fold(0, |value, k| value << 8 | unsafe { *at.add(i * width + k) } as u64)
+}
+
+/// `value` as held by lane `lane`.
+#[inline(always)]
+fn shuffle64<W: Warp>(warp: &W, value: u64, lane: u32) -> u64 {
+    warp.shuffle(value as u32, lane) as u64 | (warp.shuffle((value >> 32) as u32, lane) as u64) << 32
+}
+
+/// The lane before's `value`, or `first` in lane 0.
+#[inline(always)]
+fn previous<W: Warp>(warp: &W, value: u64, first: u64) -> u64 {
+    let lane = warp.lane();
+    let below = shuffle64(warp, value, lane.saturating_sub(1));
+    if lane == 0 { first } else { below }
+}
+
+/// Sum (wrapping) of `value` over lanes `0..=lane`.
+#[inline(always)]
+fn scan_add64<W: Warp>(warp: &W, mut value: u64) -> u64 {
+    let lane = warp.lane();
+    let mut distance = 1;
+    while distance < WARP_SIZE {
+        let below = shuffle64(warp, value, lane.saturating_sub(distance));
+        if lane >= distance {
+            value = value.wrapping_add(below);
+        }
+        distance *= 2;
+    }
+    value
+}
+
+/// Every lane's extremes merged, in every lane.
+#[inline(always)]
+fn reduce<W: Warp>(warp: &W, mut extremes: Extremes) -> Extremes {
+    let mut distance = WARP_SIZE / 2;
+    while distance > 0 {
+        let other = |value: u64| shuffle64(warp, value, warp.lane() ^ distance);
+        let theirs = Extremes {
+            min: other(extremes.min),
+            max: other(extremes.max),
+            min_signed: other(extremes.min_signed as u64) as i64,
+            max_signed: other(extremes.max_signed as u64) as i64,
+        };
+        extremes = extremes.merge(theirs);
+        distance /= 2;
+    }
+    extremes
+}
+
+/// The `bits` (at most 64) bits at bit `bit` of the words at `words`, least significant first;
+/// the two words after the one holding `bit` must be readable.
+#[inline(always)]
+unsafe fn read_bits(words: *const u32, bit: usize, bits: u32) -> u64 {
+    if bits == 0 {
+        return 0;
+    }
+    let (word, shift) = (bit / 32, (bit % 32) as u32);
+    let (low, high) =
+        unsafe { ((*words.add(word) as u64) | (*words.add(word + 1) as u64) << 32, *words.add(word + 2) as u64) };
+    let value = if shift == 0 { low } else { low >> shift | high << (64 - shift) };
+    value & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
+}
+
+/// ORs the `bits` low bits of `value` into the words at `words` at bit `bit`, atomically (lanes
+/// share words).
+#[inline(always)]
+unsafe fn or_bits(words: *mut u32, bit: usize, bits: u32, value: u64) {
+    let (word, shift) = (bit / 32, (bit % 32) as u32);
+    let wide = (value as u128) << shift;
+    for k in 0..(shift + bits).div_ceil(32) as usize {
+        let part = (wide >> (32 * k)) as u32;
+        if part != 0 {
+            unsafe { AtomicU32::from_ptr(words.add(word + k)).fetch_or(part, Ordering::Relaxed) };
+        }
+    }
+}
+
+/// `levels[d]`, found by comparing with constant indices (which keeps `levels` in registers).
+#[inline(always)]
+fn pick(levels: &[u64; 1 + MAX_LAYERS], d: usize) -> u64 {
+    levels.iter().enumerate().fold(0, |picked, (k, &level)| if k == d { level } else { picked })
+}
+
+/// Compresses the `n` bytes at `input` with `options` into `out` (room for `capacity` bytes),
+/// as `ferrocomp_format::cascaded::compress`; returns the compressed size (in every lane).
+///
+/// # Safety
+/// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes and `shared` for
+/// [`COMPRESS_SHARED_BYTES_PER_WARP`] bytes (aligned to 8), none written by anyone else meanwhile.
+pub unsafe fn compress_chunk<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    options: &Options,
+    shared: *mut u8,
+    out: *mut u8,
+    capacity: usize,
+) -> Result<usize, Status> {
+    if n > MAX_CHUNK_SIZE {
+        return Err(Status::ChunkTooLarge);
+    }
+    if !options.valid() {
+        return Err(Status::Unsupported);
+    }
+    let table = HEADER_LEN + 2 * sub_blocks(n);
+    if table > capacity {
+        return Err(Status::OutputTooSmall);
+    }
+    let lane = warp.lane() as usize;
+    if lane < HEADER_LEN {
+        let header = [1, options.element as u8, 0, 0, n as u8, (n >> 8) as u8, (n >> 16) as u8, (n >> 24) as u8];
+        unsafe { *out.add(lane) = header[lane] };
+    }
+    let mut encoder = Encoder::new(shared, options);
+    let mut at = table;
+    for s in 0..sub_blocks(n) {
+        let (from, len) = (s * SUB_BLOCK, SUB_BLOCK.min(n - s * SUB_BLOCK));
+        let coded = unsafe { encoder.encode(warp, input.add(from), len) };
+        let size = coded.unwrap_or(1 + len);
+        if at + size > capacity {
+            return Err(Status::OutputTooSmall);
+        }
+        let to = unsafe { out.add(at) };
+        if coded.is_some() {
+            let coded = encoder.coded as *const u8;
+            warp.for_each_strided(size, |i| unsafe { *to.add(i) = *coded.add(i) });
+        } else {
+            warp.for_each_strided(len, |i| unsafe { *to.add(1 + i) = *input.add(from + i) });
+            if lane == 0 {
+                unsafe { *to = STORED };
+            }
+        }
+        if lane < 2 {
+            unsafe { *out.add(HEADER_LEN + 2 * s + lane) = (size >> (8 * lane)) as u8 };
+        }
+        warp.sync(); // the coded sub-block is read before the next is written
+        at += size;
+    }
+    Ok(at)
+}
+
+/// A warp's sub-block encoder: its shared memory and options.
+struct Encoder<'a> {
+    options: &'a Options,
+    width: usize,
+    /// Values of the run-length layers, odd layers in the first, even in the second.
+    values: [*mut u8; 2],
+    /// A bitmap of run starts per run-length layer.
+    starts: *mut u32,
+    /// The coded sub-block.
+    coded: *mut u32,
+    /// Entries of the elements and of each run-length layer's values.
+    counts: [usize; 1 + MAX_LAYERS],
+    /// The frame of each run-length layer's run lengths.
+    runs: [Frame; MAX_LAYERS],
+    /// The sub-block's input, and whether its elements are aligned to their width.
+    input: *const u8,
+    aligned: bool,
+}
+
+impl<'a> Encoder<'a> {
+    fn new(shared: *mut u8, options: &'a Options) -> Self {
+        let values = [shared, shared.wrapping_add(SUB_BLOCK)];
+        let starts = shared.wrapping_add(2 * SUB_BLOCK) as *mut u32;
+        let coded = shared.wrapping_add(2 * SUB_BLOCK + MAX_LAYERS * STARTS_BYTES) as *mut u32;
+        let width = options.element.width();
+        Self {
+            options,
+            width,
+            values,
+            starts,
+            coded,
+            counts: [0; 1 + MAX_LAYERS],
+            runs: [Frame { base: 0, bits: 0 }; MAX_LAYERS],
+            input: core::ptr::null(),
+            aligned: false,
+        }
+    }
+
+    /// Entry `i` of layer `r`'s values (the elements at `input` for layer 0).
+    #[inline(always)]
+    unsafe fn value(&self, r: usize, i: usize) -> u64 {
+        if r == 0 {
+            unsafe { load(self.input, i, self.width, self.aligned) }
+        } else {
+            unsafe { get(self.values[(r - 1) % 2], i, self.width) }
+        }
+    }
+
+    /// Codes the `len` bytes at `input` into `self.coded`; returns the coded size, or `None`
+    /// where the sub-block is better stored.
+    unsafe fn encode<W: Warp>(&mut self, warp: &W, input: *const u8, len: usize) -> Option<usize> {
+        let (options, width) = (self.options, self.width);
+        (self.input, self.aligned) = (input, (input as usize).is_multiple_of(width));
+        let (rles, deltas) = (options.rles as usize, options.deltas as usize);
+        self.counts[0] = len / width;
+        let tail = len % width;
+        // The frames of each layer's values after 0 to `deltas` delta layers, where searched.
+        let mut frames = [[Frame { base: 0, bits: 0 }; 1 + MAX_LAYERS]; 1 + MAX_LAYERS];
+        for (r, layer) in frames.iter_mut().enumerate().take(rles + 1) {
+            if options.auto || r == rles {
+                let extremes = unsafe { self.delta_extremes(warp, r, deltas) };
+                for (frame, extremes) in layer.iter_mut().zip(extremes).take(deltas + 1) {
+                    *frame = reduce(warp, extremes).frame(width, options.bitpack);
+                }
+            }
+            if r < rles {
+                unsafe { self.run_length_layer(warp, r) };
+            }
+        }
+        // The search tries run-length layers, then delta layers, from 0 up and keeps the first
+        // smallest, a coding larger than the sub-block stored counting as stored (as the CPU's).
+        let (mut best, mut choice) = (usize::MAX, None);
+        for (r, layer) in frames.iter().enumerate().take(rles + 1) {
+            for (d, &frame) in layer.iter().enumerate().take(deltas + 1) {
+                if options.auto || (r, d) == (rles, deltas) {
+                    let size = self.coded_size(r, d, frame, tail);
+                    let (size, coded) = if size <= 1 + len { (size, Some((r, d))) } else { (1 + len, None) };
+                    if size < best {
+                        (best, choice) = (size, coded);
+                    }
+                }
+            }
+        }
+        let (r, d) = choice?;
+        // Layers past the chosen one may have overwritten its values: take them again.
+        if r >= 1 && r + 2 <= rles {
+            for k in 0..r {
+                unsafe { self.run_length_layer(warp, k) };
+            }
+        }
+        unsafe { self.write(warp, r, d, frames[r][d], best) };
+        Some(best)
+    }
+
+    /// The coded size with `r` run-length and `d` delta layers, the values framed by `values`.
+    fn coded_size(&self, r: usize, d: usize, values: Frame, tail: usize) -> usize {
+        let runs: usize = (0..r).map(|k| 2 * RUN_WIDTH + 1 + packed_len(self.counts[k + 1], self.runs[k].bits)).sum();
+        let start = if d > 0 { self.width } else { 0 };
+        1 + runs + start + 1 + self.width + packed_len(self.counts[r], values.bits) + tail
+    }
+
+    /// Extremes of layer `r`'s values after 0 to `deltas` delta layers, each lane's own.
+    unsafe fn delta_extremes<W: Warp>(&self, warp: &W, r: usize, deltas: usize) -> [Extremes; 1 + MAX_LAYERS] {
+        let mut extremes = [Extremes::EMPTY; 1 + MAX_LAYERS];
+        unsafe {
+            self.for_each_delta(warp, r, deltas, |_, levels| {
+                // Constant indices (a guard, not a bound) keep the arrays in registers.
+                for (d, extremes) in extremes.iter_mut().enumerate() {
+                    if d <= deltas {
+                        *extremes = extremes.merge(Extremes::of(levels[d], self.width));
+                    }
+                }
+            })
+        };
+        extremes
+    }
+
+    /// Calls `f(i, levels)` for each entry `i` of layer `r`'s values, in the lane holding it,
+    /// `levels[d]` being the entry after `d` delta layers (`d` up to `deltas`).
+    #[inline(always)]
+    unsafe fn for_each_delta<W: Warp>(
+        &self,
+        warp: &W,
+        r: usize,
+        deltas: usize,
+        mut f: impl FnMut(usize, &[u64; 1 + MAX_LAYERS]),
+    ) {
+        let count = self.counts[r];
+        if count == 0 {
+            return;
+        }
+        // Each delta layer takes its first entry's difference from itself: the first layer's
+        // from the first value, the others' from 0.
+        let mut carries = [0u64; MAX_LAYERS];
+        carries[0] = unsafe { self.value(r, 0) };
+        let mut tile = 0;
+        while tile < count {
+            let i = tile + warp.lane() as usize;
+            let mut levels = [0u64; 1 + MAX_LAYERS];
+            levels[0] = if i < count { unsafe { self.value(r, i) } } else { 0 };
+            for d in 0..MAX_LAYERS {
+                if d < deltas {
+                    let before = previous(warp, levels[d], carries[d]);
+                    levels[d + 1] = levels[d].wrapping_sub(before) & mask(self.width);
+                    carries[d] = shuffle64(warp, levels[d], WARP_SIZE - 1);
+                }
+            }
+            if i < count {
+                f(i, &levels);
+            }
+            tile += WARP_SIZE as usize;
+        }
+    }
+
+    /// Run-length layer `r + 1` over layer `r`'s values: its run starts into bitmap `r`, its
+    /// values into their row, its count and the frame of its run lengths.
+    unsafe fn run_length_layer<W: Warp>(&mut self, warp: &W, r: usize) {
+        let (count, lane) = (self.counts[r], warp.lane());
+        let (to, starts) = (self.values[r % 2], unsafe { self.starts.add(r * STARTS_BYTES / 4) });
+        let (mut runs, mut last, mut tile) = (0, 0, 0);
+        while tile < count {
+            let i = tile + lane as usize;
+            let value = if i < count { unsafe { self.value(r, i) } } else { 0 };
+            let before = previous(warp, value, last);
+            let word = warp.ballot(i < count && (i == 0 || value != before));
+            if lane == 0 {
+                unsafe { *starts.add(tile / 32) = word };
+            }
+            if word >> lane & 1 == 1 {
+                unsafe { set(to, runs + (word & ((1 << lane) - 1)).count_ones() as usize, self.width, value) };
+            }
+            runs += word.count_ones() as usize;
+            last = shuffle64(warp, value, WARP_SIZE - 1);
+            tile += WARP_SIZE as usize;
+        }
+        warp.sync(); // the values and bitmap are written before they are read
+        self.counts[r + 1] = runs;
+        let mut extremes = Extremes::EMPTY;
+        unsafe { self.for_each_run(warp, r, |_, run| extremes = extremes.merge(Extremes::of(run as u64, RUN_WIDTH))) };
+        self.runs[r] = reduce(warp, extremes).frame(RUN_WIDTH, self.options.bitpack);
+    }
+
+    /// Calls `f(k, length)` for each run `k` of layer `r + 1`, in some lane, from bitmap `r`.
+    #[inline(always)]
+    unsafe fn for_each_run<W: Warp>(&self, warp: &W, r: usize, mut f: impl FnMut(usize, usize)) {
+        let (count, lane) = (self.counts[r], warp.lane());
+        let starts = unsafe { self.starts.add(r * STARTS_BYTES / 4) };
+        // Each start closes the run before it, which began at the start before (`open` where
+        // that lies in an earlier word).
+        let (mut open, mut runs, mut tile) = (0, 0, 0);
+        while tile < count {
+            let word = unsafe { *starts.add(tile / 32) };
+            let below = word & ((1 << lane) - 1);
+            if word >> lane & 1 == 1 && runs + below.count_ones() as usize >= 1 {
+                let begun = if below != 0 { tile + 31 - below.leading_zeros() as usize } else { open };
+                f(runs + below.count_ones() as usize - 1, tile + lane as usize - begun);
+            }
+            if word != 0 {
+                open = tile + 31 - word.leading_zeros() as usize;
+            }
+            runs += word.count_ones() as usize;
+            tile += WARP_SIZE as usize;
+        }
+        if runs > 0 && lane == 0 {
+            f(runs - 1, count - open);
+        }
+    }
+
+    /// Writes the sub-block's `size` coded bytes with `r` run-length and `d` delta layers.
+    unsafe fn write<W: Warp>(&self, warp: &W, r: usize, d: usize, values: Frame, size: usize) {
+        let (width, lane, coded) = (self.width, warp.lane() as usize, self.coded);
+        warp.for_each_strided(size.div_ceil(4), |i| unsafe { *coded.add(i) = 0 });
+        warp.sync();
+        // The header's bytes (layers, counts, frames) in the first lane, the entries in all.
+        let mut bit = 0;
+        let put = |bit: &mut usize, bytes: u32, value: u64| {
+            if lane == 0 {
+                unsafe { or_bits(coded, *bit, 8 * bytes, value) };
+            }
+            *bit += 8 * bytes as usize;
+        };
+        put(&mut bit, 1, (r | d << 4) as u64);
+        for &count in &self.counts[1..=r] {
+            put(&mut bit, RUN_WIDTH as u32, count as u64);
+        }
+        for k in 0..r {
+            let frame = self.runs[k];
+            put(&mut bit, 1, frame.bits as u64);
+            put(&mut bit, RUN_WIDTH as u32, frame.base);
+            let at = bit;
+            unsafe {
+                self.for_each_run(warp, k, |i, run| {
+                    let packed = (run as u64).wrapping_sub(frame.base) & mask(RUN_WIDTH);
+                    or_bits(coded, at + i * frame.bits as usize, frame.bits, packed);
+                })
+            };
+            bit += 8 * packed_len(self.counts[k + 1], frame.bits);
+        }
+        if d > 0 {
+            let first = if self.counts[r] > 0 { unsafe { self.value(r, 0) } } else { 0 };
+            put(&mut bit, width as u32, first);
+        }
+        put(&mut bit, 1, values.bits as u64);
+        put(&mut bit, width as u32, values.base);
+        let at = bit;
+        unsafe {
+            self.for_each_delta(warp, r, d, |i, levels| {
+                let packed = pick(levels, d).wrapping_sub(values.base) & mask(width);
+                or_bits(coded, at + i * values.bits as usize, values.bits, packed);
+            })
+        };
+        bit += 8 * packed_len(self.counts[r], values.bits);
+        let (tail_at, whole) = (bit / 8, self.counts[0] * width);
+        let tail = size - tail_at;
+        if lane < tail {
+            unsafe { or_bits(coded, 8 * (tail_at + lane), 8, *self.input.add(whole + lane) as u64) };
+        }
+        warp.sync(); // every lane's bits are in before the sub-block is copied out
+    }
+}
+
+/// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
+/// `ferrocomp_format::cascaded::decompress`: the same size or status, in every lane.
+///
+/// # Safety
+/// `input` must be readable for `len` bytes, `out` writable for `capacity` bytes and `shared` for
+/// [`DECOMPRESS_SHARED_BYTES_PER_WARP`] bytes (aligned to 8), none written by anyone else
+/// meanwhile.
+pub unsafe fn decompress_chunk<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    len: usize,
+    out: *mut u8,
+    capacity: usize,
+    shared: *mut u8,
+) -> Result<usize, Status> {
+    let bytes = unsafe { crate::raw::bytes(input, len) };
+    let (element, n) = read_header(bytes)?;
+    if n > capacity {
+        return Err(Status::OutputTooSmall);
+    }
+    let mut at = HEADER_LEN + 2 * sub_blocks(n);
+    for s in 0..sub_blocks(n) {
+        let size = sub_block_size(bytes, s);
+        if at + size > len {
+            return Err(Status::Truncated);
+        }
+        let sub_len = SUB_BLOCK.min(n - s * SUB_BLOCK);
+        unsafe {
+            decode_sub_block(warp, input.add(at), size, element.width(), out.add(s * SUB_BLOCK), sub_len, shared)?
+        };
+        at += size;
+    }
+    if at != len { Err(Status::Malformed) } else { Ok(n) }
+}
+
+/// Decodes the `size`-byte sub-block at `input` into the `len` bytes at `out`.
+unsafe fn decode_sub_block<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    size: usize,
+    width: usize,
+    out: *mut u8,
+    len: usize,
+    shared: *mut u8,
+) -> Result<(), Status> {
+    if size > 1 + SUB_BLOCK {
+        return Err(Status::Malformed);
+    }
+    let (values, coded) = (shared, shared.wrapping_add(SUB_BLOCK) as *mut u32);
+    warp.sync(); // the sub-block before is read out
+    warp.for_each_strided(size, |i| unsafe { *(coded as *mut u8).add(i) = *input.add(i) });
+    warp.sync();
+    let bytes = unsafe { crate::raw::bytes(coded as *const u8, size) };
+    if bytes.first() == Some(&STORED) {
+        if size != 1 + len {
+            return Err(if size < 1 + len { Status::Truncated } else { Status::Malformed });
+        }
+        warp.for_each_strided(len, |i| unsafe { *out.add(i) = bytes[1 + i] });
+        return Ok(());
+    }
+    let (count, tail) = (len / width, len % width);
+    let layout = Layout::parse(bytes, width, count, tail)?;
+    let lane = warp.lane() as usize;
+    // The values, their deltas undone (the last layer first), to the end of the room.
+    let stream = layout.values;
+    let first = count - stream.count;
+    let mut sums = [0u64; MAX_LAYERS];
+    for (j, sum) in sums.iter_mut().enumerate() {
+        if j + 1 == layout.deltas {
+            *sum = layout.start;
+        }
+    }
+    let mut tile = 0;
+    while tile < stream.count {
+        let i = tile + lane;
+        let mut value = if i < stream.count {
+            let packed = unsafe { read_bits(coded, 8 * stream.at + i * stream.bits as usize, stream.bits) };
+            stream.base.wrapping_add(packed) & mask(width)
+        } else {
+            0
+        };
+        for (j, sum) in sums.iter_mut().enumerate() {
+            if j >= layout.deltas {
+                break;
+            }
+            value = scan_add64(warp, value).wrapping_add(*sum) & mask(width);
+            *sum = shuffle64(warp, value, WARP_SIZE - 1);
+        }
+        if i < stream.count {
+            unsafe { set(values, first + i, width, value) };
+        }
+        tile += WARP_SIZE as usize;
+    }
+    warp.sync();
+    // Each run-length layer expands its values (at the end of the room) forward from there, 32
+    // runs a step, never past a value it has still to read.
+    for r in (0..layout.rles).rev() {
+        let runs = layout.runs[r];
+        let first = count - runs.count;
+        let target = if r == 0 { count } else { layout.runs[r - 1].count };
+        let mut at = count - target;
+        let mut k = 0;
+        while k < runs.count {
+            let i = k + lane;
+            let run = if i < runs.count {
+                let packed = unsafe { read_bits(coded, 8 * runs.at + i * runs.bits as usize, runs.bits) };
+                (runs.base.wrapping_add(packed) & mask(RUN_WIDTH)) as u32
+            } else {
+                0
+            };
+            let value = if i < runs.count { unsafe { get(values, first + i, width) } } else { 0 };
+            let end = crate::lz77::scan_add(warp, run);
+            let total = warp.shuffle(end, WARP_SIZE - 1) as usize;
+            let empty = warp.ballot(i < runs.count && run == 0);
+            warp.sync(); // this step's values are read before its entries are written
+            if empty != 0 || at + total > count {
+                return Err(Status::Malformed);
+            }
+            let start = if i < runs.count { end - run } else { u32::MAX };
+            let mut step = 0;
+            while step < total {
+                let q = (step + lane) as u32;
+                let owner = last_starting_by(warp, start, q);
+                let entry = shuffle64(warp, value, owner);
+                if (q as usize) < total {
+                    unsafe { set(values, at + q as usize, width, entry) };
+                }
+                step += WARP_SIZE as usize;
+            }
+            warp.sync();
+            at += total;
+            k += WARP_SIZE as usize;
+        }
+        if at != count {
+            return Err(Status::Malformed);
+        }
+    }
+    warp.for_each_strided(count * width, |i| unsafe { *out.add(i) = *values.add(i) });
+    if lane < tail {
+        unsafe { *out.add(count * width + lane) = bytes[layout.tail + lane] };
+    }
+    Ok(())
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use super::*;
+    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::gpu::HardwareWarp;
+    use ferrocomp_format::BatchArgs;
+    use ferrocomp_format::cascaded;
+
+    /// Cascaded's kernels: a warp per chunk both ways, a thread per chunk for the sizes.
+    pub struct Cascaded;
+
+    impl ChunkKernels for Cascaded {
+        const COMPRESS: Lanes = Lanes::Warp;
+        const DECOMPRESS: Lanes = Lanes::Warp;
+        const SIZES: Lanes = Lanes::Thread;
+
+        unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let options = Options::from_word(args.options).ok_or(Status::Unsupported)?;
+            let shared = warp_shared::<u8>(COMPRESS_SHARED_BYTES_PER_WARP);
+            unsafe {
+                compress_chunk(warp, chunk.input, chunk.input_len, &options, shared, chunk.output, chunk.capacity)
+            }
+        }
+
+        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            let shared = warp_shared::<u8>(DECOMPRESS_SHARED_BYTES_PER_WARP);
+            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity, shared) }
+        }
+
+        unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            cascaded::decompressed_size(unsafe { chunk.input() })
+        }
+    }
+
+    crate::batch_kernels!(Cascaded: cascaded_compress, cascaded_decompress, cascaded_decompressed_sizes);
+}

@@ -1,0 +1,145 @@
+//! The Cascaded kernels' bodies on an emulated warp: the compressor writes the format crate's
+//! bytes at every element type and option, and the decoder gives the scalar decoder's bytes or
+//! status on those streams, on misaligned ones and on damaged ones.
+
+use ferrocomp_format::Status;
+use ferrocomp_format::cascaded::{self, ElementType, Options, SUB_BLOCK};
+use ferrocomp_kernels_gpu::{cascaded as gpu_cascaded, emulated};
+use ferrocomp_tests::{random_bytes, text_bytes};
+
+/// Every lane's result, which must all agree.
+fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
+    let first = lanes.remove(0);
+    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
+    first
+}
+
+/// Shared memory for one warp, aligned to 8.
+fn shared(bytes: usize) -> Vec<u64> {
+    vec![0; bytes.div_ceil(8)]
+}
+
+/// The warp's stream of `input` placed `shift` bytes past an aligned address.
+fn warp_compress(input: &[u8], options: &Options, shift: usize) -> Result<Vec<u8>, Status> {
+    let capacity = cascaded::max_compressed_size(input.len());
+    let mut out = vec![0u8; capacity];
+    let mut placed = vec![0u8; input.len() + shift];
+    placed[shift..].copy_from_slice(input);
+    let mut smem = shared(gpu_cascaded::COMPRESS_SHARED_BYTES_PER_WARP);
+    let (i, o, s) = (placed[shift..].as_ptr() as usize, out.as_mut_ptr() as usize, smem.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        gpu_cascaded::compress_chunk(warp, i as *const u8, input.len(), options, s as *mut u8, o as *mut u8, capacity)
+    }));
+    result.map(|n| out[..n].to_vec())
+}
+
+fn warp_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity];
+    let exact: Box<[u8]> = stream.into(); // an allocation of the stream's size, for a sanitizer
+    let mut smem = shared(gpu_cascaded::DECOMPRESS_SHARED_BYTES_PER_WARP);
+    let (i, o, s) = (exact.as_ptr() as usize, out.as_mut_ptr() as usize, smem.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        gpu_cascaded::decompress_chunk(warp, i as *const u8, stream.len(), o as *mut u8, capacity, s as *mut u8)
+    }));
+    result.map(|n| out[..n].to_vec())
+}
+
+fn scalar_compress(input: &[u8], options: &Options) -> Vec<u8> {
+    let mut out = vec![0u8; cascaded::max_compressed_size(input.len())];
+    let n = cascaded::compress(input, options, &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+fn scalar_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity];
+    cascaded::decompress(stream, &mut out).map(|n| out[..n].to_vec())
+}
+
+/// Elements of `width` bytes: runs of slowly changing values, then sorted offsets, then noise.
+fn numbers(width: usize, seed: u64) -> Vec<u8> {
+    let noise = random_bytes(600, seed);
+    let mut out = Vec::new();
+    let mut value = 7u64;
+    for (k, &r) in noise.iter().enumerate().take(300) {
+        value = value.wrapping_add(r as u64 % 5).wrapping_sub(2);
+        for _ in 0..1 + (r as usize % 9) * (k % 3) {
+            out.extend_from_slice(&value.to_le_bytes()[..width]);
+        }
+    }
+    for (k, &r) in noise.iter().enumerate() {
+        out.extend_from_slice(&((k * 40 + r as usize % 40) as u64).to_le_bytes()[..width]);
+    }
+    out.extend_from_slice(&noise[..301]);
+    out
+}
+
+fn small_inputs() -> Vec<Vec<u8>> {
+    vec![Vec::new(), vec![9], vec![3; 5], text_bytes(SUB_BLOCK + 77, 5)]
+}
+
+#[test]
+fn warp_compressor_writes_the_scalar_bytes() {
+    for element in ElementType::ALL {
+        let option_sets = [
+            Options { element, ..Options::default() },
+            Options { element, rles: 2, deltas: 1, bitpack: true, auto: false },
+            Options { element, rles: 4, deltas: 0, bitpack: true, auto: false },
+            Options { element, rles: 0, deltas: 3, bitpack: false, auto: false },
+            Options { element, rles: 3, deltas: 2, bitpack: true, auto: true },
+        ];
+        // Every option set on numbers; the small and text inputs each with one, in turn.
+        let numbers = numbers(element.width(), element as u64);
+        let cases = option_sets.iter().map(|options| (&numbers, options));
+        let small = small_inputs();
+        let cases = cases.chain(small.iter().zip(option_sets.iter().cycle().skip(element as usize)));
+        for (k, (input, options)) in cases.enumerate() {
+            let expected = scalar_compress(input, options);
+            let got = warp_compress(input, options, k % 3).unwrap();
+            assert_eq!(got, expected, "{} bytes, {options:?}", input.len());
+            assert_eq!(warp_decompress(&got, input.len()).as_ref(), Ok(input), "{options:?}");
+        }
+    }
+}
+
+#[test]
+fn warp_compressor_reports_what_does_not_fit() {
+    let input = numbers(4, 8);
+    let options = Options::default();
+    let capacity = scalar_compress(&input, &options).len() - 1;
+    let mut out = vec![0u8; capacity];
+    let mut smem = shared(gpu_cascaded::COMPRESS_SHARED_BYTES_PER_WARP);
+    let (i, o, s) = (input.as_ptr() as usize, out.as_mut_ptr() as usize, smem.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        gpu_cascaded::compress_chunk(warp, i as *const u8, input.len(), &options, s as *mut u8, o as *mut u8, capacity)
+    }));
+    assert_eq!(result, Err(Status::OutputTooSmall));
+}
+
+#[test]
+fn warp_decoder_agrees_with_scalar_on_damaged_streams() {
+    let mut noise = random_bytes(4096, 13).into_iter();
+    for element in [ElementType::U8, ElementType::I32, ElementType::U64] {
+        for options in
+            [Options { element, ..Options::default() }, Options { element, rles: 3, auto: false, ..Options::default() }]
+        {
+            let input = numbers(element.width(), 6);
+            let stream = scalar_compress(&input, &options);
+            assert_eq!(warp_decompress(&stream, input.len() - 1), Err(Status::OutputTooSmall));
+            assert_eq!(
+                warp_decompress(&stream[..stream.len() - 1], input.len()),
+                scalar_decompress(&stream[..stream.len() - 1], input.len())
+            );
+            for _ in 0..24 {
+                let mut damaged = stream.clone();
+                let at = (noise.next().unwrap() as usize * 256 + noise.next().unwrap() as usize) % stream.len();
+                damaged[at] ^= 1 << (noise.next().unwrap() % 8);
+                assert_eq!(
+                    warp_decompress(&damaged, input.len()),
+                    scalar_decompress(&damaged, input.len()),
+                    "{options:?}, damaged at {at}"
+                );
+            }
+        }
+    }
+}

@@ -47,7 +47,7 @@ pub trait Codec {
     ) -> Result<()>;
 }
 
-/// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd".
+/// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd", "Cascaded".
 pub fn title(algorithm: Algorithm) -> &'static str {
     match algorithm {
         Algorithm::Lz4 => "LZ4",
@@ -56,6 +56,7 @@ pub fn title(algorithm: Algorithm) -> &'static str {
         Algorithm::GDeflate => "GDeflate",
         Algorithm::Blosc => "Blosc",
         Algorithm::Zstd => "Zstd",
+        Algorithm::Cascaded => "Cascaded",
     }
 }
 

@@ -5,8 +5,8 @@
 
 use anyhow::{Context, Result, bail, ensure};
 use ferrocomp::{
-    Algorithm, Blosc, Chunks, Deflate, DeviceBuffer, GDeflate, Gpu, Lz4, Options, Results, Shuffle, Snappy, Wrapper,
-    Zstd,
+    Algorithm, Blosc, Cascaded, Chunks, Deflate, DeviceBuffer, GDeflate, Gpu, Lz4, Options, Results, Shuffle, Snappy,
+    Wrapper, Zstd,
 };
 use ferrocomp_bench::nvcomp::Nvcomp;
 use ferrocomp_bench::{BenchStream, Chunked, Codec, Timer, chunk_sizes, codec_name, title};
@@ -31,7 +31,7 @@ const DATASETS: [(&str, &str); 4] = [
 ];
 
 /// Every algorithm, in table order.
-const ALGORITHMS: [Algorithm; 6] = Algorithm::ALL;
+const ALGORITHMS: [Algorithm; 7] = Algorithm::ALL;
 
 /// zlib levels whose ratios (zlib-rs's) the Deflate and GDeflate tables give for reference.
 const ZLIB_LEVELS: [u32; 2] = [1, 6];
@@ -116,6 +116,8 @@ impl Args {
             Algorithm::Blosc => vec![Options::Blosc(Blosc { typesize: 4, shuffle: Shuffle::Byte })],
             // Each level beside nvCOMP's Zstd (which has none).
             Algorithm::Zstd => self.zstd_levels.iter().map(|&level| Options::Zstd(Zstd { level })).collect(),
+            // The defaults (u32 elements, layers searched), beside nvCOMP's (u32, its adaptive mode).
+            Algorithm::Cascaded => vec![Options::Cascaded(Cascaded::default())],
         }
     }
 }

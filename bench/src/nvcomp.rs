@@ -80,6 +80,8 @@ const _: () = assert!(
         && size_of::<LevelCompressOpts>() == 64
         && size_of::<DecompressOpts>() == 64
         && size_of::<GdeflateDecompressOpts>() == 64
+        && size_of::<CascadedCompressOpts>() == 64
+        && size_of::<CascadedDecompressOpts>() == 64
 );
 
 /// `nvcompBatchedSnappyCompressDefaultOpts`.
@@ -92,6 +94,49 @@ const LZ4_DECOMPRESS_DEFAULTS: Lz4DecompressOpts =
 /// `nvcompBatchedSnappyDecompressDefaultOpts` and `nvcompBatchedDeflateDecompressDefaultOpts`.
 const DECOMPRESS_DEFAULTS: DecompressOpts =
     DecompressOpts { backend: 0, sort_before_hw_decompress: 0, reserved: [0; 56] };
+
+/// `nvcompCascadedCommonOpts_t`: the data type, the mode and two encoding masks.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CascadedCommonOpts {
+    data_type: i32,
+    mode: u32,
+    terminal_codec_flags: u64,
+    coarse_grained_encoding_flags: u64,
+}
+
+/// `nvcompBatchedCascadedCompressOpts_t` (nvCOMP 5 and later: an adaptive search, no layer counts).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CascadedCompressOpts {
+    common: CascadedCommonOpts,
+    fine_grained_encoding_flags: u64,
+    compression_level: u8,
+    reserved: [u8; 31],
+}
+
+/// `nvcompBatchedCascadedDecompressOpts_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CascadedDecompressOpts {
+    backend: i32,
+    common: CascadedCommonOpts,
+    reserved: [u8; 32],
+}
+
+/// `nvcompBatchedCascadedCompressDefaultOpts`: `NVCOMP_TYPE_UINT`, `NVCOMP_CASCADED_MODE_ASYMMETRIC`, the bitpack
+/// terminal codec, no coarse-grained encodings, every fine-grained one (delta, RLE, FOR), level 3.
+const CASCADED_COMPRESS_DEFAULTS: CascadedCompressOpts = CascadedCompressOpts {
+    common: CascadedCommonOpts { data_type: 5, mode: 1, terminal_codec_flags: 1, coarse_grained_encoding_flags: 0 },
+    fine_grained_encoding_flags: 7,
+    compression_level: 3,
+    reserved: [0; 31],
+};
+
+/// Decompression told the compressor's common options, as nvCOMP's manager does (the defaults' unspecified
+/// mode is documented as slower).
+const CASCADED_DECOMPRESS_OPTS: CascadedDecompressOpts =
+    CascadedDecompressOpts { backend: 0, common: CASCADED_COMPRESS_DEFAULTS.common, reserved: [0; 32] };
 
 /// `nvcompBatchedGdeflateDecompressDefaultOpts`.
 const GDEFLATE_DECOMPRESS_DEFAULTS: GdeflateDecompressOpts = GdeflateDecompressOpts { backend: 0, reserved: [0; 60] };
@@ -199,6 +244,14 @@ impl Nvcomp {
                     Box::new(Batched::load(self, "Deflate", label, level(deflate.level), DECOMPRESS_DEFAULTS)?)
                 }
                 Options::Blosc(_) => bail!("nvCOMP has no Blosc"),
+                // Its defaults whatever ours are: nvCOMP 5 and later take no layer counts.
+                Options::Cascaded(_) => Box::new(Batched::load(
+                    self,
+                    "Cascaded",
+                    label,
+                    CASCADED_COMPRESS_DEFAULTS,
+                    CASCADED_DECOMPRESS_OPTS,
+                )?),
                 // nvCOMP's Zstd has no level: ours at any level is set beside its one.
                 Options::Zstd(_) => Box::new(Batched::load(
                     self,

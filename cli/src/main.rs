@@ -3,8 +3,8 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ferrocomp::{
-    Bitstream, Blosc, BufferCodec, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate, GDeflate, Gpu, Lz4,
-    Options, Shuffle, Snappy, Wrapper, Zstd,
+    Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate,
+    ElementType, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
@@ -33,9 +33,12 @@ enum Command {
         /// Uncompressed bytes per chunk (native bitstream): bytes, or with a K, KiB, M or MiB suffix.
         #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
         chunk_size: usize,
-        /// Element type of the input; matches align to its width (lz4, snappy), blosc shuffles its bytes.
-        #[arg(long, value_enum, default_value_t = DataTypeArg::Char)]
-        data_type: DataTypeArg,
+        /// Element type of the input; matches align to its width (lz4, snappy), blosc shuffles its
+        /// bytes, cascaded's layers work in it. Default char, for cascaded uint.
+        #[arg(long, value_enum)]
+        data_type: Option<DataTypeArg>,
+        #[command(flatten)]
+        layers: LayersArgs,
         /// Level of deflate, zlib, gzip and gdeflate (nvCOMP's algorithm_type): 0 entropy coding
         /// only, 1 fast (the default), 2-3 medium, 4 high, 5 highest ratio. Of zstd: 1 fast (the
         /// default) to 2, higher ratio.
@@ -50,6 +53,31 @@ enum Command {
         #[arg(long, value_parser = parse_size)]
         size: Option<usize>,
     },
+}
+
+/// Cascaded's layers (nvCOMP's num_RLEs, num_deltas and use_bp).
+#[derive(Args)]
+struct LayersArgs {
+    /// Cascaded: run-length layers, at most 4 (searched per sub-block up to this unless --exact-layers).
+    #[arg(long, default_value_t = Cascaded::default().rles)]
+    rles: u8,
+    /// Cascaded: delta layers, at most 4 (searched per sub-block up to this unless --exact-layers).
+    #[arg(long, default_value_t = Cascaded::default().deltas)]
+    deltas: u8,
+    /// Cascaded: store the streams' entries whole rather than bit-packed.
+    #[arg(long)]
+    no_bitpack: bool,
+    /// Cascaded: apply exactly --rles and --deltas layers to every sub-block, as nvCOMP does.
+    #[arg(long)]
+    exact_layers: bool,
+}
+
+impl Default for LayersArgs {
+    /// The options' defaults (a stream decodes whatever layers it has).
+    fn default() -> Self {
+        let Cascaded { rles, deltas, .. } = Cascaded::default();
+        Self { rles, deltas, no_bitpack: false, exact_layers: false }
+    }
 }
 
 /// Arguments of both commands.
@@ -88,6 +116,8 @@ enum AlgorithmArg {
     Blosc,
     /// Zstandard frames (RFC 8878), as libzstd reads and writes them
     Zstd,
+    /// run-length, delta and bit-packing layers over --data-type integers (nvCOMP's Cascaded)
+    Cascaded,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -109,13 +139,31 @@ enum ChecksumArg {
     ComputeVerify,
 }
 
+/// nvCOMP's data types (the signed and unsigned of a width alike but for cascaded's element type).
 #[derive(Clone, Copy, ValueEnum)]
 enum DataTypeArg {
     Char,
+    Uchar,
     Short,
+    Ushort,
     Int,
+    Uint,
     #[value(name = "longlong")]
     LongLong,
+    #[value(name = "ulonglong")]
+    ULongLong,
+}
+
+impl DataTypeArg {
+    /// Cascaded's element type of the same width and sign.
+    fn element(self) -> ElementType {
+        ElementType::ALL[self as usize] // nvCOMP's order
+    }
+
+    /// The width, as LZ4's and Snappy's data type.
+    fn data_type(self) -> DataType {
+        [DataType::Char, DataType::Short, DataType::Int, DataType::LongLong][self as usize / 2]
+    }
 }
 
 impl Common {
@@ -135,13 +183,9 @@ impl Common {
         Config { chunk_size, bitstream, checksum }
     }
 
-    fn options(&self, data_type: DataTypeArg, level: Option<u8>) -> Result<Options> {
-        let data_type = match data_type {
-            DataTypeArg::Char => DataType::Char,
-            DataTypeArg::Short => DataType::Short,
-            DataTypeArg::Int => DataType::Int,
-            DataTypeArg::LongLong => DataType::LongLong,
-        };
+    fn options(&self, data_type: Option<DataTypeArg>, level: Option<u8>, layers: &LayersArgs) -> Result<Options> {
+        let element = data_type.unwrap_or(DataTypeArg::Uint).element();
+        let data_type = data_type.unwrap_or(DataTypeArg::Char).data_type();
         let (levels, default) = match self.algorithm {
             AlgorithmArg::Zstd => (Zstd::LEVELS, Zstd::default().level),
             _ => (Deflate::LEVELS, Deflate::default().level),
@@ -160,6 +204,15 @@ impl Common {
             AlgorithmArg::Gdeflate => Options::GDeflate(GDeflate { level }),
             AlgorithmArg::Blosc => Options::Blosc(Blosc { typesize: data_type.width() as u8, shuffle: Shuffle::Byte }),
             AlgorithmArg::Zstd => Options::Zstd(Zstd { level }),
+            AlgorithmArg::Cascaded => {
+                let (rles, deltas) = (layers.rles, layers.deltas);
+                let bitpack = !layers.no_bitpack;
+                let cascaded = Cascaded { element, rles, deltas, bitpack, auto: !layers.exact_layers };
+                if !cascaded.valid() {
+                    bail!("--rles {rles} and --deltas {deltas}: each may be at most 4");
+                }
+                Options::Cascaded(cascaded)
+            }
         })
     }
 
@@ -209,8 +262,8 @@ fn run(cli: Cli) -> Result<()> {
     let device = gpu.as_ref().map_or("CPU".into(), |gpu| gpu.name().to_string());
     let start = Instant::now();
     let (output, uncompressed, compressed) = match cli.command {
-        Command::Compress { ref common, chunk_size, data_type, level } => {
-            let codec = BufferCodec::new(common.options(data_type, level)?, common.config(chunk_size), gpu)
+        Command::Compress { ref common, chunk_size, data_type, level, ref layers } => {
+            let codec = BufferCodec::new(common.options(data_type, level, layers)?, common.config(chunk_size), gpu)
                 .context("configuring the compressor")?;
             let bar = progress_bar(input.len());
             let output = codec
@@ -221,9 +274,12 @@ fn run(cli: Cli) -> Result<()> {
             (output, input.len(), compressed)
         }
         Command::Decompress { ref common, size } => {
-            let codec =
-                BufferCodec::new(common.options(DataTypeArg::Char, None)?, common.config(DEFAULT_CHUNK_SIZE), gpu)
-                    .context("configuring the decompressor")?;
+            let codec = BufferCodec::new(
+                common.options(None, None, &LayersArgs::default())?,
+                common.config(DEFAULT_CHUNK_SIZE),
+                gpu,
+            )
+            .context("configuring the decompressor")?;
             let context = || format!("decompressing {input_path}");
             let total = codec.read_frame(&input).with_context(context)?.total_size;
             if let Some(size) = size.filter(|&size| size != total) {

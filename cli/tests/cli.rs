@@ -296,3 +296,28 @@ fn a_gzip_file_with_a_wrong_crc_fails() {
     let stderr = ferrocomp_err("decompress", &["-a", "gzip", "--bitstream", "raw"], &bad, &dir.path("out"));
     assert!(stderr.contains("checksum"), "{stderr}");
 }
+
+#[test]
+fn cascaded_takes_its_layers_and_element_type() {
+    let dir = TempDir::new("cascaded");
+    // Sorted offsets with small steps: one delta layer and 6-bit packing.
+    let data: Vec<u8> = (0..100_000u32).flat_map(|i| (i * 25 + i % 7).to_le_bytes()).collect();
+    let input = dir.file("in", &data);
+    for args in [
+        &["-a", "cascaded"][..],
+        &["-a", "cascaded", "--data-type", "int", "--rles", "0", "--deltas", "2", "--exact-layers"],
+        &["-a", "cascaded", "--data-type", "uchar", "--no-bitpack"],
+    ] {
+        let (compressed, restored) = (dir.path("c"), dir.path("r"));
+        let packed = ferrocomp_ok("compress", args, &input, &compressed);
+        assert!(packed.starts_with(b"FCMP") && packed[5] == 7, "{args:?}");
+        if args.len() < 4 {
+            assert!(packed.len() < data.len() / 4, "{args:?}: {}", packed.len());
+        }
+        assert_eq!(ferrocomp_ok("decompress", &[], &compressed, &restored), data, "{args:?}");
+        std::fs::remove_file(&compressed).unwrap();
+        std::fs::remove_file(&restored).unwrap();
+    }
+    let stderr = ferrocomp_err("compress", &["-a", "cascaded", "--rles", "5"], &input, &dir.path("out"));
+    assert!(stderr.contains("at most 4"), "{stderr}");
+}

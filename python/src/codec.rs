@@ -11,9 +11,10 @@ use crate::device::{self, StreamRef, stream_arg};
 use crate::dtype::DType;
 use crate::enums::{BitstreamKind, PyChecksumPolicy};
 use crate::errors::{Direction, device_error, to_py, value_error};
+use ferrocomp::Cascaded;
 use ferrocomp::{
     Bitstream, Blosc, BufferCodec, ChecksumPolicy, ChunkListCodec, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate,
-    DeviceView, DeviceViewMut, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
+    DeviceView, DeviceViewMut, ElementType, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -29,7 +30,7 @@ enum Backend {
 
 /// Compresses and decompresses arrays with one algorithm (nvCOMP's `Codec`).
 ///
-/// `algorithm`: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd" (any case), or "zlib"/"gzip" for Deflate
+/// `algorithm`: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd", "Cascaded" (any case), or "zlib"/"gzip" for Deflate
 /// with that wrapper; `None` makes a codec that only decodes native streams (their header names
 /// the algorithm). `device_id`: a CUDA device, `"cpu"`, or `None` for the first GPU when there is
 /// one (and `FERROCOMP_CPU=1` is not set), else the CPU. `cuda_stream`: the stream the codec
@@ -41,7 +42,11 @@ enum Backend {
 /// Zstd has none. `wrapper`
 /// (Deflate): "raw" (default), "zlib" or "gzip". `typesize` and `shuffle` (Blosc): the element
 /// size the shuffle transposes (default `data_type`'s, else 1) and the filter, as numcodecs
-/// names it (0/"noshuffle", 1/"shuffle" (default), 2/"bitshuffle").
+/// names it (0/"noshuffle", 1/"shuffle" (default), 2/"bitshuffle"). Cascaded: `data_type` the
+/// integers its layers work in (default "<u4"; floats as the integers of their width),
+/// `num_rles` (default 2) and `num_deltas` (default 1) its layers, at most 4 each, `use_bp`
+/// (default True) bit-packing, and `search_layers` (default True) whether the layers are most, the
+/// smallest coding searched per sub-block, or exact as nvCOMP 4 applied them.
 #[pyclass(module = "ferrocomp", frozen)]
 pub struct Codec {
     options: Option<Options>,
@@ -58,10 +63,16 @@ fn parse_options(
     algorithm_type: Option<i64>,
     wrapper: Option<&str>,
     blosc: BloscArgs,
+    layers: CascadedArgs,
 ) -> PyResult<Options> {
     let name = algorithm.to_ascii_lowercase();
     if (blosc.typesize.is_some() || blosc.shuffle.is_some()) && name != "blosc" {
         return Err(value_error(format!("typesize and shuffle apply to Blosc, not {algorithm}")));
+    }
+    if layers.given() && name != "cascaded" {
+        return Err(value_error(format!(
+            "num_rles, num_deltas, use_bp and search_layers apply to Cascaded, not {algorithm}"
+        )));
     }
     let element_type = data_type;
     let data_type = || -> PyResult<DataType> {
@@ -107,10 +118,11 @@ fn parse_options(
         "gdeflate" => Options::GDeflate(GDeflate { level: deflate_level()? }),
         "blosc" => Options::Blosc(blosc.options(element_type)?),
         "zstd" => Options::Zstd(Zstd { level: level(Zstd::LEVELS, Zstd::default().level)? }),
+        "cascaded" => Options::Cascaded(layers.options(element_type)?),
         _ => {
             return Err(value_error(format!(
                 "unknown algorithm {algorithm:?}: ferrocomp has LZ4, Snappy, Deflate (and zlib, gzip), GDeflate, \
-                 Blosc, Zstd"
+                 Blosc, Zstd, Cascaded"
             )));
         }
     })
@@ -146,6 +158,54 @@ impl BloscArgs {
     }
 }
 
+/// Cascaded's options as nvCOMP 4 named them, and ferrocomp's layer search.
+#[derive(Clone, Copy)]
+struct CascadedArgs {
+    num_rles: Option<u8>,
+    num_deltas: Option<u8>,
+    use_bp: Option<bool>,
+    search_layers: Option<bool>,
+}
+
+impl CascadedArgs {
+    /// Whether any was given.
+    fn given(&self) -> bool {
+        self.num_rles.is_some() || self.num_deltas.is_some() || self.use_bp.is_some() || self.search_layers.is_some()
+    }
+
+    fn options(&self, data_type: Option<&Bound<'_, PyAny>>) -> PyResult<Cascaded> {
+        let defaults = Cascaded::default();
+        let element = match data_type.map(DType::from_arg).transpose()? {
+            None => defaults.element,
+            Some(dtype) => {
+                let signed = dtype.kind == 'i';
+                let by_width = match dtype.size {
+                    1 => [ElementType::U8, ElementType::I8],
+                    2 => [ElementType::U16, ElementType::I16],
+                    4 => [ElementType::U32, ElementType::I32],
+                    8 => [ElementType::U64, ElementType::I64],
+                    size => return Err(value_error(format!("Cascaded data_type of {size} bytes: 1, 2, 4 or 8"))),
+                };
+                by_width[signed as usize]
+            }
+        };
+        let options = Cascaded {
+            element,
+            rles: self.num_rles.unwrap_or(defaults.rles),
+            deltas: self.num_deltas.unwrap_or(defaults.deltas),
+            bitpack: self.use_bp.unwrap_or(defaults.bitpack),
+            auto: self.search_layers.unwrap_or(defaults.auto),
+        };
+        if !options.valid() {
+            return Err(value_error(format!(
+                "num_rles {} and num_deltas {}: each may be at most 4",
+                options.rles, options.deltas
+            )));
+        }
+        Ok(options)
+    }
+}
+
 /// The name nvCOMP spells an algorithm with.
 fn algorithm_name(options: &Options) -> &'static str {
     match options {
@@ -157,6 +217,7 @@ fn algorithm_name(options: &Options) -> &'static str {
         Options::GDeflate(_) => "GDeflate",
         Options::Blosc(_) => "Blosc",
         Options::Zstd(_) => "Zstd",
+        Options::Cascaded(_) => "Cascaded",
     }
 }
 
@@ -225,6 +286,10 @@ impl Codec {
         wrapper = None,
         typesize = None,
         shuffle = None,
+        num_rles = None,
+        num_deltas = None,
+        use_bp = None,
+        search_layers = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -239,10 +304,15 @@ impl Codec {
         wrapper: Option<&str>,
         typesize: Option<usize>,
         shuffle: Option<&Bound<'_, PyAny>>,
+        num_rles: Option<u8>,
+        num_deltas: Option<u8>,
+        use_bp: Option<bool>,
+        search_layers: Option<bool>,
     ) -> PyResult<Self> {
         let blosc = BloscArgs::new(typesize, shuffle)?;
+        let layers = CascadedArgs { num_rles, num_deltas, use_bp, search_layers };
         let options =
-            algorithm.map(|name| parse_options(name, data_type, algorithm_type, wrapper, blosc)).transpose()?;
+            algorithm.map(|name| parse_options(name, data_type, algorithm_type, wrapper, blosc, layers)).transpose()?;
         let bitstream = Bitstream::from(bitstream_kind);
         let checksum = ChecksumPolicy::from(checksum_policy);
         if bitstream != Bitstream::Native && checksum.requires() {

@@ -1,11 +1,11 @@
-//! Snappy, Deflate (raw, zlib, gzip), GDeflate, Blosc and Zstd through the batched API and `BufferCodec`:
+//! Snappy, Deflate (raw, zlib, gzip), GDeflate, Blosc, Zstd and Cascaded through the batched API and `BufferCodec`:
 //! CPU round trips and interop with `flate2`, `snap`, c-blosc and libzstd everywhere; on the GPU, byte-exact agreement
 //! with the CPU path, streams from the CPU libraries decoded in place, and a status per corrupt
 //! chunk equal to the CPU decoder's. GPU tests say they skipped where there is no device.
 
 use ferrocomp::{
-    BatchCodec, Bitstream, Blosc, BufferCodec, ChecksumPolicy, Config, DataType, Deflate, DeviceBuffer, Error,
-    GDeflate, Gpu, Options, Results, Shuffle, Snappy, Status, Stream, Wrapper, Zstd,
+    BatchCodec, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DataType, Deflate, DeviceBuffer,
+    ElementType, Error, GDeflate, Gpu, Options, Results, Shuffle, Snappy, Status, Stream, Wrapper, Zstd,
 };
 use ferrocomp_tests::{DeviceChunks, c_blosc, gpu, random_bytes, text_bytes};
 use flate2::Compression;
@@ -26,7 +26,15 @@ const BLOSC: [Blosc; 6] = [
     Blosc { typesize: 24, shuffle: Shuffle::Bit },
 ];
 
-/// Every new codec at every level (and wrapper, and Blosc shape) it has.
+/// Cascaded at the defaults, at nvCOMP 4's exact layers, at the most layers, and unpacked, at each width.
+const CASCADED: [Cascaded; 4] = [
+    Cascaded { element: ElementType::U32, rles: 2, deltas: 1, bitpack: true, auto: true },
+    Cascaded { element: ElementType::I8, rles: 2, deltas: 1, bitpack: true, auto: false },
+    Cascaded { element: ElementType::U16, rles: 4, deltas: 4, bitpack: true, auto: true },
+    Cascaded { element: ElementType::I64, rles: 1, deltas: 2, bitpack: false, auto: false },
+];
+
+/// Every new codec at every level (and wrapper, and Blosc and Cascaded shape) it has.
 fn all_options() -> Vec<Options> {
     let mut all = vec![Options::Snappy(Snappy::default()), Options::Snappy(Snappy { data_type: DataType::Int })];
     for level in 0..=5 {
@@ -35,6 +43,7 @@ fn all_options() -> Vec<Options> {
     }
     all.extend(BLOSC.map(Options::Blosc));
     all.extend(Zstd::LEVELS.map(|level| Options::Zstd(Zstd { level })));
+    all.extend(CASCADED.map(Options::Cascaded));
     all
 }
 
@@ -347,6 +356,8 @@ fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
         Options::Blosc(BLOSC[2]),
         Options::Zstd(Zstd { level: 1 }),
         Options::Zstd(Zstd { level: 2 }),
+        Options::Cascaded(CASCADED[0]),
+        Options::Cascaded(CASCADED[3]),
     ] {
         let codec = options.codec();
         let mut streams: Vec<Vec<u8>> = pieces.iter().map(|p| cpu_compress(codec, p)).collect();

@@ -3,6 +3,7 @@
 //! shapes ([`crate::batch::Launch`]); the batched calls are shared ([`BatchCodec`]).
 
 pub mod blosc;
+pub mod cascaded;
 pub mod deflate;
 pub mod gdeflate;
 pub mod lz4;
@@ -12,6 +13,7 @@ pub mod zstd;
 use crate::batch::BatchCodec;
 use crate::error::{Error, Result};
 pub use blosc::Blosc;
+pub use cascaded::{Cascaded, ElementType};
 pub use deflate::Deflate;
 use ferrocomp_format::blosc::Shuffle;
 use ferrocomp_format::deflate::Wrapper;
@@ -37,6 +39,8 @@ pub enum Options {
     Blosc(Blosc),
     /// Zstandard frames.
     Zstd(Zstd),
+    /// Cascaded's run-length, delta and bit-packing layers.
+    Cascaded(Cascaded),
 }
 
 impl Default for Options {
@@ -55,6 +59,7 @@ impl Options {
             Self::GDeflate(_) => Algorithm::GDeflate,
             Self::Blosc(_) => Algorithm::Blosc,
             Self::Zstd(_) => Algorithm::Zstd,
+            Self::Cascaded(_) => Algorithm::Cascaded,
         }
     }
 
@@ -67,20 +72,22 @@ impl Options {
             Self::GDeflate(codec) => codec,
             Self::Blosc(codec) => codec,
             Self::Zstd(codec) => codec,
+            Self::Cascaded(codec) => codec,
         }
     }
 
     /// The options as the container header's 8 option bytes.
     pub fn to_bytes(&self) -> [u8; 8] {
-        let first = match self {
-            Self::Lz4(lz4) => [lz4.data_type as u8, 0],
-            Self::Snappy(snappy) => [snappy.data_type as u8, 0],
-            Self::Deflate(deflate) => [deflate.level, deflate.wrapper as u8],
-            Self::GDeflate(gdeflate) => [gdeflate.level, 0],
-            Self::Blosc(blosc) => [blosc.typesize, blosc.shuffle as u8],
-            Self::Zstd(zstd) => [zstd.level, 0],
-        };
-        [first[0], first[1], 0, 0, 0, 0, 0, 0]
+        let two = |first: u8, second: u8| [first, second, 0, 0, 0, 0, 0, 0];
+        match self {
+            Self::Lz4(lz4) => two(lz4.data_type as u8, 0),
+            Self::Snappy(snappy) => two(snappy.data_type as u8, 0),
+            Self::Deflate(deflate) => two(deflate.level, deflate.wrapper as u8),
+            Self::GDeflate(gdeflate) => two(gdeflate.level, 0),
+            Self::Blosc(blosc) => two(blosc.typesize, blosc.shuffle as u8),
+            Self::Zstd(zstd) => two(zstd.level, 0),
+            Self::Cascaded(c) => [c.element as u8, c.rles, c.deltas, c.bitpack as u8, c.auto as u8, 0, 0, 0],
+        }
     }
 
     /// Options of `algorithm` from a header's 8 option bytes.
@@ -113,6 +120,18 @@ impl Options {
                 Self::Blosc(Blosc { typesize: bytes[0].max(1), shuffle })
             }
             Algorithm::Zstd => Self::Zstd(Zstd { level: level(Zstd::LEVELS)? }),
+            Algorithm::Cascaded => {
+                let flag = |byte: u8| (byte <= 1).then_some(byte == 1);
+                let (element, bitpack, auto) = (ElementType::from_id(bytes[0]), flag(bytes[3]), flag(bytes[4]));
+                let options = match (element, bitpack, auto) {
+                    (Some(element), Some(bitpack), Some(auto)) => {
+                        Some(Cascaded { element, rles: bytes[1], deltas: bytes[2], bitpack, auto })
+                    }
+                    _ => None,
+                };
+                let options = options.filter(Cascaded::valid);
+                Self::Cascaded(options.ok_or_else(|| Error::Container(format!("unknown {name} options {bytes:?}")))?)
+            }
         })
     }
 
@@ -125,6 +144,7 @@ impl Options {
             Algorithm::GDeflate => Self::GDeflate(GDeflate::default()),
             Algorithm::Blosc => Self::Blosc(Blosc::default()),
             Algorithm::Zstd => Self::Zstd(Zstd::default()),
+            Algorithm::Cascaded => Self::Cascaded(Cascaded::default()),
         }
     }
 }

@@ -29,31 +29,30 @@ pub const HEADER_LEN: usize = 8;
 pub const VERSION: u8 = 1;
 /// A sub-block's first byte when it is stored as it is.
 pub const STORED: u8 = 0xFF;
-/// Width in bits of a run-length stream's entries (runs are at most [`SUB_BLOCK`] long).
-pub const RUN_BITS: u32 = 16;
+/// Bytes of a run-length stream's entries, unpacked (runs are at most [`SUB_BLOCK`] long).
+pub const RUN_WIDTH: usize = 2;
 
-/// Element type of the input, as nvCOMP's Cascaded `data_type`: the width the layers work in.
-/// Signedness does not change the stream (the encoder picks the better frame of reference of
-/// both readings); it is kept so that options round-trip.
+/// Element type of the input, as nvCOMP's `data_type` (`nvcompType_t`, whose ids these are): the
+/// width the layers work in. Signedness does not change the stream (the encoder picks the better
+/// frame of reference of both readings); it is kept so that options round-trip.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum ElementType {
-    U8 = 0,
-    I8 = 1,
-    U16 = 2,
-    I16 = 3,
-    U32 = 4,
-    /// nvCOMP's default (`NVCOMP_TYPE_INT`).
+    I8 = 0,
+    U8 = 1,
+    I16 = 2,
+    U16 = 3,
+    I32 = 4,
+    /// nvCOMP's default (`NVCOMP_TYPE_UINT`).
     #[default]
-    I32 = 5,
-    U64 = 6,
-    I64 = 7,
+    U32 = 5,
+    I64 = 6,
+    U64 = 7,
 }
 
 impl ElementType {
     /// Every element type, in id order.
-    pub const ALL: [Self; 8] =
-        [Self::U8, Self::I8, Self::U16, Self::I16, Self::U32, Self::I32, Self::U64, Self::I64];
+    pub const ALL: [Self; 8] = [Self::I8, Self::U8, Self::I16, Self::U16, Self::I32, Self::U32, Self::I64, Self::U64];
 
     /// The type with id `id`, if there is one.
     pub fn from_id(id: u8) -> Option<Self> {
@@ -63,16 +62,6 @@ impl ElementType {
     /// Width of one element in bytes.
     pub const fn width(self) -> usize {
         1 << (self as u8 >> 1)
-    }
-
-    /// Whether the type is signed.
-    pub const fn signed(self) -> bool {
-        self as u8 & 1 == 1
-    }
-
-    /// NumPy's name of the type (`"u1"`, `"i4"`, ...), as nvCOMP's Python API takes it.
-    pub const fn numpy_name(self) -> &'static str {
-        ["u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8"][self as usize]
     }
 }
 
@@ -96,10 +85,10 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// nvCOMP's defaults (32-bit signed integers, two run-length layers, one delta layer,
-    /// packed) as most, searched per sub-block.
+    /// nvCOMP 4's layers (two run-length layers, one delta layer, packed) as most, searched per
+    /// sub-block (as nvCOMP 5 and later search theirs), over nvCOMP's default 32-bit integers.
     fn default() -> Self {
-        Self { element: ElementType::I32, rles: 2, deltas: 1, bitpack: true, auto: true }
+        Self { element: ElementType::U32, rles: 2, deltas: 1, bitpack: true, auto: true }
     }
 }
 
@@ -304,7 +293,7 @@ impl Layout {
             if count > previous || (count == 0) != (previous == 0) {
                 return Err(Status::Malformed);
             }
-            layout.runs[r] = read_stream(bytes, &mut at, count, 2)?;
+            layout.runs[r] = read_stream(bytes, &mut at, count, RUN_WIDTH)?;
             previous = count;
         }
         if deltas > 0 {
@@ -389,6 +378,9 @@ pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
 
 /// Decodes one sub-block into `out` (its bytes, all of them), with `elements` as room.
 fn decode_sub_block(bytes: &[u8], width: usize, out: &mut [u8], elements: &mut [u64; SUB_BLOCK]) -> Result<(), Status> {
+    if bytes.len() > 1 + SUB_BLOCK {
+        return Err(Status::Malformed); // a coding larger than stored is not written
+    }
     if bytes.first() == Some(&STORED) {
         if bytes.len() != 1 + out.len() {
             return Err(if bytes.len() < 1 + out.len() { Status::Truncated } else { Status::Malformed });
@@ -420,7 +412,7 @@ fn decode_sub_block(bytes: &[u8], width: usize, out: &mut [u8], elements: &mut [
         let target = if r == 0 { count } else { layout.runs[r - 1].count };
         let mut at = count - target;
         for i in 0..runs.count {
-            let (run, value) = (runs.entry(bytes, i, 2) as usize, elements[first + i]);
+            let (run, value) = (runs.entry(bytes, i, RUN_WIDTH) as usize, elements[first + i]);
             if run == 0 || at + run > count {
                 return Err(Status::Malformed);
             }
@@ -536,11 +528,11 @@ impl SubBlockScratch {
         let mut writer = BitWriter { out: &mut self.trial, at: 0, fits: true };
         writer.bytes(&[rles as u8 | (deltas as u8) << 4]);
         for r in 0..rles {
-            writer.bytes(&(self.counts[r + 1] as u16).to_le_bytes());
+            writer.bytes(&(self.counts[r + 1] as u16).to_le_bytes()); // RUN_WIDTH bytes
         }
         for r in 0..rles {
             let runs = &self.runs[r][..self.counts[r + 1]];
-            writer.stream(runs.iter().map(|&run| run as u64), 2, bitpack);
+            writer.stream(runs.iter().map(|&run| run as u64), RUN_WIDTH, bitpack);
         }
         let values = &self.values[rles][..self.counts[rles]];
         if deltas > 0 {

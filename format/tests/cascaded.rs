@@ -54,7 +54,7 @@ fn a_sub_block_has_the_documented_bytes() {
     let input: Vec<u8> = [5u16; 12].iter().chain(&[7u16; 4]).flat_map(|v| v.to_le_bytes()).collect();
     #[rustfmt::skip]
     let expected = [
-        1, 2, 0, 0, 32, 0, 0, 0, // version, element type, reserved, 32 bytes
+        1, 3, 0, 0, 32, 0, 0, 0, // version, element type, reserved, 32 bytes
         13, 0,                   // the sub-block's size
         0x11,                    // one run-length layer, one delta layer
         2, 0,                    // two runs
@@ -65,7 +65,7 @@ fn a_sub_block_has_the_documented_bytes() {
     assert_eq!(round_trip(&input, &options), expected);
     // Four of them (5 5 5 7) code to the same 13 bytes, more than stored: 0xFF and the bytes.
     let input = [5u8, 0, 5, 0, 5, 0, 7, 0];
-    let stored = [&[1, 2, 0, 0, 8, 0, 0, 0, 9, 0, 0xFF][..], &input].concat();
+    let stored = [&[1, 3, 0, 0, 8, 0, 0, 0, 9, 0, 0xFF][..], &input].concat();
     assert_eq!(round_trip(&input, &options), stored);
 }
 
@@ -94,7 +94,7 @@ fn chunk_sizes_from_zero_to_the_maximum_round_trip() {
         round_trip(&runs(len, 4, len as u64), &options);
     }
     let compressed = round_trip(&[], &options);
-    assert_eq!(compressed, [1, 5, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(compressed, [1, 5, 0, 0, 0, 0, 0, 0]); // U32
     let input = offsets(MAX_CHUNK_SIZE / 4, 7);
     round_trip(&input, &options);
     let mut out = vec![0; max_compressed_size(MAX_CHUNK_SIZE + 1)];
@@ -128,8 +128,10 @@ fn the_layers_reach_their_ratios() {
     assert!(unpacked < 1.0, "without packing the layers only add streams: {unpacked:.3}");
     // Runs of equal elements: one run-length layer takes them.
     let input = runs(1 << 16, 4, 12);
-    let none = input.len() as f64 / round_trip(&input, &Options { rles: 0, deltas: 0, ..Options::default() }).len() as f64;
-    let one = input.len() as f64 / round_trip(&input, &Options { rles: 1, deltas: 1, ..Options::default() }).len() as f64;
+    let none =
+        input.len() as f64 / round_trip(&input, &Options { rles: 0, deltas: 0, ..Options::default() }).len() as f64;
+    let one =
+        input.len() as f64 / round_trip(&input, &Options { rles: 1, deltas: 1, ..Options::default() }).len() as f64;
     assert!(one > 4.0 * none, "runs: {one:.2} with a run-length layer, {none:.2} without");
 }
 

@@ -276,19 +276,24 @@ impl<'a> Encoder<'a> {
         }
         // The search tries run-length layers, then delta layers, from 0 up and keeps the first
         // smallest, a coding larger than the sub-block stored counting as stored (as the CPU's).
-        let (mut best, mut choice) = (usize::MAX, None);
-        for (r, layer) in frames.iter().enumerate().take(rles + 1) {
-            for (d, &frame) in layer.iter().enumerate().take(deltas + 1) {
-                if options.auto || (r, d) == (rles, deltas) {
-                    let size = self.coded_size(r, d, frame, tail);
-                    let (size, coded) = if size <= 1 + len { (size, Some((r, d))) } else { (1 + len, None) };
-                    if size < best {
-                        (best, choice) = (size, coded);
-                    }
+        // Plain index arithmetic: written with iterators and an `Option<(usize, usize)>`, this
+        // loop came out of NVPTX choosing layers that disagreed with the size it chose (H200).
+        let stored = 1 + len;
+        let (mut best, mut chosen) = (usize::MAX, usize::MAX);
+        for k in 0..(rles + 1) * (deltas + 1) {
+            let (r, d) = (k / (deltas + 1), k % (deltas + 1));
+            if options.auto || k + 1 == (rles + 1) * (deltas + 1) {
+                let size = self.coded_size(r, d, frames[r][d], tail);
+                let (size, config) = if size <= stored { (size, k) } else { (stored, usize::MAX) };
+                if size < best {
+                    (best, chosen) = (size, config);
                 }
             }
         }
-        let (r, d) = choice?;
+        if chosen == usize::MAX {
+            return None;
+        }
+        let (r, d) = (chosen / (deltas + 1), chosen % (deltas + 1));
         // Layers past the chosen one may have overwritten its values: take them again.
         if r >= 1 && r + 2 <= rles {
             for k in 0..r {

@@ -219,7 +219,8 @@ fn run() -> Result<bool> {
                     Some(nvcomp) if table.algorithm != Algorithm::Blosc => Some(nvcomp.codec(options)?),
                     _ => None, // nvCOMP has no Blosc
                 };
-                table.lines.extend(bench.compare(&data, &ours, theirs.as_deref())?.into_iter().map(Line::Gpu));
+                let cross = table.algorithm != Algorithm::Cascaded; // ferrocomp's Cascaded layout is its own
+                table.lines.extend(bench.compare(&data, &ours, theirs.as_deref(), cross)?.into_iter().map(Line::Gpu));
             }
         }
     }
@@ -432,8 +433,9 @@ struct Bench {
 }
 
 impl Bench {
-    /// Measures `ours` and, if given, `theirs` on `data`, and each decoding the other's chunks.
-    fn compare(&self, data: &Dataset, ours: &dyn Codec, theirs: Option<&dyn Codec>) -> Result<Vec<Row>> {
+    /// Measures `ours` and, if given, `theirs` on `data`, and where they share a format (`cross`) each decoding
+    /// the other's chunks.
+    fn compare(&self, data: &Dataset, ours: &dyn Codec, theirs: Option<&dyn Codec>, cross: bool) -> Result<Vec<Row>> {
         let mut ours = Side::new(self, ours, data)?;
         let mut our_row = self.measure(data, &mut ours)?;
         let Some(theirs) = theirs else {
@@ -441,6 +443,9 @@ impl Bench {
         };
         let mut theirs = Side::new(self, theirs, data)?;
         let mut their_row = self.measure(data, &mut theirs)?;
+        if !cross {
+            return Ok(vec![our_row, their_row]);
+        }
         let (ok, time) = self.decodes(data, &ours.compressed, &mut theirs)?;
         (our_row.interop, their_row.cross_decompress) = (Some(ok), Some(time));
         let (ok, time) = self.decodes(data, &theirs.compressed, &mut ours)?;
@@ -572,7 +577,7 @@ fn report(header: &str, tables: &[Table]) -> String {
     out += "\nratio: uncompressed bytes / sum of compressed chunk sizes. GB/s: uncompressed bytes (1e9) per second \
             of GPU time (best; median as marked). decompress other's chunks: this codec decoding the other library's \
             compressed chunks of the same data. interop ok: the other library decodes this row's compressed chunks to \
-            the input. Deflate and GDeflate levels are nvCOMP's `algorithm` option, the same for both libraries; \
+            the input (not for Cascaded, whose layouts differ). Deflate and GDeflate levels are nvCOMP's `algorithm` option, the same for both libraries; \
             Deflate is raw deflate. zlib-rs level N (CPU): zlib-rs (through flate2) compressing each chunk on its \
             own into raw deflate, for its ratio only; its level 1 is zlib-ng's quick strategy, below zlib's own level \
             1 in ratio.\n";

@@ -6,9 +6,10 @@
 //! with a population count; a delta layer is a shuffle and a subtraction; frames of reference are
 //! warp reductions; packing ORs each entry's bits into the coded sub-block with shared-memory
 //! atomics. The run lengths are read back from the bitmaps, so only two layers' values are ever
-//! held. Decoding, the lanes unpack 32 entries a step, undo the deltas with warp scans, and
-//! expand each run-length layer in place: 32 runs a step, their starts a scan, each output entry
-//! finding its run by a binary search over the lanes.
+//! held. Decoding needs no shared memory: the lanes unpack 32 entries a step from the input's
+//! aligned words, undo the deltas with warp scans, and expand each run-length layer in place in
+//! the output: 32 runs a step, their starts a scan, each entry finding its run by a binary search
+//! over the lanes.
 
 use crate::lz77::last_starting_by;
 use crate::warp::{WARP_SIZE, Warp};
@@ -19,17 +20,21 @@ use ferrocomp_format::cascaded::{
     packed_len, read_header, sub_block_size, sub_blocks,
 };
 
-/// Words of a coded sub-block in shared memory: the largest (stored, `1 + SUB_BLOCK` bytes) and
-/// three more, which a read of 64 bits at the end may touch.
-const CODED_WORDS: usize = (1 + SUB_BLOCK).div_ceil(4) + 3;
+/// Words of a coded sub-block in shared memory: room for the largest (stored, `1 + SUB_BLOCK`
+/// bytes).
+const CODED_WORDS: usize = (1 + SUB_BLOCK).div_ceil(4);
 /// Bytes of a run-start bitmap (a bit per entry of the layer before).
 const STARTS_BYTES: usize = SUB_BLOCK / 8;
-/// Shared memory of each compressing warp: two layers' values, the bitmaps, the coded sub-block.
-pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = 2 * SUB_BLOCK + MAX_LAYERS * STARTS_BYTES + 4 * CODED_WORDS;
-/// Shared memory of each decoding warp: the values being expanded and the coded sub-block.
-pub const DECOMPRESS_SHARED_BYTES_PER_WARP: usize = SUB_BLOCK + 4 * CODED_WORDS;
+/// Shared memory of each compressing warp: two layers' values, the bitmaps, the coded sub-block;
+/// a multiple of 8 bytes, so that every warp's 64-bit values are aligned.
+pub const COMPRESS_SHARED_BYTES_PER_WARP: usize =
+    (2 * SUB_BLOCK + MAX_LAYERS * STARTS_BYTES + 4 * CODED_WORDS).next_multiple_of(8);
+const _: () = assert!(COMPRESS_SHARED_BYTES_PER_WARP.is_multiple_of(8) && SUB_BLOCK.is_multiple_of(8));
 /// Warps per block of both kernels.
 pub const WARPS: u32 = 2;
+/// Blocks of the decompress kernel an SM must hold at once: 32 warps, which 64-KiB chunks fill in
+/// one wave (as LZ4's decoder).
+pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 32 / WARPS;
 
 /// Entry `i` of the `width`-byte entries at `at` (aligned to `width`).
 #[inline(always)]
@@ -111,20 +116,6 @@ fn reduce<W: Warp>(warp: &W, mut extremes: Extremes) -> Extremes {
         distance /= 2;
     }
     extremes
-}
-
-/// The `bits` (at most 64) bits at bit `bit` of the words at `words`, least significant first;
-/// the two words after the one holding `bit` must be readable.
-#[inline(always)]
-unsafe fn read_bits(words: *const u32, bit: usize, bits: u32) -> u64 {
-    if bits == 0 {
-        return 0;
-    }
-    let (word, shift) = (bit / 32, (bit % 32) as u32);
-    let (low, high) =
-        unsafe { ((*words.add(word) as u64) | (*words.add(word + 1) as u64) << 32, *words.add(word + 2) as u64) };
-    let value = if shift == 0 { low } else { low >> shift | high << (64 - shift) };
-    value & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
 }
 
 /// ORs the `bits` low bits of `value` into the words at `words` at bit `bit`, atomically (lanes
@@ -471,70 +462,140 @@ impl<'a> Encoder<'a> {
     }
 }
 
+/// A chunk's input read as the aligned words that hold it: every load is an aligned `u32` inside
+/// the input, or, for the words it only partly covers, its bytes (the others read as 0).
+struct Words {
+    base: *const u32,
+    /// The input's bytes, as offsets from `base`.
+    start: usize,
+    end: usize,
+}
+
+impl Words {
+    fn new(input: *const u8, len: usize) -> Self {
+        let start = input as usize % 4;
+        Self { base: input.wrapping_sub(start) as *const u32, start, end: start + len }
+    }
+
+    /// Word `k` from `base`.
+    #[inline(always)]
+    unsafe fn word(&self, k: usize) -> u32 {
+        let at = 4 * k;
+        if at >= self.start && at + 4 <= self.end {
+            return unsafe { *self.base.add(k) };
+        }
+        let bytes = self.base as *const u8;
+        (0..4)
+            .filter(|b| (self.start..self.end).contains(&(at + b)))
+            .fold(0, |word, b| word | (unsafe { *bytes.add(at + b) } as u32) << (8 * b))
+    }
+
+    /// The `bits` (at most 64) bits at bit `bit` of the input, least significant first.
+    #[inline(always)]
+    unsafe fn bits(&self, bit: usize, bits: u32) -> u64 {
+        if bits == 0 {
+            return 0;
+        }
+        let bit = bit + 8 * self.start;
+        let (word, shift) = (bit / 32, (bit % 32) as u32);
+        let (low, high) =
+            unsafe { (self.word(word) as u64 | (self.word(word + 1) as u64) << 32, self.word(word + 2) as u64) };
+        let value = if shift == 0 { low } else { low >> shift | high << (64 - shift) };
+        value & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
+    }
+}
+
+/// A sub-block's output as `width`-byte elements, stored whole where the output is aligned.
+struct Elements {
+    at: *mut u8,
+    width: usize,
+    aligned: bool,
+}
+
+impl Elements {
+    #[inline(always)]
+    unsafe fn get(&self, i: usize) -> u64 {
+        unsafe { load(self.at, i, self.width, self.aligned) }
+    }
+
+    #[inline(always)]
+    unsafe fn set(&self, i: usize, value: u64) {
+        if self.aligned {
+            unsafe { set(self.at, i, self.width, value) };
+        } else {
+            for k in 0..self.width {
+                unsafe { *self.at.add(i * self.width + k) = (value >> (8 * k)) as u8 };
+            }
+        }
+    }
+}
+
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
-/// `ferrocomp_format::cascaded::decompress`: the same size or status, in every lane.
+/// `ferrocomp_format::cascaded::decompress`: the same size or status, in every lane. Each
+/// sub-block decodes straight into its output, which holds the values while the run-length
+/// layers expand them.
 ///
 /// # Safety
-/// `input` must be readable for `len` bytes, `out` writable for `capacity` bytes and `shared` for
-/// [`DECOMPRESS_SHARED_BYTES_PER_WARP`] bytes (aligned to 8), none written by anyone else
-/// meanwhile.
+/// `input` must be readable for `len` bytes and `out` writable for `capacity` bytes, neither
+/// written by anyone else meanwhile.
 pub unsafe fn decompress_chunk<W: Warp>(
     warp: &W,
     input: *const u8,
     len: usize,
     out: *mut u8,
     capacity: usize,
-    shared: *mut u8,
 ) -> Result<usize, Status> {
     let bytes = unsafe { crate::raw::bytes(input, len) };
     let (element, n) = read_header(bytes)?;
     if n > capacity {
         return Err(Status::OutputTooSmall);
     }
+    let words = Words::new(input, len);
     let mut at = HEADER_LEN + 2 * sub_blocks(n);
     for s in 0..sub_blocks(n) {
         let size = sub_block_size(bytes, s);
         if at + size > len {
             return Err(Status::Truncated);
         }
-        let sub_len = SUB_BLOCK.min(n - s * SUB_BLOCK);
-        unsafe {
-            decode_sub_block(warp, input.add(at), size, element.width(), out.add(s * SUB_BLOCK), sub_len, shared)?
-        };
+        let out = unsafe { out.add(s * SUB_BLOCK) };
+        let len = SUB_BLOCK.min(n - s * SUB_BLOCK);
+        unsafe { decode_sub_block(warp, &words, &bytes[at..at + size], 8 * at, element.width(), out, len)? };
         at += size;
     }
     if at != len { Err(Status::Malformed) } else { Ok(n) }
 }
 
-/// Decodes the `size`-byte sub-block at `input` into the `len` bytes at `out`.
+/// Decodes the sub-block `bytes` (at bit `bit` of the input `words`) into the `len` bytes at
+/// `out`.
 unsafe fn decode_sub_block<W: Warp>(
     warp: &W,
-    input: *const u8,
-    size: usize,
+    words: &Words,
+    bytes: &[u8],
+    bit: usize,
     width: usize,
     out: *mut u8,
     len: usize,
-    shared: *mut u8,
 ) -> Result<(), Status> {
-    if size > 1 + SUB_BLOCK {
+    if bytes.len() > 1 + SUB_BLOCK {
         return Err(Status::Malformed);
     }
-    let (values, coded) = (shared, shared.wrapping_add(SUB_BLOCK) as *mut u32);
-    warp.sync(); // the sub-block before is read out
-    warp.for_each_strided(size, |i| unsafe { *(coded as *mut u8).add(i) = *input.add(i) });
-    warp.sync();
-    let bytes = unsafe { crate::raw::bytes(coded as *const u8, size) };
+    let lane = warp.lane() as usize;
     if bytes.first() == Some(&STORED) {
-        if size != 1 + len {
-            return Err(if size < 1 + len { Status::Truncated } else { Status::Malformed });
+        if bytes.len() != 1 + len {
+            return Err(if bytes.len() < 1 + len { Status::Truncated } else { Status::Malformed });
         }
-        warp.for_each_strided(len, |i| unsafe { *out.add(i) = bytes[1 + i] });
+        // Whole words where the output is aligned to them, the rest byte by byte.
+        let whole = if (out as usize).is_multiple_of(4) { len / 4 } else { 0 };
+        warp.for_each_strided(whole, |k| unsafe {
+            *(out as *mut u32).add(k) = words.bits(bit + 8 + 32 * k, 32) as u32
+        });
+        warp.for_each_strided(len - 4 * whole, |i| unsafe { *out.add(4 * whole + i) = bytes[1 + 4 * whole + i] });
         return Ok(());
     }
     let (count, tail) = (len / width, len % width);
     let layout = Layout::parse(bytes, width, count, tail)?;
-    let lane = warp.lane() as usize;
-    // The values, their deltas undone (the last layer first), to the end of the room.
+    let elements = Elements { at: out, width, aligned: (out as usize).is_multiple_of(width) };
+    // The values, their deltas undone (the last layer first), to the end of the output.
     let stream = layout.values;
     let first = count - stream.count;
     let mut sums = [0u64; MAX_LAYERS];
@@ -547,7 +608,7 @@ unsafe fn decode_sub_block<W: Warp>(
     while tile < stream.count {
         let i = tile + lane;
         let mut value = if i < stream.count {
-            let packed = unsafe { read_bits(coded, 8 * stream.at + i * stream.bits as usize, stream.bits) };
+            let packed = unsafe { words.bits(bit + 8 * stream.at + i * stream.bits as usize, stream.bits) };
             stream.base.wrapping_add(packed) & mask(width)
         } else {
             0
@@ -560,13 +621,13 @@ unsafe fn decode_sub_block<W: Warp>(
             *sum = shuffle64(warp, value, WARP_SIZE - 1);
         }
         if i < stream.count {
-            unsafe { set(values, first + i, width, value) };
+            unsafe { elements.set(first + i, value) };
         }
         tile += WARP_SIZE as usize;
     }
     warp.sync();
-    // Each run-length layer expands its values (at the end of the room) forward from there, 32
-    // runs a step, never past a value it has still to read.
+    // Each run-length layer expands its values (at the end of the output) forward from there,
+    // 32 runs a step, never past a value it has still to read.
     for r in (0..layout.rles).rev() {
         let runs = layout.runs[r];
         let first = count - runs.count;
@@ -576,12 +637,12 @@ unsafe fn decode_sub_block<W: Warp>(
         while k < runs.count {
             let i = k + lane;
             let run = if i < runs.count {
-                let packed = unsafe { read_bits(coded, 8 * runs.at + i * runs.bits as usize, runs.bits) };
+                let packed = unsafe { words.bits(bit + 8 * runs.at + i * runs.bits as usize, runs.bits) };
                 (runs.base.wrapping_add(packed) & mask(RUN_WIDTH)) as u32
             } else {
                 0
             };
-            let value = if i < runs.count { unsafe { get(values, first + i, width) } } else { 0 };
+            let value = if i < runs.count { unsafe { elements.get(first + i) } } else { 0 };
             let end = crate::lz77::scan_add(warp, run);
             let total = warp.shuffle(end, WARP_SIZE - 1) as usize;
             let empty = warp.ballot(i < runs.count && run == 0);
@@ -596,7 +657,7 @@ unsafe fn decode_sub_block<W: Warp>(
                 let owner = last_starting_by(warp, start, q);
                 let entry = shuffle64(warp, value, owner);
                 if (q as usize) < total {
-                    unsafe { set(values, at + q as usize, width, entry) };
+                    unsafe { elements.set(at + q as usize, entry) };
                 }
                 step += WARP_SIZE as usize;
             }
@@ -608,7 +669,6 @@ unsafe fn decode_sub_block<W: Warp>(
             return Err(Status::Malformed);
         }
     }
-    warp.for_each_strided(count * width, |i| unsafe { *out.add(i) = *values.add(i) });
     if lane < tail {
         unsafe { *out.add(count * width + lane) = bytes[layout.tail + lane] };
     }
@@ -640,8 +700,7 @@ mod kernels {
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            let shared = warp_shared::<u8>(DECOMPRESS_SHARED_BYTES_PER_WARP);
-            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity, shared) }
+            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity) }
         }
 
         unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {

@@ -33,15 +33,17 @@ fn warp_compress(input: &[u8], options: &Options, shift: usize) -> Result<Vec<u8
     result.map(|n| out[..n].to_vec())
 }
 
-fn warp_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
-    let mut out = vec![0u8; capacity];
-    let exact: Box<[u8]> = stream.into(); // an allocation of the stream's size, for a sanitizer
-    let mut smem = shared(gpu_cascaded::DECOMPRESS_SHARED_BYTES_PER_WARP);
-    let (i, o, s) = (exact.as_ptr() as usize, out.as_mut_ptr() as usize, smem.as_mut_ptr() as usize);
+/// The warp's decoding of `stream` placed `shift` bytes past an aligned address (the allocation
+/// ending with it, for a sanitizer), into an output `shift` bytes past one.
+fn warp_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u8; capacity + shift];
+    let mut placed = vec![0u8; stream.len() + shift].into_boxed_slice();
+    placed[shift..].copy_from_slice(stream);
+    let (i, o) = (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize);
     let result = agreed(emulated::run(|warp| unsafe {
-        gpu_cascaded::decompress_chunk(warp, i as *const u8, stream.len(), o as *mut u8, capacity, s as *mut u8)
+        gpu_cascaded::decompress_chunk(warp, i as *const u8, stream.len(), o as *mut u8, capacity)
     }));
-    result.map(|n| out[..n].to_vec())
+    result.map(|n| out[shift..shift + n].to_vec())
 }
 
 fn scalar_compress(input: &[u8], options: &Options) -> Vec<u8> {
@@ -97,7 +99,7 @@ fn warp_compressor_writes_the_scalar_bytes() {
             let expected = scalar_compress(input, options);
             let got = warp_compress(input, options, k % 3).unwrap();
             assert_eq!(got, expected, "{} bytes, {options:?}", input.len());
-            assert_eq!(warp_decompress(&got, input.len()).as_ref(), Ok(input), "{options:?}");
+            assert_eq!(warp_decompress(&got, input.len(), k % 4).as_ref(), Ok(input), "{options:?}");
         }
     }
 }
@@ -125,9 +127,9 @@ fn warp_decoder_agrees_with_scalar_on_damaged_streams() {
         {
             let input = numbers(element.width(), 6);
             let stream = scalar_compress(&input, &options);
-            assert_eq!(warp_decompress(&stream, input.len() - 1), Err(Status::OutputTooSmall));
+            assert_eq!(warp_decompress(&stream, input.len() - 1, 0), Err(Status::OutputTooSmall));
             assert_eq!(
-                warp_decompress(&stream[..stream.len() - 1], input.len()),
+                warp_decompress(&stream[..stream.len() - 1], input.len(), 3),
                 scalar_decompress(&stream[..stream.len() - 1], input.len())
             );
             for _ in 0..24 {
@@ -135,7 +137,7 @@ fn warp_decoder_agrees_with_scalar_on_damaged_streams() {
                 let at = (noise.next().unwrap() as usize * 256 + noise.next().unwrap() as usize) % stream.len();
                 damaged[at] ^= 1 << (noise.next().unwrap() % 8);
                 assert_eq!(
-                    warp_decompress(&damaged, input.len()),
+                    warp_decompress(&damaged, input.len(), at % 4),
                     scalar_decompress(&damaged, input.len()),
                     "{options:?}, damaged at {at}"
                 );

@@ -1,12 +1,12 @@
 //! Cascaded: run-length, delta and bit-packing layers over integers, one stream per chunk in
-//! ferrocomp's own layout. On the GPU a warp codes each chunk, a sub-block at a time in its
-//! shared memory.
+//! ferrocomp's own layout. On the GPU a warp codes each chunk, a sub-block at a time (in its
+//! shared memory when compressing).
 
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::cascaded::{self, MAX_CHUNK_SIZE};
 pub use ferrocomp_format::cascaded::{ElementType, Options as Cascaded};
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::cascaded::{COMPRESS_SHARED_BYTES_PER_WARP, DECOMPRESS_SHARED_BYTES_PER_WARP, WARPS};
+use ferrocomp_kernels_gpu::cascaded::{COMPRESS_SHARED_BYTES_PER_WARP, WARPS};
 
 impl BatchCodec for Cascaded {
     fn max_chunk_size(&self) -> usize {
@@ -26,7 +26,7 @@ impl BatchCodec for Cascaded {
             algorithm: Algorithm::Cascaded,
             options: self.to_word(),
             compress: Shape::warps(WARPS, COMPRESS_SHARED_BYTES_PER_WARP),
-            decompress: Shape::warps(WARPS, DECOMPRESS_SHARED_BYTES_PER_WARP),
+            decompress: Shape::warps(WARPS, 0),
             sizes: super::lz4::SIZES_SHAPE,
         }
     }

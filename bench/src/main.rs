@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: ferrocomp-bench --data DIR [--nvcomp PATH/libnvcomp.so.6] \
-                     [--codecs lz4,snappy,deflate,gdeflate,blosc,zstd] [--levels 1,4] [--zstd-levels 1,2,3] [--chunk-size 65536] \
+                     [--codecs lz4,snappy,deflate,gdeflate,blosc,zstd,cascaded] [--levels 1,4] [--zstd-levels 1,2,3] [--chunk-size 65536] \
                      [--reps 10] [--out FILE] [--keep DIR]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
                      `algorithm` option), default 1; --zstd-levels: the Zstd levels, default all; --keep: write each codec's compressed chunks \
                      of each data set to DIR/DATASET.CODEC.bin, back to back (for Zstd, one multi-frame stream)";
@@ -122,7 +122,7 @@ impl Args {
     }
 }
 
-/// The algorithm named `name` ("lz4", "snappy", "deflate", "gdeflate").
+/// The algorithm named `name` ("lz4", "snappy", "deflate", "gdeflate", "blosc", "zstd", "cascaded").
 fn parse_algorithm(name: &str) -> Result<Algorithm> {
     ALGORITHMS.into_iter().find(|algorithm| algorithm.name() == name).with_context(|| format!("unknown codec {name:?}"))
 }

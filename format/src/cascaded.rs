@@ -233,8 +233,7 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Entry `i` of the stream in `bytes` (the sub-block), `width` bytes wide; `bytes` must hold
-    /// 8 bytes past the stream's end or be long enough that reads stop at its end.
+    /// Entry `i` of the stream in `bytes` (the sub-block), `width` bytes wide.
     #[inline(always)]
     pub fn entry(&self, bytes: &[u8], i: usize, width: usize) -> u64 {
         self.base.wrapping_add(read_bits(bytes, self.at * 8 + i * self.bits as usize, self.bits)) & mask(width)
@@ -616,7 +615,7 @@ impl BitWriter<'_> {
 
 /// ORs the `bits` low bits of `value` into `bytes` at bit `bit`, least significant first.
 #[inline(always)]
-pub fn write_bits(bytes: &mut [u8], bit: usize, bits: u32, value: u64) {
+fn write_bits(bytes: &mut [u8], bit: usize, bits: u32, value: u64) {
     let (byte, shift) = (bit / 8, bit % 8);
     let window = (value as u128) << shift;
     for k in 0..(shift + bits as usize).div_ceil(8) {

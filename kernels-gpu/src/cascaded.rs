@@ -1,5 +1,5 @@
-//! Cascaded on the GPU: a warp per chunk, each sub-block held in the warp's shared memory, the
-//! format crate's bytes written and read (`ferrocomp_format::cascaded`).
+//! Cascaded on the GPU: a warp per chunk, a sub-block at a time, the format crate's bytes written
+//! and read (`ferrocomp_format::cascaded`).
 //!
 //! Compressing, the lanes take 32 entries a step: a run-length layer compares each entry with
 //! the one before (a shuffle), ballots the run starts into a bitmap and compacts the runs' values
@@ -16,8 +16,8 @@ use crate::warp::{WARP_SIZE, Warp};
 use core::sync::atomic::{AtomicU32, Ordering};
 use ferrocomp_format::Status;
 use ferrocomp_format::cascaded::{
-    Extremes, Frame, HEADER_LEN, Layout, MAX_CHUNK_SIZE, MAX_LAYERS, Options, RUN_WIDTH, STORED, SUB_BLOCK, mask,
-    packed_len, read_header, sub_block_size, sub_blocks,
+    Extremes, Frame, HEADER_LEN, Layout, MAX_CHUNK_SIZE, MAX_LAYERS, Options, RUN_WIDTH, STORED, SUB_BLOCK, VERSION,
+    mask, packed_len, read_header, sub_block_size, sub_blocks,
 };
 
 /// Words of a coded sub-block in shared memory: room for the largest (stored, `1 + SUB_BLOCK`
@@ -165,7 +165,7 @@ pub unsafe fn compress_chunk<W: Warp>(
     }
     let lane = warp.lane() as usize;
     if lane < HEADER_LEN {
-        let header = [1, options.element as u8, 0, 0, n as u8, (n >> 8) as u8, (n >> 16) as u8, (n >> 24) as u8];
+        let header = [VERSION, options.element as u8, 0, 0, n as u8, (n >> 8) as u8, (n >> 16) as u8, (n >> 24) as u8];
         unsafe { *out.add(lane) = header[lane] };
     }
     let mut encoder = Encoder::new(shared, options);

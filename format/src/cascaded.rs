@@ -14,7 +14,9 @@
 //! whichever counts up to those code each sub-block smallest; [`decompress`] and [`decompressed_size`] check every count,
 //! run and length, and never panic.
 
+pub use crate::ElementType;
 use crate::Status;
+use crate::bitpack::{Extremes, mask, packed_len, read_bits, write_bits};
 
 /// Bytes of input per sub-block (nvCOMP's default Cascaded chunk size); a multiple of every
 /// element width.
@@ -31,39 +33,6 @@ pub const VERSION: u8 = 1;
 pub const STORED: u8 = 0xFF;
 /// Bytes of a run-length stream's entries, unpacked (runs are at most [`SUB_BLOCK`] long).
 pub const RUN_WIDTH: usize = 2;
-
-/// Element type of the input, as nvCOMP's `data_type` (`nvcompType_t`, whose ids these are): the
-/// width the layers work in. Signedness does not change the stream (the encoder picks the better
-/// frame of reference of both readings); it is kept so that options round-trip.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum ElementType {
-    I8 = 0,
-    U8 = 1,
-    I16 = 2,
-    U16 = 3,
-    I32 = 4,
-    /// nvCOMP's default (`NVCOMP_TYPE_UINT`).
-    #[default]
-    U32 = 5,
-    I64 = 6,
-    U64 = 7,
-}
-
-impl ElementType {
-    /// Every element type, in id order.
-    pub const ALL: [Self; 8] = [Self::I8, Self::U8, Self::I16, Self::U16, Self::I32, Self::U32, Self::I64, Self::U64];
-
-    /// The type with id `id`, if there is one.
-    pub fn from_id(id: u8) -> Option<Self> {
-        Self::ALL.get(id as usize).copied()
-    }
-
-    /// Width of one element in bytes.
-    pub const fn width(self) -> usize {
-        1 << (self as u8 >> 1)
-    }
-}
 
 /// Cascaded's options: the element type and the layers (nvCOMP's `num_rles`, `num_deltas`,
 /// `use_bitpack`), and whether they are a most (the smallest coding per sub-block is searched
@@ -138,89 +107,6 @@ pub const fn max_decompressed_size(compressed_len: usize) -> usize {
     if bound > MAX_CHUNK_SIZE { MAX_CHUNK_SIZE } else { bound }
 }
 
-/// Bits of the mask of a `width`-byte element.
-#[inline(always)]
-pub const fn mask(width: usize) -> u64 {
-    if width >= 8 { u64::MAX } else { (1 << (8 * width)) - 1 }
-}
-
-/// Bits needed to hold `value`.
-#[inline(always)]
-pub const fn bit_len(value: u64) -> u32 {
-    64 - value.leading_zeros()
-}
-
-/// Bytes of a packed stream of `count` entries of `bits` bits.
-#[inline(always)]
-pub const fn packed_len(count: usize, bits: u32) -> usize {
-    (count * bits as usize).div_ceil(8)
-}
-
-/// The extremes of a stream's entries read unsigned and read signed, from which its frame of
-/// reference is chosen; merged a part at a time (the GPU's lanes reduce them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Extremes {
-    pub min: u64,
-    pub max: u64,
-    pub min_signed: i64,
-    pub max_signed: i64,
-}
-
-impl Extremes {
-    /// The extremes of no entries.
-    pub const EMPTY: Self = Self { min: u64::MAX, max: 0, min_signed: i64::MAX, max_signed: i64::MIN };
-
-    /// The extremes of the one `width`-byte entry `value`.
-    #[inline(always)]
-    pub const fn of(value: u64, width: usize) -> Self {
-        let signed = sign_extend(value, width);
-        Self { min: value, max: value, min_signed: signed, max_signed: signed }
-    }
-
-    /// The extremes of both.
-    #[inline(always)]
-    pub fn merge(self, other: Self) -> Self {
-        Self {
-            min: self.min.min(other.min),
-            max: self.max.max(other.max),
-            min_signed: self.min_signed.min(other.min_signed),
-            max_signed: self.max_signed.max(other.max_signed),
-        }
-    }
-
-    /// The frame of reference of `width`-byte entries with these extremes: the fewer bits of
-    /// the two readings (unsigned on a tie), or every entry whole where `bitpack` is off.
-    pub fn frame(self, width: usize, bitpack: bool) -> Frame {
-        if !bitpack {
-            return Frame { base: 0, bits: 8 * width as u32 };
-        }
-        if self.min > self.max {
-            return Frame { base: 0, bits: 0 };
-        }
-        let unsigned = bit_len(self.max - self.min);
-        let signed = bit_len(self.max_signed.wrapping_sub(self.min_signed) as u64);
-        if signed < unsigned {
-            Frame { base: self.min_signed as u64 & mask(width), bits: signed }
-        } else {
-            Frame { base: self.min, bits: unsigned }
-        }
-    }
-}
-
-/// `value`'s `width` bytes read as a signed number.
-#[inline(always)]
-pub const fn sign_extend(value: u64, width: usize) -> i64 {
-    let shift = 64 - 8 * width as u32;
-    ((value << shift) as i64) >> shift
-}
-
-/// A stream's frame of reference: entry `i` is `base + packed[i]`, `packed[i]` of `bits` bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Frame {
-    pub base: u64,
-    pub bits: u32,
-}
-
 /// Where one stream of a sub-block lies, as [`Layout::parse`] finds it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stream {
@@ -238,21 +124,6 @@ impl Stream {
     pub fn entry(&self, bytes: &[u8], i: usize, width: usize) -> u64 {
         self.base.wrapping_add(read_bits(bytes, self.at * 8 + i * self.bits as usize, self.bits)) & mask(width)
     }
-}
-
-/// The `bits` (at most 64) bits at bit `bit` of `bytes`, least significant first; bytes past
-/// the end read as zeros.
-#[inline(always)]
-pub fn read_bits(bytes: &[u8], bit: usize, bits: u32) -> u64 {
-    if bits == 0 {
-        return 0;
-    }
-    let (byte, shift) = (bit / 8, bit % 8);
-    let mut window = 0u128;
-    for k in 0..(shift + bits as usize).div_ceil(8) {
-        window |= (*bytes.get(byte + k).unwrap_or(&0) as u128) << (8 * k);
-    }
-    (window >> shift) as u64 & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
 }
 
 /// A coded sub-block's layers and streams.
@@ -610,15 +481,5 @@ impl BitWriter<'_> {
             write_bits(out, i * frame.bits as usize, frame.bits, packed);
         }
         self.at += len;
-    }
-}
-
-/// ORs the `bits` low bits of `value` into `bytes` at bit `bit`, least significant first.
-#[inline(always)]
-fn write_bits(bytes: &mut [u8], bit: usize, bits: u32, value: u64) {
-    let (byte, shift) = (bit / 8, bit % 8);
-    let window = (value as u128) << shift;
-    for k in 0..(shift + bits as usize).div_ceil(8) {
-        bytes[byte + k] |= (window >> (8 * k)) as u8;
     }
 }

@@ -9,6 +9,7 @@ pub use batch::BatchArgs;
 
 pub mod adler32;
 pub mod batch;
+pub mod bitpack;
 pub mod blosc;
 pub mod cascaded;
 pub mod crc32;
@@ -159,5 +160,39 @@ impl DataType {
     /// Width of one element in bytes.
     pub fn width(self) -> usize {
         1 << (self as u8)
+    }
+}
+
+/// Element type of the input, as nvCOMP's `data_type` (`nvcompType_t`, whose ids these are): the
+/// width the integer codecs (Cascaded, Bitcomp) work in. Signedness does not change their streams
+/// (the encoders pick the better frame of reference of both readings); it is kept so that options
+/// round-trip.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ElementType {
+    I8 = 0,
+    U8 = 1,
+    I16 = 2,
+    U16 = 3,
+    I32 = 4,
+    /// nvCOMP's default (`NVCOMP_TYPE_UINT`).
+    #[default]
+    U32 = 5,
+    I64 = 6,
+    U64 = 7,
+}
+
+impl ElementType {
+    /// Every element type, in id order.
+    pub const ALL: [Self; 8] = [Self::I8, Self::U8, Self::I16, Self::U16, Self::I32, Self::U32, Self::I64, Self::U64];
+
+    /// The type with id `id`, if there is one.
+    pub fn from_id(id: u8) -> Option<Self> {
+        Self::ALL.get(id as usize).copied()
+    }
+
+    /// Width of one element in bytes.
+    pub const fn width(self) -> usize {
+        1 << (self as u8 >> 1)
     }
 }

@@ -11,13 +11,14 @@
 //! the output: 32 runs a step, their starts a scan, each entry finding its run by a binary search
 //! over the lanes.
 
+use crate::bitpack::{Words, or_bits, reduce_extremes, scan_add64, shuffle64};
 use crate::lz77::last_starting_by;
 use crate::warp::{WARP_SIZE, Warp};
-use core::sync::atomic::{AtomicU32, Ordering};
 use ferrocomp_format::Status;
+use ferrocomp_format::bitpack::{Extremes, Frame, mask, packed_len};
 use ferrocomp_format::cascaded::{
-    Extremes, Frame, HEADER_LEN, Layout, MAX_CHUNK_SIZE, MAX_LAYERS, Options, RUN_WIDTH, STORED, SUB_BLOCK, VERSION,
-    mask, packed_len, read_header, sub_block_size, sub_blocks,
+    HEADER_LEN, Layout, MAX_CHUNK_SIZE, MAX_LAYERS, Options, RUN_WIDTH, STORED, SUB_BLOCK, VERSION, read_header,
+    sub_block_size, sub_blocks,
 };
 
 /// Words of a coded sub-block in shared memory: room for the largest (stored, `1 + SUB_BLOCK`
@@ -71,65 +72,12 @@ unsafe fn load(at: *const u8, i: usize, width: usize, aligned: bool) -> u64 {
     (0..width).rev().fold(0, |value, k| value << 8 | unsafe { *at.add(i * width + k) } as u64)
 }
 
-/// `value` as held by lane `lane`.
-#[inline(always)]
-fn shuffle64<W: Warp>(warp: &W, value: u64, lane: u32) -> u64 {
-    warp.shuffle(value as u32, lane) as u64 | (warp.shuffle((value >> 32) as u32, lane) as u64) << 32
-}
-
 /// The lane before's `value`, or `first` in lane 0.
 #[inline(always)]
 fn previous<W: Warp>(warp: &W, value: u64, first: u64) -> u64 {
     let lane = warp.lane();
     let below = shuffle64(warp, value, lane.saturating_sub(1));
     if lane == 0 { first } else { below }
-}
-
-/// Sum (wrapping) of `value` over lanes `0..=lane`.
-#[inline(always)]
-fn scan_add64<W: Warp>(warp: &W, mut value: u64) -> u64 {
-    let lane = warp.lane();
-    let mut distance = 1;
-    while distance < WARP_SIZE {
-        let below = shuffle64(warp, value, lane.saturating_sub(distance));
-        if lane >= distance {
-            value = value.wrapping_add(below);
-        }
-        distance *= 2;
-    }
-    value
-}
-
-/// Every lane's extremes merged, in every lane.
-#[inline(always)]
-fn reduce<W: Warp>(warp: &W, mut extremes: Extremes) -> Extremes {
-    let mut distance = WARP_SIZE / 2;
-    while distance > 0 {
-        let other = |value: u64| shuffle64(warp, value, warp.lane() ^ distance);
-        let theirs = Extremes {
-            min: other(extremes.min),
-            max: other(extremes.max),
-            min_signed: other(extremes.min_signed as u64) as i64,
-            max_signed: other(extremes.max_signed as u64) as i64,
-        };
-        extremes = extremes.merge(theirs);
-        distance /= 2;
-    }
-    extremes
-}
-
-/// ORs the `bits` low bits of `value` into the words at `words` at bit `bit`, atomically (lanes
-/// share words).
-#[inline(always)]
-unsafe fn or_bits(words: *mut u32, bit: usize, bits: u32, value: u64) {
-    let (word, shift) = (bit / 32, (bit % 32) as u32);
-    let wide = (value as u128) << shift;
-    for k in 0..(shift + bits).div_ceil(32) as usize {
-        let part = (wide >> (32 * k)) as u32;
-        if part != 0 {
-            unsafe { AtomicU32::from_ptr(words.add(word + k)).fetch_or(part, Ordering::Relaxed) };
-        }
-    }
 }
 
 /// `levels[d]`, found by comparing with constant indices (which keeps `levels` in registers).
@@ -258,7 +206,7 @@ impl<'a> Encoder<'a> {
             if options.auto || r == rles {
                 let extremes = unsafe { self.delta_extremes(warp, r, deltas) };
                 for (frame, extremes) in layer.iter_mut().zip(extremes).take(deltas + 1) {
-                    *frame = reduce(warp, extremes).frame(width, options.bitpack);
+                    *frame = reduce_extremes(warp, extremes).frame(width, options.bitpack);
                 }
             }
             if r < rles {
@@ -380,7 +328,7 @@ impl<'a> Encoder<'a> {
         self.counts[r + 1] = runs;
         let mut extremes = Extremes::EMPTY;
         unsafe { self.for_each_run(warp, r, |_, run| extremes = extremes.merge(Extremes::of(run as u64, RUN_WIDTH))) };
-        self.runs[r] = reduce(warp, extremes).frame(RUN_WIDTH, self.options.bitpack);
+        self.runs[r] = reduce_extremes(warp, extremes).frame(RUN_WIDTH, self.options.bitpack);
     }
 
     /// Calls `f(k, length)` for each run `k` of layer `r + 1`, in some lane, from bitmap `r`.
@@ -459,49 +407,6 @@ impl<'a> Encoder<'a> {
             unsafe { or_bits(coded, 8 * (tail_at + lane), 8, *self.input.add(whole + lane) as u64) };
         }
         warp.sync(); // every lane's bits are in before the sub-block is copied out
-    }
-}
-
-/// A chunk's input read as the aligned words that hold it: every load is an aligned `u32` inside
-/// the input, or, for the words it only partly covers, its bytes (the others read as 0).
-struct Words {
-    base: *const u32,
-    /// The input's bytes, as offsets from `base`.
-    start: usize,
-    end: usize,
-}
-
-impl Words {
-    fn new(input: *const u8, len: usize) -> Self {
-        let start = input as usize % 4;
-        Self { base: input.wrapping_sub(start) as *const u32, start, end: start + len }
-    }
-
-    /// Word `k` from `base`.
-    #[inline(always)]
-    unsafe fn word(&self, k: usize) -> u32 {
-        let at = 4 * k;
-        if at >= self.start && at + 4 <= self.end {
-            return unsafe { *self.base.add(k) };
-        }
-        let bytes = self.base as *const u8;
-        (0..4)
-            .filter(|b| (self.start..self.end).contains(&(at + b)))
-            .fold(0, |word, b| word | (unsafe { *bytes.add(at + b) } as u32) << (8 * b))
-    }
-
-    /// The `bits` (at most 64) bits at bit `bit` of the input, least significant first.
-    #[inline(always)]
-    unsafe fn bits(&self, bit: usize, bits: u32) -> u64 {
-        if bits == 0 {
-            return 0;
-        }
-        let bit = bit + 8 * self.start;
-        let (word, shift) = (bit / 32, (bit % 32) as u32);
-        let (low, high) =
-            unsafe { (self.word(word) as u64 | (self.word(word + 1) as u64) << 32, self.word(word + 2) as u64) };
-        let value = if shift == 0 { low } else { low >> shift | high << (64 - shift) };
-        value & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
     }
 }
 
@@ -692,7 +597,7 @@ mod kernels {
         const SIZES: Lanes = Lanes::Thread;
 
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-            let options = Options::from_word(args.options).ok_or(Status::Unsupported)?;
+            let options = Options::from_word(args.options as u32).ok_or(Status::Unsupported)?;
             let shared = warp_shared::<u8>(COMPRESS_SHARED_BYTES_PER_WARP);
             unsafe {
                 compress_chunk(warp, chunk.input, chunk.input_len, &options, shared, chunk.output, chunk.capacity)

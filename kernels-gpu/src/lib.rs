@@ -13,6 +13,7 @@ extern crate std;
 pub mod adler32;
 #[cfg(target_arch = "nvptx64")]
 pub mod batch;
+pub mod bitpack;
 pub mod blosc;
 pub mod cascaded;
 pub mod copy;

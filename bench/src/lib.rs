@@ -47,7 +47,8 @@ pub trait Codec {
     ) -> Result<()>;
 }
 
-/// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd", "Cascaded".
+/// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd", "Cascaded",
+/// "Bitcomp".
 pub fn title(algorithm: Algorithm) -> &'static str {
     match algorithm {
         Algorithm::Lz4 => "LZ4",
@@ -57,15 +58,18 @@ pub fn title(algorithm: Algorithm) -> &'static str {
         Algorithm::Blosc => "Blosc",
         Algorithm::Zstd => "Zstd",
         Algorithm::Cascaded => "Cascaded",
+        Algorithm::Bitcomp => "Bitcomp",
     }
 }
 
-/// The codec's name in tables: its algorithm's [`title`], and the level of Deflate, GDeflate and Zstd.
+/// The codec's name in tables: its algorithm's [`title`], and the level of Deflate, GDeflate and Zstd, and
+/// Bitcomp's element type (as "u8").
 pub fn codec_name(options: &Options) -> String {
     match options {
         Options::Deflate(deflate) => format!("Deflate level {}", deflate.level),
         Options::GDeflate(gdeflate) => format!("GDeflate level {}", gdeflate.level),
         Options::Zstd(zstd) => format!("Zstd level {}", zstd.level),
+        Options::Bitcomp(bitcomp) => format!("Bitcomp {}", format!("{:?}", bitcomp.element).to_lowercase()),
         _ => title(options.algorithm()).to_owned(),
     }
 }

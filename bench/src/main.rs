@@ -5,8 +5,8 @@
 
 use anyhow::{Context, Result, bail, ensure};
 use ferrocomp::{
-    Algorithm, Blosc, Cascaded, Chunks, Deflate, DeviceBuffer, GDeflate, Gpu, Lz4, Options, Results, Shuffle, Snappy,
-    Wrapper, Zstd,
+    Algorithm, Bitcomp, Blosc, Cascaded, Chunks, Deflate, DeviceBuffer, ElementType, GDeflate, Gpu, Lz4, Options,
+    Results, Shuffle, Snappy, Wrapper, Zstd,
 };
 use ferrocomp_bench::nvcomp::Nvcomp;
 use ferrocomp_bench::{BenchStream, Chunked, Codec, Timer, chunk_sizes, codec_name, title};
@@ -31,7 +31,7 @@ const DATASETS: [(&str, &str); 4] = [
 ];
 
 /// Every algorithm, in table order.
-const ALGORITHMS: [Algorithm; 7] = Algorithm::ALL;
+const ALGORITHMS: [Algorithm; 8] = Algorithm::ALL;
 
 /// zlib levels whose ratios (zlib-rs's) the Deflate and GDeflate tables give for reference.
 const ZLIB_LEVELS: [u32; 2] = [1, 6];
@@ -118,11 +118,15 @@ impl Args {
             Algorithm::Zstd => self.zstd_levels.iter().map(|&level| Options::Zstd(Zstd { level })).collect(),
             // The defaults (u32 elements, layers searched), beside nvCOMP's (u32, its adaptive mode).
             Algorithm::Cascaded => vec![Options::Cascaded(Cascaded::default())],
+            // The defaults (bytes, lossless), and 32-bit integers, each beside nvCOMP's at the same.
+            Algorithm::Bitcomp => [ElementType::U8, ElementType::U32]
+                .map(|element| Options::Bitcomp(Bitcomp { element, ..Bitcomp::default() }))
+                .to_vec(),
         }
     }
 }
 
-/// The algorithm named `name` ("lz4", "snappy", "deflate", "gdeflate", "blosc", "zstd", "cascaded").
+/// The algorithm named `name` ("lz4", "snappy", "deflate", "gdeflate", "blosc", "zstd", "cascaded", "bitcomp").
 fn parse_algorithm(name: &str) -> Result<Algorithm> {
     ALGORITHMS.into_iter().find(|algorithm| algorithm.name() == name).with_context(|| format!("unknown codec {name:?}"))
 }
@@ -219,7 +223,8 @@ fn run() -> Result<bool> {
                     Some(nvcomp) if table.algorithm != Algorithm::Blosc => Some(nvcomp.codec(options)?),
                     _ => None, // nvCOMP has no Blosc
                 };
-                let cross = table.algorithm != Algorithm::Cascaded; // ferrocomp's Cascaded layout is its own
+                // ferrocomp's Cascaded and Bitcomp layouts are its own
+                let cross = !matches!(table.algorithm, Algorithm::Cascaded | Algorithm::Bitcomp);
                 table.lines.extend(bench.compare(&data, &ours, theirs.as_deref(), cross)?.into_iter().map(Line::Gpu));
             }
         }

@@ -1,5 +1,5 @@
-//! nvCOMP 6's batched C API for LZ4, Snappy, Deflate, GDeflate and Zstd, loaded at run time from `libnvcomp.so.6`
-//! (as its `nvcomp/{lz4,snappy,deflate,gdeflate,zstd}.h` and `nvcomp.h` declare it). The algorithms' entry points,
+//! nvCOMP 6's batched C API for LZ4, Snappy, Deflate, GDeflate, Zstd, Cascaded and Bitcomp, loaded at run time from
+//! `libnvcomp.so.6` (as its `nvcomp/{lz4,snappy,deflate,gdeflate,zstd,cascaded,bitcomp}.h` and `nvcomp.h` declare it). The algorithms' entry points,
 //! `nvcompBatched<Name>CompressAsync` and the like, have the same signatures but for their options structs
 //! (64 bytes each, passed by value), so one table of entry points, generic over those structs, serves them all.
 //! Device arrays of chunk addresses (`const void* const*`) and sizes (`const size_t*`) are the same memory as
@@ -138,6 +138,21 @@ const CASCADED_COMPRESS_DEFAULTS: CascadedCompressOpts = CascadedCompressOpts {
 const CASCADED_DECOMPRESS_OPTS: CascadedDecompressOpts =
     CascadedDecompressOpts { backend: 0, common: CASCADED_COMPRESS_DEFAULTS.common, reserved: [0; 32] };
 
+/// `nvcompBatchedBitcompCompressOpts_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct BitcompCompressOpts {
+    /// 0: the default algorithm, 1: sparse.
+    algorithm: i32,
+    /// `nvcompType_t`.
+    data_type: i32,
+    /// Lossy quantisation step (unused lossless).
+    delta: f64,
+    /// `bitcompMode_t`: 0 is lossless.
+    mode: i32,
+    reserved: [u8; 44],
+}
+
 /// `nvcompBatchedGdeflateDecompressDefaultOpts`.
 const GDEFLATE_DECOMPRESS_DEFAULTS: GdeflateDecompressOpts = GdeflateDecompressOpts { backend: 0, reserved: [0; 60] };
 
@@ -252,6 +267,18 @@ impl Nvcomp {
                     CASCADED_COMPRESS_DEFAULTS,
                     CASCADED_DECOMPRESS_OPTS,
                 )?),
+                // Lossless only: nvCOMP's lossy step is a power of two, and its own bound.
+                Options::Bitcomp(bitcomp) if bitcomp.error_bound.is_some() => bail!("nvCOMP's lossy Bitcomp differs"),
+                Options::Bitcomp(bitcomp) => {
+                    let compress = BitcompCompressOpts {
+                        algorithm: bitcomp.sparse as i32,
+                        data_type: bitcomp.element as i32,
+                        delta: 0.0,
+                        mode: 0,
+                        reserved: [0; 44],
+                    };
+                    Box::new(Batched::load(self, "Bitcomp", label, compress, GDEFLATE_DECOMPRESS_DEFAULTS)?)
+                }
                 // nvCOMP's Zstd has no level: ours at any level is set beside its one.
                 Options::Zstd(_) => Box::new(Batched::load(
                     self,

@@ -3,8 +3,8 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ferrocomp::{
-    Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate,
-    ElementType, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
+    Bitcomp, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate,
+    ElementType, ErrorBound, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
@@ -34,11 +34,12 @@ enum Command {
         #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
         chunk_size: usize,
         /// Element type of the input; matches align to its width (lz4, snappy), blosc shuffles its
-        /// bytes, cascaded's layers work in it. Default char, for cascaded uint.
+        /// bytes, cascaded and bitcomp code numbers of it (float and double as their bits, but for
+        /// bitcomp's --error-bound). Default char, for cascaded uint, for a lossy bitcomp float.
         #[arg(long, value_enum)]
         data_type: Option<DataTypeArg>,
         #[command(flatten)]
-        layers: LayersArgs,
+        numeric: NumericArgs,
         /// Level of deflate, zlib, gzip and gdeflate (nvCOMP's algorithm_type): 0 entropy coding
         /// only, 1 fast (the default), 2-3 medium, 4 high, 5 highest ratio. Of zstd: 1 fast (the
         /// default) to 2, higher ratio.
@@ -55,9 +56,10 @@ enum Command {
     },
 }
 
-/// Cascaded's layers (nvCOMP's num_RLEs, num_deltas and use_bp).
+/// The numeric codecs' options: Cascaded's layers (nvCOMP's num_RLEs, num_deltas and use_bp),
+/// Bitcomp's algorithm and error bound.
 #[derive(Args)]
-struct LayersArgs {
+struct NumericArgs {
     /// Cascaded: run-length layers, at most 4 (searched per sub-block up to this unless --exact-layers).
     #[arg(long, default_value_t = Cascaded::default().rles)]
     rles: u8,
@@ -70,13 +72,20 @@ struct LayersArgs {
     /// Cascaded: apply exactly --rles and --deltas layers to every sub-block, as nvCOMP does.
     #[arg(long)]
     exact_layers: bool,
+    /// Bitcomp: nvCOMP's sparse algorithm (algorithm_type 1), for data with many zeros.
+    #[arg(long)]
+    sparse: bool,
+    /// Bitcomp: lossy; each element, a float (4-byte data types) or double (8-byte), decodes
+    /// within this absolute error of its value.
+    #[arg(long)]
+    error_bound: Option<f32>,
 }
 
-impl Default for LayersArgs {
+impl Default for NumericArgs {
     /// The options' defaults (a stream decodes whatever layers it has).
     fn default() -> Self {
         let Cascaded { rles, deltas, .. } = Cascaded::default();
-        Self { rles, deltas, no_bitpack: false, exact_layers: false }
+        Self { rles, deltas, no_bitpack: false, exact_layers: false, sparse: false, error_bound: None }
     }
 }
 
@@ -118,6 +127,8 @@ enum AlgorithmArg {
     Zstd,
     /// run-length, delta and bit-packing layers over --data-type integers (nvCOMP's Cascaded)
     Cascaded,
+    /// bit-packed tiles of --data-type numbers, lossless or within --error-bound (nvCOMP's Bitcomp)
+    Bitcomp,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -139,7 +150,8 @@ enum ChecksumArg {
     ComputeVerify,
 }
 
-/// nvCOMP's data types (the signed and unsigned of a width alike but for cascaded's element type).
+/// nvCOMP's data types (the signed and unsigned of a width alike but for the numeric codecs'
+/// element type; floats as unsigned integers of their width).
 #[derive(Clone, Copy, ValueEnum)]
 enum DataTypeArg {
     Char,
@@ -152,17 +164,24 @@ enum DataTypeArg {
     LongLong,
     #[value(name = "ulonglong")]
     ULongLong,
+    Float,
+    Double,
 }
 
 impl DataTypeArg {
-    /// Cascaded's element type of the same width and sign.
+    /// The numeric codecs' element type of the same width and sign.
     fn element(self) -> ElementType {
-        ElementType::ALL[self as usize] // nvCOMP's order
+        match self {
+            Self::Float => ElementType::U32,
+            Self::Double => ElementType::U64,
+            _ => ElementType::ALL[self as usize], // nvCOMP's order
+        }
     }
 
     /// The width, as LZ4's and Snappy's data type.
     fn data_type(self) -> DataType {
-        [DataType::Char, DataType::Short, DataType::Int, DataType::LongLong][self as usize / 2]
+        [DataType::Char, DataType::Short, DataType::Int, DataType::LongLong]
+            [self.element().width().trailing_zeros() as usize]
     }
 }
 
@@ -183,8 +202,11 @@ impl Common {
         Config { chunk_size, bitstream, checksum }
     }
 
-    fn options(&self, data_type: Option<DataTypeArg>, level: Option<u8>, layers: &LayersArgs) -> Result<Options> {
+    fn options(&self, data_type: Option<DataTypeArg>, level: Option<u8>, numeric: &NumericArgs) -> Result<Options> {
         let element = data_type.unwrap_or(DataTypeArg::Uint).element();
+        let bitcomp_element = data_type
+            .unwrap_or(if numeric.error_bound.is_some() { DataTypeArg::Float } else { DataTypeArg::Char })
+            .element();
         let data_type = data_type.unwrap_or(DataTypeArg::Char).data_type();
         let (levels, default) = match self.algorithm {
             AlgorithmArg::Zstd => (Zstd::LEVELS, Zstd::default().level),
@@ -205,13 +227,30 @@ impl Common {
             AlgorithmArg::Blosc => Options::Blosc(Blosc { typesize: data_type.width() as u8, shuffle: Shuffle::Byte }),
             AlgorithmArg::Zstd => Options::Zstd(Zstd { level }),
             AlgorithmArg::Cascaded => {
-                let (rles, deltas) = (layers.rles, layers.deltas);
-                let bitpack = !layers.no_bitpack;
-                let cascaded = Cascaded { element, rles, deltas, bitpack, auto: !layers.exact_layers };
+                let (rles, deltas) = (numeric.rles, numeric.deltas);
+                let bitpack = !numeric.no_bitpack;
+                let cascaded = Cascaded { element, rles, deltas, bitpack, auto: !numeric.exact_layers };
                 if !cascaded.valid() {
                     bail!("--rles {rles} and --deltas {deltas}: each may be at most 4");
                 }
                 Options::Cascaded(cascaded)
+            }
+            AlgorithmArg::Bitcomp => {
+                let error_bound = match numeric.error_bound {
+                    Some(bound) => Some(
+                        ErrorBound::new(bound)
+                            .with_context(|| format!("--error-bound {bound}: the bound must be finite and above 0"))?,
+                    ),
+                    None => None,
+                };
+                let bitcomp = Bitcomp { element: bitcomp_element, sparse: numeric.sparse, error_bound };
+                if !bitcomp.valid() {
+                    bail!(
+                        "--error-bound needs 4- or 8-byte elements (float or double), not {}-byte",
+                        bitcomp_element.width()
+                    );
+                }
+                Options::Bitcomp(bitcomp)
             }
         })
     }
@@ -262,8 +301,8 @@ fn run(cli: Cli) -> Result<()> {
     let device = gpu.as_ref().map_or("CPU".into(), |gpu| gpu.name().to_string());
     let start = Instant::now();
     let (output, uncompressed, compressed) = match cli.command {
-        Command::Compress { ref common, chunk_size, data_type, level, ref layers } => {
-            let codec = BufferCodec::new(common.options(data_type, level, layers)?, common.config(chunk_size), gpu)
+        Command::Compress { ref common, chunk_size, data_type, level, ref numeric } => {
+            let codec = BufferCodec::new(common.options(data_type, level, numeric)?, common.config(chunk_size), gpu)
                 .context("configuring the compressor")?;
             let bar = progress_bar(input.len());
             let output = codec
@@ -275,7 +314,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Decompress { ref common, size } => {
             let codec = BufferCodec::new(
-                common.options(None, None, &LayersArgs::default())?,
+                common.options(None, None, &NumericArgs::default())?,
                 common.config(DEFAULT_CHUNK_SIZE),
                 gpu,
             )

@@ -321,3 +321,41 @@ fn cascaded_takes_its_layers_and_element_type() {
     let stderr = ferrocomp_err("compress", &["-a", "cascaded", "--rles", "5"], &input, &dir.path("out"));
     assert!(stderr.contains("at most 4"), "{stderr}");
 }
+
+#[test]
+fn bitcomp_takes_its_algorithm_element_type_and_error_bound() {
+    let dir = TempDir::new("bitcomp");
+    // Sorted offsets: deltas of 5 bits a tile.
+    let data: Vec<u8> = (0..100_000u32).flat_map(|i| (i * 25 + i % 7).to_le_bytes()).collect();
+    let input = dir.file("in", &data);
+    for args in [&["-a", "bitcomp"][..], &["-a", "bitcomp", "--data-type", "int"], &["-a", "bitcomp", "--sparse"]] {
+        let (compressed, restored) = (dir.path("c"), dir.path("r"));
+        let packed = ferrocomp_ok("compress", args, &input, &compressed);
+        assert!(packed.starts_with(b"FCMP") && packed[5] == 8, "{args:?}");
+        if args.len() == 4 {
+            assert!(packed.len() < data.len() / 4, "{args:?}: {}", packed.len());
+        }
+        assert_eq!(ferrocomp_ok("decompress", &[], &compressed, &restored), data, "{args:?}");
+        std::fs::remove_file(&compressed).unwrap();
+        std::fs::remove_file(&restored).unwrap();
+    }
+    // Lossy floats: every value back within the bound.
+    let field: Vec<f32> = (0..50_000).map(|k| 280.0 + 20.0 * (k as f32 / 900.0).sin()).collect();
+    let input = dir.file("field", &field.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    let (compressed, restored) = (dir.path("fc"), dir.path("fr"));
+    let packed = ferrocomp_ok("compress", &["-a", "bitcomp", "--error-bound", "0.01"], &input, &compressed);
+    assert!(packed.len() < field.len() * 4 / 2, "{}", packed.len());
+    let decoded = ferrocomp_ok("decompress", &[], &compressed, &restored);
+    for (value, bytes) in field.iter().zip(decoded.chunks(4)) {
+        assert!((value - f32::from_le_bytes(bytes.try_into().unwrap())).abs() <= 0.01);
+    }
+    let stderr = ferrocomp_err(
+        "compress",
+        &["-a", "bitcomp", "--data-type", "short", "--error-bound", "1"],
+        &input,
+        &dir.path("o"),
+    );
+    assert!(stderr.contains("4- or 8-byte"), "{stderr}");
+    let stderr = ferrocomp_err("compress", &["-a", "bitcomp", "--error-bound", "0"], &input, &dir.path("o"));
+    assert!(stderr.contains("above 0"), "{stderr}");
+}

@@ -30,5 +30,5 @@ pub struct BatchArgs {
     /// Chunks in the batch.
     pub count: u64,
     /// The codec's options, packed by its host module.
-    pub options: u32,
+    pub options: u64,
 }

@@ -9,6 +9,7 @@ pub use batch::BatchArgs;
 
 pub mod adler32;
 pub mod batch;
+pub mod bitcomp;
 pub mod bitpack;
 pub mod blosc;
 pub mod cascaded;
@@ -37,12 +38,23 @@ pub enum Algorithm {
     Zstd = 6,
     /// Run-length, delta and bit-packing layers over integers (ferrocomp's own layout).
     Cascaded = 7,
+    /// Frame-of-reference, delta and sparse bit-packing of numbers, optionally lossy (ferrocomp's
+    /// own layout).
+    Bitcomp = 8,
 }
 
 impl Algorithm {
     /// Every algorithm, in id order.
-    pub const ALL: [Self; 7] =
-        [Self::Lz4, Self::Snappy, Self::Deflate, Self::GDeflate, Self::Blosc, Self::Zstd, Self::Cascaded];
+    pub const ALL: [Self; 8] = [
+        Self::Lz4,
+        Self::Snappy,
+        Self::Deflate,
+        Self::GDeflate,
+        Self::Blosc,
+        Self::Zstd,
+        Self::Cascaded,
+        Self::Bitcomp,
+    ];
 
     /// The algorithm with header id `id`, if there is one.
     pub fn from_id(id: u8) -> Option<Self> {
@@ -54,6 +66,7 @@ impl Algorithm {
             5 => Some(Self::Blosc),
             6 => Some(Self::Zstd),
             7 => Some(Self::Cascaded),
+            8 => Some(Self::Bitcomp),
             _ => None,
         }
     }
@@ -68,6 +81,7 @@ impl Algorithm {
             Self::Blosc => "blosc",
             Self::Zstd => "zstd",
             Self::Cascaded => "cascaded",
+            Self::Bitcomp => "bitcomp",
         }
     }
 }

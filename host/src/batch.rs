@@ -95,6 +95,12 @@ pub trait BatchCodec: Send + Sync {
     /// The size one compressed chunk decompresses to, found on the CPU.
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status>;
 
+    /// Whether decoding gives the input back exactly. A lossy codec's native streams carry no
+    /// checksums of the uncompressed data (what decodes is not what was compressed).
+    fn lossless(&self) -> bool {
+        true
+    }
+
     /// Enqueues compressing each chunk of `inputs` into `outputs` (each with room for
     /// `output_capacity` bytes: [`BatchCodec::max_compressed_chunk_size`] of the largest input).
     ///
@@ -200,7 +206,7 @@ pub struct Launch {
     /// Whose kernels these are.
     pub algorithm: Algorithm,
     /// The options word the kernels receive (`BatchArgs::options`).
-    pub options: u32,
+    pub options: u64,
     /// The compress kernel's shape.
     pub compress: Shape,
     /// The decompress kernel's shape.
@@ -264,7 +270,7 @@ fn batch_args(
     results: &Results<'_>,
     scratch: Option<&DeviceViewMut<'_, u8>>,
     count: usize,
-    options: u32,
+    options: u64,
 ) -> BatchArgs {
     BatchArgs {
         inputs: inputs.addresses.address(),

@@ -240,8 +240,11 @@ impl BufferCodec {
     }
 
     fn new_checksums(&self, count: usize) -> Checksums {
-        let table = || self.stores_checksums().then(|| Vec::with_capacity(count));
-        Checksums { uncompressed: table(), compressed: table() }
+        let table = |stores: bool| stores.then(|| Vec::with_capacity(count));
+        Checksums {
+            uncompressed: table(self.stores_uncompressed_checksums()),
+            compressed: table(self.stores_checksums()),
+        }
     }
 
     fn frame_for(&self, total_size: usize, chunk_size: usize, compressed: &Compressed) -> Frame {
@@ -260,13 +263,18 @@ impl BufferCodec {
         self.config.checksum.computes() && self.config.bitstream == Bitstream::Native
     }
 
+    /// Whether compression stores checksums of the uncompressed data: not where it is lossy.
+    fn stores_uncompressed_checksums(&self) -> bool {
+        self.stores_checksums() && self.options.codec().lossless()
+    }
+
     fn require_gpu(&self) -> Result<&Gpu> {
         self.gpu.as_ref().ok_or(Error::NoDevice)
     }
 
     fn check_checksum_policy(&self, frame: &Frame) -> Result<()> {
         if self.config.checksum.requires() {
-            if frame.checksums.uncompressed.is_none() {
+            if frame.checksums.uncompressed.is_none() && frame.options.codec().lossless() {
                 return Err(Error::ChecksumMissing(ChecksumPart::Uncompressed));
             }
             if frame.checksums.compressed.is_none() {
@@ -411,11 +419,13 @@ impl BufferCodec {
         let inputs = Chunks::new(inputs, scratch.sizes.view().slice(0, count));
         let results = Results { sizes: scratch.result_sizes.view_mut(), statuses: scratch.statuses.view_mut() };
         unsafe { codec.compress_async(gpu, inputs, outputs, bound, scratch.codec.view_mut(), results, stream)? };
-        let computes = self.stores_checksums();
+        let (computes, lossless) = (self.stores_checksums(), self.stores_uncompressed_checksums());
         if computes {
             let compressed = Chunks::new(outputs, scratch.result_sizes.view().slice(0, count));
             unsafe {
-                crc32_async(gpu, inputs, scratch.crcs_uncompressed.view_mut(), stream)?;
+                if lossless {
+                    crc32_async(gpu, inputs, scratch.crcs_uncompressed.view_mut(), stream)?;
+                }
                 crc32_async(gpu, compressed, scratch.crcs_compressed.view_mut(), stream)?;
             }
         }
@@ -429,10 +439,13 @@ impl BufferCodec {
         if let Some(chunk) = scratch.host_statuses[..count].iter().position(|&s| s != Status::Success as u32) {
             return Err(Error::Chunk { chunk, status: Status::from_code(scratch.host_statuses[chunk]) });
         }
-        let crcs = |range: std::ops::Range<usize>| computes.then(|| scratch.host_crcs[range].to_vec());
+        let crcs = |stores: bool, range: std::ops::Range<usize>| stores.then(|| scratch.host_crcs[range].to_vec());
         Ok(Compressed {
             sizes: scratch.host_result_sizes[..count].to_vec(),
-            checksums: Checksums { uncompressed: crcs(0..count), compressed: crcs(count..2 * count) },
+            checksums: Checksums {
+                uncompressed: crcs(lossless, 0..count),
+                compressed: crcs(computes, count..2 * count),
+            },
         })
     }
 

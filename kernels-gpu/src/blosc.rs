@@ -322,7 +322,7 @@ mod kernels {
     /// parse) in place of them, one thread lays the chunk out (block table, stream sizes, raw
     /// streams, the memcpyed fallback) and the warps copy the streams into place.
     unsafe fn compress_chunk(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-        let (typesize, shuffle) = unpack_options(args.options);
+        let (typesize, shuffle) = unpack_options(args.options as u32);
         let n = chunk.input_len;
         if n > MAX_BUFFERSIZE {
             return Err(Status::ChunkTooLarge);

@@ -48,6 +48,16 @@ pub trait Warp {
         value
     }
 
+    /// Largest `value` of all lanes, in every lane.
+    fn reduce_max(&self, mut value: u32) -> u32 {
+        let mut distance = WARP_SIZE / 2;
+        while distance > 0 {
+            value = value.max(self.shuffle(value, self.lane() ^ distance));
+            distance /= 2;
+        }
+        value
+    }
+
     /// XOR of `value` over all lanes, in every lane.
     fn reduce_xor(&self, mut value: u32) -> u32 {
         let mut distance = WARP_SIZE / 2;

@@ -11,7 +11,7 @@ use crate::device::{self, StreamRef, stream_arg};
 use crate::dtype::DType;
 use crate::enums::{BitstreamKind, PyChecksumPolicy};
 use crate::errors::{Direction, device_error, to_py, value_error};
-use ferrocomp::Cascaded;
+use ferrocomp::{Bitcomp, Cascaded, ErrorBound};
 use ferrocomp::{
     Bitstream, Blosc, BufferCodec, ChecksumPolicy, ChunkListCodec, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate,
     DeviceView, DeviceViewMut, ElementType, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
@@ -30,7 +30,7 @@ enum Backend {
 
 /// Compresses and decompresses arrays with one algorithm (nvCOMP's `Codec`).
 ///
-/// `algorithm`: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd", "Cascaded" (any case), or "zlib"/"gzip" for Deflate
+/// `algorithm`: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd", "Cascaded", "Bitcomp" (any case), or "zlib"/"gzip" for Deflate
 /// with that wrapper; `None` makes a codec that only decodes native streams (their header names
 /// the algorithm). `device_id`: a CUDA device, `"cpu"`, or `None` for the first GPU when there is
 /// one (and `FERROCOMP_CPU=1` is not set), else the CPU. `cuda_stream`: the stream the codec
@@ -46,7 +46,10 @@ enum Backend {
 /// integers its layers work in (default "<u4"; floats as the integers of their width),
 /// `num_rles` (default 2) and `num_deltas` (default 1) its layers, at most 4 each, `use_bp`
 /// (default True) bit-packing, and `search_layers` (default True) whether the layers are most, the
-/// smallest coding searched per sub-block, or exact as nvCOMP 4 applied them.
+/// smallest coding searched per sub-block, or exact as nvCOMP 4 applied them. Bitcomp:
+/// `data_type` the numbers it packs (default "|u1", nvCOMP's), `algorithm_type` 0 (default) or 1
+/// (sparse: for data with many zeros), and `error_bound`: lossy, each element of a float32 or
+/// float64 `data_type` (the default "<f4") decoded within this absolute error of its value.
 #[pyclass(module = "ferrocomp", frozen)]
 pub struct Codec {
     options: Option<Options>,
@@ -64,6 +67,7 @@ fn parse_options(
     wrapper: Option<&str>,
     blosc: BloscArgs,
     layers: CascadedArgs,
+    error_bound: Option<f32>,
 ) -> PyResult<Options> {
     let name = algorithm.to_ascii_lowercase();
     if (blosc.typesize.is_some() || blosc.shuffle.is_some()) && name != "blosc" {
@@ -73,6 +77,9 @@ fn parse_options(
         return Err(value_error(format!(
             "num_rles, num_deltas, use_bp and search_layers apply to Cascaded, not {algorithm}"
         )));
+    }
+    if error_bound.is_some() && name != "bitcomp" {
+        return Err(value_error(format!("error_bound applies to Bitcomp, not {algorithm}")));
     }
     let element_type = data_type;
     let data_type = || -> PyResult<DataType> {
@@ -90,8 +97,12 @@ fn parse_options(
         Some(level) if u8::try_from(level).is_ok_and(|level| levels.contains(&level)) => Ok(level as u8),
         Some(level) => Err(value_error(format!("algorithm_type {level} is outside {levels:?}"))),
     };
-    if algorithm_type.is_some() && !matches!(name.as_str(), "deflate" | "zlib" | "gzip" | "gdeflate" | "zstd") {
-        return Err(value_error(format!("algorithm_type applies to Deflate, GDeflate and Zstd, not {algorithm}")));
+    if algorithm_type.is_some()
+        && !matches!(name.as_str(), "deflate" | "zlib" | "gzip" | "gdeflate" | "zstd" | "bitcomp")
+    {
+        return Err(value_error(format!(
+            "algorithm_type applies to Deflate, GDeflate, Zstd and Bitcomp, not {algorithm}"
+        )));
     }
     let deflate_level = || level(Deflate::LEVELS, Deflate::default().level);
     let named_wrapper = match name.as_str() {
@@ -119,13 +130,55 @@ fn parse_options(
         "blosc" => Options::Blosc(blosc.options(element_type)?),
         "zstd" => Options::Zstd(Zstd { level: level(Zstd::LEVELS, Zstd::default().level)? }),
         "cascaded" => Options::Cascaded(layers.options(element_type)?),
+        "bitcomp" => Options::Bitcomp(bitcomp_options(element_type, algorithm_type, error_bound)?),
         _ => {
             return Err(value_error(format!(
                 "unknown algorithm {algorithm:?}: ferrocomp has LZ4, Snappy, Deflate (and zlib, gzip), GDeflate, \
-                 Blosc, Zstd, Cascaded"
+                 Blosc, Zstd, Cascaded, Bitcomp"
             )));
         }
     })
+}
+
+/// The numeric codecs' element type of `data_type` (floats as the unsigned integers of their width).
+fn element_type(data_type: &Bound<'_, PyAny>, algorithm: &str) -> PyResult<ElementType> {
+    let dtype = DType::from_arg(data_type)?;
+    let by_width = match dtype.size {
+        1 => [ElementType::U8, ElementType::I8],
+        2 => [ElementType::U16, ElementType::I16],
+        4 => [ElementType::U32, ElementType::I32],
+        8 => [ElementType::U64, ElementType::I64],
+        size => return Err(value_error(format!("{algorithm} data_type of {size} bytes: 1, 2, 4 or 8"))),
+    };
+    Ok(by_width[(dtype.kind == 'i') as usize])
+}
+
+/// Bitcomp's options from nvCOMP's arguments and the error bound.
+fn bitcomp_options(
+    data_type: Option<&Bound<'_, PyAny>>,
+    algorithm_type: Option<i64>,
+    error_bound: Option<f32>,
+) -> PyResult<Bitcomp> {
+    let element = match data_type {
+        Some(data_type) => element_type(data_type, "Bitcomp")?,
+        None if error_bound.is_some() => ElementType::U32, // float32
+        None => Bitcomp::default().element,
+    };
+    let sparse = match algorithm_type {
+        None | Some(0) => false,
+        Some(1) => true,
+        Some(other) => return Err(value_error(format!("Bitcomp algorithm_type {other}: 0 (default) or 1 (sparse)"))),
+    };
+    let error_bound = error_bound
+        .map(|bound| {
+            ErrorBound::new(bound).ok_or_else(|| value_error(format!("error_bound {bound}: finite and above 0")))
+        })
+        .transpose()?;
+    let options = Bitcomp { element, sparse, error_bound };
+    if !options.valid() {
+        return Err(value_error("error_bound needs a 4- or 8-byte data_type (float32 or float64)"));
+    }
+    Ok(options)
 }
 
 /// Blosc's encoder options: `typesize` (default: `data_type`'s size, else 1) and `shuffle`
@@ -175,19 +228,9 @@ impl CascadedArgs {
 
     fn options(&self, data_type: Option<&Bound<'_, PyAny>>) -> PyResult<Cascaded> {
         let defaults = Cascaded::default();
-        let element = match data_type.map(DType::from_arg).transpose()? {
+        let element = match data_type {
             None => defaults.element,
-            Some(dtype) => {
-                let signed = dtype.kind == 'i';
-                let by_width = match dtype.size {
-                    1 => [ElementType::U8, ElementType::I8],
-                    2 => [ElementType::U16, ElementType::I16],
-                    4 => [ElementType::U32, ElementType::I32],
-                    8 => [ElementType::U64, ElementType::I64],
-                    size => return Err(value_error(format!("Cascaded data_type of {size} bytes: 1, 2, 4 or 8"))),
-                };
-                by_width[signed as usize]
-            }
+            Some(data_type) => element_type(data_type, "Cascaded")?,
         };
         let options = Cascaded {
             element,
@@ -218,6 +261,7 @@ fn algorithm_name(options: &Options) -> &'static str {
         Options::Blosc(_) => "Blosc",
         Options::Zstd(_) => "Zstd",
         Options::Cascaded(_) => "Cascaded",
+        Options::Bitcomp(_) => "Bitcomp",
     }
 }
 
@@ -290,6 +334,7 @@ impl Codec {
         num_deltas = None,
         use_bp = None,
         search_layers = None,
+        error_bound = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -308,11 +353,13 @@ impl Codec {
         num_deltas: Option<u8>,
         use_bp: Option<bool>,
         search_layers: Option<bool>,
+        error_bound: Option<f32>,
     ) -> PyResult<Self> {
         let blosc = BloscArgs::new(typesize, shuffle)?;
         let layers = CascadedArgs { num_rles, num_deltas, use_bp, search_layers };
         let options =
-            algorithm.map(|name| parse_options(name, data_type, algorithm_type, wrapper, blosc, layers)).transpose()?;
+            algorithm.map(|name| parse_options(name, data_type, algorithm_type, wrapper, blosc, layers, error_bound));
+        let options = options.transpose()?;
         let bitstream = Bitstream::from(bitstream_kind);
         let checksum = ChecksumPolicy::from(checksum_policy);
         if bitstream != Bitstream::Native && checksum.requires() {

@@ -1,11 +1,13 @@
-//! Snappy, Deflate (raw, zlib, gzip), GDeflate, Blosc, Zstd and Cascaded through the batched API and `BufferCodec`:
+//! Snappy, Deflate (raw, zlib, gzip), GDeflate, Blosc, Zstd, Cascaded and Bitcomp through the batched API and
+//! `BufferCodec`:
 //! CPU round trips and interop with `flate2`, `snap`, c-blosc and libzstd everywhere; on the GPU, byte-exact agreement
 //! with the CPU path, streams from the CPU libraries decoded in place, and a status per corrupt
 //! chunk equal to the CPU decoder's. GPU tests say they skipped where there is no device.
 
 use ferrocomp::{
-    BatchCodec, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DataType, Deflate, DeviceBuffer,
-    ElementType, Error, GDeflate, Gpu, Options, Results, Shuffle, Snappy, Status, Stream, Wrapper, Zstd,
+    BatchCodec, Bitcomp, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DataType, Deflate,
+    DeviceBuffer, ElementType, Error, ErrorBound, GDeflate, Gpu, Options, Results, Shuffle, Snappy, Status, Stream,
+    Wrapper, Zstd,
 };
 use ferrocomp_tests::{DeviceChunks, c_blosc, gpu, random_bytes, text_bytes};
 use flate2::Compression;
@@ -34,7 +36,15 @@ const CASCADED: [Cascaded; 4] = [
     Cascaded { element: ElementType::I64, rles: 1, deltas: 2, bitpack: false, auto: false },
 ];
 
-/// Every new codec at every level (and wrapper, and Blosc and Cascaded shape) it has.
+/// Bitcomp lossless at the defaults (bytes), and sparse or not at each other width.
+const BITCOMP: [Bitcomp; 4] = [
+    Bitcomp { element: ElementType::U8, sparse: false, error_bound: None },
+    Bitcomp { element: ElementType::U16, sparse: true, error_bound: None },
+    Bitcomp { element: ElementType::I32, sparse: false, error_bound: None },
+    Bitcomp { element: ElementType::U64, sparse: true, error_bound: None },
+];
+
+/// Every new codec at every level (and wrapper, and Blosc, Cascaded and Bitcomp shape) it has.
 fn all_options() -> Vec<Options> {
     let mut all = vec![Options::Snappy(Snappy::default()), Options::Snappy(Snappy { data_type: DataType::Int })];
     for level in 0..=5 {
@@ -44,7 +54,89 @@ fn all_options() -> Vec<Options> {
     all.extend(BLOSC.map(Options::Blosc));
     all.extend(Zstd::LEVELS.map(|level| Options::Zstd(Zstd { level })));
     all.extend(CASCADED.map(Options::Cascaded));
+    all.extend(BITCOMP.map(Options::Bitcomp));
     all
+}
+
+/// Lossy Bitcomp over `f32` and, sparse, over `f64`.
+fn lossy_bitcomp(bound: f32) -> [Bitcomp; 2] {
+    let error_bound = ErrorBound::new(bound);
+    [
+        Bitcomp { element: ElementType::U32, sparse: false, error_bound },
+        Bitcomp { element: ElementType::I64, sparse: true, error_bound },
+    ]
+}
+
+/// A smooth field of `width`-byte floats with zeros, a NaN and an infinity.
+fn float_field(count: usize, width: usize) -> Vec<u8> {
+    (0..count)
+        .flat_map(|k| {
+            let value = match k % 5000 {
+                17 => f64::NAN,
+                18 => f64::INFINITY,
+                100..400 => 0.0,
+                _ => 280.0 + 20.0 * (k as f64 / 700.0).sin() + (k % 7) as f64 * 0.013,
+            };
+            if width == 4 { (value as f32).to_le_bytes().to_vec() } else { value.to_le_bytes().to_vec() }
+        })
+        .collect()
+}
+
+/// Whether every element of `decoded` is within `bound` of `original`'s (non-finite ones equal).
+fn within_bound(original: &[u8], decoded: &[u8], width: usize, bound: f32) -> bool {
+    let value = |b: &[u8]| {
+        if width == 4 {
+            f32::from_le_bytes(b.try_into().unwrap()) as f64
+        } else {
+            f64::from_le_bytes(b.try_into().unwrap())
+        }
+    };
+    original.len() == decoded.len()
+        && original.chunks(width).zip(decoded.chunks(width)).all(|(x, y)| {
+            let (x, y) = (value(x), value(y));
+            if x.is_finite() {
+                (x - y).abs() <= bound as f64
+            } else {
+                x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan()
+            }
+        })
+}
+
+#[test]
+fn lossy_bitcomp_decodes_within_its_bound_on_the_cpu() {
+    for bound in [1e-4, 0.01, 2.0] {
+        for codec in lossy_bitcomp(bound) {
+            let width = codec.element.width();
+            let data = float_field(3 * CHUNK / width + 5, width);
+            let native = buffer_codec(Options::Bitcomp(codec), Bitstream::Native, None);
+            let compressed = native.compress(&data).unwrap();
+            assert!(within_bound(&data, &native.decompress(&compressed).unwrap(), width, bound), "{codec:?}");
+            assert!(compressed.len() < data.len() / 2, "{codec:?}: {} bytes", compressed.len());
+        }
+    }
+}
+
+#[test]
+fn gpu_lossy_bitcomp_writes_the_cpu_bytes_and_decodes_within_its_bound() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    for codec in lossy_bitcomp(0.001) {
+        let width = codec.element.width();
+        let data = float_field(4 * CHUNK / width, width);
+        let pieces: Vec<&[u8]> = vec![&data[..0], &data[..width], &data[..1000 * width], &data[CHUNK..3 * CHUNK]];
+        let on_gpu = gpu_compress(&gpu, &codec, &pieces, &stream);
+        for (piece, ours) in pieces.iter().zip(&on_gpu) {
+            assert_eq!(*ours, cpu_compress(&codec, piece), "{codec:?}, {} bytes", piece.len());
+        }
+        let streams: Vec<&[u8]> = on_gpu.iter().map(Vec::as_slice).collect();
+        let capacities: Vec<usize> = pieces.iter().map(|p| p.len()).collect();
+        for (i, (status, bytes)) in gpu_decompress(&gpu, &codec, &streams, &capacities, &stream).into_iter().enumerate()
+        {
+            assert_eq!(status, Status::Success, "{codec:?}");
+            assert_eq!(bytes, cpu_decompress(&codec, streams[i], capacities[i]).unwrap(), "{codec:?}");
+            assert!(within_bound(pieces[i], &bytes, width, 0.001), "{codec:?} chunk {i}");
+        }
+    }
 }
 
 /// Text, then random bytes, then a run: each block kind gets used.
@@ -358,6 +450,9 @@ fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
         Options::Zstd(Zstd { level: 2 }),
         Options::Cascaded(CASCADED[0]),
         Options::Cascaded(CASCADED[3]),
+        Options::Bitcomp(BITCOMP[0]),
+        Options::Bitcomp(BITCOMP[1]),
+        Options::Bitcomp(lossy_bitcomp(0.01)[1]),
     ] {
         let codec = options.codec();
         let mut streams: Vec<Vec<u8>> = pieces.iter().map(|p| cpu_compress(codec, p)).collect();

@@ -69,7 +69,7 @@ impl BatchCodec for Blosc {
     fn launch(&self) -> Launch {
         Launch {
             algorithm: Algorithm::Blosc,
-            options: self.typesize.max(1) as u32 | (self.shuffle as u32) << 8,
+            options: self.typesize.max(1) as u64 | (self.shuffle as u64) << 8,
             compress: Shape::Blocks {
                 warps: COMPRESS_WARPS as u32,
                 shared_bytes: COMPRESS_SHARED_BYTES,

@@ -24,7 +24,7 @@ impl BatchCodec for Cascaded {
     fn launch(&self) -> Launch {
         Launch {
             algorithm: Algorithm::Cascaded,
-            options: self.to_word(),
+            options: self.to_word() as u64,
             compress: Shape::warps(WARPS, COMPRESS_SHARED_BYTES_PER_WARP),
             decompress: Shape::warps(WARPS, 0),
             sizes: super::lz4::SIZES_SHAPE,

@@ -54,7 +54,7 @@ pub(crate) fn compress_scratch_size(count: usize) -> usize {
 const DECOMPRESS_SHAPE: Shape = Shape::warps(DECODE_WARPS, DECODE_SHARED_BYTES_PER_WARP);
 
 /// The launch of Deflate's kernels (`deflate`) or GDeflate's, which share its shapes.
-pub(crate) fn launch(algorithm: Algorithm, options: u32) -> Launch {
+pub(crate) fn launch(algorithm: Algorithm, options: u64) -> Launch {
     Launch { algorithm, options, compress: COMPRESS_SHAPE, decompress: DECOMPRESS_SHAPE, sizes: DECOMPRESS_SHAPE }
 }
 
@@ -75,8 +75,8 @@ pub(crate) fn with_decode_tables<R>(f: impl FnOnce(&mut DecodeTables) -> R) -> R
 
 impl Deflate {
     /// The kernels' options word: level, then wrapper id.
-    fn options(&self) -> u32 {
-        self.level as u32 | (self.wrapper as u32) << 8
+    fn options(&self) -> u64 {
+        self.level as u64 | (self.wrapper as u64) << 8
     }
 }
 

@@ -39,7 +39,7 @@ impl BatchCodec for GDeflate {
     }
 
     fn launch(&self) -> Launch {
-        launch(Algorithm::GDeflate, self.level as u32)
+        launch(Algorithm::GDeflate, self.level as u64)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

@@ -37,7 +37,7 @@ impl BatchCodec for Lz4 {
     fn launch(&self) -> Launch {
         Launch {
             algorithm: Algorithm::Lz4,
-            options: self.data_type as u32,
+            options: self.data_type as u64,
             compress: COMPRESS_SHAPE,
             decompress: DECOMPRESS_SHAPE,
             sizes: SIZES_SHAPE,

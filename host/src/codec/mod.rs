@@ -2,6 +2,7 @@
 //! container records them. Each codec states its bounds, scratch, CPU functions and kernel
 //! shapes ([`crate::batch::Launch`]); the batched calls are shared ([`BatchCodec`]).
 
+pub mod bitcomp;
 pub mod blosc;
 pub mod cascaded;
 pub mod deflate;
@@ -12,6 +13,7 @@ pub mod zstd;
 
 use crate::batch::BatchCodec;
 use crate::error::{Error, Result};
+pub use bitcomp::{Bitcomp, ErrorBound};
 pub use blosc::Blosc;
 pub use cascaded::{Cascaded, ElementType};
 pub use deflate::Deflate;
@@ -41,6 +43,8 @@ pub enum Options {
     Zstd(Zstd),
     /// Cascaded's run-length, delta and bit-packing layers.
     Cascaded(Cascaded),
+    /// Bitcomp's bit-packed tiles, lossless or within an error bound.
+    Bitcomp(Bitcomp),
 }
 
 impl Default for Options {
@@ -60,6 +64,7 @@ impl Options {
             Self::Blosc(_) => Algorithm::Blosc,
             Self::Zstd(_) => Algorithm::Zstd,
             Self::Cascaded(_) => Algorithm::Cascaded,
+            Self::Bitcomp(_) => Algorithm::Bitcomp,
         }
     }
 
@@ -73,6 +78,7 @@ impl Options {
             Self::Blosc(codec) => codec,
             Self::Zstd(codec) => codec,
             Self::Cascaded(codec) => codec,
+            Self::Bitcomp(codec) => codec,
         }
     }
 
@@ -87,6 +93,7 @@ impl Options {
             Self::Blosc(blosc) => two(blosc.typesize, blosc.shuffle as u8),
             Self::Zstd(zstd) => two(zstd.level, 0),
             Self::Cascaded(c) => [c.element as u8, c.rles, c.deltas, c.bitpack as u8, c.auto as u8, 0, 0, 0],
+            Self::Bitcomp(bitcomp) => bitcomp.to_word().to_le_bytes(),
         }
     }
 
@@ -132,6 +139,10 @@ impl Options {
                 let options = options.filter(Cascaded::valid);
                 Self::Cascaded(options.ok_or_else(|| Error::Container(format!("unknown {name} options {bytes:?}")))?)
             }
+            Algorithm::Bitcomp => {
+                let options = Bitcomp::from_word(u64::from_le_bytes(bytes)).filter(|_| bytes[2..4] == [0, 0]);
+                Self::Bitcomp(options.ok_or_else(|| Error::Container(format!("unknown {name} options {bytes:?}")))?)
+            }
         })
     }
 
@@ -145,6 +156,7 @@ impl Options {
             Algorithm::Blosc => Self::Blosc(Blosc::default()),
             Algorithm::Zstd => Self::Zstd(Zstd::default()),
             Algorithm::Cascaded => Self::Cascaded(Cascaded::default()),
+            Algorithm::Bitcomp => Self::Bitcomp(Bitcomp::default()),
         }
     }
 }

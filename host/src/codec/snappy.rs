@@ -30,7 +30,7 @@ impl BatchCodec for Snappy {
     fn launch(&self) -> Launch {
         Launch {
             algorithm: Algorithm::Snappy,
-            options: self.data_type as u32,
+            options: self.data_type as u64,
             compress: COMPRESS_SHAPE,
             decompress: DECOMPRESS_SHAPE,
             sizes: SIZES_SHAPE,

@@ -84,7 +84,7 @@ impl BatchCodec for Zstd {
     fn launch(&self) -> Launch {
         Launch {
             algorithm: Algorithm::Zstd,
-            options: self.level as u32,
+            options: self.level as u64,
             compress: slotted(COMPRESS_WARPS, compress_shared_bytes_per_warp(self.level)),
             decompress: slotted(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP),
             sizes: Shape::warps(SIZES_WARPS, SIZES_SHARED_BYTES_PER_WARP),

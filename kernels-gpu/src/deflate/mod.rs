@@ -316,7 +316,7 @@ mod kernels {
         const SIZES: Lanes = Lanes::Warp;
 
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-            let (level, wrapper) = unpack_options(args.options);
+            let (level, wrapper) = unpack_options(args.options as u32);
             unsafe {
                 let scratch = scratch_slot::<CompressScratch>(args, chunk.slot);
                 let table = warp_shared::<u16>(FAST_RULES.table_entries());
@@ -326,13 +326,13 @@ mod kernels {
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-            let (_, wrapper) = unpack_options(args.options);
+            let (_, wrapper) = unpack_options(args.options as u32);
             let output = Output::to(chunk.output, chunk.capacity);
             unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, wrapper, output, shared_tables()) }
         }
 
         unsafe fn decompressed_size(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-            let (_, wrapper) = unpack_options(args.options);
+            let (_, wrapper) = unpack_options(args.options as u32);
             unsafe {
                 decompress_chunk(warp, chunk.input, chunk.input_len, wrapper, Output::counting(), shared_tables())
             }

@@ -1,0 +1,49 @@
+//! Bitcomp: numbers in tiles of frame-of-reference, delta or sparse bit-packing, optionally
+//! quantised within an error bound, in ferrocomp's own layout. On the GPU a warp codes each
+//! chunk, a tile at a time.
+
+use crate::batch::{BatchCodec, Launch, Shape};
+use ferrocomp_format::bitcomp::{self, MAX_CHUNK_SIZE};
+pub use ferrocomp_format::bitcomp::{ErrorBound, Options as Bitcomp};
+use ferrocomp_format::{Algorithm, Status};
+use ferrocomp_kernels_gpu::bitcomp::{COMPRESS_SHARED_BYTES_PER_WARP, WARPS};
+
+impl BatchCodec for Bitcomp {
+    fn max_chunk_size(&self) -> usize {
+        MAX_CHUNK_SIZE
+    }
+
+    fn max_decompressed_size(&self, compressed_bytes: usize) -> usize {
+        bitcomp::max_decompressed_size(compressed_bytes)
+    }
+
+    fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize {
+        bitcomp::max_compressed_size(chunk_bytes, self)
+    }
+
+    fn launch(&self) -> Launch {
+        Launch {
+            algorithm: Algorithm::Bitcomp,
+            options: self.to_word(),
+            compress: Shape::warps(WARPS, COMPRESS_SHARED_BYTES_PER_WARP),
+            decompress: Shape::warps(WARPS, 0),
+            sizes: super::lz4::SIZES_SHAPE,
+        }
+    }
+
+    fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        bitcomp::compress(input, self, out)
+    }
+
+    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        bitcomp::decompress(input, out)
+    }
+
+    fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {
+        bitcomp::decompressed_size(input)
+    }
+
+    fn lossless(&self) -> bool {
+        self.error_bound.is_none()
+    }
+}

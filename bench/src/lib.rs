@@ -63,13 +63,16 @@ pub fn title(algorithm: Algorithm) -> &'static str {
 }
 
 /// The codec's name in tables: its algorithm's [`title`], and the level of Deflate, GDeflate and Zstd, and
-/// Bitcomp's element type (as "u8").
+/// Bitcomp's element type and algorithm ("Bitcomp u32 sparse").
 pub fn codec_name(options: &Options) -> String {
     match options {
         Options::Deflate(deflate) => format!("Deflate level {}", deflate.level),
         Options::GDeflate(gdeflate) => format!("GDeflate level {}", gdeflate.level),
         Options::Zstd(zstd) => format!("Zstd level {}", zstd.level),
-        Options::Bitcomp(bitcomp) => format!("Bitcomp {}", format!("{:?}", bitcomp.element).to_lowercase()),
+        Options::Bitcomp(bitcomp) => {
+            let sparse = if bitcomp.sparse { " sparse" } else { "" };
+            format!("Bitcomp {}{sparse}", format!("{:?}", bitcomp.element).to_lowercase())
+        }
         _ => title(options.algorithm()).to_owned(),
     }
 }

@@ -2,13 +2,13 @@
 //! read (`ferrocomp_format::bitcomp`).
 //!
 //! Lane `l` owns the tile's `l`-th 4 bytes (or 8-byte element), so its packed bits are one
-//! contiguous run. Compressing, a tile's frame of reference, largest delta and non-zero count are
-//! warp reductions; the chosen coding is ORed into the warp's staging words in shared memory and
-//! copied out. Decompressing, 32 tile headers are read at once, one a lane, their payload offsets
+//! contiguous run. Compressing, a tile's frames of reference (of its elements, of their deltas)
+//! and non-zero count are warp reductions; the chosen coding's runs are merged into whole words
+//! by a segmented scan and stored straight to the output. Decompressing, 32 tile headers are read at once, one a lane, their payload offsets
 //! a scan; then each tile is decoded a lane word a lane (a delta tile's sums a scan, a sparse
 //! tile's ranks a scan of its bitmap's counts) and stored whole.
 
-use crate::bitpack::{Words, or_bits, reduce_extremes, scan_add64, shuffle64};
+use crate::bitpack::{Words, reduce_extremes, scan_add64, shuffle_value, write_runs};
 use crate::lz77::scan_add;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -20,8 +20,6 @@ use ferrocomp_format::bitpack::{Extremes, mask};
 
 /// Warps per block of both kernels.
 pub const WARPS: u32 = 4;
-/// Shared memory of each compressing warp: the largest tile payload (a 256-byte verbatim tile).
-pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = 256;
 /// Blocks of either kernel an SM must hold at once: 32 warps.
 pub const BLOCKS_PER_SM: u32 = 32 / WARPS;
 /// Most elements a lane owns (4 bytes).
@@ -40,14 +38,13 @@ unsafe fn load_bytes(at: *const u8, width: usize) -> u64 {
 /// as `ferrocomp_format::bitcomp::compress`; returns the compressed size (in every lane).
 ///
 /// # Safety
-/// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes and `staging` for
-/// [`COMPRESS_SHARED_BYTES_PER_WARP`] (this warp's alone, aligned to 4).
+/// `input` must be readable for `n` bytes and `out` writable for `capacity` bytes, by this warp
+/// alone.
 pub unsafe fn compress_chunk<W: Warp>(
     warp: &W,
     input: *const u8,
     n: usize,
     options: &Options,
-    staging: *mut u32,
     out: *mut u8,
     capacity: usize,
 ) -> Result<usize, Status> {
@@ -84,10 +81,10 @@ pub unsafe fn compress_chunk<W: Warp>(
     });
     let compressed = unsafe {
         match options.element.width() {
-            1 => compress_tiles::<W, 1>(warp, input, n, options, staging, out),
-            2 => compress_tiles::<W, 2>(warp, input, n, options, staging, out),
-            4 => compress_tiles::<W, 4>(warp, input, n, options, staging, out),
-            _ => compress_tiles::<W, 8>(warp, input, n, options, staging, out),
+            1 => compress_tiles::<W, 1>(warp, input, n, options, out),
+            2 => compress_tiles::<W, 2>(warp, input, n, options, out),
+            4 => compress_tiles::<W, 4>(warp, input, n, options, out),
+            _ => compress_tiles::<W, 8>(warp, input, n, options, out),
         }
     };
     Ok(compressed)
@@ -106,7 +103,6 @@ unsafe fn compress_tiles<W: Warp, const WIDTH: usize>(
     input: *const u8,
     n: usize,
     options: &Options,
-    staging: *mut u32,
     out: *mut u8,
 ) -> usize {
     let geometry = Geometry::new(WIDTH, options.sparse);
@@ -150,20 +146,9 @@ unsafe fn compress_tiles<W: Warp, const WIDTH: usize>(
         if lane < geometry.header {
             unsafe { *out.add(HEADER_LEN + t * geometry.header + lane) = tile.entry_byte(&geometry, lane) };
         }
-        let words = tile.words(&geometry);
-        warp.for_each_strided(words, |k| unsafe { *staging.add(k) = 0 });
-        warp.sync();
-        unsafe { pack_tile::<W, WIDTH>(warp, &geometry, &tile, coded, &deltas, real, staging) };
-        previous = shuffle64(warp, coded[per_lane - 1], WARP_SIZE - 1);
-        warp.sync(); // every lane's bits are in before the payload is copied out
-        let payload = unsafe { out.add(at) };
-        if (payload as usize).is_multiple_of(4) {
-            warp.for_each_strided(words, |k| unsafe { *(payload as *mut u32).add(k) = *staging.add(k) });
-        } else {
-            warp.for_each_strided(4 * words, |k| unsafe { *payload.add(k) = *(staging as *const u8).add(k) });
-        }
-        warp.sync(); // the payload is out before the next tile's is staged
-        at += 4 * words;
+        unsafe { pack_tile::<W, WIDTH>(warp, &geometry, &tile, coded, &deltas, real, out.add(at)) };
+        previous = shuffle_value(warp, coded[per_lane - 1], WARP_SIZE - 1, WIDTH <= 4);
+        at += 4 * tile.words(&geometry);
     }
     let tail = n % WIDTH;
     if lane < tail {
@@ -177,7 +162,7 @@ unsafe fn compress_tiles<W: Warp, const WIDTH: usize>(
 #[inline(always)]
 fn deltas<W: Warp, const WIDTH: usize>(warp: &W, coded: &Elements, previous: u64) -> Elements {
     let (per_lane, lane) = (per_lane(WIDTH), warp.lane());
-    let below = shuffle64(warp, coded[per_lane - 1], lane.saturating_sub(1));
+    let below = shuffle_value(warp, coded[per_lane - 1], lane.saturating_sub(1), WIDTH <= 4);
     let mut deltas = [0; MAX_PER_LANE];
     for i in 0..per_lane {
         let before = match (i, lane) {
@@ -223,10 +208,10 @@ fn code_tile<W: Warp, const WIDTH: usize>(
 ) -> Tile {
     let (width, per_lane, lane) = (WIDTH, per_lane(WIDTH), warp.lane() as usize);
     let extremes = coded.iter().take(per_lane).fold(Extremes::EMPTY, |x, &e| x.merge(Extremes::of(e, width)));
-    let frame_of_all = frame(reduce_extremes(warp, extremes), width);
+    let frame_of_all = frame(reduce_extremes(warp, extremes, WIDTH <= 4), width);
     let deltas = deltas::<W, WIDTH>(warp, coded, previous);
     let delta_extremes = deltas.iter().take(per_lane).fold(Extremes::EMPTY, |x, &d| x.merge(Extremes::of(d, width)));
-    let delta = frame(reduce_extremes(warp, delta_extremes), width);
+    let delta = frame(reduce_extremes(warp, delta_extremes, WIDTH <= 4), width);
     let sparse = if options.sparse {
         let mut nonzero = Extremes::EMPTY;
         let mut count = 0;
@@ -236,14 +221,15 @@ fn code_tile<W: Warp, const WIDTH: usize>(
                 count += 1;
             }
         }
-        Some((frame(reduce_extremes(warp, nonzero), width), warp.reduce_add(count) as usize))
+        Some((frame(reduce_extremes(warp, nonzero, WIDTH <= 4), width), warp.reduce_add(count) as usize))
     } else {
         None
     };
     choose(geometry, frame_of_all, delta, sparse)
 }
 
-/// ORs this lane's part of `tile`'s payload (its `coded` elements) into `staging` (zeroed).
+/// Writes `tile`'s payload at `payload`, this lane's part from its `coded` elements (or their
+/// `deltas`), as runs of bits laid end to end.
 #[inline(always)]
 unsafe fn pack_tile<W: Warp, const WIDTH: usize>(
     warp: &W,
@@ -252,47 +238,43 @@ unsafe fn pack_tile<W: Warp, const WIDTH: usize>(
     coded: &Elements,
     deltas: &Elements,
     real: usize,
-    staging: *mut u32,
+    payload: *mut u8,
 ) {
-    let (width, per_lane, lane) = (WIDTH, per_lane(WIDTH), warp.lane() as usize);
-    let (bits, first) = (tile.bits, lane * per_lane);
-    match tile.kind {
-        Kind::Frame => {
-            for (i, &e) in coded.iter().enumerate().take(per_lane) {
-                let packed = e.wrapping_sub(tile.base) & mask(width);
-                unsafe { or_bits(staging, (first + i) * bits as usize, bits, packed) };
+    let (width, per_lane, lane) = (WIDTH, per_lane(WIDTH), warp.lane());
+    let (bits, words) = (tile.bits, tile.words(geometry) as u32);
+    let first = lane as usize * per_lane;
+    // Each element's bits after the one before's: the elements of a lane make one run.
+    let run_of = |elements: &Elements, take: &dyn Fn(usize) -> bool| {
+        let (mut run, mut count) = (0u64, 0);
+        for (i, &e) in elements.iter().enumerate().take(per_lane) {
+            if take(i) {
+                run |= (e.wrapping_sub(tile.base) & mask(width)) << (count * bits);
+                count += 1;
             }
         }
-        Kind::Delta => {
-            for (i, &d) in deltas.iter().enumerate().take(per_lane) {
-                let packed = d.wrapping_sub(tile.base) & mask(width);
-                unsafe { or_bits(staging, (first + i) * bits as usize, bits, packed) };
-            }
+        (run, count)
+    };
+    match tile.kind {
+        Kind::Frame | Kind::Delta => {
+            let (run, _) = run_of(if tile.kind == Kind::Delta { deltas } else { coded }, &|_| true);
+            let lane_bits = per_lane as u32 * bits;
+            unsafe { write_runs(warp, lane * lane_bits, lane_bits, run, words, payload) };
         }
         Kind::Sparse { .. } => {
-            let mut flags = 0u32;
-            for (i, &e) in coded.iter().enumerate().take(per_lane) {
-                if first + i < real && e != 0 {
-                    flags |= 1 << i;
-                }
-            }
-            let nonzero = flags.count_ones();
-            let rank = scan_add(warp, nonzero) - nonzero;
-            unsafe { or_bits(staging, first, per_lane as u32, flags as u64) };
-            let packed = 32 * geometry.bitmap_words() + rank as usize * bits as usize;
-            let mut k = 0;
-            for (i, &e) in coded.iter().enumerate().take(per_lane) {
-                if flags >> i & 1 == 1 {
-                    let value = e.wrapping_sub(tile.base) & mask(width);
-                    unsafe { or_bits(staging, packed + k * bits as usize, bits, value) };
-                    k += 1;
-                }
+            let nonzero = |i: usize| first + i < real && coded[i] != 0;
+            let flags = (0..per_lane).fold(0, |flags, i| flags | (nonzero(i) as u64) << i);
+            let (run, count) = run_of(coded, &nonzero);
+            let rank = scan_add(warp, count) - count;
+            let bitmap = geometry.bitmap_words() as u32;
+            unsafe {
+                write_runs(warp, first as u32, per_lane as u32, flags, bitmap, payload);
+                write_runs(warp, rank * bits, count * bits, run, words - bitmap, payload.add(4 * bitmap as usize));
             }
         }
         Kind::Verbatim => {
-            for (i, &e) in coded.iter().enumerate().take(per_lane) {
-                unsafe { or_bits(staging, 8 * (first + i) * width, 8 * width as u32, e) };
-            }
+            let raw = coded.iter().take(per_lane).enumerate().fold(0, |raw, (i, &e)| raw | e << (8 * width * i));
+            let lane_bits = 8 * (per_lane * width) as u32;
+            unsafe { write_runs(warp, lane * lane_bits, lane_bits, raw, words, payload) };
         }
     }
 }
@@ -364,7 +346,7 @@ unsafe fn decode_tiles<W: Warp, const WIDTH: usize>(
         let decodable =
             if failing == 0 { (tiles - group).min(WARP_SIZE as usize) } else { failing.trailing_zeros() as usize };
         for j in 0..decodable as u32 {
-            let tile = broadcast(warp, &tile, j);
+            let tile = broadcast(warp, &tile, j, WIDTH <= 4);
             let offset = warp.shuffle(offset as u32, j) as usize;
             let t = group + j as usize;
             unsafe {
@@ -389,7 +371,7 @@ unsafe fn decode_tiles<W: Warp, const WIDTH: usize>(
 
 /// Lane `lane`'s `tile`, in every lane.
 #[inline(always)]
-fn broadcast<W: Warp>(warp: &W, tile: &Tile, lane: u32) -> Tile {
+fn broadcast<W: Warp>(warp: &W, tile: &Tile, lane: u32, narrow: bool) -> Tile {
     let (tag, count) = match tile.kind {
         Kind::Frame => (0, 0),
         Kind::Delta => (1, 0),
@@ -403,7 +385,13 @@ fn broadcast<W: Warp>(warp: &W, tile: &Tile, lane: u32) -> Tile {
         2 => Kind::Sparse { count: (word >> 9) as usize },
         _ => Kind::Verbatim,
     };
-    Tile { kind, bits: word >> 2 & 0x7F, base: shuffle64(warp, tile.base, lane) }
+    Tile { kind, bits: word >> 2 & 0x7F, base: shuffle_value(warp, tile.base, lane, narrow) }
+}
+
+/// A lane's `bits` bits at bit `bit` of `words`: at most 32 for elements of 4 bytes or fewer.
+#[inline(always)]
+unsafe fn lane_bits<const WIDTH: usize>(words: &Words, bit: usize, bits: u32) -> u64 {
+    unsafe { if WIDTH <= 4 { words.bits32(bit, bits) as u64 } else { words.bits(bit, bits) } }
 }
 
 /// The low `bits` bits.
@@ -436,32 +424,32 @@ unsafe fn decode_tile<W: Warp, const WIDTH: usize>(
     let mut values: Elements = [0; MAX_PER_LANE];
     match tile.kind {
         Kind::Frame => {
-            let packed = unsafe { words.bits(bit + lane_first * bits, (per_lane * bits) as u32) };
+            let packed = unsafe { lane_bits::<WIDTH>(words, bit + lane_first * bits, (per_lane * bits) as u32) };
             for (i, value) in values.iter_mut().enumerate().take(per_lane) {
                 *value = tile.base.wrapping_add(packed >> (i * bits) & low(bits)) & mask(width);
             }
         }
         Kind::Delta => {
-            let packed = unsafe { words.bits(bit + lane_first * bits, (per_lane * bits) as u32) };
+            let packed = unsafe { lane_bits::<WIDTH>(words, bit + lane_first * bits, (per_lane * bits) as u32) };
             let mut sum = 0u64;
             for (i, value) in values.iter_mut().enumerate().take(per_lane) {
                 sum = sum.wrapping_add(tile.base.wrapping_add(packed >> (i * bits) & low(bits)));
                 *value = sum;
             }
-            let before = scan_add64(warp, sum).wrapping_sub(sum).wrapping_add(*previous);
+            let before = scan_add64(warp, sum, WIDTH <= 4).wrapping_sub(sum).wrapping_add(*previous);
             for value in values.iter_mut().take(per_lane) {
                 *value = value.wrapping_add(before) & mask(width);
             }
         }
         Kind::Sparse { count } => {
-            let flags = unsafe { words.bits(bit + lane_first, per_lane as u32) } as u32;
+            let flags = unsafe { words.bits32(bit + lane_first, per_lane as u32) };
             let nonzero = flags.count_ones();
             let through = scan_add(warp, nonzero);
             if warp.shuffle(through, WARP_SIZE - 1) as usize != count {
                 return Err(Status::Malformed);
             }
             let at = bit + 32 * geometry.bitmap_words() + (through - nonzero) as usize * bits;
-            let packed = unsafe { words.bits(at, nonzero * bits as u32) };
+            let packed = unsafe { lane_bits::<WIDTH>(words, at, nonzero * bits as u32) };
             let mut k = 0;
             for (i, value) in values.iter_mut().enumerate().take(per_lane) {
                 if flags >> i & 1 == 1 {
@@ -471,13 +459,13 @@ unsafe fn decode_tile<W: Warp, const WIDTH: usize>(
             }
         }
         Kind::Verbatim => {
-            let raw = unsafe { words.bits(bit + 8 * lane_first * width, 8 * (per_lane * width) as u32) };
+            let raw = unsafe { lane_bits::<WIDTH>(words, bit + 8 * lane_first * width, 8 * (per_lane * width) as u32) };
             for (i, value) in values.iter_mut().enumerate().take(per_lane) {
                 *value = raw >> (8 * width * i) & mask(width);
             }
         }
     }
-    *previous = shuffle64(warp, values[per_lane - 1], WARP_SIZE - 1);
+    *previous = shuffle_value(warp, values[per_lane - 1], WARP_SIZE - 1, WIDTH <= 4);
     if let Some(bound) = options.error_bound
         && tile.kind != Kind::Verbatim
     {
@@ -512,7 +500,7 @@ unsafe fn decode_tile<W: Warp, const WIDTH: usize>(
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::batch::{Chunk, ChunkKernels, Lanes};
     use crate::gpu::HardwareWarp;
     use ferrocomp_format::BatchArgs;
     use ferrocomp_format::bitcomp;
@@ -527,10 +515,7 @@ mod kernels {
 
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let options = Options::from_word(args.options).ok_or(Status::Unsupported)?;
-            let staging = warp_shared::<u32>(COMPRESS_SHARED_BYTES_PER_WARP / 4);
-            unsafe {
-                compress_chunk(warp, chunk.input, chunk.input_len, &options, staging, chunk.output, chunk.capacity)
-            }
+            unsafe { compress_chunk(warp, chunk.input, chunk.input_len, &options, chunk.output, chunk.capacity) }
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {

@@ -1,6 +1,6 @@
 //! Bit packing across a warp, shared by the integer codecs (Cascaded, Bitcomp): 64-bit shuffles
-//! and scans, frames of reference reduced over the lanes, bits ORed into shared words, and an
-//! input read as the aligned words that hold it.
+//! and scans, frames of reference reduced over the lanes, bits ORed into shared words or written
+//! as whole words from runs laid end to end, and an input read as the aligned words that hold it.
 
 use crate::warp::{WARP_SIZE, Warp};
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -12,13 +12,20 @@ pub fn shuffle64<W: Warp>(warp: &W, value: u64, lane: u32) -> u64 {
     warp.shuffle(value as u32, lane) as u64 | (warp.shuffle((value >> 32) as u32, lane) as u64) << 32
 }
 
-/// Sum (wrapping) of `value` over lanes `0..=lane`.
+/// `value` as held by lane `lane`, only its low 32 bits where `narrow` (one shuffle).
 #[inline(always)]
-pub fn scan_add64<W: Warp>(warp: &W, mut value: u64) -> u64 {
+pub fn shuffle_value<W: Warp>(warp: &W, value: u64, lane: u32, narrow: bool) -> u64 {
+    if narrow { warp.shuffle(value as u32, lane) as u64 } else { shuffle64(warp, value, lane) }
+}
+
+/// Sum (wrapping) of `value` over lanes `0..=lane`; right in its low 32 bits only where
+/// `narrow`.
+#[inline(always)]
+pub fn scan_add64<W: Warp>(warp: &W, mut value: u64, narrow: bool) -> u64 {
     let lane = warp.lane();
     let mut distance = 1;
     while distance < WARP_SIZE {
-        let below = shuffle64(warp, value, lane.saturating_sub(distance));
+        let below = shuffle_value(warp, value, lane.saturating_sub(distance), narrow);
         if lane >= distance {
             value = value.wrapping_add(below);
         }
@@ -27,9 +34,26 @@ pub fn scan_add64<W: Warp>(warp: &W, mut value: u64) -> u64 {
     value
 }
 
-/// Every lane's extremes merged, in every lane.
+/// Every lane's extremes merged, in every lane; `narrow` where every value (read signed too)
+/// fits 32 bits, which halves the shuffles.
 #[inline(always)]
-pub fn reduce_extremes<W: Warp>(warp: &W, mut extremes: Extremes) -> Extremes {
+pub fn reduce_extremes<W: Warp>(warp: &W, mut extremes: Extremes, narrow: bool) -> Extremes {
+    if narrow {
+        let clamp = |value: i64| value.clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+        let (mut min, mut max) = (extremes.min.min(u32::MAX as u64) as u32, extremes.max as u32);
+        let (mut min_signed, mut max_signed) = (clamp(extremes.min_signed), clamp(extremes.max_signed));
+        let mut distance = WARP_SIZE / 2;
+        while distance > 0 {
+            let other = |value: u32| warp.shuffle(value, warp.lane() ^ distance);
+            min = min.min(other(min));
+            max = max.max(other(max));
+            min_signed = min_signed.min(other(min_signed as u32) as i32);
+            max_signed = max_signed.max(other(max_signed as u32) as i32);
+            distance /= 2;
+        }
+        let min = if min == u32::MAX && max == 0 { u64::MAX } else { min as u64 }; // none
+        return Extremes { min, max: max as u64, min_signed: min_signed as i64, max_signed: max_signed as i64 };
+    }
     let mut distance = WARP_SIZE / 2;
     while distance > 0 {
         let other = |value: u64| shuffle64(warp, value, warp.lane() ^ distance);
@@ -91,6 +115,19 @@ impl Words {
             .fold(0, |word, b| word | (unsafe { *bytes.add(at + b) } as u32) << (8 * b))
     }
 
+    /// The `bits` (at most 32) bits at bit `bit` of the input, least significant first; bits
+    /// past its end read as 0. Two loads, where [`Words::bits`] takes three.
+    ///
+    /// # Safety
+    /// The input given to [`Words::new`] must be readable, and not written meanwhile.
+    #[inline(always)]
+    pub unsafe fn bits32(&self, bit: usize, bits: u32) -> u32 {
+        let bit = bit + 8 * self.start;
+        let (word, shift) = (bit / 32, (bit % 32) as u32);
+        let pair = unsafe { self.word(word) as u64 | (self.word(word + 1) as u64) << 32 };
+        (pair >> shift) as u32 & if bits >= 32 { u32::MAX } else { (1 << bits) - 1 }
+    }
+
     /// The `bits` (at most 64) bits at bit `bit` of the input, least significant first; bits
     /// past its end read as 0.
     ///
@@ -107,5 +144,65 @@ impl Words {
             unsafe { (self.word(word) as u64 | (self.word(word + 1) as u64) << 32, self.word(word + 2) as u64) };
         let value = if shift == 0 { low } else { low >> shift | high << (64 - shift) };
         value & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
+    }
+}
+
+/// Stores `value` as word `k` of `out`, whole where `out` is aligned to 4.
+#[inline(always)]
+unsafe fn store_word(out: *mut u8, k: usize, value: u32) {
+    unsafe {
+        if (out as usize).is_multiple_of(4) {
+            *(out as *mut u32).add(k) = value;
+        } else {
+            for b in 0..4 {
+                *out.add(4 * k + b) = (value >> (8 * b)) as u8;
+            }
+        }
+    }
+}
+
+/// Writes a run of bits from each lane, the runs laid end to end in lane order (lane `l`'s `bits`
+/// (at most 64) low bits of `value` at bit `start`, the next lane's run starting where it ends),
+/// as the first `words` 32-bit words at `out`, least significant bit first. Each word is written
+/// once, whole: the bits of the runs that start in it are ORed by a segmented scan and stored by
+/// the last of those lanes, with the tail of the run that crossed into it; a word a run covers
+/// alone, or ends, is stored by that run's lane. Nothing needs zeroing first.
+///
+/// # Safety
+/// `out` must be writable for `words` words, by this warp alone.
+#[inline(always)]
+pub unsafe fn write_runs<W: Warp>(warp: &W, start: u32, bits: u32, value: u64, words: u32, out: *mut u8) {
+    let lane = warp.lane();
+    let (word, shift) = (start / 32, start % 32);
+    let wide = if bits == 0 { 0 } else { (value as u128) << shift };
+    let part = |k: u32| (wide >> (32 * k)) as u32;
+    // The word holding the run's last bit, relative to `word`, and whether the run ends there
+    // before the word does (so the next run finishes it).
+    let last = if bits == 0 { 0 } else { (shift + bits - 1) / 32 };
+    let open = last > 0 && !(shift + bits).is_multiple_of(32) && lane + 1 < WARP_SIZE;
+    let tail_word = if open { word + last } else { u32::MAX };
+    let (before_word, before_tail) =
+        (warp.shuffle(tail_word, lane.wrapping_sub(1) & 31), warp.shuffle(part(last), lane.wrapping_sub(1) & 31));
+    let mut head = part(0);
+    if lane > 0 && before_word == word {
+        head |= before_tail;
+    }
+    let mut distance = 1;
+    while distance < WARP_SIZE {
+        let (theirs, their_word) =
+            (warp.shuffle(head, lane.saturating_sub(distance)), warp.shuffle(word, lane.saturating_sub(distance)));
+        if lane >= distance && their_word == word {
+            head |= theirs;
+        }
+        distance *= 2;
+    }
+    let after_word = warp.shuffle(word, (lane + 1).min(WARP_SIZE - 1));
+    if (lane + 1 == WARP_SIZE || after_word != word) && word < words {
+        unsafe { store_word(out, word as usize, head) };
+    }
+    for k in 1..=last {
+        if (k < last || !open) && word + k < words {
+            unsafe { store_word(out, (word + k) as usize, part(k)) };
+        }
     }
 }

@@ -206,7 +206,7 @@ impl<'a> Encoder<'a> {
             if options.auto || r == rles {
                 let extremes = unsafe { self.delta_extremes(warp, r, deltas) };
                 for (frame, extremes) in layer.iter_mut().zip(extremes).take(deltas + 1) {
-                    *frame = reduce_extremes(warp, extremes).frame(width, options.bitpack);
+                    *frame = reduce_extremes(warp, extremes, width <= 4).frame(width, options.bitpack);
                 }
             }
             if r < rles {
@@ -328,7 +328,7 @@ impl<'a> Encoder<'a> {
         self.counts[r + 1] = runs;
         let mut extremes = Extremes::EMPTY;
         unsafe { self.for_each_run(warp, r, |_, run| extremes = extremes.merge(Extremes::of(run as u64, RUN_WIDTH))) };
-        self.runs[r] = reduce_extremes(warp, extremes).frame(RUN_WIDTH, self.options.bitpack);
+        self.runs[r] = reduce_extremes(warp, extremes, true).frame(RUN_WIDTH, self.options.bitpack);
     }
 
     /// Calls `f(k, length)` for each run `k` of layer `r + 1`, in some lane, from bitmap `r`.
@@ -522,7 +522,7 @@ unsafe fn decode_sub_block<W: Warp>(
             if j >= layout.deltas {
                 break;
             }
-            value = scan_add64(warp, value).wrapping_add(*sum) & mask(width);
+            value = scan_add64(warp, value, width <= 4).wrapping_add(*sum) & mask(width);
             *sum = shuffle64(warp, value, WARP_SIZE - 1);
         }
         if i < stream.count {

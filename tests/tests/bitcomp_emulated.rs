@@ -21,11 +21,9 @@ fn warp_compress(input: &[u8], options: &Options, shift: usize) -> Result<Vec<u8
     let mut out = vec![0u8; capacity + shift];
     let mut placed = vec![0u8; input.len() + shift];
     placed[shift..].copy_from_slice(input);
-    let mut staging = vec![0u32; gpu_bitcomp::COMPRESS_SHARED_BYTES_PER_WARP / 4];
-    let (i, o, s) =
-        (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, staging.as_mut_ptr() as usize);
+    let (i, o) = (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize);
     let result = agreed(emulated::run(|warp| unsafe {
-        gpu_bitcomp::compress_chunk(warp, i as *const u8, input.len(), options, s as *mut u32, o as *mut u8, capacity)
+        gpu_bitcomp::compress_chunk(warp, i as *const u8, input.len(), options, o as *mut u8, capacity)
     }));
     result.map(|n| out[shift..shift + n].to_vec())
 }
@@ -137,10 +135,9 @@ fn warp_compressor_reports_what_does_not_fit() {
     let options = Options { element: ElementType::U32, ..Options::default() };
     let capacity = bitcomp::max_compressed_size(input.len(), &options) - 1;
     let mut out = vec![0u8; capacity];
-    let mut staging = vec![0u32; gpu_bitcomp::COMPRESS_SHARED_BYTES_PER_WARP / 4];
-    let (i, o, s) = (input.as_ptr() as usize, out.as_mut_ptr() as usize, staging.as_mut_ptr() as usize);
+    let (i, o) = (input.as_ptr() as usize, out.as_mut_ptr() as usize);
     let result = agreed(emulated::run(|warp| unsafe {
-        gpu_bitcomp::compress_chunk(warp, i as *const u8, input.len(), &options, s as *mut u32, o as *mut u8, capacity)
+        gpu_bitcomp::compress_chunk(warp, i as *const u8, input.len(), &options, o as *mut u8, capacity)
     }));
     assert_eq!(result, Err(Status::OutputTooSmall));
 }

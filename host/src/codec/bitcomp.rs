@@ -6,7 +6,7 @@ use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::bitcomp::{self, MAX_CHUNK_SIZE};
 pub use ferrocomp_format::bitcomp::{ErrorBound, Options as Bitcomp};
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::bitcomp::{COMPRESS_SHARED_BYTES_PER_WARP, WARPS};
+use ferrocomp_kernels_gpu::bitcomp::WARPS;
 
 impl BatchCodec for Bitcomp {
     fn max_chunk_size(&self) -> usize {
@@ -25,7 +25,7 @@ impl BatchCodec for Bitcomp {
         Launch {
             algorithm: Algorithm::Bitcomp,
             options: self.to_word(),
-            compress: Shape::warps(WARPS, COMPRESS_SHARED_BYTES_PER_WARP),
+            compress: Shape::warps(WARPS, 0),
             decompress: Shape::warps(WARPS, 0),
             sizes: super::lz4::SIZES_SHAPE,
         }

@@ -765,7 +765,7 @@ def test_checksums_need_the_native_bitstream():
         (("",), {}, "unknown algorithm"),
         (("deflate",), {"algorithm_type": 6}, "outside 0..=5"),
         (("deflate",), {"algorithm_type": -1}, "outside 0..=5"),
-        (("LZ4",), {"algorithm_type": 1}, "applies to Deflate, GDeflate and Zstd"),
+        (("LZ4",), {"algorithm_type": 1}, "applies to Deflate, GDeflate, Zstd and Bitcomp"),
         (("zstd",), {"algorithm_type": 4}, "outside 1..=3"),
         (("LZ4",), {"wrapper": "zlib"}, "wrapper applies to Deflate"),
         (("deflate",), {"wrapper": "brotli"}, "does not fit"),

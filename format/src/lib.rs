@@ -8,6 +8,7 @@
 pub use batch::BatchArgs;
 
 pub mod adler32;
+pub mod ans;
 pub mod batch;
 pub mod bitcomp;
 pub mod bitpack;

@@ -1,0 +1,387 @@
+//! ANS: order-0 entropy coding of bytes (or of the high bytes of 16-bit floats) with 32
+//! interleaved rANS states, in ferrocomp's own layout (docs/FORMAT.md gives it byte by byte),
+//! after DietGPU's: the states of lane `l` of a warp code symbols `l`, `l + 32`, …, so a warp
+//! decodes 32 symbols a step, and the 16-bit words the states refill from are stored in the order
+//! the lanes read them (a ballot's prefix gives each lane its word).
+//!
+//! This module is the CPU path and the oracle: [`compress`] and [`decompress`] emulate the 32
+//! lanes one after another; [`decompress`] checks the table, every refill and that every state
+//! ends where encoding began, and never panics.
+
+use crate::Status;
+
+/// The format version [`compress`] writes.
+pub const VERSION: u8 = 1;
+/// The chunk header: version, data type, flags ([`STORED`]), a reserved byte, the uncompressed
+/// size (u32).
+pub const HEADER_LEN: usize = 8;
+/// Largest chunk [`compress`] accepts (16 MiB, as LZ4's).
+pub const MAX_CHUNK_SIZE: usize = 1 << 24;
+/// Header flag: the chunk's bytes follow as they are.
+pub const STORED: u8 = 1;
+/// Bits of the symbol frequencies' total.
+pub const PROB_BITS: u32 = 11;
+/// The frequencies' total.
+pub const TOTAL: u32 = 1 << PROB_BITS;
+/// States per sub-block: a warp's lanes.
+pub const LANES: usize = 32;
+/// Symbols per sub-block, each coded with its own states (so sub-blocks decode in parallel).
+pub const SUB_BLOCK: usize = 16384;
+/// The least state; coding starts and must end there.
+pub const LOWER: u32 = 1 << 16;
+/// Bytes of a coded chunk's symbol bitmap.
+const BITMAP_LEN: usize = 32;
+
+/// What the symbols are.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DataType {
+    /// Every byte a symbol (nvCOMP's `uchar`, the default).
+    #[default]
+    Bytes = 0,
+    /// 16-bit floats: each value's high byte (sign, exponent, two mantissa bits) a symbol, its low
+    /// byte stored as it is (nvCOMP's `float16`).
+    Float16 = 1,
+}
+
+impl DataType {
+    /// The data type with id `id`, if there is one.
+    pub fn from_id(id: u8) -> Option<Self> {
+        match id {
+            0 => Some(Self::Bytes),
+            1 => Some(Self::Float16),
+            _ => None,
+        }
+    }
+
+    /// Bytes per value: each value has one symbol.
+    pub const fn width(self) -> usize {
+        match self {
+            Self::Bytes => 1,
+            Self::Float16 => 2,
+        }
+    }
+}
+
+/// ANS's options: the data type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Options {
+    pub data_type: DataType,
+}
+
+/// Largest compressed size of an `n`-byte chunk: the header and the bytes stored.
+pub const fn max_compressed_size(n: usize) -> usize {
+    HEADER_LEN + n
+}
+
+/// Largest size `compressed_len` bytes can decode to: a sub-block of [`SUB_BLOCK`] symbols takes
+/// at least its 32 states and its word count (a guard against lying headers).
+pub const fn max_decompressed_size(compressed_len: usize) -> usize {
+    let bound = (compressed_len / (4 * LANES + 2) + 1) * SUB_BLOCK * 2;
+    if bound > MAX_CHUNK_SIZE { MAX_CHUNK_SIZE } else { bound }
+}
+
+/// A symbol's frequency and the sum of those before it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Symbol {
+    pub freq: u32,
+    pub cum: u32,
+}
+
+/// The coding table: each symbol's frequency (summing to [`TOTAL`]) and cumulative frequency,
+/// and the symbol of each of the [`TOTAL`] slots.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Table {
+    pub symbols: [Symbol; 256],
+    pub slots: [u8; TOTAL as usize],
+}
+
+impl Table {
+    /// The frequencies of `counts` scaled to [`TOTAL`]: each counted symbol at least 1, the
+    /// rounding made up on (or taken from) the most frequent, the lowest symbol on a tie.
+    pub fn of_counts(counts: &[u32; 256]) -> Self {
+        let total: u64 = counts.iter().map(|&c| c as u64).sum();
+        let mut freqs = [0u32; 256];
+        for (freq, &count) in freqs.iter_mut().zip(counts) {
+            if count > 0 {
+                *freq = ((count as u64 * TOTAL as u64 / total.max(1)) as u32).max(1);
+            }
+        }
+        let mut sum: u32 = freqs.iter().sum();
+        while sum != TOTAL {
+            let largest = (0..256).fold(0, |best, s| if freqs[s] > freqs[best] { s } else { best });
+            if sum < TOTAL {
+                freqs[largest] += TOTAL - sum;
+                sum = TOTAL;
+            } else {
+                let take = (freqs[largest] - 1).min(sum - TOTAL);
+                freqs[largest] -= take;
+                sum -= take;
+            }
+        }
+        Self::of_freqs(&freqs)
+    }
+
+    /// The table of frequencies `freqs` (which sum to [`TOTAL`]).
+    fn of_freqs(freqs: &[u32; 256]) -> Self {
+        let mut symbols = [Symbol::default(); 256];
+        let mut slots = [0u8; TOTAL as usize];
+        let mut cum = 0;
+        for (s, (symbol, &freq)) in symbols.iter_mut().zip(freqs).enumerate() {
+            *symbol = Symbol { freq, cum };
+            slots[cum as usize..(cum + freq) as usize].fill(s as u8);
+            cum += freq;
+        }
+        Self { symbols, slots }
+    }
+
+    /// Bytes of the table as stored.
+    pub fn stored_len(&self) -> usize {
+        BITMAP_LEN + 2 * self.symbols.iter().filter(|symbol| symbol.freq > 0).count()
+    }
+
+    /// Writes the table at the start of `out`: a bitmap of the symbols with a frequency, then
+    /// each such frequency (u16).
+    fn write(&self, out: &mut [u8]) {
+        out[..BITMAP_LEN].fill(0);
+        let mut at = BITMAP_LEN;
+        for (s, symbol) in self.symbols.iter().enumerate().filter(|(_, symbol)| symbol.freq > 0) {
+            out[s / 8] |= 1 << (s % 8);
+            out[at..at + 2].copy_from_slice(&(symbol.freq as u16).to_le_bytes());
+            at += 2;
+        }
+    }
+
+    /// The table stored at the start of `bytes`, checked, and its length.
+    pub fn read(bytes: &[u8]) -> Result<(Self, usize), Status> {
+        let bitmap = bytes.get(..BITMAP_LEN).ok_or(Status::Truncated)?;
+        let mut freqs = [0u32; 256];
+        let mut at = BITMAP_LEN;
+        for (s, freq) in freqs.iter_mut().enumerate() {
+            if bitmap[s / 8] >> (s % 8) & 1 == 1 {
+                let pair = bytes.get(at..at + 2).ok_or(Status::Truncated)?;
+                *freq = u16::from_le_bytes([pair[0], pair[1]]) as u32;
+                if *freq == 0 {
+                    return Err(Status::Malformed);
+                }
+                at += 2;
+            }
+        }
+        if freqs.iter().sum::<u32>() != TOTAL {
+            return Err(Status::Malformed);
+        }
+        Ok((Self::of_freqs(&freqs), at))
+    }
+}
+
+/// Codes `symbol` into the state `x`: the word to store first, if any, and the new state.
+#[inline(always)]
+pub fn encode(x: u32, symbol: Symbol) -> (Option<u16>, u32) {
+    let Symbol { freq, cum } = symbol;
+    let (word, x) = if x as u64 >= (freq as u64) << (32 - PROB_BITS) { (Some(x as u16), x >> 16) } else { (None, x) };
+    (word, ((x / freq) << PROB_BITS) + x % freq + cum)
+}
+
+/// Decodes a symbol from the state `x` (at least [`LOWER`]): the symbol, and the state, which
+/// takes a word where it falls below [`LOWER`].
+#[inline(always)]
+pub fn decode(x: u32, table: &Table) -> (u8, u32) {
+    let slot = x & (TOTAL - 1);
+    let symbol = table.slots[slot as usize];
+    let Symbol { freq, cum } = table.symbols[symbol as usize];
+    (symbol, freq * (x >> PROB_BITS) + slot - cum)
+}
+
+/// A chunk header's data type, whether it is stored, and its uncompressed size, checked.
+pub fn read_header(input: &[u8]) -> Result<(DataType, bool, usize), Status> {
+    let header = input.get(..HEADER_LEN).ok_or(Status::Truncated)?;
+    if header[0] != VERSION {
+        return Err(Status::Unsupported);
+    }
+    let data_type = DataType::from_id(header[1]).ok_or(Status::Malformed)?;
+    let n = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+    if header[2] & !STORED != 0 || header[3] != 0 || n > MAX_CHUNK_SIZE {
+        return Err(Status::Malformed);
+    }
+    Ok((data_type, header[2] == STORED, n))
+}
+
+/// The uncompressed size of the chunk `input`, from its header.
+pub fn decompressed_size(input: &[u8]) -> Result<usize, Status> {
+    read_header(input).map(|(_, _, n)| n)
+}
+
+/// Symbols of an `n`-byte chunk of `data_type`.
+pub const fn symbols(n: usize, data_type: DataType) -> usize {
+    n / data_type.width()
+}
+
+/// Sub-blocks of `symbols` symbols.
+pub const fn sub_blocks(symbols: usize) -> usize {
+    symbols.div_ceil(SUB_BLOCK)
+}
+
+/// Symbol `i` of `input`: byte `i`, or the high byte of 16-bit value `i`.
+fn symbol(input: &[u8], i: usize, data_type: DataType) -> u8 {
+    input[i * data_type.width() + data_type.width() - 1]
+}
+
+/// Compresses `input` into `out`, returning the compressed size.
+pub fn compress(input: &[u8], options: &Options, out: &mut [u8]) -> Result<usize, Status> {
+    let n = input.len();
+    if n > MAX_CHUNK_SIZE {
+        return Err(Status::ChunkTooLarge);
+    }
+    let out = out.get_mut(..max_compressed_size(n)).ok_or(Status::OutputTooSmall)?;
+    let data_type = options.data_type;
+    let count = symbols(n, data_type);
+    let mut counts = [0u32; 256];
+    for i in 0..count {
+        counts[symbol(input, i, data_type) as usize] += 1;
+    }
+    let table = Table::of_counts(&counts);
+    let blocks = sub_blocks(count);
+    let block = |b: usize| b * SUB_BLOCK..((b + 1) * SUB_BLOCK).min(count);
+    // The coded size, from each sub-block's word count (a first encoding that writes nothing).
+    let sizes_at = HEADER_LEN + table.stored_len();
+    let raw = n - count;
+    let mut size = sizes_at + 2 * blocks + raw;
+    let mut words = [0usize; MAX_CHUNK_SIZE / SUB_BLOCK];
+    for (b, words) in words.iter_mut().enumerate().take(blocks) {
+        *words = encode_sub_block(input, block(b), data_type, &table, &mut []).1;
+        size += 4 * LANES + 2 * *words;
+    }
+    out[4..HEADER_LEN].copy_from_slice(&(n as u32).to_le_bytes());
+    if size >= out.len() {
+        out[..4].copy_from_slice(&[VERSION, data_type as u8, STORED, 0]);
+        out[HEADER_LEN..].copy_from_slice(input);
+        return Ok(out.len());
+    }
+    out[..4].copy_from_slice(&[VERSION, data_type as u8, 0, 0]);
+    table.write(&mut out[HEADER_LEN..sizes_at]);
+    let mut at = sizes_at + 2 * blocks;
+    for (b, &words) in words.iter().enumerate().take(blocks) {
+        out[sizes_at + 2 * b..sizes_at + 2 * b + 2].copy_from_slice(&(words as u16).to_le_bytes());
+        let (states, coded) = out[at..at + 4 * LANES + 2 * words].split_at_mut(4 * LANES);
+        let (finals, _) = encode_sub_block(input, block(b), data_type, &table, coded);
+        for (lane, state) in finals.iter().enumerate() {
+            states[4 * lane..4 * lane + 4].copy_from_slice(&state.to_le_bytes());
+        }
+        at += 4 * LANES + 2 * words;
+    }
+    if data_type == DataType::Float16 {
+        for i in 0..count {
+            out[at + i] = input[2 * i];
+        }
+        at += count;
+    }
+    out[at..size].copy_from_slice(&input[count * data_type.width()..]);
+    Ok(size)
+}
+
+/// Encodes the symbols `range`, lane `l` coding those `l` apart by 32, in reverse: returns the
+/// final states and the number of refill words, written to `words` (where it has room for them)
+/// in the order decoding reads them.
+fn encode_sub_block(
+    input: &[u8],
+    range: core::ops::Range<usize>,
+    data_type: DataType,
+    table: &Table,
+    words: &mut [u8],
+) -> ([u32; LANES], usize) {
+    let mut states = [LOWER; LANES];
+    let mut emitted = 0;
+    let len = range.len();
+    let total = words.len() / 2;
+    for step in (0..len.div_ceil(LANES)).rev() {
+        for lane in (0..LANES).rev() {
+            let i = step * LANES + lane;
+            if i >= len {
+                continue;
+            }
+            let (word, x) = encode(states[lane], table.symbols[symbol(input, range.start + i, data_type) as usize]);
+            if let Some(word) = word {
+                // Read last first: the word emitted e-th is the (total - 1 - e)-th read.
+                if let Some(at) = total.checked_sub(emitted + 1) {
+                    words[2 * at..2 * at + 2].copy_from_slice(&word.to_le_bytes());
+                }
+                emitted += 1;
+            }
+            states[lane] = x;
+        }
+    }
+    (states, emitted)
+}
+
+/// Decompresses the chunk `input` into `out`, returning the uncompressed size.
+pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+    let (data_type, stored, n) = read_header(input)?;
+    let out = out.get_mut(..n).ok_or(Status::OutputTooSmall)?;
+    if stored {
+        if input.len() != HEADER_LEN + n {
+            return Err(if input.len() < HEADER_LEN + n { Status::Truncated } else { Status::Malformed });
+        }
+        out.copy_from_slice(&input[HEADER_LEN..]);
+        return Ok(n);
+    }
+    let (table, table_len) = Table::read(&input[HEADER_LEN..])?;
+    let count = symbols(n, data_type);
+    let blocks = sub_blocks(count);
+    let sizes_at = HEADER_LEN + table_len;
+    let sizes = input.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
+    let mut at = sizes_at + 2 * blocks;
+    for b in 0..blocks {
+        let words = u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
+        let block = input.get(at..at + 4 * LANES + 2 * words).ok_or(Status::Truncated)?;
+        let range = b * SUB_BLOCK..((b + 1) * SUB_BLOCK).min(count);
+        decode_sub_block(block, &table, range, data_type, out)?;
+        at += block.len();
+    }
+    let raw = n - count;
+    if input.len() != at + raw {
+        return Err(if input.len() < at + raw { Status::Truncated } else { Status::Malformed });
+    }
+    if data_type == DataType::Float16 {
+        for i in 0..count {
+            out[2 * i] = input[at + i];
+        }
+    }
+    let tail = n - count * data_type.width();
+    out[n - tail..].copy_from_slice(&input[input.len() - tail..]);
+    Ok(n)
+}
+
+/// Decodes the sub-block `block` (its states, then its words) into symbols `range` of `out`.
+fn decode_sub_block(
+    block: &[u8],
+    table: &Table,
+    range: core::ops::Range<usize>,
+    data_type: DataType,
+    out: &mut [u8],
+) -> Result<(), Status> {
+    let mut states = [0u32; LANES];
+    for (lane, state) in states.iter_mut().enumerate() {
+        *state = u32::from_le_bytes(block[4 * lane..4 * lane + 4].try_into().unwrap_or_default());
+        if *state < LOWER {
+            return Err(Status::Malformed);
+        }
+    }
+    let words = &block[4 * LANES..];
+    let mut next = 0;
+    let len = range.len();
+    for i in 0..len {
+        let lane = i % LANES;
+        let (s, mut x) = decode(states[lane], table);
+        if x < LOWER {
+            let word = words.get(2 * next..2 * next + 2).ok_or(Status::Malformed)?;
+            x = x << 16 | u16::from_le_bytes([word[0], word[1]]) as u32;
+            next += 1;
+        }
+        states[lane] = x;
+        out[(range.start + i) * data_type.width() + data_type.width() - 1] = s;
+    }
+    if 2 * next != words.len() || states.iter().any(|&state| state != LOWER) {
+        return Err(Status::Malformed);
+    }
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! ANS: round trips of bytes and 16-bit floats at every size that matters, the ratio on text, the
+//! stored fallback, the table's scaling, and corrupt, truncated and lying streams.
+
+use ferrocomp_format::Status;
+use ferrocomp_format::ans::{
+    self, DataType, HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, STORED, SUB_BLOCK, TOTAL, Table,
+    max_compressed_size, max_decompressed_size,
+};
+mod common;
+use common::{XorShift, random_bytes};
+
+const BYTES: Options = Options { data_type: DataType::Bytes };
+const FLOAT16: Options = Options { data_type: DataType::Float16 };
+
+fn compress(input: &[u8], options: &Options) -> Vec<u8> {
+    let mut out = vec![0; max_compressed_size(input.len())];
+    let size = ans::compress(input, options, &mut out).unwrap();
+    out.truncate(size);
+    out
+}
+
+fn decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0; capacity];
+    ans::decompress(stream, &mut out).map(|n| out[..n].to_vec())
+}
+
+fn round_trip(input: &[u8], options: &Options) -> Vec<u8> {
+    let compressed = compress(input, options);
+    assert_eq!(ans::decompressed_size(&compressed), Ok(input.len()));
+    assert!(decompress(&compressed, input.len()).unwrap() == input, "{options:?}, {} bytes differ", input.len());
+    compressed
+}
+
+/// Skewed bytes: mostly a few letters, sometimes anything (an entropy near 3 bits).
+fn skewed(n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = XorShift(seed);
+    (0..n).map(|_| if rng.below(8) == 0 { rng.next() as u8 } else { b"etaoin s"[rng.below(8)] }).collect()
+}
+
+/// 16-bit floats of a smooth field (as `half` would round them), little-endian.
+fn halves(count: usize) -> Vec<u8> {
+    (0..count)
+        .flat_map(|k| {
+            let value = 1.5 + (k as f32 / 300.0).sin();
+            // f32 to f16 by truncation: sign, the exponent rebased from 127 to 15, 10 mantissa bits.
+            let bits = value.to_bits();
+            let exponent = ((bits >> 23) & 0xFF) as i32 - 127 + 15;
+            let half = ((bits >> 16) & 0x8000) | ((exponent as u32) << 10) | ((bits >> 13) & 0x3FF);
+            (half as u16).to_le_bytes()
+        })
+        .collect()
+}
+
+#[test]
+fn bytes_round_trip_at_every_size() {
+    for n in [0, 1, 2, 31, 32, 33, 1000, SUB_BLOCK - 1, SUB_BLOCK, SUB_BLOCK + 1, 3 * SUB_BLOCK + 17, 65536] {
+        round_trip(&skewed(n, n as u64), &BYTES);
+    }
+}
+
+#[test]
+fn float16_round_trips_odd_sizes_keep_their_tail() {
+    for count in [0, 1, 31, 33, SUB_BLOCK + 5, 40000] {
+        let data = halves(count);
+        let compressed = round_trip(&data, &FLOAT16);
+        if count > 1000 {
+            assert!(compressed.len() < data.len() * 3 / 4, "{count}: {}", compressed.len());
+        }
+        let mut odd = data.clone();
+        odd.push(0x5A);
+        round_trip(&odd, &FLOAT16);
+    }
+}
+
+#[test]
+fn the_largest_chunk_round_trips_and_a_larger_is_refused() {
+    let input = skewed(MAX_CHUNK_SIZE, 4);
+    assert!(round_trip(&input, &BYTES).len() < input.len() * 6 / 10);
+    let mut out = vec![0; max_compressed_size(MAX_CHUNK_SIZE + 1)];
+    assert_eq!(ans::compress(&vec![0; MAX_CHUNK_SIZE + 1], &BYTES, &mut out), Err(Status::ChunkTooLarge));
+}
+
+#[test]
+fn one_symbol_costs_almost_nothing_and_noise_is_stored() {
+    let zeros = round_trip(&[0; 100_000], &BYTES);
+    assert!(zeros.len() < 1000, "{}", zeros.len());
+    let noise = round_trip(&random_bytes(50_000, 3), &BYTES);
+    assert_eq!((noise.len(), noise[2]), (HEADER_LEN + 50_000, STORED));
+}
+
+#[test]
+fn the_ratio_nears_the_entropy() {
+    let data = skewed(1 << 20, 7);
+    let mut counts = [0u64; 256];
+    data.iter().for_each(|&b| counts[b as usize] += 1);
+    let entropy: f64 = counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = c as f64 / data.len() as f64;
+            -p * p.log2()
+        })
+        .sum();
+    let bits = 8.0 * compress(&data, &BYTES).len() as f64 / data.len() as f64;
+    assert!(bits < entropy * 1.02 + 0.02, "{bits} bits a byte against an entropy of {entropy}");
+}
+
+#[test]
+fn the_table_sums_to_its_total_and_keeps_every_symbol() {
+    let mut counts = [0u32; 256];
+    counts[0] = 1_000_000;
+    for (s, count) in counts.iter_mut().enumerate().skip(1) {
+        *count = s as u32 % 3; // many rare symbols: each must keep a slot
+    }
+    let table = Table::of_counts(&counts);
+    assert_eq!(table.symbols.iter().map(|s| s.freq).sum::<u32>(), TOTAL);
+    assert!(counts.iter().zip(&table.symbols).all(|(&c, s)| (c > 0) == (s.freq > 0)));
+    assert_eq!(table.symbols[0].freq, TOTAL - counts.iter().skip(1).filter(|&&c| c > 0).count() as u32);
+}
+
+#[test]
+fn corrupt_truncated_and_lying_streams_give_statuses() {
+    let input = skewed(3 * SUB_BLOCK + 100, 9);
+    let stream = compress(&input, &BYTES);
+    assert_eq!(decompress(&stream, input.len() - 1), Err(Status::OutputTooSmall));
+    for cut in (0..stream.len()).step_by(97) {
+        assert!(decompress(&stream[..cut], input.len()).is_err(), "cut at {cut}");
+    }
+    let mut rng = XorShift(12);
+    let mut caught = 0;
+    for _ in 0..2000 {
+        let mut damaged = stream.clone();
+        let at = rng.below(stream.len());
+        damaged[at] ^= 1 << rng.below(8);
+        // A status or bytes, never a panic; most flips are caught by the table's sum, the
+        // states' end check or a refill past the words (the container's checksums catch the rest).
+        if decompress(&damaged, input.len()).is_err() {
+            caught += 1;
+        }
+    }
+    assert!(caught > 1500, "{caught} of 2000 flips caught");
+    let with = |k: usize, byte: u8| {
+        let mut s = stream.clone();
+        s[k] = byte;
+        decompress(&s, input.len())
+    };
+    assert_eq!(with(0, 2), Err(Status::Unsupported));
+    assert_eq!(with(1, 7), Err(Status::Malformed));
+    assert_eq!(with(2, 4), Err(Status::Malformed));
+    assert_eq!(with(3, 1), Err(Status::Malformed));
+    let mut lying = stream.clone();
+    lying[4..8].copy_from_slice(&(MAX_CHUNK_SIZE as u32).to_le_bytes());
+    assert!(decompress(&lying, MAX_CHUNK_SIZE).is_err());
+    assert!(max_decompressed_size(stream.len()) >= input.len());
+    assert_eq!(decompress(&[], 10), Err(Status::Truncated));
+    // A state below the least is refused.
+    let (_, table_len) = Table::read(&stream[HEADER_LEN..]).unwrap();
+    let states_at = HEADER_LEN + table_len + 2 * ans::sub_blocks(input.len());
+    let mut low = stream.clone();
+    low[states_at..states_at + 4].copy_from_slice(&(LOWER - 1).to_le_bytes());
+    assert_eq!(decompress(&low, input.len()), Err(Status::Malformed));
+    assert_eq!(LANES, 32);
+}

@@ -10,7 +10,7 @@ mkdir -p "$out"
 python3 -m zipfile -e .nvcomp/nvidia_libnvcomp_cu13-*.whl /tmp/nvcomp
 python3 bench/make_datasets.py /tmp/data
 .gpu/ferrocomp-bench --data /tmp/data --nvcomp /tmp/nvcomp/nvidia/libnvcomp/lib64/libnvcomp.so.6 \
-    --codecs "${CODECS:-lz4,snappy,deflate,gdeflate,blosc,zstd,cascaded,bitcomp}" --levels 1,4 --reps 5 --out "$out/bench.md"
+    --codecs "${CODECS:-lz4,snappy,deflate,gdeflate,blosc,zstd,cascaded,bitcomp,ans}" --levels 1,4 --reps 5 --out "$out/bench.md"
 [ "${CRITERION:-1}" = 0 ] && exit 0
 for kernels in .gpu/kernels-bench .gpu/kernels; do
     if [ -x "$kernels" ]; then

@@ -29,7 +29,7 @@ PYTHONPATH=/tmp/site python3 -m pytest -p no:cacheprovider -rs python/tests >"$o
 grep -E "^(FAILED|ERROR)|^=+ .* in [0-9.]+s" "$out/pytest.log"
 echo "== CLI on the GPU, decoded on the CPU and back"
 head -c 100000000 .gpu/ferrocomp >/tmp/cli-in && cat README.md docs/FORMAT.md >>/tmp/cli-in
-for algorithm in lz4 snappy gzip gdeflate blosc zstd cascaded bitcomp; do
+for algorithm in lz4 snappy gzip gdeflate blosc zstd cascaded bitcomp ans; do
     .gpu/ferrocomp -v compress -a $algorithm --checksum compute-verify /tmp/cli-in /tmp/cli.fcmp &&
         .gpu/ferrocomp -v decompress --cpu --checksum compute-verify /tmp/cli.fcmp /tmp/cli-cpu &&
         .gpu/ferrocomp -v decompress /tmp/cli.fcmp /tmp/cli-gpu &&

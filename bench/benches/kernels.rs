@@ -1,13 +1,13 @@
 //! Criterion microbenchmarks of ferrocomp's GPU kernels: compress and decompress of LZ4, Snappy, Deflate level 1,
-//! GDeflate level 1, Zstd levels 1 to 3, Cascaded (its defaults), Bitcomp (bytes, and sparse 32-bit integers) and
-//! CRC-32, each one batched call over 64 MiB of text-like data in 64 KiB chunks, timed
+//! GDeflate level 1, Zstd levels 1 to 3, Cascaded (its defaults), Bitcomp (bytes, and sparse 32-bit integers), ANS
+//! (bytes) and CRC-32, each one batched call over 64 MiB of text-like data in 64 KiB chunks, timed
 //! with CUDA events.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ferrocomp::checksum::crc32_async;
 use ferrocomp::{
-    Bitcomp, Cascaded, Chunks, DataType, Deflate, DeviceBuffer, ElementType, GDeflate, Gpu, Lz4, Options, Results,
-    Snappy, Wrapper, Zstd,
+    Ans, AnsDataType, Bitcomp, Cascaded, Chunks, DataType, Deflate, DeviceBuffer, ElementType, GDeflate, Gpu, Lz4,
+    Options, Results, Snappy, Wrapper, Zstd,
 };
 use ferrocomp_bench::{BenchStream, Chunked, Timer, codec_name};
 use std::time::Duration;
@@ -17,7 +17,7 @@ const LEN: usize = 64 << 20;
 /// Uncompressed chunk size.
 const CHUNK_SIZE: usize = 64 << 10;
 /// The codecs benchmarked, each as `<codec>_compress` and `<codec>_decompress` (`zstd_level_1_compress`...).
-const CODECS: [Options; 10] = [
+const CODECS: [Options; 11] = [
     Options::Lz4(Lz4 { data_type: DataType::Char }),
     Options::Snappy(Snappy { data_type: DataType::Char }),
     Options::Deflate(Deflate { level: 1, wrapper: Wrapper::Raw }),
@@ -28,6 +28,7 @@ const CODECS: [Options; 10] = [
     Options::Cascaded(Cascaded { element: ElementType::U32, rles: 2, deltas: 1, bitpack: true, auto: true }),
     Options::Bitcomp(Bitcomp { element: ElementType::U8, sparse: false, error_bound: None }),
     Options::Bitcomp(Bitcomp { element: ElementType::U32, sparse: true, error_bound: None }),
+    Options::Ans(Ans { data_type: AnsDataType::Bytes }),
 ];
 
 /// Deterministic text-like bytes: words and numbers picked by a xorshift generator, so the codecs find matches.

@@ -48,7 +48,7 @@ pub trait Codec {
 }
 
 /// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd", "Cascaded",
-/// "Bitcomp".
+/// "Bitcomp", "ANS".
 pub fn title(algorithm: Algorithm) -> &'static str {
     match algorithm {
         Algorithm::Lz4 => "LZ4",
@@ -59,6 +59,7 @@ pub fn title(algorithm: Algorithm) -> &'static str {
         Algorithm::Zstd => "Zstd",
         Algorithm::Cascaded => "Cascaded",
         Algorithm::Bitcomp => "Bitcomp",
+        Algorithm::Ans => "ANS",
     }
 }
 
@@ -69,6 +70,7 @@ pub fn codec_name(options: &Options) -> String {
         Options::Deflate(deflate) => format!("Deflate level {}", deflate.level),
         Options::GDeflate(gdeflate) => format!("GDeflate level {}", gdeflate.level),
         Options::Zstd(zstd) => format!("Zstd level {}", zstd.level),
+        Options::Ans(ans) if ans.data_type == ferrocomp::AnsDataType::Float16 => "ANS float16".to_owned(),
         Options::Bitcomp(bitcomp) => {
             let sparse = if bitcomp.sparse { " sparse" } else { "" };
             format!("Bitcomp {}{sparse}", format!("{:?}", bitcomp.element).to_lowercase())

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result, bail, ensure};
 use ferrocomp::{
-    Algorithm, Bitcomp, Blosc, Cascaded, Chunks, Deflate, DeviceBuffer, ElementType, GDeflate, Gpu, Lz4, Options,
+    Algorithm, Ans, Bitcomp, Blosc, Cascaded, Chunks, Deflate, DeviceBuffer, ElementType, GDeflate, Gpu, Lz4, Options,
     Results, Shuffle, Snappy, Wrapper, Zstd,
 };
 use ferrocomp_bench::nvcomp::Nvcomp;
@@ -31,7 +31,7 @@ const DATASETS: [(&str, &str); 4] = [
 ];
 
 /// Every algorithm, in table order.
-const ALGORITHMS: [Algorithm; 8] = Algorithm::ALL;
+const ALGORITHMS: [Algorithm; 9] = Algorithm::ALL;
 
 /// zlib levels whose ratios (zlib-rs's) the Deflate and GDeflate tables give for reference.
 const ZLIB_LEVELS: [u32; 2] = [1, 6];
@@ -122,11 +122,14 @@ impl Args {
             Algorithm::Bitcomp => [ElementType::U8, ElementType::U32]
                 .map(|element| Options::Bitcomp(Bitcomp { element, ..Bitcomp::default() }))
                 .to_vec(),
+            // Bytes (the default), beside nvCOMP's at its defaults (bytes).
+            Algorithm::Ans => vec![Options::Ans(Ans::default())],
         }
     }
 }
 
-/// The algorithm named `name` ("lz4", "snappy", "deflate", "gdeflate", "blosc", "zstd", "cascaded", "bitcomp").
+/// The algorithm named `name` ("lz4", "snappy", "deflate", "gdeflate", "blosc", "zstd", "cascaded", "bitcomp",
+/// "ans").
 fn parse_algorithm(name: &str) -> Result<Algorithm> {
     ALGORITHMS.into_iter().find(|algorithm| algorithm.name() == name).with_context(|| format!("unknown codec {name:?}"))
 }
@@ -223,8 +226,8 @@ fn run() -> Result<bool> {
                     Some(nvcomp) if table.algorithm != Algorithm::Blosc => Some(nvcomp.codec(options)?),
                     _ => None, // nvCOMP has no Blosc
                 };
-                // ferrocomp's Cascaded and Bitcomp layouts are its own
-                let cross = !matches!(table.algorithm, Algorithm::Cascaded | Algorithm::Bitcomp);
+                // ferrocomp's Cascaded, Bitcomp and ANS layouts are its own
+                let cross = !matches!(table.algorithm, Algorithm::Cascaded | Algorithm::Bitcomp | Algorithm::Ans);
                 table.lines.extend(bench.compare(&data, &ours, theirs.as_deref(), cross)?.into_iter().map(Line::Gpu));
             }
         }

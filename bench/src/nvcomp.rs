@@ -1,5 +1,6 @@
-//! nvCOMP 6's batched C API for LZ4, Snappy, Deflate, GDeflate, Zstd, Cascaded and Bitcomp, loaded at run time from
-//! `libnvcomp.so.6` (as its `nvcomp/{lz4,snappy,deflate,gdeflate,zstd,cascaded,bitcomp}.h` and `nvcomp.h` declare it). The algorithms' entry points,
+//! nvCOMP 6's batched C API for LZ4, Snappy, Deflate, GDeflate, Zstd, Cascaded, Bitcomp and ANS, loaded at run time
+//! from `libnvcomp.so.6` (as its `nvcomp/{lz4,snappy,deflate,gdeflate,zstd,cascaded,bitcomp,ans}.h` and `nvcomp.h`
+//! declare it). The algorithms' entry points,
 //! `nvcompBatched<Name>CompressAsync` and the like, have the same signatures but for their options structs
 //! (64 bytes each, passed by value), so one table of entry points, generic over those structs, serves them all.
 //! Device arrays of chunk addresses (`const void* const*`) and sizes (`const size_t*`) are the same memory as
@@ -8,7 +9,7 @@
 use crate::{BenchStream, Chunked, Codec, codec_name};
 use anyhow::{Context, Result, bail};
 use cust::sys::CUstream;
-use ferrocomp::{DataType, DeviceBuffer, Options, Wrapper};
+use ferrocomp::{AnsDataType, DataType, DeviceBuffer, Options, Wrapper};
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_void};
 use std::fmt::Arguments;
@@ -153,6 +154,18 @@ struct BitcompCompressOpts {
     reserved: [u8; 44],
 }
 
+/// `nvcompBatchedANSCompressOpts_t` and, with `data_type` its `NVCOMP_TYPE_BITS` (read from the stream),
+/// `nvcompBatchedANSDecompressOpts_t` (whose first field is the backend, 0 by default, where the type is).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct AnsOpts {
+    /// `nvcompANSType_t` (0: rANS), or the decompress backend.
+    kind: i32,
+    /// `nvcompType_t`.
+    data_type: i32,
+    reserved: [u8; 56],
+}
+
 /// `nvcompBatchedGdeflateDecompressDefaultOpts`.
 const GDEFLATE_DECOMPRESS_DEFAULTS: GdeflateDecompressOpts = GdeflateDecompressOpts { backend: 0, reserved: [0; 60] };
 
@@ -278,6 +291,13 @@ impl Nvcomp {
                         reserved: [0; 44],
                     };
                     Box::new(Batched::load(self, "Bitcomp", label, compress, GDEFLATE_DECOMPRESS_DEFAULTS)?)
+                }
+                Options::Ans(ans) => {
+                    // `nvcompType_t`: NVCOMP_TYPE_CHAR or _FLOAT16.
+                    let data_type = if ans.data_type == AnsDataType::Float16 { 10 } else { 0 };
+                    let compress = AnsOpts { kind: 0, data_type, reserved: [0; 56] };
+                    let decompress = AnsOpts { kind: 0, data_type: 0xFF, reserved: [0; 56] };
+                    Box::new(Batched::load(self, "ANS", label, compress, decompress)?)
                 }
                 // nvCOMP's Zstd has no level: ours at any level is set beside its one.
                 Options::Zstd(_) => Box::new(Batched::load(

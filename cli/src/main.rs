@@ -3,8 +3,8 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ferrocomp::{
-    Bitcomp, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate,
-    ElementType, ErrorBound, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
+    Ans, AnsDataType, Bitcomp, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE,
+    DataType, Deflate, ElementType, ErrorBound, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
@@ -35,7 +35,8 @@ enum Command {
         chunk_size: usize,
         /// Element type of the input; matches align to its width (lz4, snappy), blosc shuffles its
         /// bytes, cascaded and bitcomp code numbers of it (float and double as their bits, but for
-        /// bitcomp's --error-bound). Default char, for cascaded uint, for a lossy bitcomp float.
+        /// bitcomp's --error-bound), ans codes bytes or float16. Default char, for cascaded uint,
+        /// for a lossy bitcomp float.
         #[arg(long, value_enum)]
         data_type: Option<DataTypeArg>,
         #[command(flatten)]
@@ -129,6 +130,8 @@ enum AlgorithmArg {
     Cascaded,
     /// bit-packed tiles of --data-type numbers, lossless or within --error-bound (nvCOMP's Bitcomp)
     Bitcomp,
+    /// interleaved rANS entropy coding of bytes, or of float16's high bytes (nvCOMP's ANS)
+    Ans,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -166,12 +169,14 @@ enum DataTypeArg {
     ULongLong,
     Float,
     Double,
+    Float16,
 }
 
 impl DataTypeArg {
     /// The numeric codecs' element type of the same width and sign.
     fn element(self) -> ElementType {
         match self {
+            Self::Float16 => ElementType::U16,
             Self::Float => ElementType::U32,
             Self::Double => ElementType::U64,
             _ => ElementType::ALL[self as usize], // nvCOMP's order
@@ -203,6 +208,7 @@ impl Common {
     }
 
     fn options(&self, data_type: Option<DataTypeArg>, level: Option<u8>, numeric: &NumericArgs) -> Result<Options> {
+        let data_type_arg = data_type;
         let element = data_type.unwrap_or(DataTypeArg::Uint).element();
         let bitcomp_element = data_type
             .unwrap_or(if numeric.error_bound.is_some() { DataTypeArg::Float } else { DataTypeArg::Char })
@@ -252,6 +258,13 @@ impl Common {
                 }
                 Options::Bitcomp(bitcomp)
             }
+            AlgorithmArg::Ans => Options::Ans(Ans {
+                data_type: match data_type_arg {
+                    None | Some(DataTypeArg::Char | DataTypeArg::Uchar) => AnsDataType::Bytes,
+                    Some(DataTypeArg::Float16) => AnsDataType::Float16,
+                    Some(_) => bail!("ans codes bytes (--data-type char or uchar) or float16"),
+                },
+            }),
         })
     }
 

@@ -359,3 +359,21 @@ fn bitcomp_takes_its_algorithm_element_type_and_error_bound() {
     let stderr = ferrocomp_err("compress", &["-a", "bitcomp", "--error-bound", "0"], &input, &dir.path("o"));
     assert!(stderr.contains("above 0"), "{stderr}");
 }
+
+#[test]
+fn ans_codes_bytes_and_float16() {
+    let dir = TempDir::new("ans");
+    let data = sample(200_000);
+    let input = dir.file("in", &data);
+    for args in [&["-a", "ans"][..], &["-a", "ans", "--data-type", "float16"]] {
+        let (compressed, restored) = (dir.path("c"), dir.path("r"));
+        let packed = ferrocomp_ok("compress", args, &input, &compressed);
+        assert!(packed.starts_with(b"FCMP") && packed[5] == 9, "{args:?}");
+        assert!(packed.len() < data.len(), "{args:?}: {}", packed.len());
+        assert_eq!(ferrocomp_ok("decompress", &[], &compressed, &restored), data, "{args:?}");
+        std::fs::remove_file(&compressed).unwrap();
+        std::fs::remove_file(&restored).unwrap();
+    }
+    let stderr = ferrocomp_err("compress", &["-a", "ans", "--data-type", "int"], &input, &dir.path("o"));
+    assert!(stderr.contains("float16"), "{stderr}");
+}

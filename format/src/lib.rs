@@ -42,11 +42,13 @@ pub enum Algorithm {
     /// Frame-of-reference, delta and sparse bit-packing of numbers, optionally lossy (ferrocomp's
     /// own layout).
     Bitcomp = 8,
+    /// Interleaved rANS entropy coding of bytes or 16-bit floats (ferrocomp's own layout).
+    Ans = 9,
 }
 
 impl Algorithm {
     /// Every algorithm, in id order.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Lz4,
         Self::Snappy,
         Self::Deflate,
@@ -55,6 +57,7 @@ impl Algorithm {
         Self::Zstd,
         Self::Cascaded,
         Self::Bitcomp,
+        Self::Ans,
     ];
 
     /// The algorithm with header id `id`, if there is one.
@@ -68,6 +71,7 @@ impl Algorithm {
             6 => Some(Self::Zstd),
             7 => Some(Self::Cascaded),
             8 => Some(Self::Bitcomp),
+            9 => Some(Self::Ans),
             _ => None,
         }
     }
@@ -83,6 +87,7 @@ impl Algorithm {
             Self::Zstd => "zstd",
             Self::Cascaded => "cascaded",
             Self::Bitcomp => "bitcomp",
+            Self::Ans => "ans",
         }
     }
 }

@@ -12,8 +12,9 @@
 //! nvCOMP's six levels), GDeflate pages, Blosc 1 chunks and Zstandard frames. Their chunks are
 //! the standard formats both ways: liblz4, `snap`, zlib/gzip, c-blosc, libzstd and nvCOMP read
 //! what ferrocomp writes, and the reverse. Cascaded (run-length, delta and bit-packing layers
-//! over integers) and Bitcomp (bit-packed tiles of numbers, lossless or within an error bound),
-//! with nvCOMP's options, have ferrocomp's own layouts, given in docs/FORMAT.md.
+//! over integers), Bitcomp (bit-packed tiles of numbers, lossless or within an error bound) and ANS
+//! (interleaved rANS over bytes or 16-bit floats), with nvCOMP's options, have ferrocomp's own
+//! layouts, given in docs/FORMAT.md.
 //!
 //! ```no_run
 //! use ferrocomp::{BufferCodec, Config, Gpu, Options};
@@ -42,7 +43,9 @@ pub use batch::{BatchCodec, Chunks, Results};
 pub use buffer_codec::{BufferCodec, Config, DEFAULT_CHUNK_SIZE};
 pub use checksum::ChecksumPolicy;
 pub use chunk_list::{ChunkListCodec, ChunkResults};
-pub use codec::{Bitcomp, Blosc, Cascaded, Deflate, ElementType, ErrorBound, GDeflate, Lz4, Options, Snappy, Zstd};
+pub use codec::{
+    Ans, AnsDataType, Bitcomp, Blosc, Cascaded, Deflate, ElementType, ErrorBound, GDeflate, Lz4, Options, Snappy, Zstd,
+};
 pub use container::{Bitstream, Frame};
 pub use error::{ChecksumPart, Error, Result};
 pub use ferrocomp_format::blosc::Shuffle;

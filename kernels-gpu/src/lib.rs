@@ -11,6 +11,7 @@
 extern crate std;
 
 pub mod adler32;
+pub mod ans;
 #[cfg(target_arch = "nvptx64")]
 pub mod batch;
 pub mod bitcomp;
@@ -39,6 +40,8 @@ pub use warp::Warp;
 /// per block, blocks that must fit on one SM at once). ptxas then keeps each thread's registers
 /// within the SM's share; the host's build script writes them into the PTX.
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
+    ("ans_compress", ans::WARPS * 32, ans::BLOCKS_PER_SM),
+    ("ans_decompress", ans::WARPS * 32, ans::BLOCKS_PER_SM),
     ("bitcomp_compress", bitcomp::WARPS * 32, bitcomp::BLOCKS_PER_SM),
     ("bitcomp_decompress", bitcomp::WARPS * 32, bitcomp::BLOCKS_PER_SM),
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),

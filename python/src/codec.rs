@@ -11,7 +11,7 @@ use crate::device::{self, StreamRef, stream_arg};
 use crate::dtype::DType;
 use crate::enums::{BitstreamKind, PyChecksumPolicy};
 use crate::errors::{Direction, device_error, to_py, value_error};
-use ferrocomp::{Bitcomp, Cascaded, ErrorBound};
+use ferrocomp::{Ans, AnsDataType, Bitcomp, Cascaded, ErrorBound};
 use ferrocomp::{
     Bitstream, Blosc, BufferCodec, ChecksumPolicy, ChunkListCodec, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate,
     DeviceView, DeviceViewMut, ElementType, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
@@ -30,7 +30,7 @@ enum Backend {
 
 /// Compresses and decompresses arrays with one algorithm (nvCOMP's `Codec`).
 ///
-/// `algorithm`: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd", "Cascaded", "Bitcomp" (any case), or "zlib"/"gzip" for Deflate
+/// `algorithm`: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd", "Cascaded", "Bitcomp", "ANS" (any case), or "zlib"/"gzip" for Deflate
 /// with that wrapper; `None` makes a codec that only decodes native streams (their header names
 /// the algorithm). `device_id`: a CUDA device, `"cpu"`, or `None` for the first GPU when there is
 /// one (and `FERROCOMP_CPU=1` is not set), else the CPU. `cuda_stream`: the stream the codec
@@ -49,7 +49,8 @@ enum Backend {
 /// smallest coding searched per sub-block, or exact as nvCOMP 4 applied them. Bitcomp:
 /// `data_type` the numbers it packs (default "|u1", nvCOMP's), `algorithm_type` 0 (default) or 1
 /// (sparse: for data with many zeros), and `error_bound`: lossy, each element of a float32 or
-/// float64 `data_type` (the default "<f4") decoded within this absolute error of its value.
+/// float64 `data_type` (the default "<f4") decoded within this absolute error of its value. ANS:
+/// `data_type` "|u1" (default: every byte a symbol) or "<f2" (each value's high byte a symbol).
 #[pyclass(module = "ferrocomp", frozen)]
 pub struct Codec {
     options: Option<Options>,
@@ -131,10 +132,11 @@ fn parse_options(
         "zstd" => Options::Zstd(Zstd { level: level(Zstd::LEVELS, Zstd::default().level)? }),
         "cascaded" => Options::Cascaded(layers.options(element_type)?),
         "bitcomp" => Options::Bitcomp(bitcomp_options(element_type, algorithm_type, error_bound)?),
+        "ans" => Options::Ans(Ans { data_type: ans_data_type(element_type)? }),
         _ => {
             return Err(value_error(format!(
                 "unknown algorithm {algorithm:?}: ferrocomp has LZ4, Snappy, Deflate (and zlib, gzip), GDeflate, \
-                 Blosc, Zstd, Cascaded, Bitcomp"
+                 Blosc, Zstd, Cascaded, Bitcomp, ANS"
             )));
         }
     })
@@ -151,6 +153,18 @@ fn element_type(data_type: &Bound<'_, PyAny>, algorithm: &str) -> PyResult<Eleme
         size => return Err(value_error(format!("{algorithm} data_type of {size} bytes: 1, 2, 4 or 8"))),
     };
     Ok(by_width[(dtype.kind == 'i') as usize])
+}
+
+/// ANS's data type: bytes (default) or 16-bit floats.
+fn ans_data_type(data_type: Option<&Bound<'_, PyAny>>) -> PyResult<AnsDataType> {
+    let Some(data_type) = data_type else { return Ok(AnsDataType::Bytes) };
+    match DType::from_arg(data_type)? {
+        DType { size: 1, .. } => Ok(AnsDataType::Bytes),
+        DType { kind: 'f', size: 2, .. } => Ok(AnsDataType::Float16),
+        DType { kind, size, .. } => {
+            Err(value_error(format!("ANS data_type {kind}{size}: bytes (\"|u1\") or float16 (\"<f2\")")))
+        }
+    }
 }
 
 /// Bitcomp's options from nvCOMP's arguments and the error bound.
@@ -262,6 +276,7 @@ fn algorithm_name(options: &Options) -> &'static str {
         Options::Zstd(_) => "Zstd",
         Options::Cascaded(_) => "Cascaded",
         Options::Bitcomp(_) => "Bitcomp",
+        Options::Ans(_) => "ANS",
     }
 }
 

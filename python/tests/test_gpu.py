@@ -14,7 +14,7 @@ import ferrocomp as fc
 
 RAW = fc.BitstreamKind.RAW
 KINDS = [fc.BitstreamKind.NVCOMP_NATIVE, RAW, fc.BitstreamKind.WITH_UNCOMPRESSED_SIZE]
-ALGORITHMS = ["LZ4", "Snappy", "Deflate", "zlib", "gzip", "GDeflate", "Blosc", "Zstd", "Cascaded", "Bitcomp"]
+ALGORITHMS = ["LZ4", "Snappy", "Deflate", "zlib", "gzip", "GDeflate", "Blosc", "Zstd", "Cascaded", "Bitcomp", "ANS"]
 
 SPIN_SOURCE = r"""
 extern "C" __global__ void spin(long long cycles) {

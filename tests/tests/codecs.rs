@@ -1,13 +1,13 @@
-//! Snappy, Deflate (raw, zlib, gzip), GDeflate, Blosc, Zstd, Cascaded and Bitcomp through the batched API and
-//! `BufferCodec`:
+//! Snappy, Deflate (raw, zlib, gzip), GDeflate, Blosc, Zstd, Cascaded, Bitcomp and ANS through the batched API
+//! and `BufferCodec`:
 //! CPU round trips and interop with `flate2`, `snap`, c-blosc and libzstd everywhere; on the GPU, byte-exact agreement
 //! with the CPU path, streams from the CPU libraries decoded in place, and a status per corrupt
 //! chunk equal to the CPU decoder's. GPU tests say they skipped where there is no device.
 
 use ferrocomp::{
-    BatchCodec, Bitcomp, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DataType, Deflate,
-    DeviceBuffer, ElementType, Error, ErrorBound, GDeflate, Gpu, Options, Results, Shuffle, Snappy, Status, Stream,
-    Wrapper, Zstd,
+    Ans, AnsDataType, BatchCodec, Bitcomp, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DataType,
+    Deflate, DeviceBuffer, ElementType, Error, ErrorBound, GDeflate, Gpu, Options, Results, Shuffle, Snappy, Status,
+    Stream, Wrapper, Zstd,
 };
 use ferrocomp_tests::{DeviceChunks, c_blosc, gpu, random_bytes, text_bytes};
 use flate2::Compression;
@@ -55,6 +55,7 @@ fn all_options() -> Vec<Options> {
     all.extend(Zstd::LEVELS.map(|level| Options::Zstd(Zstd { level })));
     all.extend(CASCADED.map(Options::Cascaded));
     all.extend(BITCOMP.map(Options::Bitcomp));
+    all.extend([AnsDataType::Bytes, AnsDataType::Float16].map(|data_type| Options::Ans(Ans { data_type })));
     all
 }
 
@@ -453,6 +454,8 @@ fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
         Options::Bitcomp(BITCOMP[0]),
         Options::Bitcomp(BITCOMP[1]),
         Options::Bitcomp(lossy_bitcomp(0.01)[1]),
+        Options::Ans(Ans { data_type: AnsDataType::Bytes }),
+        Options::Ans(Ans { data_type: AnsDataType::Float16 }),
     ] {
         let codec = options.codec();
         let mut streams: Vec<Vec<u8>> = pieces.iter().map(|p| cpu_compress(codec, p)).collect();

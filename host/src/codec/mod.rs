@@ -2,6 +2,7 @@
 //! container records them. Each codec states its bounds, scratch, CPU functions and kernel
 //! shapes ([`crate::batch::Launch`]); the batched calls are shared ([`BatchCodec`]).
 
+pub mod ans;
 pub mod bitcomp;
 pub mod blosc;
 pub mod cascaded;
@@ -13,6 +14,7 @@ pub mod zstd;
 
 use crate::batch::BatchCodec;
 use crate::error::{Error, Result};
+pub use ans::{Ans, AnsDataType};
 pub use bitcomp::{Bitcomp, ErrorBound};
 pub use blosc::Blosc;
 pub use cascaded::{Cascaded, ElementType};
@@ -45,6 +47,8 @@ pub enum Options {
     Cascaded(Cascaded),
     /// Bitcomp's bit-packed tiles, lossless or within an error bound.
     Bitcomp(Bitcomp),
+    /// Interleaved rANS over bytes or 16-bit floats.
+    Ans(Ans),
 }
 
 impl Default for Options {
@@ -65,6 +69,7 @@ impl Options {
             Self::Zstd(_) => Algorithm::Zstd,
             Self::Cascaded(_) => Algorithm::Cascaded,
             Self::Bitcomp(_) => Algorithm::Bitcomp,
+            Self::Ans(_) => Algorithm::Ans,
         }
     }
 
@@ -79,6 +84,7 @@ impl Options {
             Self::Zstd(codec) => codec,
             Self::Cascaded(codec) => codec,
             Self::Bitcomp(codec) => codec,
+            Self::Ans(codec) => codec,
         }
     }
 
@@ -94,6 +100,7 @@ impl Options {
             Self::Zstd(zstd) => two(zstd.level, 0),
             Self::Cascaded(c) => [c.element as u8, c.rles, c.deltas, c.bitpack as u8, c.auto as u8, 0, 0, 0],
             Self::Bitcomp(bitcomp) => bitcomp.to_word().to_le_bytes(),
+            Self::Ans(ans) => two(ans.data_type as u8, 0),
         }
     }
 
@@ -143,6 +150,11 @@ impl Options {
                 let options = Bitcomp::from_word(u64::from_le_bytes(bytes)).filter(|_| bytes[2..4] == [0, 0]);
                 Self::Bitcomp(options.ok_or_else(|| Error::Container(format!("unknown {name} options {bytes:?}")))?)
             }
+            Algorithm::Ans => {
+                let data_type = AnsDataType::from_id(bytes[0])
+                    .ok_or_else(|| Error::Container(format!("unknown {name} data type {}", bytes[0])))?;
+                Self::Ans(Ans { data_type })
+            }
         })
     }
 
@@ -157,6 +169,7 @@ impl Options {
             Algorithm::Zstd => Self::Zstd(Zstd::default()),
             Algorithm::Cascaded => Self::Cascaded(Cascaded::default()),
             Algorithm::Bitcomp => Self::Bitcomp(Bitcomp::default()),
+            Algorithm::Ans => Self::Ans(Ans::default()),
         }
     }
 }

@@ -1,0 +1,44 @@
+//! ANS: order-0 interleaved rANS over bytes or the high bytes of 16-bit floats, in ferrocomp's
+//! own layout. On the GPU a warp codes each chunk, its lanes the 32 states.
+
+use crate::batch::{BatchCodec, Launch, Shape};
+use ferrocomp_format::ans::{self, MAX_CHUNK_SIZE};
+pub use ferrocomp_format::ans::{DataType as AnsDataType, Options as Ans};
+use ferrocomp_format::{Algorithm, Status};
+use ferrocomp_kernels_gpu::ans::{SHARED_BYTES_PER_WARP, WARPS};
+
+impl BatchCodec for Ans {
+    fn max_chunk_size(&self) -> usize {
+        MAX_CHUNK_SIZE
+    }
+
+    fn max_decompressed_size(&self, compressed_bytes: usize) -> usize {
+        ans::max_decompressed_size(compressed_bytes)
+    }
+
+    fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize {
+        ans::max_compressed_size(chunk_bytes)
+    }
+
+    fn launch(&self) -> Launch {
+        Launch {
+            algorithm: Algorithm::Ans,
+            options: self.data_type as u64,
+            compress: Shape::warps(WARPS, SHARED_BYTES_PER_WARP),
+            decompress: Shape::warps(WARPS, SHARED_BYTES_PER_WARP),
+            sizes: super::lz4::SIZES_SHAPE,
+        }
+    }
+
+    fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        ans::compress(input, self, out)
+    }
+
+    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        ans::decompress(input, out)
+    }
+
+    fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {
+        ans::decompressed_size(input)
+    }
+}

@@ -1,0 +1,79 @@
+"""ANS through nvCOMP's `Codec` on the CPU: round trips of bytes and float16 at every bitstream, the ratio on skewed
+bytes, its chunk layout's first bytes (docs/FORMAT.md), the stored fallback, and options refused with clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ferrocomp as fc
+
+KINDS = [fc.BitstreamKind.NVCOMP_NATIVE, fc.BitstreamKind.RAW, fc.BitstreamKind.WITH_UNCOMPRESSED_SIZE]
+
+
+def skewed(count: int, seed: int = 0) -> np.ndarray:
+    """Mostly a few letters, sometimes any byte."""
+    rng = np.random.default_rng(seed)
+    letters = np.frombuffer(b"etaoin s", np.uint8)[rng.integers(0, 8, count)]
+    return np.where(rng.integers(0, 8, count) == 0, rng.integers(0, 256, count), letters).astype(np.uint8)
+
+
+def codec(kind=fc.BitstreamKind.RAW, **options) -> fc.Codec:
+    return fc.Codec("ANS", device_id="cpu", bitstream_kind=kind, **options)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=["native", "raw", "sized"])
+@pytest.mark.parametrize("size", [0, 1, 33, 16385, 100_000])
+def test_bytes_round_trip(size, kind):
+    data = skewed(size)
+    c = codec(kind)
+    assert bytes(c.decode(c.encode(data))) == data.tobytes()
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=["native", "raw", "sized"])
+def test_float16_round_trips_and_compresses(kind):
+    data = (1.5 + np.sin(np.arange(50_000) / 300)).astype(np.float16)
+    c = codec(kind, data_type="<f2")
+    encoded = bytes(c.encode(data))
+    assert bytes(c.decode(encoded)) == data.tobytes()
+    assert len(encoded) < data.nbytes * 3 / 4
+
+
+def test_skewed_bytes_compress_near_their_entropy():
+    data = skewed(1 << 20, 3)
+    _, counts = np.unique(data, return_counts=True)
+    p = counts / data.size
+    entropy = -(p * np.log2(p)).sum()
+    assert 8 * len(bytes(codec().encode(data))) / data.size < entropy * 1.02 + 0.02
+
+
+def test_the_raw_block_starts_with_the_documented_header():
+    block = bytes(codec().encode(skewed(5000)))
+    # Version 1, bytes, not stored, a reserved byte, the size, then the symbol bitmap.
+    assert block[:8] == bytes([1, 0, 0, 0]) + (5000).to_bytes(4, "little")
+
+
+def test_noise_is_stored():
+    data = np.random.default_rng(1).integers(0, 256, 10_000, dtype=np.uint8)
+    block = bytes(codec().encode(data))
+    assert len(block) == 8 + data.size and block[2] == 1
+
+
+def test_native_stream_names_ans():
+    data = skewed(10_000)
+    stream = bytes(codec(fc.BitstreamKind.NVCOMP_NATIVE).encode(data))
+    assert stream[:4] == b"FCMP" and stream[5] == 9
+    assert bytes(fc.Codec(device_id="cpu").decode(stream)) == data.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["<i4", "<f4", "<u2"])
+def test_other_data_types_are_refused(dtype):
+    with pytest.raises(ValueError, match="float16"):
+        codec(data_type=dtype)
+
+
+def test_corrupt_streams_raise():
+    block = bytearray(bytes(codec().encode(skewed(5000))))
+    block[0] = 9
+    with pytest.raises(Exception, match="(?i)version|support"):
+        codec().decode(np.frombuffer(bytes(block), np.uint8))

@@ -378,37 +378,52 @@ unsafe fn decode_sub_block<W: Warp>(
     if warp.ballot(state < LOWER) != 0 {
         return Err(Status::Malformed);
     }
-    let word_bytes = &block[4 * LANES..];
+    // The next 64 words, two a lane, loaded 32 words ahead of their use; past the last, 0 (a
+    // refill there leaves the words miscounted, caught at the end).
+    let (word_bytes, words32) = (block[4 * LANES..].as_ptr(), words as u32);
+    let word = |k: u32| {
+        if k < words32 {
+            unsafe { *word_bytes.add(2 * k as usize) as u32 | (*word_bytes.add(2 * k as usize + 1) as u32) << 8 }
+        } else {
+            0
+        }
+    };
+    let lane = lane as u32;
+    let (mut base, mut low, mut high) = (0u32, word(lane), word(LANES as u32 + lane));
     let below = (1u32 << lane) - 1;
-    let mut next = 0;
-    let mut step = 0;
+    let (width, len) = (data_type.width(), len as u32);
+    let symbols_out = unsafe { out.add(start * width + width - 1) };
+    let (mut next, mut step) = (0u32, 0u32);
     while step < len {
         let i = step + lane;
         let active = i < len;
         let (symbol, mut x) = if active {
             let slot = state & (TOTAL - 1);
-            let symbol = unsafe { *tables.rest.add(slot as usize) };
+            let slots = tables.rest as *const u32;
+            let symbol = (unsafe { crate::raw::shared_u32(slots.add(slot as usize / 4)) } >> (8 * (slot % 4))) as u8;
             let Symbol { freq, cum } = unsafe { tables.symbol(symbol as usize) };
             (symbol, freq * (state >> PROB_BITS) + slot - cum)
         } else {
             (0, state)
         };
         let refilling = warp.ballot(active && x < LOWER);
-        let k = next + (refilling & below).count_ones() as usize;
-        let short = warp.ballot(refilling >> lane & 1 == 1 && k >= words);
-        if short != 0 {
-            return Err(Status::Malformed);
-        }
+        // Word k is in the window: fewer than 32 were taken since it was last moved.
+        let within = next + (refilling & below).count_ones() - base;
+        let (from_low, from_high) = (warp.shuffle(low, within & 31), warp.shuffle(high, within & 31));
         if refilling >> lane & 1 == 1 {
-            x = x << 16 | u16::from_le_bytes([word_bytes[2 * k], word_bytes[2 * k + 1]]) as u32;
+            x = x << 16 | if within < 32 { from_low } else { from_high };
         }
-        next += refilling.count_ones() as usize;
+        next += refilling.count_ones();
+        if next - base >= LANES as u32 {
+            (base, low, high) = (base + LANES as u32, high, word(base + 2 * LANES as u32 + lane));
+        }
         if active {
             state = x;
-            unsafe { *out.add((start + i) * data_type.width() + data_type.width() - 1) = symbol };
+            unsafe { *symbols_out.add(i as usize * width) = symbol };
         }
-        step += WARP_SIZE as usize;
+        step += WARP_SIZE;
     }
+    let next = next as usize;
     if next != words || warp.ballot(state != LOWER) != 0 {
         return Err(Status::Malformed);
     }

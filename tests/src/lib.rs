@@ -3,6 +3,13 @@
 use ferrocomp::{DeviceBuffer, Error, Gpu};
 use std::io::Write;
 
+/// Every lane's result of an emulated warp, which must all agree.
+pub fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
+    let first = lanes.remove(0);
+    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
+    first
+}
+
 /// A pseudo-random sequence (xorshift64) from `seed`.
 pub fn random_u64s(seed: u64) -> impl FnMut() -> u64 {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;

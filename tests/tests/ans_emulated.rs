@@ -5,14 +5,7 @@
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{self, DataType, Options, SUB_BLOCK};
 use ferrocomp_kernels_gpu::{ans as gpu_ans, emulated};
-use ferrocomp_tests::{random_bytes, text_bytes};
-
-/// Every lane's result, which must all agree.
-fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
-    let first = lanes.remove(0);
-    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
-    first
-}
+use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
 /// The warp's stream of `input` placed `shift` bytes past an aligned address.
 fn warp_compress(input: &[u8], options: &Options, shift: usize) -> Result<Vec<u8>, Status> {

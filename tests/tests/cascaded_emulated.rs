@@ -5,14 +5,7 @@
 use ferrocomp_format::Status;
 use ferrocomp_format::cascaded::{self, ElementType, Options, SUB_BLOCK};
 use ferrocomp_kernels_gpu::{cascaded as gpu_cascaded, emulated};
-use ferrocomp_tests::{random_bytes, text_bytes};
-
-/// Every lane's result, which must all agree.
-fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
-    let first = lanes.remove(0);
-    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
-    first
-}
+use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
 /// Shared memory for one warp, aligned to 8.
 fn shared(bytes: usize) -> Vec<u64> {

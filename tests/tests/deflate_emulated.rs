@@ -14,17 +14,10 @@ use ferrocomp_format::deflate::{
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
 use ferrocomp_kernels_gpu::deflate::decode::{Output, decompress_chunk};
 use ferrocomp_kernels_gpu::emulated;
-use ferrocomp_tests::{damaged_copies, garbage, int32_bytes, random_bytes, text_bytes};
+use ferrocomp_tests::{agreed, damaged_copies, garbage, int32_bytes, random_bytes, text_bytes};
 use std::io::{Read, Write};
 
 const WRAPPERS: [Wrapper; 3] = [Wrapper::Raw, Wrapper::Zlib, Wrapper::Gzip];
-
-/// Every lane's result, which must all agree.
-fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
-    let first = lanes.remove(0);
-    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
-    first
-}
 
 fn warp_compress(input: &[u8], level: u8, wrapper: Wrapper, capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];

@@ -9,14 +9,7 @@ use ferrocomp_format::deflate::huffman::{self, Alphabet, DIST_ROOT, LITLEN_ROOT,
 use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL};
 use ferrocomp_format::gdeflate;
 use ferrocomp_kernels_gpu::{deflate as gpu_deflate, emulated, gdeflate as gpu_gdeflate};
-use ferrocomp_tests::{damaged_copies, garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
-
-/// Every lane's result, which must all agree.
-fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
-    let first = lanes.remove(0);
-    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
-    first
-}
+use ferrocomp_tests::{agreed, damaged_copies, garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
 
 fn boxed_tables() -> Box<DecodeTables> {
     // SAFETY: any contents are a valid DecodeTables (the format crate's documentation).

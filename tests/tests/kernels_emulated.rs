@@ -4,14 +4,7 @@
 use ferrocomp_format::lz4::{self, HASH_ENTRIES};
 use ferrocomp_format::{DataType, Status, crc32};
 use ferrocomp_kernels_gpu::{copy, crc32 as gpu_crc32, emulated, lz4 as gpu_lz4};
-use ferrocomp_tests::{random_bytes, short_repeats_bytes, text_bytes};
-
-/// Every lane's result, which must all agree.
-fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
-    let first = lanes.remove(0);
-    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
-    first
-}
+use ferrocomp_tests::{agreed, random_bytes, short_repeats_bytes, text_bytes};
 
 fn warp_compress(input: &[u8], data_type: DataType, capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];

@@ -5,14 +5,7 @@
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::{DataType, Status, snappy};
 use ferrocomp_kernels_gpu::{emulated, snappy as gpu_snappy};
-use ferrocomp_tests::{random_bytes, short_repeats_bytes, text_bytes};
-
-/// Every lane's result, which must all agree.
-fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
-    let first = lanes.remove(0);
-    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
-    first
-}
+use ferrocomp_tests::{agreed, random_bytes, short_repeats_bytes, text_bytes};
 
 fn warp_compress(input: &[u8], data_type: DataType) -> Result<Vec<u8>, Status> {
     let capacity = snappy::max_compressed_size(input.len());

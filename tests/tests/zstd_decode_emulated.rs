@@ -13,14 +13,7 @@ use ferrocomp_kernels_gpu::zstd::decode::{
     Ahead, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP, decompress_chunk,
     decompressed_size,
 };
-use ferrocomp_tests::{random_bytes, text_bytes};
-
-/// Every lane's result, which must all agree.
-fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
-    let first = lanes.remove(0);
-    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
-    first
-}
+use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
 /// Shared memory (as much as either kernel takes) and scratch of one warp, full of garbage as a
 /// reused slot would be.

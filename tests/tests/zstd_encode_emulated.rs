@@ -7,17 +7,10 @@ use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::encode::{
     COMPRESS_SCRATCH_BYTES_PER_WARP, COMPRESS_SHARED_BYTES_PER_WARP, compress_chunk, compress_scratch_bytes_per_warp,
 };
-use ferrocomp_tests::{int32_bytes, random_bytes, text_bytes};
+use ferrocomp_tests::{agreed, int32_bytes, random_bytes, text_bytes};
 
 /// Bytes after a warp's scratch share that it must leave alone.
 const GUARD: usize = 4096;
-
-/// Every lane's result, which must all agree.
-fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
-    let first = lanes.remove(0);
-    assert!(lanes.iter().all(|lane| *lane == first), "lanes disagree");
-    first
-}
 
 /// Memory filled with garbage, 16-byte aligned: neither side may depend on what its scratch held
 /// before.

@@ -37,18 +37,9 @@ fn skewed(n: usize, seed: u64) -> Vec<u8> {
     (0..n).map(|_| if rng.below(8) == 0 { rng.next() as u8 } else { b"etaoin s"[rng.below(8)] }).collect()
 }
 
-/// 16-bit floats of a smooth field (as `half` would round them), little-endian.
+/// 16-bit floats of a smooth field, little-endian.
 fn halves(count: usize) -> Vec<u8> {
-    (0..count)
-        .flat_map(|k| {
-            let value = 1.5 + (k as f32 / 300.0).sin();
-            // f32 to f16 by truncation: sign, the exponent rebased from 127 to 15, 10 mantissa bits.
-            let bits = value.to_bits();
-            let exponent = ((bits >> 23) & 0xFF) as i32 - 127 + 15;
-            let half = ((bits >> 16) & 0x8000) | ((exponent as u32) << 10) | ((bits >> 13) & 0x3FF);
-            (half as u16).to_le_bytes()
-        })
-        .collect()
+    (0..count).flat_map(|k| half::f16::from_f32(1.5 + (k as f32 / 300.0).sin()).to_le_bytes()).collect()
 }
 
 #[test]

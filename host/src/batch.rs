@@ -95,6 +95,12 @@ pub trait BatchCodec: Send + Sync {
     /// The size one compressed chunk decompresses to, found on the CPU.
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status>;
 
+    /// Bytes a chunk size must be a multiple of, so that every chunk holds whole values (ANS's
+    /// 16-bit floats).
+    fn value_width(&self) -> usize {
+        1
+    }
+
     /// Whether decoding gives the input back exactly. A lossy codec's native streams carry no
     /// checksums of the uncompressed data (what decodes is not what was compressed).
     fn lossless(&self) -> bool {

@@ -69,6 +69,13 @@ impl BufferCodec {
         if config.chunk_size == 0 || config.chunk_size > max {
             return Err(Error::InvalidArgument(format!("chunk size {} is outside 1..={max}", config.chunk_size)));
         }
+        let width = options.codec().value_width();
+        if !config.chunk_size.is_multiple_of(width) {
+            return Err(Error::InvalidArgument(format!(
+                "chunk size {} is not a multiple of the {width}-byte values",
+                config.chunk_size
+            )));
+        }
         Ok(Self { options, config, gpu, scratch: Mutex::new(None) })
     }
 

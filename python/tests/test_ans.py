@@ -77,3 +77,8 @@ def test_corrupt_streams_raise():
     block[0] = 9
     with pytest.raises(Exception, match="(?i)version|support"):
         codec().decode(np.frombuffer(bytes(block), np.uint8))
+
+
+def test_float16_needs_an_even_chunk_size():
+    with pytest.raises(ValueError, match="2-byte values"):
+        fc.Codec("ANS", device_id="cpu", data_type="<f2", uncomp_chunk_size=65537)

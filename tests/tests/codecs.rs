@@ -104,6 +104,23 @@ fn within_bound(original: &[u8], decoded: &[u8], width: usize, bound: f32) -> bo
 }
 
 #[test]
+fn ans_float16_codes_half_floats_and_takes_even_chunk_sizes() {
+    let data: Vec<u8> =
+        (0..100_000).flat_map(|k| half::f16::from_f32((k as f32 / 500.0).cos()).to_le_bytes()).collect();
+    let options = Options::Ans(Ans { data_type: AnsDataType::Float16 });
+    let codec = buffer_codec(options, Bitstream::Native, gpu());
+    let compressed = codec.compress(&data).unwrap();
+    // The high bytes (sign, exponent, two mantissa bits) coded, the low bytes stored.
+    assert!(compressed.len() < data.len() * 85 / 100, "{}", compressed.len());
+    assert_eq!(codec.decompress(&compressed).unwrap(), data);
+    let odd =
+        Config { chunk_size: CHUNK + 1, bitstream: Bitstream::Native, checksum: ChecksumPolicy::NoComputeNoVerify };
+    assert!(
+        matches!(BufferCodec::new(options, odd, None), Err(Error::InvalidArgument(m)) if m.contains("2-byte values"))
+    );
+}
+
+#[test]
 fn lossy_bitcomp_decodes_within_its_bound_on_the_cpu() {
     for bound in [1e-4, 0.01, 2.0] {
         for codec in lossy_bitcomp(bound) {

@@ -41,4 +41,8 @@ impl BatchCodec for Ans {
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {
         ans::decompressed_size(input)
     }
+
+    fn value_width(&self) -> usize {
+        self.data_type.width()
+    }
 }

@@ -118,13 +118,16 @@ impl Options {
     }
 }
 
+/// Elements of `width` bytes a lane owns in a tile: 4 bytes' worth, or one 8-byte element.
+pub const fn per_lane(width: usize) -> usize {
+    if width >= 4 { 1 } else { 4 / width }
+}
+
 /// The shape of a chunk's tiles, from its element width and whether it may hold sparse tiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
     /// Bytes per element.
     pub width: usize,
-    /// Elements per lane: 4 bytes' worth, or one 8-byte element.
-    pub per_lane: usize,
     /// Elements per tile.
     pub elements: usize,
     /// Bytes of a tile header in the table: the mode, a count in sparse chunks, the base.
@@ -135,8 +138,7 @@ pub struct Geometry {
 
 impl Geometry {
     pub const fn new(width: usize, sparse: bool) -> Self {
-        let per_lane = if width >= 4 { 1 } else { 4 / width };
-        Self { width, per_lane, elements: LANES * per_lane, header: 1 + sparse as usize + width, sparse }
+        Self { width, elements: LANES * per_lane(width), header: 1 + sparse as usize + width, sparse }
     }
 
     /// Bytes of a tile.

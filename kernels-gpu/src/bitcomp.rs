@@ -14,7 +14,7 @@ use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::bitcomp::{
     Geometry, HEADER_LEN, Kind, MAX_CHUNK_SIZE, Options, Tile, choose, dequantize, frame, header, max_compressed_size,
-    quantize, read_header,
+    per_lane, quantize, read_header,
 };
 use ferrocomp_format::bitpack::{Extremes, mask};
 
@@ -88,11 +88,6 @@ pub unsafe fn compress_chunk<W: Warp>(
         }
     };
     Ok(compressed)
-}
-
-/// Elements a lane owns: 4 bytes' worth, or one 8-byte element.
-const fn per_lane(width: usize) -> usize {
-    if width >= 4 { 1 } else { 4 / width }
 }
 
 /// Writes the tiles of a chunk of `WIDTH`-byte elements and its tail after its header; returns

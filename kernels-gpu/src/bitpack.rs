@@ -3,7 +3,6 @@
 //! as whole words from runs laid end to end, and an input read as the aligned words that hold it.
 
 use crate::warp::{WARP_SIZE, Warp};
-use core::sync::atomic::{AtomicU32, Ordering};
 use ferrocomp_format::bitpack::Extremes;
 
 /// `value` as held by lane `lane`.
@@ -69,11 +68,12 @@ pub fn reduce_extremes<W: Warp>(warp: &W, mut extremes: Extremes, narrow: bool) 
     extremes
 }
 
-/// ORs the `bits` low bits of `value` into the words at `words` at bit `bit`, atomically (lanes
-/// share words).
+/// ORs the `bits` low bits of `value` into the words at `words` (in shared memory) at bit `bit`,
+/// atomically (lanes share words).
 ///
 /// # Safety
-/// The words the bits reach must be writable, and written by others only atomically meanwhile.
+/// The words the bits reach must be shared memory, writable, and written by others only
+/// atomically meanwhile.
 #[inline(always)]
 pub unsafe fn or_bits(words: *mut u32, bit: usize, bits: u32, value: u64) {
     let (word, shift) = (bit / 32, (bit % 32) as u32);
@@ -81,7 +81,7 @@ pub unsafe fn or_bits(words: *mut u32, bit: usize, bits: u32, value: u64) {
     for k in 0..(shift + bits).div_ceil(32) as usize {
         let part = (wide >> (32 * k)) as u32;
         if part != 0 {
-            unsafe { AtomicU32::from_ptr(words.add(word + k)).fetch_or(part, Ordering::Relaxed) };
+            unsafe { crate::raw::shared_or(words.add(word + k), part) };
         }
     }
 }

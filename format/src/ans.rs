@@ -174,12 +174,30 @@ impl Table {
     }
 }
 
-/// Codes `symbol` into the state `x`: the word to store first, if any, and the new state.
+/// `x / freq` for the `freq`, and the `x`, [`encode`] divides: as a multiply by `u32::MAX / freq`
+/// (the `reciprocal`), the quotient it gives at most one short (`u32::MAX / freq` is within 1 of
+/// `2^32 / freq`, so the product falls short of `x / freq` by less than `x / 2^32`), corrected
+/// by the remainder. A GPU divides by a sequence some ten times as long.
 #[inline(always)]
-pub fn encode(x: u32, symbol: Symbol) -> (Option<u16>, u32) {
+pub fn divide(x: u32, freq: u32, reciprocal: u32) -> (u32, u32) {
+    let quotient = ((x as u64 * reciprocal as u64) >> 32) as u32;
+    let remainder = x - quotient * freq;
+    if remainder >= freq { (quotient + 1, remainder - freq) } else { (quotient, remainder) }
+}
+
+/// The `reciprocal` [`divide`] takes for `freq` (from 1 to [`TOTAL`]).
+pub const fn reciprocal(freq: u32) -> u32 {
+    u32::MAX / freq
+}
+
+/// Codes `symbol` (whose frequency's [`reciprocal`] is `reciprocal`) into the state `x`: the word
+/// to store first, if any, and the new state.
+#[inline(always)]
+pub fn encode(x: u32, symbol: Symbol, reciprocal: u32) -> (Option<u16>, u32) {
     let Symbol { freq, cum } = symbol;
     let (word, x) = if x as u64 >= (freq as u64) << (32 - PROB_BITS) { (Some(x as u16), x >> 16) } else { (None, x) };
-    (word, ((x / freq) << PROB_BITS) + x % freq + cum)
+    let (quotient, remainder) = divide(x, freq, reciprocal);
+    (word, (quotient << PROB_BITS) + remainder + cum)
 }
 
 /// Decodes a symbol from the state `x` (at least [`LOWER`]): the symbol, and the state, which
@@ -289,6 +307,7 @@ fn encode_sub_block(
     table: &Table,
     words: &mut [u8],
 ) -> ([u32; LANES], usize) {
+    let reciprocals = table.symbols.map(|symbol| if symbol.freq > 0 { reciprocal(symbol.freq) } else { 0 });
     let mut states = [LOWER; LANES];
     let mut emitted = 0;
     let len = range.len();
@@ -299,7 +318,8 @@ fn encode_sub_block(
             if i >= len {
                 continue;
             }
-            let (word, x) = encode(states[lane], table.symbols[symbol(input, range.start + i, data_type) as usize]);
+            let s = symbol(input, range.start + i, data_type) as usize;
+            let (word, x) = encode(states[lane], table.symbols[s], reciprocals[s]);
             if let Some(word) = word {
                 // Read last first: the word emitted e-th is the (total - 1 - e)-th read.
                 if let Some(at) = total.checked_sub(emitted + 1) {

@@ -1,5 +1,5 @@
 //! ANS: round trips of bytes and 16-bit floats at every size that matters, the ratio on text, the
-//! stored fallback, the table's scaling, and corrupt, truncated and lying streams.
+//! stored fallback, the table's scaling, the reciprocal division, and corrupt, truncated and lying streams.
 
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
@@ -107,6 +107,24 @@ fn the_table_sums_to_its_total_and_keeps_every_symbol() {
     assert_eq!(table.symbols.iter().map(|s| s.freq).sum::<u32>(), TOTAL);
     assert!(counts.iter().zip(&table.symbols).all(|(&c, s)| (c > 0) == (s.freq > 0)));
     assert_eq!(table.symbols[0].freq, TOTAL - counts.iter().skip(1).filter(|&&c| c > 0).count() as u32);
+}
+
+#[test]
+fn the_reciprocal_divides_exactly() {
+    let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+    for freq in 1..=TOTAL {
+        let reciprocal = ans::reciprocal(freq);
+        // Random states, the multiples of `freq` and their neighbours at both ends, and the top.
+        let mut xs: Vec<u32> = (0..500).map(|_| rng.next() as u32).collect();
+        for k in [0, 1, 2, u32::MAX / freq - 1, u32::MAX / freq] {
+            let multiple = k * freq;
+            xs.extend([multiple, multiple.saturating_sub(1), multiple.saturating_add(1)]);
+        }
+        xs.extend([u32::MAX, u32::MAX - 1, (freq << 21).wrapping_sub(1)]);
+        for x in xs {
+            assert_eq!(ans::divide(x, freq, reciprocal), (x / freq, x % freq), "{x} / {freq}");
+        }
+    }
 }
 
 #[test]

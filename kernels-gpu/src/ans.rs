@@ -4,26 +4,32 @@
 //! Decoding, each step decodes 32 symbols at once: every lane finds its symbol in the table (in the
 //! warp's shared memory) and the lanes whose state falls low take the next words in lane order, a
 //! ballot's prefix giving each its word. Compressing, the lanes count the symbols (shared-memory
-//! atomics, equal symbols of a step merged first), scale the counts to the table with warp
-//! reductions, then code each sub-block twice, last symbol first: once to count its words (the
-//! chunk is stored if the coding would not be smaller), once to write them where decoding reads
-//! them (the ballot of the lanes that emit, counted from the end).
+//! atomics), scale the counts to the table with warp reductions, then code each sub-block twice,
+//! last symbol first: once to count its words (the chunk is stored if the coding would not be
+//! smaller), once to write them where decoding reads them (the ballot of the lanes that emit,
+//! counted from the end); dividing by a frequency is a multiply by its reciprocal.
+//!
+//! Both ways a warp works on four sub-blocks at once, a step of each in turn, so that one's table
+//! lookups and shuffles are in flight while the others' issue: a warp's step is a chain of
+//! dependent latencies, and one chain a warp left the SM waiting (measured on an H200: decoding
+//! stage by stage across the four, 286 GB/s on text against 270 one at a time).
 
 use crate::warp::{WARP_SIZE, Warp};
-use core::sync::atomic::{AtomicU32, Ordering};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
     DataType, HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, PROB_BITS, STORED, SUB_BLOCK, Symbol, TOTAL, VERSION,
-    encode, max_compressed_size, read_header, sub_blocks, symbols,
+    encode, max_compressed_size, read_header, reciprocal, sub_blocks, symbols,
 };
 
 /// Warps per block of both kernels.
 pub const WARPS: u32 = 4;
-/// Shared memory of each warp: each symbol's frequency and cumulative frequency (u32), then, to
-/// decode, each slot's symbol (u8), or, to compress, each sub-block's word count (u16).
-pub const SHARED_BYTES_PER_WARP: usize = 4 * 256 + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK);
-const _: () = assert!(SHARED_BYTES_PER_WARP >= 4 * 256 + TOTAL as usize && SHARED_BYTES_PER_WARP.is_multiple_of(8));
-/// Blocks of either kernel an SM holds at once: 32 warps (96 KiB of shared memory).
+/// Shared memory of each warp: each symbol's frequency and cumulative frequency (u32) and its
+/// frequency's reciprocal (u32), then, to decode, each slot's symbol (u8), or, to compress, each
+/// sub-block's word count (u16).
+pub const SHARED_BYTES_PER_WARP: usize = 2 * 4 * 256 + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK);
+const _: () = assert!(SHARED_BYTES_PER_WARP >= 2 * 4 * 256 + TOTAL as usize && SHARED_BYTES_PER_WARP.is_multiple_of(8));
+/// Blocks of either kernel an SM holds at once: 32 warps (128 KiB of shared memory). Fewer, with
+/// the registers to hold the four sub-blocks unspilled, decoded no faster (measured on an H200).
 pub const BLOCKS_PER_SM: u32 = 32 / WARPS;
 /// Bytes of the symbol bitmap.
 const BITMAP_LEN: usize = 32;
@@ -32,19 +38,43 @@ const BITMAP_LEN: usize = 32;
 struct Tables {
     /// Symbol `s`'s frequency (low 16 bits) and cumulative frequency (high 16).
     symbols: *mut u32,
-    /// After `symbols`: each slot's symbol (decoding) or each sub-block's word count (coding).
+    /// Coding: the [`reciprocal`] of each symbol's frequency.
+    reciprocals: *mut u32,
+    /// Each slot's symbol (decoding) or each sub-block's word count (coding).
     rest: *mut u8,
+    /// The three, to read.
+    read: crate::raw::SharedBytes,
 }
+
+/// Where [`Tables`]' parts start, in bytes.
+const RECIPROCALS_AT: u32 = 4 * 256;
+const REST_AT: u32 = 2 * 4 * 256;
 
 impl Tables {
     fn new(shared: *mut u32) -> Self {
-        Self { symbols: shared, rest: shared.wrapping_add(256) as *mut u8 }
+        Self {
+            symbols: shared,
+            reciprocals: shared.wrapping_byte_add(RECIPROCALS_AT as usize),
+            rest: shared.wrapping_byte_add(REST_AT as usize) as *mut u8,
+            read: unsafe { crate::raw::SharedBytes::new(shared as *const u8) },
+        }
     }
 
     #[inline(always)]
-    unsafe fn symbol(&self, s: usize) -> Symbol {
-        let entry = unsafe { crate::raw::shared_u32(self.symbols.add(s)) };
+    unsafe fn symbol(&self, s: u32) -> Symbol {
+        let entry = unsafe { self.read.u32(4 * s) };
         Symbol { freq: entry & 0xFFFF, cum: entry >> 16 }
+    }
+
+    #[inline(always)]
+    unsafe fn reciprocal(&self, s: u32) -> u32 {
+        unsafe { self.read.u32(RECIPROCALS_AT + 4 * s) }
+    }
+
+    /// Decoding: slot `slot`'s symbol.
+    #[inline(always)]
+    unsafe fn slot(&self, slot: u32) -> u32 {
+        unsafe { self.read.u8(REST_AT + slot) as u32 }
     }
 }
 
@@ -130,21 +160,12 @@ pub unsafe fn compress_chunk<W: Warp>(
     let (data_type, lane) = (options.data_type, warp.lane() as usize);
     let tables = Tables::new(shared);
     let count = symbols(n, data_type);
-    // The symbols' counts, equal symbols of a step added once.
+    // The symbols' counts.
     warp.for_each_strided(256, |s| unsafe { *tables.symbols.add(s) = 0 });
     warp.sync();
-    let mut step = 0;
-    while step < count {
-        let i = step + lane;
-        let s = if i < count { unsafe { symbol_at(input, i, data_type) as u32 } } else { 256 + lane as u32 };
-        let same = warp.match_any(s);
-        if i < count && same.trailing_zeros() as usize == lane {
-            unsafe {
-                AtomicU32::from_ptr(tables.symbols.add(s as usize)).fetch_add(same.count_ones(), Ordering::Relaxed)
-            };
-        }
-        step += WARP_SIZE as usize;
-    }
+    warp.for_each_strided(count, |i| unsafe {
+        crate::raw::shared_add(tables.symbols.add(symbol_at(input, i, data_type) as usize), 1)
+    });
     warp.sync();
     let counts: [u32; 8] =
         core::array::from_fn(|j| unsafe { crate::raw::shared_u32(tables.symbols.add(8 * lane + j)) });
@@ -153,17 +174,29 @@ pub unsafe fn compress_chunk<W: Warp>(
     let (before, present) = unsafe { set_symbols(warp, &tables, freqs) };
     let table_len = BITMAP_LEN as u32 + 2 * warp.shuffle(before + present, WARP_SIZE - 1);
     warp.sync();
+    for (j, &freq) in freqs.iter().enumerate() {
+        let reciprocal = if freq > 0 { reciprocal(freq) } else { 0 };
+        unsafe { *tables.reciprocals.add(8 * lane + j) = reciprocal };
+    }
+    warp.sync();
     // Each sub-block's words, counted by a first coding; the chunk is stored if no smaller.
     let blocks = sub_blocks(count);
     let word_counts = tables.rest as *mut u16;
     let sizes_at = HEADER_LEN + table_len as usize;
     let mut size = sizes_at + 2 * blocks + (n - count);
-    for b in 0..blocks {
-        let words = unsafe { code_sub_block(warp, &tables, input, b, count, data_type, None) };
-        if lane == 0 {
-            unsafe { *word_counts.add(b) = words as u16 };
+    let width = data_type.width() as u32;
+    for first in (0..blocks).step_by(INTERLEAVED) {
+        let mut group = group_of(|k| SubBlockEncoder::new(first + k, count));
+        interleave(&mut group, 0, true, |encoder, step| {
+            encoder.words += unsafe { encoder.step(warp, &tables, input, width, step) }.is_some() as u32;
+        });
+        for (b, encoder) in (first..blocks).zip(&group) {
+            let words = warp.reduce_add(encoder.words) as usize;
+            if lane == 0 {
+                unsafe { *word_counts.add(b) = words as u16 };
+            }
+            size += 4 * LANES + 2 * words;
         }
-        size += 4 * LANES + 2 * words;
     }
     warp.sync();
     let header = |flags: u8, k: usize| match k {
@@ -191,14 +224,37 @@ pub unsafe fn compress_chunk<W: Warp>(
         unsafe { (*out.add(at), *out.add(at + 1)) = (freq as u8, (freq >> 8) as u8) };
         at += 2;
     }
+    // Each sub-block coded again, each word written where decoding reads it: the e-th emitted
+    // (the lanes after this one emitting before it in a step) the (words - 1 - e)-th read.
+    warp.for_each_strided(2 * blocks, |k| unsafe { *out.add(sizes_at + k) = *(word_counts as *const u8).add(k) });
     let mut at = sizes_at + 2 * blocks;
-    for b in 0..blocks {
-        let words = unsafe { *word_counts.add(b) } as usize;
-        if lane == 0 {
-            unsafe { (*out.add(sizes_at + 2 * b), *out.add(sizes_at + 2 * b + 1)) = (words as u8, (words >> 8) as u8) };
+    let above = !0u32 << lane << 1;
+    for first in (0..blocks).step_by(INTERLEAVED) {
+        let mut group = group_of(|k| {
+            let mut encoder = SubBlockEncoder::new(first + k, count);
+            if first + k < blocks {
+                encoder.word_count = unsafe { *word_counts.add(first + k) } as u32;
+                encoder.into = at as u32;
+                at += 4 * LANES + 2 * encoder.word_count as usize;
+            }
+            encoder
+        });
+        interleave(&mut group, 0, true, |encoder, step| {
+            let word = unsafe { encoder.step(warp, &tables, input, width, step) };
+            let emitting = warp.ballot(word.is_some());
+            if let Some(word) = word {
+                let read = encoder.word_count - 1 - (encoder.words + (emitting & above).count_ones());
+                let word_at = unsafe { out.add((encoder.into + 4 * LANES as u32 + 2 * read) as usize) };
+                unsafe { (*word_at, *word_at.add(1)) = (word as u8, (word >> 8) as u8) };
+            }
+            encoder.words += emitting.count_ones();
+        });
+        for encoder in group.iter().filter(|encoder| encoder.len > 0) {
+            let states = unsafe { out.add(encoder.into as usize + 4 * lane) };
+            for k in 0..4 {
+                unsafe { *states.add(k) = (encoder.state >> (8 * k)) as u8 };
+            }
         }
-        unsafe { code_sub_block(warp, &tables, input, b, count, data_type, Some((out.add(at), words))) };
-        at += 4 * LANES + 2 * words;
     }
     if data_type == DataType::Float16 {
         warp.for_each_strided(count, |i| unsafe { *out.add(at + i) = *input.add(2 * i) });
@@ -208,48 +264,129 @@ pub unsafe fn compress_chunk<W: Warp>(
     Ok(size)
 }
 
-/// Codes sub-block `b` (of a chunk of `count` symbols), lane `l` its symbols `l` apart by 32,
-/// last first; returns its word count. With `into` (where its states and `words` words go),
-/// writes them, each word where decoding reads it.
+/// A lane's share of coding one sub-block, last symbol first: lane `l` codes its symbols `l`
+/// apart by 32 into its state.
+struct SubBlockEncoder {
+    /// Symbols in the sub-block (0 past the chunk's last), and the chunk's index of its first.
+    len: u32,
+    first: u32,
+    state: u32,
+    /// Words emitted so far: counting, this lane's; writing, the sub-block's.
+    words: u32,
+    /// Writing: where the sub-block goes in the output, and its words.
+    into: u32,
+    word_count: u32,
+}
+
+impl SubBlockEncoder {
+    /// Ready to code sub-block `b` of a chunk of `count` symbols.
+    #[inline(always)]
+    fn new(b: usize, count: usize) -> Self {
+        let (first, len) = (b * SUB_BLOCK, SUB_BLOCK.min(count.saturating_sub(b * SUB_BLOCK)));
+        Self { len: len as u32, first: first as u32, state: LOWER, words: 0, into: 0, word_count: 0 }
+    }
+
+    /// Codes the sub-block's symbol `step + l` in lane `l` (where there is one): the word it
+    /// emits, if any.
+    #[inline(always)]
+    unsafe fn step<W: Warp>(
+        &mut self,
+        warp: &W,
+        tables: &Tables,
+        input: *const u8,
+        width: u32,
+        step: u32,
+    ) -> Option<u16> {
+        let i = step + warp.lane();
+        if step >= self.len || i >= self.len {
+            return None;
+        }
+        let s = unsafe { *input.add(((self.first + i) * width + width - 1) as usize) } as u32;
+        let (word, state) = unsafe { encode(self.state, tables.symbol(s), tables.reciprocal(s)) };
+        self.state = state;
+        word
+    }
+}
+
+/// A group of sub-blocks' coders, `make(k)` the `k`-th: built member by member (an array
+/// literal, not a loop), so that they stay in registers.
 #[inline(always)]
-unsafe fn code_sub_block<W: Warp>(
+fn group_of<T>(mut make: impl FnMut(usize) -> T) -> [T; INTERLEAVED] {
+    [make(0), make(1), make(2), make(3)]
+}
+
+/// Calls `f(member, step)` for each step of a group of sub-blocks from `from` (`from, from + 32,
+/// …` below the first's length, the longest, or these `backwards`), on each member in turn.
+#[inline(always)]
+fn interleave<T: HasLen>(group: &mut [T; INTERLEAVED], from: u32, backwards: bool, mut f: impl FnMut(&mut T, u32)) {
+    // Named one by one (not looped over), so that the members stay in registers.
+    let [first, second, third, fourth] = group;
+    let (from, steps) = (from / WARP_SIZE, first.len().div_ceil(WARP_SIZE));
+    for k in from..steps {
+        let step = WARP_SIZE * if backwards { steps - 1 - (k - from) } else { k };
+        f(first, step);
+        f(second, step);
+        f(third, step);
+        f(fourth, step);
+    }
+}
+
+/// Decodes step `step`, whole, of each sub-block of `group` that has symbols (the others only
+/// compute), stage by stage across them: a warp issues in order, waiting at a load's or shuffle's
+/// first use, so one sub-block's step after another's would wait out each latency in turn.
+#[inline(always)]
+unsafe fn step_whole<W: Warp>(
     warp: &W,
     tables: &Tables,
-    input: *const u8,
-    b: usize,
-    count: usize,
-    data_type: DataType,
-    into: Option<(*mut u8, usize)>,
-) -> usize {
-    let lane = warp.lane() as usize;
-    let (start, len) = (b * SUB_BLOCK, SUB_BLOCK.min(count - b * SUB_BLOCK));
-    let mut state = LOWER;
-    let mut emitted = 0;
-    let above = !0u32 << lane << 1; // the lanes after this one (emitting before it)
-    let mut step = len.div_ceil(LANES);
-    while step > 0 {
-        step -= 1;
-        let i = step * LANES + lane;
-        let (word, next) = if i < len {
-            encode(state, unsafe { tables.symbol(symbol_at(input, start + i, data_type) as usize) })
-        } else {
-            (None, state)
-        };
-        state = next;
-        let emitting = warp.ballot(word.is_some());
-        if let (Some((block, words)), Some(word)) = (into, word) {
-            let at = words - 1 - (emitted + (emitting & above).count_ones() as usize);
-            let word_at = unsafe { block.add(4 * LANES + 2 * at) };
-            unsafe { (*word_at, *word_at.add(1)) = (word as u8, (word >> 8) as u8) };
-        }
-        emitted += emitting.count_ones() as usize;
-    }
-    if let Some((block, _)) = into {
-        for k in 0..4 {
-            unsafe { *block.add(4 * lane + k) = (state >> (8 * k)) as u8 };
+    chunk: &[u8],
+    out: *mut u8,
+    width: u32,
+    group: &mut [SubBlockDecoder; INTERLEAVED],
+    step: u32,
+) {
+    let lane = warp.lane();
+    let [a, b, c, d] = group;
+    let decoders = [a, b, c, d];
+    let slots: [u32; INTERLEAVED] = core::array::from_fn(|k| decoders[k].state & (TOTAL - 1));
+    let symbols: [u32; INTERLEAVED] = core::array::from_fn(|k| unsafe { tables.slot(slots[k]) });
+    let entries: [Symbol; INTERLEAVED] = core::array::from_fn(|k| unsafe { tables.symbol(symbols[k]) });
+    let mut xs: [u32; INTERLEAVED] =
+        core::array::from_fn(|k| entries[k].freq * (decoders[k].state >> PROB_BITS) + slots[k] - entries[k].cum);
+    let refilling: [u32; INTERLEAVED] = core::array::from_fn(|k| warp.ballot(xs[k] < LOWER));
+    let below = (1u32 << lane) - 1;
+    let within: [u32; INTERLEAVED] = core::array::from_fn(|k| decoders[k].taken + (refilling[k] & below).count_ones());
+    let lows: [u32; INTERLEAVED] = core::array::from_fn(|k| warp.shuffle(decoders[k].low, within[k] & 31));
+    let highs: [u32; INTERLEAVED] = core::array::from_fn(|k| warp.shuffle(decoders[k].high, within[k] & 31));
+    for k in 0..INTERLEAVED {
+        if refilling[k] >> lane & 1 == 1 {
+            xs[k] = xs[k] << 16 | if within[k] < 32 { lows[k] } else { highs[k] };
         }
     }
-    emitted
+    let [a, b, c, d] = decoders;
+    for (k, decoder) in [a, b, c, d].into_iter().enumerate() {
+        decoder.state = xs[k];
+        if decoder.len > 0 {
+            unsafe { *out.add(((decoder.first + step + lane) * width) as usize) = symbols[k] as u8 };
+        }
+        decoder.take(chunk, lane, refilling[k].count_ones());
+    }
+}
+
+/// Symbols in a sub-block being coded.
+trait HasLen {
+    fn len(&self) -> u32;
+}
+
+impl HasLen for SubBlockEncoder {
+    fn len(&self) -> u32 {
+        self.len
+    }
+}
+
+impl HasLen for SubBlockDecoder {
+    fn len(&self) -> u32 {
+        self.len
+    }
 }
 
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
@@ -284,15 +421,55 @@ pub unsafe fn decompress_chunk<W: Warp>(
     let count = symbols(n, data_type);
     let blocks = sub_blocks(count);
     let sizes_at = HEADER_LEN + table_len;
-    if sizes_at + 2 * blocks > len {
-        return Err(Status::Truncated);
-    }
+    let sizes = bytes.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
     let mut at = sizes_at + 2 * blocks;
-    for b in 0..blocks {
-        let words = u16::from_le_bytes([bytes[sizes_at + 2 * b], bytes[sizes_at + 2 * b + 1]]) as usize;
-        let block = bytes.get(at..at + 4 * LANES + 2 * words).ok_or(Status::Truncated)?;
-        unsafe { decode_sub_block(warp, &tables, block, words, b, count, data_type, out)? };
-        at += block.len();
+    let width = data_type.width();
+    let symbols_out = unsafe { out.add(width - 1) };
+    for first in (0..blocks).step_by(INTERLEAVED) {
+        // The group's sub-blocks, each checked as the scalar decoder reaches it: the first that
+        // fails, and those after it, decode nothing.
+        let mut failure = None;
+        let mut decoders = group_of(|k| {
+            let b = first + k;
+            if failure.is_some() || b >= blocks {
+                return SubBlockDecoder::idle();
+            }
+            let words = u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
+            let end = at + 4 * LANES + 2 * words;
+            let decoder = if end > len {
+                Err(Status::Truncated)
+            } else {
+                SubBlockDecoder::new(warp, bytes, at, words, b * SUB_BLOCK, SUB_BLOCK.min(count - b * SUB_BLOCK))
+            };
+            at = end;
+            decoder.unwrap_or_else(|status| {
+                failure = Some(status);
+                SubBlockDecoder::idle()
+            })
+        });
+        // The steps whole in every sub-block of the group that has any, stage by stage across
+        // them; then the rest (a shorter last sub-block's end), one sub-block after another.
+        let [a, b, c, d] = &decoders;
+        let live_len = |decoder: &SubBlockDecoder| if decoder.len > 0 { decoder.len } else { u32::MAX };
+        let whole = match live_len(a).min(live_len(b)).min(live_len(c)).min(live_len(d)) {
+            u32::MAX => 0,
+            len => len / WARP_SIZE,
+        };
+        for step in (0..whole).map(|k| k * WARP_SIZE) {
+            unsafe { step_whole(warp, &tables, bytes, symbols_out, width as u32, &mut decoders, step) };
+        }
+        interleave(&mut decoders, whole * WARP_SIZE, false, |decoder, step| unsafe {
+            decoder.step(warp, &tables, bytes, symbols_out, width as u32, step)
+        });
+        // Those before a failure first, as the scalar decoder meets them.
+        let [a, b, c, d] = &decoders;
+        a.finish(warp)?;
+        b.finish(warp)?;
+        c.finish(warp)?;
+        d.finish(warp)?;
+        if let Some(status) = failure {
+            return Err(status);
+        }
     }
     let raw = n - count;
     if len != at + raw {
@@ -301,7 +478,7 @@ pub unsafe fn decompress_chunk<W: Warp>(
     if data_type == DataType::Float16 {
         warp.for_each_strided(count, |i| unsafe { *out.add(2 * i) = bytes[at + i] });
     }
-    let tail = n - count * data_type.width();
+    let tail = n - count * width;
     copy(warp, unsafe { input.add(len - tail) }, unsafe { out.add(n - tail) }, tail);
     Ok(n)
 }
@@ -346,7 +523,7 @@ unsafe fn read_table<W: Warp>(warp: &W, tables: &Tables, bytes: &[u8]) -> Result
     unsafe { set_symbols(warp, tables, freqs) };
     // Each symbol's slots.
     let slots = tables.rest;
-    let mut cum = unsafe { tables.symbol(8 * lane).cum };
+    let mut cum = unsafe { tables.symbol(8 * lane as u32).cum };
     for (j, &freq) in freqs.iter().enumerate() {
         for slot in cum..cum + freq {
             unsafe { *slots.add(slot as usize) = (8 * lane + j) as u8 };
@@ -357,77 +534,141 @@ unsafe fn read_table<W: Warp>(warp: &W, tables: &Tables, bytes: &[u8]) -> Result
     Ok(BITMAP_LEN + 2 * warp.shuffle(before + set, WARP_SIZE - 1) as usize)
 }
 
-/// Decodes sub-block `b` (`block`: its states, then its `words` words) into its symbols' places
-/// in `out`.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-unsafe fn decode_sub_block<W: Warp>(
-    warp: &W,
-    tables: &Tables,
-    block: &[u8],
-    words: usize,
-    b: usize,
-    count: usize,
-    data_type: DataType,
-    out: *mut u8,
-) -> Result<(), Status> {
-    let lane = warp.lane() as usize;
-    let (start, len) = (b * SUB_BLOCK, SUB_BLOCK.min(count - b * SUB_BLOCK));
-    let mut state =
-        u32::from_le_bytes([block[4 * lane], block[4 * lane + 1], block[4 * lane + 2], block[4 * lane + 3]]);
-    if warp.ballot(state < LOWER) != 0 {
-        return Err(Status::Malformed);
+/// Sub-blocks a warp codes at once, a step of each in turn: while one's lookups and shuffles
+/// wait, the others' run.
+const INTERLEAVED: usize = 4;
+
+/// A lane's share of decoding one sub-block: its state, and a window on the sub-block's words,
+/// the next 64 two a lane, loaded 32 words ahead of their use (past the last, 0: a refill there
+/// leaves the words miscounted, caught by [`finish`](Self::finish)). Offsets are the chunk's,
+/// and the fields few, so that four decoders stay in registers.
+struct SubBlockDecoder {
+    /// Symbols in the sub-block (0 in one that decodes nothing), and the chunk's index of its first.
+    len: u32,
+    first: u32,
+    state: u32,
+    /// Where the sub-block's words start in the chunk, and how many there are.
+    words_at: u32,
+    word_count: u32,
+    /// The index of the window's first word, and the words taken from the window.
+    base: u32,
+    taken: u32,
+    /// Words `base + lane` and `base + 32 + lane`.
+    low: u32,
+    high: u32,
+}
+
+impl SubBlockDecoder {
+    /// Ready to decode the sub-block at `at` in `chunk` (its states, then its `word_count` words),
+    /// which holds the chunk's symbols `first .. first + len`.
+    #[inline(always)]
+    fn new<W: Warp>(
+        warp: &W,
+        chunk: &[u8],
+        at: usize,
+        word_count: usize,
+        first: usize,
+        len: usize,
+    ) -> Result<Self, Status> {
+        let lane = warp.lane() as usize;
+        let state = u32::from_le_bytes(core::array::from_fn(|k| chunk[at + 4 * lane + k]));
+        if warp.ballot(state < LOWER) != 0 {
+            return Err(Status::Malformed);
+        }
+        let mut decoder = Self {
+            len: len as u32,
+            first: first as u32,
+            state,
+            words_at: (at + 4 * LANES) as u32,
+            word_count: word_count as u32,
+            ..Self::idle()
+        };
+        (decoder.low, decoder.high) = (decoder.word(chunk, lane as u32), decoder.word(chunk, (LANES + lane) as u32));
+        Ok(decoder)
     }
-    // The next 64 words, two a lane, loaded 32 words ahead of their use; past the last, 0 (a
-    // refill there leaves the words miscounted, caught at the end).
-    let (word_bytes, words32) = (block[4 * LANES..].as_ptr(), words as u32);
-    let word = |k: u32| {
-        if k < words32 {
-            unsafe { *word_bytes.add(2 * k as usize) as u32 | (*word_bytes.add(2 * k as usize + 1) as u32) << 8 }
+
+    /// A decoder of nothing that ends well.
+    #[inline(always)]
+    fn idle() -> Self {
+        Self { len: 0, first: 0, state: LOWER, words_at: 0, word_count: 0, base: 0, taken: 0, low: 0, high: 0 }
+    }
+
+    /// Word `k`, or 0 past the last.
+    #[inline(always)]
+    fn word(&self, chunk: &[u8], k: u32) -> u32 {
+        if k < self.word_count {
+            let at = (self.words_at + 2 * k) as usize;
+            unsafe { *chunk.get_unchecked(at) as u32 | (*chunk.get_unchecked(at + 1) as u32) << 8 }
         } else {
             0
         }
-    };
-    let lane = lane as u32;
-    let (mut base, mut low, mut high) = (0u32, word(lane), word(LANES as u32 + lane));
-    let below = (1u32 << lane) - 1;
-    let (width, len) = (data_type.width(), len as u32);
-    let symbols_out = unsafe { out.add(start * width + width - 1) };
-    let (mut next, mut step) = (0u32, 0u32);
-    while step < len {
+    }
+
+    /// Decodes the sub-block's symbols `step .. step + 32` (those there are), lane `l` symbol
+    /// `step + l`, into `out`, the chunk's symbols `width` bytes apart.
+    #[inline(always)]
+    unsafe fn step<W: Warp>(&mut self, warp: &W, tables: &Tables, chunk: &[u8], out: *mut u8, width: u32, step: u32) {
+        // All but a sub-block's last step are whole: those take no lane's test.
+        if step + WARP_SIZE <= self.len {
+            unsafe { self.step_lanes::<W, true>(warp, tables, chunk, out, width, step) }
+        } else if step < self.len {
+            unsafe { self.step_lanes::<W, false>(warp, tables, chunk, out, width, step) }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn step_lanes<W: Warp, const WHOLE: bool>(
+        &mut self,
+        warp: &W,
+        tables: &Tables,
+        chunk: &[u8],
+        out: *mut u8,
+        width: u32,
+        step: u32,
+    ) {
+        let lane = warp.lane();
         let i = step + lane;
-        let active = i < len;
-        let (symbol, mut x) = if active {
-            let slot = state & (TOTAL - 1);
-            let slots = tables.rest as *const u32;
-            let symbol = (unsafe { crate::raw::shared_u32(slots.add(slot as usize / 4)) } >> (8 * (slot % 4))) as u8;
-            let Symbol { freq, cum } = unsafe { tables.symbol(symbol as usize) };
-            (symbol, freq * (state >> PROB_BITS) + slot - cum)
-        } else {
-            (0, state)
-        };
+        let active = WHOLE || i < self.len;
+        let slot = self.state & (TOTAL - 1);
+        let symbol = unsafe { tables.slot(slot) };
+        let Symbol { freq, cum } = unsafe { tables.symbol(symbol) };
+        let mut x = freq * (self.state >> PROB_BITS) + slot - cum;
         let refilling = warp.ballot(active && x < LOWER);
-        // Word k is in the window: fewer than 32 were taken since it was last moved.
-        let within = next + (refilling & below).count_ones() - base;
-        let (from_low, from_high) = (warp.shuffle(low, within & 31), warp.shuffle(high, within & 31));
+        // The lane's word is the window's `within`-th.
+        let within = self.taken + (refilling & ((1u32 << lane) - 1)).count_ones();
+        let (from_low, from_high) = (warp.shuffle(self.low, within & 31), warp.shuffle(self.high, within & 31));
         if refilling >> lane & 1 == 1 {
             x = x << 16 | if within < 32 { from_low } else { from_high };
         }
-        next += refilling.count_ones();
-        if next - base >= LANES as u32 {
-            (base, low, high) = (base + LANES as u32, high, word(base + 2 * LANES as u32 + lane));
-        }
+        self.take(chunk, lane, refilling.count_ones());
         if active {
-            state = x;
-            unsafe { *symbols_out.add(i as usize * width) = symbol };
+            self.state = x;
+            unsafe { *out.add(((self.first + i) * width) as usize) = symbol as u8 };
         }
-        step += WARP_SIZE;
     }
-    let next = next as usize;
-    if next != words || warp.ballot(state != LOWER) != 0 {
-        return Err(Status::Malformed);
+
+    /// Takes `words` from the window, moving it on by 32 once that many are taken.
+    #[inline(always)]
+    fn take(&mut self, chunk: &[u8], lane: u32, words: u32) {
+        self.taken += words;
+        if self.taken >= LANES as u32 {
+            (self.base, self.taken) = (self.base + LANES as u32, self.taken - LANES as u32);
+            (self.low, self.high) = (self.high, self.word(chunk, self.base + LANES as u32 + lane));
+        }
     }
-    Ok(())
+
+    /// The sub-block's status once decoded: every word taken and every state back at [`LOWER`]
+    /// (an idle decoder's, success).
+    #[inline(always)]
+    fn finish<W: Warp>(&self, warp: &W) -> Result<(), Status> {
+        if self.len == 0 {
+            return Ok(()); // idle: its state only computed
+        }
+        if self.base + self.taken != self.word_count || warp.ballot(self.state != LOWER) != 0 {
+            return Err(Status::Malformed);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(target_arch = "nvptx64")]

@@ -1,6 +1,7 @@
 //! The ANS kernels' bodies on an emulated warp: the compressor writes the format crate's bytes for
 //! bytes and 16-bit floats at every size that matters, and the decoder gives the scalar decoder's
-//! bytes or status on those streams, on misaligned ones and on damaged ones.
+//! bytes or status on those streams, on misaligned ones and on damaged ones, and sub-blocks
+//! decoded together fail in the order the scalar decoder meets them.
 
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{self, DataType, Options, SUB_BLOCK};
@@ -114,4 +115,44 @@ fn warp_decoder_agrees_with_scalar_on_damaged_streams() {
             );
         }
     }
+}
+
+/// Where each sub-block of a coded (not stored) `stream` starts, and where its word count is.
+fn sub_block_layout(stream: &[u8], blocks: usize) -> Vec<(usize, usize)> {
+    let (_, table_len) = ans::Table::read(&stream[ans::HEADER_LEN..]).unwrap();
+    let sizes_at = ans::HEADER_LEN + table_len;
+    let mut at = sizes_at + 2 * blocks;
+    (0..blocks)
+        .map(|b| {
+            let start = at;
+            at += 4 * ans::LANES
+                + 2 * u16::from_le_bytes([stream[sizes_at + 2 * b], stream[sizes_at + 2 * b + 1]]) as usize;
+            (start, sizes_at + 2 * b)
+        })
+        .collect()
+}
+
+#[test]
+fn sub_blocks_decoded_together_fail_as_the_scalar_decoder_meets_them() {
+    // Five sub-blocks: the warp codes a group of four, then one.
+    let input = text_bytes(4 * SUB_BLOCK + 1234, 21);
+    let options = Options { data_type: DataType::Bytes };
+    let stream = scalar_compress(&input, &options);
+    assert_eq!(warp_compress(&input, &options, 1).as_ref(), Ok(&stream));
+    assert_eq!(warp_decompress(&stream, input.len(), 2).as_ref(), Ok(&input));
+    let layout = sub_block_layout(&stream, 5);
+    // The fourth sub-block's words reach past the end: truncated, met after the first three.
+    let mut lying = stream.clone();
+    lying[layout[3].1..layout[3].1 + 2].copy_from_slice(&u16::MAX.to_le_bytes());
+    assert_eq!(scalar_decompress(&lying, input.len()), Err(Status::Truncated));
+    assert_eq!(warp_decompress(&lying, input.len(), 0), Err(Status::Truncated));
+    // A wrong word in the second sub-block, decoded alongside: malformed, met first.
+    lying[layout[2].0 - 1] ^= 0x10;
+    assert_eq!(scalar_decompress(&lying, input.len()), Err(Status::Malformed));
+    assert_eq!(warp_decompress(&lying, input.len(), 0), Err(Status::Malformed));
+    // A state below the least in the fifth, decoded alone after the group.
+    let mut low = stream.clone();
+    low[layout[4].0..layout[4].0 + 4].copy_from_slice(&1u32.to_le_bytes());
+    assert_eq!(scalar_decompress(&low, input.len()), Err(Status::Malformed));
+    assert_eq!(warp_decompress(&low, input.len(), 3), Err(Status::Malformed));
 }

@@ -187,16 +187,23 @@ pub unsafe fn compress_chunk<W: Warp>(
     let width = data_type.width() as u32;
     for first in (0..blocks).step_by(INTERLEAVED) {
         let mut group = group_of(|k| SubBlockEncoder::new(first + k, count));
-        interleave(&mut group, 0, true, |encoder, step| {
-            encoder.words += unsafe { encoder.step(warp, &tables, input, width, step) }.is_some() as u32;
-        });
-        for (b, encoder) in (first..blocks).zip(&group) {
+        unsafe {
+            code_group(warp, &tables, input, width, &mut group, |encoder, word| encoder.words += word.is_some() as u32)
+        };
+        let mut count_words = |k: usize, encoder: &SubBlockEncoder| {
             let words = warp.reduce_add(encoder.words) as usize;
-            if lane == 0 {
-                unsafe { *word_counts.add(b) = words as u16 };
+            if first + k < blocks {
+                if lane == 0 {
+                    unsafe { *word_counts.add(first + k) = words as u16 };
+                }
+                size += 4 * LANES + 2 * words;
             }
-            size += 4 * LANES + 2 * words;
-        }
+        };
+        let [a, b, c, d] = &group;
+        count_words(0, a);
+        count_words(1, b);
+        count_words(2, c);
+        count_words(3, d);
     }
     warp.sync();
     let header = |flags: u8, k: usize| match k {
@@ -239,22 +246,29 @@ pub unsafe fn compress_chunk<W: Warp>(
             }
             encoder
         });
-        interleave(&mut group, 0, true, |encoder, step| {
-            let word = unsafe { encoder.step(warp, &tables, input, width, step) };
+        let emit = |encoder: &mut SubBlockEncoder, word: Option<u16>| {
             let emitting = warp.ballot(word.is_some());
-            if let Some(word) = word {
+            if let (Some(word), true) = (word, encoder.len > 0) {
                 let read = encoder.word_count - 1 - (encoder.words + (emitting & above).count_ones());
                 let word_at = unsafe { out.add((encoder.into + 4 * LANES as u32 + 2 * read) as usize) };
                 unsafe { (*word_at, *word_at.add(1)) = (word as u8, (word >> 8) as u8) };
             }
             encoder.words += emitting.count_ones();
-        });
-        for encoder in group.iter().filter(|encoder| encoder.len > 0) {
-            let states = unsafe { out.add(encoder.into as usize + 4 * lane) };
-            for k in 0..4 {
-                unsafe { *states.add(k) = (encoder.state >> (8 * k)) as u8 };
+        };
+        unsafe { code_group(warp, &tables, input, width, &mut group, emit) };
+        let write_states = |encoder: &SubBlockEncoder| {
+            if encoder.len > 0 {
+                let states = unsafe { out.add(encoder.into as usize + 4 * lane) };
+                for k in 0..4 {
+                    unsafe { *states.add(k) = (encoder.state >> (8 * k)) as u8 };
+                }
             }
-        }
+        };
+        let [a, b, c, d] = &group;
+        write_states(a);
+        write_states(b);
+        write_states(c);
+        write_states(d);
     }
     if data_type == DataType::Float16 {
         warp.for_each_strided(count, |i| unsafe { *out.add(at + i) = *input.add(2 * i) });
@@ -306,6 +320,64 @@ impl SubBlockEncoder {
         self.state = state;
         word
     }
+}
+
+/// Codes the sub-blocks of `group`, last step first, giving `emit` each member's word of each
+/// step (if it emits one), member by member. The steps whole in every member with symbols go
+/// stage by stage across the members, as [`step_whole`] decodes (an idle member only computes,
+/// its words to be ignored); the others, a member at a time.
+#[inline(always)]
+unsafe fn code_group<W: Warp>(
+    warp: &W,
+    tables: &Tables,
+    input: *const u8,
+    width: u32,
+    group: &mut [SubBlockEncoder; INTERLEAVED],
+    mut emit: impl FnMut(&mut SubBlockEncoder, Option<u16>),
+) {
+    let whole = whole_steps(group);
+    interleave(group, whole * WARP_SIZE, true, |encoder, step| {
+        let word = unsafe { encoder.step(warp, tables, input, width, step) };
+        emit(encoder, word)
+    });
+    let lane = warp.lane();
+    for step in (0..whole).rev().map(|k| k * WARP_SIZE) {
+        let [a, b, c, d] = &mut *group;
+        let symbols = each([&*a, &*b, &*c, &*d], |encoder| {
+            let at = (encoder.first + step + lane) * width + width - 1;
+            if encoder.len > 0 { unsafe { *input.add(at as usize) as u32 } } else { 0 }
+        });
+        let entries = each(symbols, |s| unsafe { (tables.symbol(s), tables.reciprocal(s)) });
+        let states = [a.state, b.state, c.state, d.state];
+        let [ca, cb, cc, cd] = each([0, 1, 2, 3], |k| encode(states[k], entries[k].0, entries[k].1));
+        let mut finish = |encoder: &mut SubBlockEncoder, (word, state)| {
+            encoder.state = state;
+            emit(encoder, word);
+        };
+        finish(a, ca);
+        finish(b, cb);
+        finish(c, cc);
+        finish(d, cd);
+    }
+}
+
+/// Steps (of 32 symbols) whole in every member of `group` that has symbols.
+#[inline(always)]
+fn whole_steps<T: HasLen>(group: &[T; INTERLEAVED]) -> u32 {
+    let [a, b, c, d] = group;
+    let live = |member: &T| if member.len() > 0 { member.len() } else { u32::MAX };
+    match live(a).min(live(b)).min(live(c)).min(live(d)) {
+        u32::MAX => 0,
+        len => len / WARP_SIZE,
+    }
+}
+
+/// `f` of each of the four `values`, called in turn (written out, not looped, so that what it
+/// reads and writes stays in registers).
+#[inline(always)]
+fn each<T, U>(values: [T; INTERLEAVED], mut f: impl FnMut(T) -> U) -> [U; INTERLEAVED] {
+    let [a, b, c, d] = values;
+    [f(a), f(b), f(c), f(d)]
 }
 
 /// A group of sub-blocks' coders, `make(k)` the `k`-th: built member by member (an array
@@ -449,12 +521,7 @@ pub unsafe fn decompress_chunk<W: Warp>(
         });
         // The steps whole in every sub-block of the group that has any, stage by stage across
         // them; then the rest (a shorter last sub-block's end), one sub-block after another.
-        let [a, b, c, d] = &decoders;
-        let live_len = |decoder: &SubBlockDecoder| if decoder.len > 0 { decoder.len } else { u32::MAX };
-        let whole = match live_len(a).min(live_len(b)).min(live_len(c)).min(live_len(d)) {
-            u32::MAX => 0,
-            len => len / WARP_SIZE,
-        };
+        let whole = whole_steps(&decoders);
         for step in (0..whole).map(|k| k * WARP_SIZE) {
             unsafe { step_whole(warp, &tables, bytes, symbols_out, width as u32, &mut decoders, step) };
         }

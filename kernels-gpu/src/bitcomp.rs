@@ -132,12 +132,13 @@ unsafe fn compress_tiles<W: Warp, const WIDTH: usize>(
             }
         }
         let coded = &mut elements;
-        let tile = if quantize_lane::<W, WIDTH>(warp, options, coded) {
+        let verbatim = quantize_lane::<W, WIDTH>(warp, options, coded);
+        let deltas = deltas::<W, WIDTH>(warp, coded, previous);
+        let tile = if verbatim {
             Tile { kind: Kind::Verbatim, bits: 0, base: 0 }
         } else {
-            code_tile::<W, WIDTH>(warp, &geometry, options, coded, real, previous)
+            code_tile::<W, WIDTH>(warp, &geometry, options, coded, &deltas, real)
         };
-        let deltas = deltas::<W, WIDTH>(warp, coded, previous);
         if lane < geometry.header {
             unsafe { *out.add(HEADER_LEN + t * geometry.header + lane) = tile.entry_byte(&geometry, lane) };
         }
@@ -190,21 +191,20 @@ fn quantize_lane<W: Warp, const WIDTH: usize>(warp: &W, options: &Options, eleme
     verbatim
 }
 
-/// The coding of a tile of `coded` elements (quantised where lossy) after one whose last is
-/// `previous`, as `ferrocomp_format::bitcomp` chooses it.
+/// The coding of a tile of `coded` elements (quantised where lossy), whose differences from the
+/// elements before them are `deltas`, as `ferrocomp_format::bitcomp` chooses it.
 #[inline(always)]
 fn code_tile<W: Warp, const WIDTH: usize>(
     warp: &W,
     geometry: &Geometry,
     options: &Options,
     coded: &Elements,
+    deltas: &Elements,
     real: usize,
-    previous: u64,
 ) -> Tile {
     let (width, per_lane, lane) = (WIDTH, per_lane(WIDTH), warp.lane() as usize);
     let extremes = coded.iter().take(per_lane).fold(Extremes::EMPTY, |x, &e| x.merge(Extremes::of(e, width)));
     let frame_of_all = frame(reduce_extremes(warp, extremes, WIDTH <= 4), width);
-    let deltas = deltas::<W, WIDTH>(warp, coded, previous);
     let delta_extremes = deltas.iter().take(per_lane).fold(Extremes::EMPTY, |x, &d| x.merge(Extremes::of(d, width)));
     let delta = frame(reduce_extremes(warp, delta_extremes, WIDTH <= 4), width);
     let sparse = if options.sparse {

@@ -9,10 +9,11 @@
 //! smaller), once to write them where decoding reads them (the ballot of the lanes that emit,
 //! counted from the end); dividing by a frequency is a multiply by its reciprocal.
 //!
-//! Both ways a warp works on four sub-blocks at once, a step of each in turn, so that one's table
-//! lookups and shuffles are in flight while the others' issue: a warp's step is a chain of
-//! dependent latencies, and one chain a warp left the SM waiting (measured on an H200: decoding
-//! stage by stage across the four, 286 GB/s on text against 270 one at a time).
+//! Both ways a warp works on four sub-blocks at once, each step stage by stage across the four, so
+//! that one's table lookups and shuffles are in flight while the others' issue: a warp's step is a
+//! chain of dependent latencies, and one chain a warp left the SM waiting (measured on an H200:
+//! 289 GB/s decoding text against 270 a sub-block at a time; four sub-blocks a step each in turn,
+//! branches between them, gave 262).
 
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -248,7 +249,7 @@ pub unsafe fn compress_chunk<W: Warp>(
         });
         let emit = |encoder: &mut SubBlockEncoder, word: Option<u16>| {
             let emitting = warp.ballot(word.is_some());
-            if let (Some(word), true) = (word, encoder.len > 0) {
+            if let Some(word) = word {
                 let read = encoder.word_count - 1 - (encoder.words + (emitting & above).count_ones());
                 let word_at = unsafe { out.add((encoder.into + 4 * LANES as u32 + 2 * read) as usize) };
                 unsafe { (*word_at, *word_at.add(1)) = (word as u8, (word >> 8) as u8) };
@@ -299,33 +300,12 @@ impl SubBlockEncoder {
         let (first, len) = (b * SUB_BLOCK, SUB_BLOCK.min(count.saturating_sub(b * SUB_BLOCK)));
         Self { len: len as u32, first: first as u32, state: LOWER, words: 0, into: 0, word_count: 0 }
     }
-
-    /// Codes the sub-block's symbol `step + l` in lane `l` (where there is one): the word it
-    /// emits, if any.
-    #[inline(always)]
-    unsafe fn step<W: Warp>(
-        &mut self,
-        warp: &W,
-        tables: &Tables,
-        input: *const u8,
-        width: u32,
-        step: u32,
-    ) -> Option<u16> {
-        let i = step + warp.lane();
-        if step >= self.len || i >= self.len {
-            return None;
-        }
-        let s = unsafe { *input.add(((self.first + i) * width + width - 1) as usize) } as u32;
-        let (word, state) = unsafe { encode(self.state, tables.symbol(s), tables.reciprocal(s)) };
-        self.state = state;
-        word
-    }
 }
 
 /// Codes the sub-blocks of `group`, last step first, giving `emit` each member's word of each
-/// step (if it emits one), member by member. The steps whole in every member with symbols go
-/// stage by stage across the members, as [`step_whole`] decodes (an idle member only computes,
-/// its words to be ignored); the others, a member at a time.
+/// step (if it emits one), member by member. Each step goes stage by stage across the members: a
+/// warp issues in order, waiting at a load's first use, so one member's step after another's
+/// would wait out each latency in turn.
 #[inline(always)]
 unsafe fn code_group<W: Warp>(
     warp: &W,
@@ -335,21 +315,20 @@ unsafe fn code_group<W: Warp>(
     group: &mut [SubBlockEncoder; INTERLEAVED],
     mut emit: impl FnMut(&mut SubBlockEncoder, Option<u16>),
 ) {
-    let whole = whole_steps(group);
-    interleave(group, whole * WARP_SIZE, true, |encoder, step| {
-        let word = unsafe { encoder.step(warp, tables, input, width, step) };
-        emit(encoder, word)
-    });
     let lane = warp.lane();
-    for step in (0..whole).rev().map(|k| k * WARP_SIZE) {
+    for step in (0..group[0].len.div_ceil(WARP_SIZE)).rev().map(|k| k * WARP_SIZE) {
         let [a, b, c, d] = &mut *group;
         let symbols = each([&*a, &*b, &*c, &*d], |encoder| {
-            let at = (encoder.first + step + lane) * width + width - 1;
-            if encoder.len > 0 { unsafe { *input.add(at as usize) as u32 } } else { 0 }
+            let i = step + lane;
+            let at = (encoder.first + i) * width + width - 1;
+            (i < encoder.len).then(|| unsafe { *input.add(at as usize) as u32 })
         });
-        let entries = each(symbols, |s| unsafe { (tables.symbol(s), tables.reciprocal(s)) });
+        let entries = each(symbols, |s| s.map(|s| unsafe { (tables.symbol(s), tables.reciprocal(s)) }));
         let states = [a.state, b.state, c.state, d.state];
-        let [ca, cb, cc, cd] = each([0, 1, 2, 3], |k| encode(states[k], entries[k].0, entries[k].1));
+        let [ca, cb, cc, cd] = each([0, 1, 2, 3], |k| match entries[k] {
+            Some((symbol, reciprocal)) => encode(states[k], symbol, reciprocal),
+            None => (None, states[k]),
+        });
         let mut finish = |encoder: &mut SubBlockEncoder, (word, state)| {
             encoder.state = state;
             emit(encoder, word);
@@ -358,17 +337,6 @@ unsafe fn code_group<W: Warp>(
         finish(b, cb);
         finish(c, cc);
         finish(d, cd);
-    }
-}
-
-/// Steps (of 32 symbols) whole in every member of `group` that has symbols.
-#[inline(always)]
-fn whole_steps<T: HasLen>(group: &[T; INTERLEAVED]) -> u32 {
-    let [a, b, c, d] = group;
-    let live = |member: &T| if member.len() > 0 { member.len() } else { u32::MAX };
-    match live(a).min(live(b)).min(live(c)).min(live(d)) {
-        u32::MAX => 0,
-        len => len / WARP_SIZE,
     }
 }
 
@@ -387,27 +355,12 @@ fn group_of<T>(mut make: impl FnMut(usize) -> T) -> [T; INTERLEAVED] {
     [make(0), make(1), make(2), make(3)]
 }
 
-/// Calls `f(member, step)` for each step of a group of sub-blocks from `from` (`from, from + 32,
-/// …` below the first's length, the longest, or these `backwards`), on each member in turn.
+/// Decodes symbols `step .. step + 32` (those there are) of each sub-block of `group`, lane `l`
+/// symbol `step + l`, into `out`, the chunk's symbols `width` bytes apart: stage by stage across
+/// the members, as [`code_group`] codes. `WHOLE`: the step is whole in every member with symbols,
+/// so no lane tests its symbol (7% of decoding's speed).
 #[inline(always)]
-fn interleave<T: HasLen>(group: &mut [T; INTERLEAVED], from: u32, backwards: bool, mut f: impl FnMut(&mut T, u32)) {
-    // Named one by one (not looped over), so that the members stay in registers.
-    let [first, second, third, fourth] = group;
-    let (from, steps) = (from / WARP_SIZE, first.len().div_ceil(WARP_SIZE));
-    for k in from..steps {
-        let step = WARP_SIZE * if backwards { steps - 1 - (k - from) } else { k };
-        f(first, step);
-        f(second, step);
-        f(third, step);
-        f(fourth, step);
-    }
-}
-
-/// Decodes step `step`, whole, of each sub-block of `group` that has symbols (the others only
-/// compute), stage by stage across them: a warp issues in order, waiting at a load's or shuffle's
-/// first use, so one sub-block's step after another's would wait out each latency in turn.
-#[inline(always)]
-unsafe fn step_whole<W: Warp>(
+unsafe fn decode_step<W: Warp, const WHOLE: bool>(
     warp: &W,
     tables: &Tables,
     chunk: &[u8],
@@ -419,46 +372,33 @@ unsafe fn step_whole<W: Warp>(
     let lane = warp.lane();
     let [a, b, c, d] = group;
     let decoders = [a, b, c, d];
-    let slots: [u32; INTERLEAVED] = core::array::from_fn(|k| decoders[k].state & (TOTAL - 1));
-    let symbols: [u32; INTERLEAVED] = core::array::from_fn(|k| unsafe { tables.slot(slots[k]) });
-    let entries: [Symbol; INTERLEAVED] = core::array::from_fn(|k| unsafe { tables.symbol(symbols[k]) });
-    let mut xs: [u32; INTERLEAVED] =
-        core::array::from_fn(|k| entries[k].freq * (decoders[k].state >> PROB_BITS) + slots[k] - entries[k].cum);
-    let refilling: [u32; INTERLEAVED] = core::array::from_fn(|k| warp.ballot(xs[k] < LOWER));
+    let active = each([0, 1, 2, 3], |k| if WHOLE { decoders[k].len > 0 } else { step + lane < decoders[k].len });
+    let slots = each([0, 1, 2, 3], |k| decoders[k].state & (TOTAL - 1));
+    let symbols = each(slots, |slot| unsafe { tables.slot(slot) });
+    let entries = each(symbols, |symbol| unsafe { tables.symbol(symbol) });
+    let mut xs = each([0, 1, 2, 3], |k| entries[k].freq * (decoders[k].state >> PROB_BITS) + slots[k] - entries[k].cum);
+    let refilling = each([0, 1, 2, 3], |k| warp.ballot(active[k] && xs[k] < LOWER));
     let below = (1u32 << lane) - 1;
-    let within: [u32; INTERLEAVED] = core::array::from_fn(|k| decoders[k].taken + (refilling[k] & below).count_ones());
-    let lows: [u32; INTERLEAVED] = core::array::from_fn(|k| warp.shuffle(decoders[k].low, within[k] & 31));
-    let highs: [u32; INTERLEAVED] = core::array::from_fn(|k| warp.shuffle(decoders[k].high, within[k] & 31));
+    let within = each([0, 1, 2, 3], |k| decoders[k].taken + (refilling[k] & below).count_ones());
+    let lows = each([0, 1, 2, 3], |k| warp.shuffle(decoders[k].low, within[k] & 31));
+    let highs = each([0, 1, 2, 3], |k| warp.shuffle(decoders[k].high, within[k] & 31));
     for k in 0..INTERLEAVED {
         if refilling[k] >> lane & 1 == 1 {
             xs[k] = xs[k] << 16 | if within[k] < 32 { lows[k] } else { highs[k] };
         }
     }
-    let [a, b, c, d] = decoders;
-    for (k, decoder) in [a, b, c, d].into_iter().enumerate() {
-        decoder.state = xs[k];
-        if decoder.len > 0 {
+    let finish = |k: usize, decoder: &mut SubBlockDecoder| {
+        if active[k] {
+            decoder.state = xs[k];
             unsafe { *out.add(((decoder.first + step + lane) * width) as usize) = symbols[k] as u8 };
         }
         decoder.take(chunk, lane, refilling[k].count_ones());
-    }
-}
-
-/// Symbols in a sub-block being coded.
-trait HasLen {
-    fn len(&self) -> u32;
-}
-
-impl HasLen for SubBlockEncoder {
-    fn len(&self) -> u32 {
-        self.len
-    }
-}
-
-impl HasLen for SubBlockDecoder {
-    fn len(&self) -> u32 {
-        self.len
-    }
+    };
+    let [a, b, c, d] = decoders;
+    finish(0, a);
+    finish(1, b);
+    finish(2, c);
+    finish(3, d);
 }
 
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
@@ -519,15 +459,20 @@ pub unsafe fn decompress_chunk<W: Warp>(
                 SubBlockDecoder::idle()
             })
         });
-        // The steps whole in every sub-block of the group that has any, stage by stage across
-        // them; then the rest (a shorter last sub-block's end), one sub-block after another.
-        let whole = whole_steps(&decoders);
+        // The steps whole in every sub-block with symbols, then the rest of the first, the longest.
+        let [a, b, c, d] = &decoders;
+        let live = |decoder: &SubBlockDecoder| if decoder.len > 0 { decoder.len } else { u32::MAX };
+        let whole = match live(a).min(live(b)).min(live(c)).min(live(d)) {
+            u32::MAX => 0,
+            len => len / WARP_SIZE,
+        };
+        let (width, group) = (width as u32, &mut decoders);
         for step in (0..whole).map(|k| k * WARP_SIZE) {
-            unsafe { step_whole(warp, &tables, bytes, symbols_out, width as u32, &mut decoders, step) };
+            unsafe { decode_step::<W, true>(warp, &tables, bytes, symbols_out, width, group, step) };
         }
-        interleave(&mut decoders, whole * WARP_SIZE, false, |decoder, step| unsafe {
-            decoder.step(warp, &tables, bytes, symbols_out, width as u32, step)
-        });
+        for step in (whole..group[0].len.div_ceil(WARP_SIZE)).map(|k| k * WARP_SIZE) {
+            unsafe { decode_step::<W, false>(warp, &tables, bytes, symbols_out, width, group, step) };
+        }
         // Those before a failure first, as the scalar decoder meets them.
         let [a, b, c, d] = &decoders;
         a.finish(warp)?;
@@ -671,49 +616,6 @@ impl SubBlockDecoder {
         }
     }
 
-    /// Decodes the sub-block's symbols `step .. step + 32` (those there are), lane `l` symbol
-    /// `step + l`, into `out`, the chunk's symbols `width` bytes apart.
-    #[inline(always)]
-    unsafe fn step<W: Warp>(&mut self, warp: &W, tables: &Tables, chunk: &[u8], out: *mut u8, width: u32, step: u32) {
-        // All but a sub-block's last step are whole: those take no lane's test.
-        if step + WARP_SIZE <= self.len {
-            unsafe { self.step_lanes::<W, true>(warp, tables, chunk, out, width, step) }
-        } else if step < self.len {
-            unsafe { self.step_lanes::<W, false>(warp, tables, chunk, out, width, step) }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn step_lanes<W: Warp, const WHOLE: bool>(
-        &mut self,
-        warp: &W,
-        tables: &Tables,
-        chunk: &[u8],
-        out: *mut u8,
-        width: u32,
-        step: u32,
-    ) {
-        let lane = warp.lane();
-        let i = step + lane;
-        let active = WHOLE || i < self.len;
-        let slot = self.state & (TOTAL - 1);
-        let symbol = unsafe { tables.slot(slot) };
-        let Symbol { freq, cum } = unsafe { tables.symbol(symbol) };
-        let mut x = freq * (self.state >> PROB_BITS) + slot - cum;
-        let refilling = warp.ballot(active && x < LOWER);
-        // The lane's word is the window's `within`-th.
-        let within = self.taken + (refilling & ((1u32 << lane) - 1)).count_ones();
-        let (from_low, from_high) = (warp.shuffle(self.low, within & 31), warp.shuffle(self.high, within & 31));
-        if refilling >> lane & 1 == 1 {
-            x = x << 16 | if within < 32 { from_low } else { from_high };
-        }
-        self.take(chunk, lane, refilling.count_ones());
-        if active {
-            self.state = x;
-            unsafe { *out.add(((self.first + i) * width) as usize) = symbol as u8 };
-        }
-    }
-
     /// Takes `words` from the window, moving it on by 32 once that many are taken.
     #[inline(always)]
     fn take(&mut self, chunk: &[u8], lane: u32, words: u32) {
@@ -728,9 +630,6 @@ impl SubBlockDecoder {
     /// (an idle decoder's, success).
     #[inline(always)]
     fn finish<W: Warp>(&self, warp: &W) -> Result<(), Status> {
-        if self.len == 0 {
-            return Ok(()); // idle: its state only computed
-        }
         if self.base + self.taken != self.word_count || warp.ballot(self.state != LOWER) != 0 {
             return Err(Status::Malformed);
         }

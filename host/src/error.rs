@@ -32,6 +32,9 @@ pub enum Error {
     /// The container (header, chunk table, sizes) is malformed.
     #[error("invalid container: {0}")]
     Container(String),
+    /// Reading or writing a stream failed.
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
     /// An argument is out of range.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

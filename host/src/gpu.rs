@@ -90,6 +90,12 @@ impl Gpu {
             None => PTX.to_owned(),
         };
         let module = Module::from_ptx(&ptx, &jit)?;
+        // Compiling the PTX (when the driver's cache lacks it) leaves a few hundred MB the C heap
+        // keeps though they are free; hand them back so a process's footprint is its own.
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        unsafe {
+            libc::malloc_trim(0)
+        };
         let function = |name: &str| module.get_function(name).map(|f| f.to_raw());
         let codec = |name: &str| -> Result<CodecKernels> {
             Ok(CodecKernels {

@@ -37,6 +37,7 @@ pub mod codec;
 pub mod container;
 pub mod error;
 pub mod gpu;
+pub mod pipeline;
 
 pub use alloc::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use batch::{BatchCodec, Chunks, Results};
@@ -46,9 +47,10 @@ pub use chunk_list::{ChunkListCodec, ChunkResults};
 pub use codec::{
     Ans, AnsDataType, Bitcomp, Blosc, Cascaded, Deflate, ElementType, ErrorBound, GDeflate, Lz4, Options, Snappy, Zstd,
 };
-pub use container::{Bitstream, Frame};
+pub use container::{Bitstream, Description, Frame, describe};
 pub use error::{ChecksumPart, Error, Result};
 pub use ferrocomp_format::blosc::Shuffle;
 pub use ferrocomp_format::deflate::Wrapper;
 pub use ferrocomp_format::{Algorithm, DataType, Status};
 pub use gpu::{Gpu, Stream};
+pub use pipeline::{DEFAULT_SEGMENT_SIZE, Totals};

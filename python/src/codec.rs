@@ -698,7 +698,7 @@ impl Codec {
                 }
                 (Backend::Cpu, Direction::Decode, None) => {
                     let bytes = unsafe { input.host_bytes() };
-                    let total = self.native.read_frame(bytes).map_err(fail)?.total_size;
+                    let total = self.native.decompressed_size(bytes).map_err(fail)?;
                     let (ptr, keep) = host_memory(py, total)?;
                     let output = Array::new(ptr, total, DType::bytes(), None, Arc::new(keep));
                     let target = unsafe { output.host_bytes_mut() };

@@ -1,0 +1,220 @@
+//! The pipelined host path's machinery: host data moves in segments through reused slots (host
+//! staging, pinned where a GPU copies it, and on the GPU a stream with its own device memory),
+//! and reading, processing (transfers and kernels, or the CPU's cores) and writing run at once on
+//! different segments. A reader thread fills slots, workers process them, and the calling thread
+//! writes them out in order and hands them back to the reader; memory stays that of the slots.
+
+use crate::alloc::{DeviceBuffer, PinnedBuffer};
+use crate::buffer_codec::Scratch;
+use crate::error::Result;
+use crate::gpu::{Gpu, Stream};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, Sender, channel};
+
+/// Default bytes of host data per segment (and per block of a streamed container): 256 chunks
+/// of 64 KiB, enough to keep two streams of kernels busy while the slots of a pipeline stay
+/// near 100 MiB.
+pub const DEFAULT_SEGMENT_SIZE: usize = 16 << 20;
+/// Workers on a GPU, each with its own stream, so one segment's copies overlap another's kernels.
+pub(crate) const GPU_WORKERS: usize = 2;
+
+/// Bytes in and out of a stream call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Uncompressed bytes.
+    pub uncompressed: u64,
+    /// Compressed bytes, headers included.
+    pub compressed: u64,
+}
+
+/// Host memory a segment passes through: pinned where a GPU copies it, so copies are asynchronous.
+pub(crate) enum Staging {
+    Pinned { buffer: PinnedBuffer<u8>, len: usize, gpu: Gpu },
+    Heap(Vec<u8>),
+}
+
+impl Staging {
+    fn new(gpu: Option<&Gpu>) -> Result<Self> {
+        Ok(match gpu {
+            Some(gpu) => {
+                Self::Pinned { buffer: PinnedBuffer::new(&gpu.allocators().pinned, 0)?, len: 0, gpu: gpu.clone() }
+            }
+            None => Self::Heap(Vec::new()),
+        })
+    }
+
+    /// Its bytes, `len` of them from now on (contents unspecified), growing it if needed.
+    pub(crate) fn resize(&mut self, new_len: usize) -> Result<&mut [u8]> {
+        match self {
+            Self::Pinned { buffer, len, gpu } => {
+                if buffer.len() < new_len {
+                    gpu.make_current()?;
+                    // Grown in whole MiB, so compressed segments of varying size rarely reallocate.
+                    *buffer = PinnedBuffer::new(&gpu.allocators().pinned, new_len.next_multiple_of(1 << 20))?;
+                }
+                *len = new_len;
+                Ok(&mut buffer[..new_len])
+            }
+            Self::Heap(vec) => {
+                vec.resize(new_len, 0);
+                Ok(vec)
+            }
+        }
+    }
+
+    /// Its bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Self::Pinned { buffer, len, .. } => &buffer[..*len],
+            Self::Heap(vec) => vec,
+        }
+    }
+}
+
+/// One segment's buffers, reused segment after segment.
+pub(crate) struct Slot {
+    /// What was read: uncompressed bytes to compress, or compressed chunks to decode.
+    pub(crate) input: Staging,
+    /// What processing made, to be written out.
+    pub(crate) output: Staging,
+    /// On a GPU: the stream and device memory this slot is processed with.
+    pub(crate) lane: Option<Lane>,
+}
+
+impl Slot {
+    pub(crate) fn new(gpu: Option<&Gpu>) -> Result<Self> {
+        let lane = match gpu {
+            Some(gpu) => Some(Lane {
+                stream: gpu.stream()?,
+                scratch: None,
+                device_input: Growing::default(),
+                device_output: Growing::default(),
+                _gpu: gpu.clone(),
+            }),
+            None => None,
+        };
+        Ok(Self { input: Staging::new(gpu)?, output: Staging::new(gpu)?, lane })
+    }
+}
+
+/// A slot's stream and device memory.
+pub(crate) struct Lane {
+    pub(crate) stream: Stream,
+    pub(crate) scratch: Option<Scratch>,
+    pub(crate) device_input: Growing,
+    pub(crate) device_output: Growing,
+    /// Last, so that the stream and memory above go while their context lives.
+    _gpu: Gpu,
+}
+
+/// A device buffer that grows to the largest size asked of it.
+#[derive(Default)]
+pub(crate) struct Growing(Option<DeviceBuffer<u8>>);
+
+impl Growing {
+    /// The address of at least `len` bytes.
+    pub(crate) fn ensure(&mut self, gpu: &Gpu, len: usize) -> Result<u64> {
+        if self.0.as_ref().is_none_or(|buffer| buffer.len() < len) {
+            self.0 = None;
+            self.0 = Some(gpu.alloc(len)?);
+        }
+        Ok(self.0.as_ref().unwrap().address())
+    }
+}
+
+/// A segment read and waiting, or done, with its sequence number.
+type Job<T> = (usize, Slot, T);
+
+/// Runs segments through `fill` (a reader thread), `process` (`workers` threads) and `drain`
+/// (the calling thread, in order) with `slots`, which it returns for reuse. `fill` returns `None`
+/// after the last segment. Without `overlap` (or with one slot) the three take turns on the
+/// calling thread, which spares small inputs the threads.
+pub(crate) fn run<T: Send, D: Send>(
+    mut slots: Vec<Slot>,
+    workers: usize,
+    overlap: bool,
+    mut fill: impl FnMut(&mut Slot) -> Result<Option<T>> + Send,
+    process: impl Fn(&mut Slot, &T) -> Result<D> + Sync,
+    mut drain: impl FnMut(&Slot, T, D) -> Result<()>,
+) -> Result<Vec<Slot>> {
+    if !overlap || slots.len() == 1 {
+        slots.truncate(1);
+        while let Some(task) = fill(&mut slots[0])? {
+            let done = process(&mut slots[0], &task)?;
+            drain(&slots[0], task, done)?;
+        }
+        return Ok(slots);
+    }
+    let (work_tx, work_rx) = channel::<Job<T>>();
+    let work_rx = Mutex::new(work_rx);
+    std::thread::scope(|scope| {
+        let (free_tx, free_rx) = channel::<Slot>();
+        let (done_tx, done_rx) = channel::<(Job<T>, Result<D>)>();
+        slots.into_iter().for_each(|slot| free_tx.send(slot).expect("the receiver is here"));
+        let reader = scope.spawn(move || {
+            let mut last = None;
+            let mut result = Ok(());
+            for seq in 0.. {
+                // The writer stopped (it failed) when no slot comes back.
+                let Ok(mut slot) = free_rx.recv() else { break };
+                match fill(&mut slot) {
+                    Ok(Some(task)) => {
+                        if work_tx.send((seq, slot, task)).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) => {
+                        last = Some(slot);
+                        break;
+                    }
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+            (result, last, free_rx)
+        });
+        for _ in 0..workers {
+            let (work_rx, done_tx, process) = (&work_rx, done_tx.clone(), &process);
+            scope.spawn(move || {
+                loop {
+                    let job = work_rx.lock().unwrap().recv();
+                    let Ok((seq, mut slot, task)) = job else { break };
+                    let done = process(&mut slot, &task);
+                    if done_tx.send(((seq, slot, task), done)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let written = drain_in_order(done_rx, &free_tx, &mut drain);
+        drop(free_tx);
+        let (read, last, free_rx) = reader.join().expect("the reader thread panicked");
+        written?;
+        read?;
+        Ok(last.into_iter().chain(free_rx.try_iter()).collect())
+    })
+}
+
+/// Drains finished segments in sequence order as they arrive, handing their slots back.
+fn drain_in_order<T, D>(
+    done: Receiver<(Job<T>, Result<D>)>,
+    free: &Sender<Slot>,
+    drain: &mut impl FnMut(&Slot, T, D) -> Result<()>,
+) -> Result<()> {
+    let mut pending = BTreeMap::new();
+    let mut next = 0;
+    for ((seq, slot, task), result) in done {
+        pending.insert(seq, (slot, task, result));
+        while let Some((slot, task, result)) = pending.remove(&next) {
+            drain(&slot, task, result?)?;
+            next += 1;
+            // The reader may have finished; then the slot waits in the channel to be collected.
+            let _ = free.send(slot);
+        }
+    }
+    Ok(())
+}

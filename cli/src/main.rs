@@ -1,370 +1,220 @@
-//! `ferrocomp`: compresses and decompresses files on the GPU, or on the CPU without one.
+//! `ferrocomp`: compresses and decompresses files on the GPU, or on the CPU without one, with
+//! lz4's and zstd's command line: `ferrocomp FILE` writes FILE.fcmp, `ferrocomp -d FILE.fcmp`
+//! restores FILE; `ferrocomp info` describes native files and `ferrocomp bench` measures codecs.
+
+mod bench;
+mod files;
+mod info;
+mod options;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use ferrocomp::{
-    Ans, AnsDataType, Bitcomp, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE,
-    DataType, Deflate, ElementType, ErrorBound, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
-};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use ferrocomp::{BufferCodec, Gpu, Totals};
+use files::{Direction, Job, Policy, Sink, Target};
+use options::CodecArgs;
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// Inputs larger than this get a progress bar.
-const PROGRESS_THRESHOLD: usize = 64 << 20;
-
+/// The command line.
 #[derive(Parser)]
-#[command(name = "ferrocomp", version, about = "GPU compression (falls back to the CPU without a CUDA device)")]
+#[command(
+    name = "ferrocomp",
+    version,
+    about = "GPU compression (falls back to the CPU without a CUDA device)",
+    long_about = "GPU compression (falls back to the CPU without a CUDA device).\n\n\
+        Compresses each FILE to FILE.fcmp, or with -d restores FILE from FILE.fcmp; sources are kept. \
+        With - or no FILE, reads standard input and writes standard output (unless -o).",
+    args_conflicts_with_subcommands = true,
+    after_help = "A file named like a command: ./info, ./bench."
+)]
 struct Cli {
+    /// `info` or `bench`, or none to compress or decompress.
     #[command(subcommand)]
-    command: Command,
-    /// Print the device, sizes, ratio and throughput.
-    #[arg(short, long, global = true)]
+    command: Option<Command>,
+    /// Files to compress (to FILE.fcmp) or decompress (FILE.fcmp to FILE); - for standard input.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// No progress bar and no summaries (errors are still shown).
+    #[arg(short, long, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Print the device, sizes, ratio and throughput of each file.
+    #[arg(short, long)]
     verbose: bool,
+    /// Which way, and where outputs go.
+    #[command(flatten)]
+    files_args: FilesArgs,
+    /// The codec and its options.
+    #[command(flatten)]
+    codec: CodecArgs,
 }
 
+/// The commands besides compressing and decompressing.
 #[derive(Subcommand)]
 enum Command {
-    /// Compress IN into OUT.
-    Compress {
-        #[command(flatten)]
-        common: Common,
-        /// Uncompressed bytes per chunk (native bitstream): bytes, or with a K, KiB, M or MiB suffix.
-        #[arg(long, value_parser = parse_size, default_value_t = DEFAULT_CHUNK_SIZE)]
-        chunk_size: usize,
-        /// Element type of the input; matches align to its width (lz4, snappy), blosc shuffles its
-        /// bytes, cascaded and bitcomp code numbers of it (float and double as their bits, but for
-        /// bitcomp's --error-bound), ans codes bytes or float16. Default char, for cascaded uint,
-        /// for a lossy bitcomp float.
-        #[arg(long, value_enum)]
-        data_type: Option<DataTypeArg>,
-        #[command(flatten)]
-        numeric: NumericArgs,
-        /// Level of deflate, zlib, gzip and gdeflate (nvCOMP's algorithm_type): 0 entropy coding
-        /// only, 1 fast (the default), 2-3 medium, 4 high, 5 highest ratio. Of zstd: 1 fast (the
-        /// default) to 2, higher ratio.
-        #[arg(short, long)]
-        level: Option<u8>,
+    /// Describe native files: container version, algorithm and options, chunks, sizes, ratio,
+    /// stored CRC-32s.
+    Info {
+        /// Native files (- for standard input).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
     },
-    /// Decompress IN into OUT.
-    Decompress {
-        #[command(flatten)]
-        common: Common,
-        /// Expected decompressed size; fails if the stream decodes to another.
-        #[arg(long, value_parser = parse_size)]
-        size: Option<usize>,
-    },
+    /// Measure every codec and level (or those of -a) on the GPU and the CPU, as lz4 -b and
+    /// zstd -b do: a Markdown table on stdout.
+    Bench(bench::BenchArgs),
 }
 
-/// The numeric codecs' options: Cascaded's layers (nvCOMP's num_RLEs, num_deltas and use_bp),
-/// Bitcomp's algorithm and error bound.
+/// Which way, and where outputs go.
 #[derive(Args)]
-struct NumericArgs {
-    /// Cascaded: run-length layers, at most 4 (searched per sub-block up to this unless --exact-layers).
-    #[arg(long, default_value_t = Cascaded::default().rles)]
-    rles: u8,
-    /// Cascaded: delta layers, at most 4 (searched per sub-block up to this unless --exact-layers).
-    #[arg(long, default_value_t = Cascaded::default().deltas)]
-    deltas: u8,
-    /// Cascaded: store the streams' entries whole rather than bit-packed.
-    #[arg(long)]
-    no_bitpack: bool,
-    /// Cascaded: apply exactly --rles and --deltas layers to every sub-block, as nvCOMP does.
-    #[arg(long)]
-    exact_layers: bool,
-    /// Bitcomp: nvCOMP's sparse algorithm (algorithm_type 1), for data with many zeros.
-    #[arg(long)]
-    sparse: bool,
-    /// Bitcomp: lossy; each element, a float (4-byte data types) or double (8-byte), decodes
-    /// within this absolute error of its value.
-    #[arg(long)]
-    error_bound: Option<f32>,
+#[command(next_help_heading = "Files")]
+struct FilesArgs {
+    /// Compress (the default).
+    #[arg(short = 'z', long, overrides_with = "decompress")]
+    compress: bool,
+    /// Decompress FILE.fcmp to FILE (with -a and --bitstream, raw streams of any name with -o or -c).
+    #[arg(short, long, overrides_with = "compress")]
+    decompress: bool,
+    /// Write to standard output.
+    #[arg(short = 'c', long = "stdout", conflicts_with = "output")]
+    stdout: bool,
+    /// Write to FILE (one input only; - for standard output).
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Overwrite existing outputs; write compressed data to a terminal, read it from one.
+    #[arg(short, long)]
+    force: bool,
+    /// Keep source files (the default).
+    #[arg(short, long, overrides_with = "rm")]
+    keep: bool,
+    /// Remove each source file once its output is complete.
+    #[arg(long, overrides_with = "keep", conflicts_with = "stdout")]
+    rm: bool,
 }
 
-impl Default for NumericArgs {
-    /// The options' defaults (a stream decodes whatever layers it has).
-    fn default() -> Self {
-        let Cascaded { rles, deltas, .. } = Cascaded::default();
-        Self { rles, deltas, no_bitpack: false, exact_layers: false, sparse: false, error_bound: None }
+impl FilesArgs {
+    /// Compressing, unless the last of -z and -d was -d.
+    fn direction(&self) -> Direction {
+        if self.decompress && !self.compress { Direction::Decompress } else { Direction::Compress }
     }
 }
 
-/// Arguments of both commands.
-#[derive(Args)]
-struct Common {
-    /// Algorithm (a native stream is decompressed with the one its header names).
-    #[arg(short, long, value_enum, default_value_t = AlgorithmArg::Lz4)]
-    algorithm: AlgorithmArg,
-    /// Framing of the compressed bytes.
-    #[arg(long, value_enum, default_value_t = BitstreamArg::Native)]
-    bitstream: BitstreamArg,
-    /// Whether CRC-32s are stored (compress) and checked (decompress).
-    #[arg(long, value_enum, default_value_t = ChecksumArg::NoComputeNoVerify)]
-    checksum: ChecksumArg,
-    /// Run on the CPU even if a CUDA device is present.
-    #[arg(long)]
-    cpu: bool,
-    /// File to read.
-    input: PathBuf,
-    /// File to write (only once the whole operation has succeeded).
-    output: PathBuf,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum AlgorithmArg {
-    Lz4,
-    Snappy,
-    /// raw deflate (RFC 1951)
-    Deflate,
-    /// deflate in a zlib wrapper (RFC 1950)
-    Zlib,
-    /// deflate in a gzip wrapper (RFC 1952)
-    Gzip,
-    Gdeflate,
-    /// Blosc 1 chunks as numcodecs writes them: LZ4 inside, bytes of --data-type elements shuffled
-    Blosc,
-    /// Zstandard frames (RFC 8878), as libzstd reads and writes them
-    Zstd,
-    /// run-length, delta and bit-packing layers over --data-type integers (nvCOMP's Cascaded)
-    Cascaded,
-    /// bit-packed tiles of --data-type numbers, lossless or within --error-bound (nvCOMP's Bitcomp)
-    Bitcomp,
-    /// interleaved rANS entropy coding of bytes, or of float16's high bytes (nvCOMP's ANS)
-    Ans,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum BitstreamArg {
-    /// ferrocomp's chunked container, naming its algorithm.
-    Native,
-    /// one standard block, nothing else.
-    Raw,
-    /// the uncompressed size (u64, little-endian), then one standard block.
-    WithSize,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ChecksumArg {
-    NoComputeNoVerify,
-    ComputeNoVerify,
-    NoComputeVerifyIfPresent,
-    ComputeVerifyIfPresent,
-    ComputeVerify,
-}
-
-/// nvCOMP's data types (the signed and unsigned of a width alike but for the numeric codecs'
-/// element type; floats as unsigned integers of their width).
-#[derive(Clone, Copy, ValueEnum)]
-enum DataTypeArg {
-    Char,
-    Uchar,
-    Short,
-    Ushort,
-    Int,
-    Uint,
-    #[value(name = "longlong")]
-    LongLong,
-    #[value(name = "ulonglong")]
-    ULongLong,
-    Float,
-    Double,
-    Float16,
-}
-
-impl DataTypeArg {
-    /// The numeric codecs' element type of the same width and sign.
-    fn element(self) -> ElementType {
-        match self {
-            Self::Float16 => ElementType::U16,
-            Self::Float => ElementType::U32,
-            Self::Double => ElementType::U64,
-            _ => ElementType::ALL[self as usize], // nvCOMP's order
-        }
+/// Compresses or decompresses each file; reports each failure and goes on.
+fn transcode(cli: &Cli) -> ExitCode {
+    let args = &cli.files_args;
+    let direction = args.direction();
+    let stdin = [PathBuf::from("-")];
+    let inputs = if cli.files.is_empty() { &stdin[..] } else { &cli.files[..] };
+    if inputs.len() > 1 && args.output.is_some() {
+        usage_error("-o names the output of one input; give one FILE");
     }
-
-    /// The width, as LZ4's and Snappy's data type.
-    fn data_type(self) -> DataType {
-        [DataType::Char, DataType::Short, DataType::Int, DataType::LongLong]
-            [self.element().width().trailing_zeros() as usize]
+    if inputs.len() > 1 && args.stdout && direction == Direction::Compress {
+        usage_error("-c compresses one FILE at a time (several containers in one stream are not one stream)");
     }
-}
-
-impl Common {
-    fn config(&self, chunk_size: usize) -> Config {
-        let bitstream = match self.bitstream {
-            BitstreamArg::Native => Bitstream::Native,
-            BitstreamArg::Raw => Bitstream::Raw,
-            BitstreamArg::WithSize => Bitstream::WithUncompressedSize,
-        };
-        let checksum = match self.checksum {
-            ChecksumArg::NoComputeNoVerify => ChecksumPolicy::NoComputeNoVerify,
-            ChecksumArg::ComputeNoVerify => ChecksumPolicy::ComputeAndNoVerify,
-            ChecksumArg::NoComputeVerifyIfPresent => ChecksumPolicy::NoComputeAndVerifyIfPresent,
-            ChecksumArg::ComputeVerifyIfPresent => ChecksumPolicy::ComputeAndVerifyIfPresent,
-            ChecksumArg::ComputeVerify => ChecksumPolicy::ComputeAndVerify,
-        };
-        Config { chunk_size, bitstream, checksum }
-    }
-
-    fn options(&self, data_type: Option<DataTypeArg>, level: Option<u8>, numeric: &NumericArgs) -> Result<Options> {
-        let data_type_arg = data_type;
-        let element = data_type.unwrap_or(DataTypeArg::Uint).element();
-        let bitcomp_element = data_type
-            .unwrap_or(if numeric.error_bound.is_some() { DataTypeArg::Float } else { DataTypeArg::Char })
-            .element();
-        let data_type = data_type.unwrap_or(DataTypeArg::Char).data_type();
-        let (levels, default) = match self.algorithm {
-            AlgorithmArg::Zstd => (Zstd::LEVELS, Zstd::default().level),
-            _ => (Deflate::LEVELS, Deflate::default().level),
-        };
-        let level = match level {
-            None => default,
-            Some(level) if levels.contains(&level) => level,
-            Some(level) => bail!("level {level} is outside {}..={} for this algorithm", levels.start(), levels.end()),
-        };
-        Ok(match self.algorithm {
-            AlgorithmArg::Lz4 => Options::Lz4(Lz4 { data_type }),
-            AlgorithmArg::Snappy => Options::Snappy(Snappy { data_type }),
-            AlgorithmArg::Deflate => Options::Deflate(Deflate { level, wrapper: Wrapper::Raw }),
-            AlgorithmArg::Zlib => Options::Deflate(Deflate { level, wrapper: Wrapper::Zlib }),
-            AlgorithmArg::Gzip => Options::Deflate(Deflate { level, wrapper: Wrapper::Gzip }),
-            AlgorithmArg::Gdeflate => Options::GDeflate(GDeflate { level }),
-            AlgorithmArg::Blosc => Options::Blosc(Blosc { typesize: data_type.width() as u8, shuffle: Shuffle::Byte }),
-            AlgorithmArg::Zstd => Options::Zstd(Zstd { level }),
-            AlgorithmArg::Cascaded => {
-                let (rles, deltas) = (numeric.rles, numeric.deltas);
-                let bitpack = !numeric.no_bitpack;
-                let cascaded = Cascaded { element, rles, deltas, bitpack, auto: !numeric.exact_layers };
-                if !cascaded.valid() {
-                    bail!("--rles {rles} and --deltas {deltas}: each may be at most 4");
-                }
-                Options::Cascaded(cascaded)
-            }
-            AlgorithmArg::Bitcomp => {
-                let error_bound = match numeric.error_bound {
-                    Some(bound) => Some(
-                        ErrorBound::new(bound)
-                            .with_context(|| format!("--error-bound {bound}: the bound must be finite and above 0"))?,
-                    ),
-                    None => None,
-                };
-                let bitcomp = Bitcomp { element: bitcomp_element, sparse: numeric.sparse, error_bound };
-                if !bitcomp.valid() {
-                    bail!(
-                        "--error-bound needs 4- or 8-byte elements (float or double), not {}-byte",
-                        bitcomp_element.width()
-                    );
-                }
-                Options::Bitcomp(bitcomp)
-            }
-            AlgorithmArg::Ans => Options::Ans(Ans {
-                data_type: match data_type_arg {
-                    None | Some(DataTypeArg::Char | DataTypeArg::Uchar) => AnsDataType::Bytes,
-                    Some(DataTypeArg::Float16) => AnsDataType::Float16,
-                    Some(_) => bail!("ans codes bytes (--data-type char or uchar) or float16"),
-                },
-            }),
-        })
-    }
-
-    /// The GPU, unless `--cpu` was given or there is none (which is said once on stderr).
-    fn gpu(&self) -> Option<Gpu> {
-        if self.cpu {
-            return None;
-        }
-        Gpu::new(0).inspect_err(|e| eprintln!("ferrocomp: {e}; using the CPU")).ok()
-    }
-}
-
-/// A byte count: plain, or with a K, KiB, M or MiB suffix.
-fn parse_size(text: &str) -> Result<usize, String> {
-    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => text.split_at(at),
-        None => (text, ""),
+    let gpu = if cli.codec.cpu { None } else { gpu(cli.quiet) };
+    let device = gpu.as_ref().map_or("CPU".to_string(), |gpu| gpu.name().to_string());
+    let codec = match cli.codec.codec(gpu) {
+        Ok(codec) => codec,
+        Err(e) => return failure(&e),
     };
-    let scale = match unit {
-        "" => 1,
-        "K" | "k" | "KiB" => 1 << 10,
-        "M" | "MiB" => 1 << 20,
-        _ => return Err(format!("unknown unit {unit:?} (use K, KiB, M or MiB)")),
-    };
-    let value: usize = digits.parse().map_err(|e| format!("{text:?} is not a size: {e}"))?;
-    value.checked_mul(scale).ok_or_else(|| format!("{text} is too large"))
-}
-
-/// A progress bar on stderr for `total` bytes; hidden for small totals (and by indicatif when
-/// stderr is not a terminal).
-fn progress_bar(total: usize) -> ProgressBar {
-    if total <= PROGRESS_THRESHOLD {
-        return ProgressBar::hidden();
-    }
-    let style =
-        ProgressStyle::with_template("{bar:40} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} {eta}")
-            .expect("valid template");
-    ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr()).with_style(style)
-}
-
-/// Reads IN, compresses or decompresses it, and writes OUT once that has succeeded.
-fn run(cli: Cli) -> Result<()> {
-    let (Command::Compress { common, .. } | Command::Decompress { common, .. }) = &cli.command;
-    let input_path = common.input.display();
-    let input = std::fs::read(&common.input).with_context(|| format!("reading {input_path}"))?;
-    let gpu = common.gpu();
-    let device = gpu.as_ref().map_or("CPU".into(), |gpu| gpu.name().to_string());
-    let start = Instant::now();
-    let (output, uncompressed, compressed) = match cli.command {
-        Command::Compress { ref common, chunk_size, data_type, level, ref numeric } => {
-            let codec = BufferCodec::new(common.options(data_type, level, numeric)?, common.config(chunk_size), gpu)
-                .context("configuring the compressor")?;
-            let bar = progress_bar(input.len());
-            let output = codec
-                .compress_with_progress(&input, &mut |done| bar.set_position(done as u64))
-                .with_context(|| format!("compressing {input_path}"))?;
-            bar.finish_and_clear();
-            let compressed = output.len();
-            (output, input.len(), compressed)
-        }
-        Command::Decompress { ref common, size } => {
-            let codec = BufferCodec::new(
-                common.options(None, None, &NumericArgs::default())?,
-                common.config(DEFAULT_CHUNK_SIZE),
-                gpu,
-            )
-            .context("configuring the decompressor")?;
-            let context = || format!("decompressing {input_path}");
-            let total = codec.read_frame(&input).with_context(context)?.total_size;
-            if let Some(size) = size.filter(|&size| size != total) {
-                bail!("{}: the stream decodes to {total} bytes, --size says {size}", context());
+    let policy = Policy { force: args.force, remove_source: args.rm && !args.keep, progress: !cli.quiet };
+    let mut status = ExitCode::SUCCESS;
+    for input in inputs {
+        let start = Instant::now();
+        let job = Job::new(input, args.output.as_deref(), args.stdout, direction);
+        let done = job.and_then(|job| {
+            let totals = job.run(&policy, |from, to| code(&codec, direction, cli.codec.size, &job, from, to))?;
+            Ok((job, totals))
+        });
+        match done {
+            Ok((job, totals)) if cli.verbose || (!cli.quiet && !matches!(job.sink, Sink::Stdout)) => {
+                summarise(&job, direction, totals, cli.verbose.then_some((device.as_str(), start)));
             }
-            let bar = progress_bar(total);
-            let output = codec
-                .decompress_with_progress(&input, &mut |done| bar.set_position(done as u64))
-                .with_context(context)?;
-            bar.finish_and_clear();
-            (output, total, input.len())
+            Ok(_) => {}
+            Err(e) => status = failure(&e),
         }
-    };
-    let seconds = start.elapsed().as_secs_f64();
-    std::fs::write(&common.output, &output).with_context(|| format!("writing {}", common.output.display()))?;
-    if cli.verbose {
-        eprintln!(
-            "ferrocomp: {device}: {} -> {} bytes, ratio {:.3}, {:.3} GB/s",
-            input.len(),
-            output.len(),
-            uncompressed as f64 / compressed.max(1) as f64,
-            uncompressed as f64 / seconds / 1e9,
-        );
     }
-    Ok(())
+    status
 }
 
-fn main() -> ExitCode {
-    match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+/// Runs the codec over one job's bytes; `size`: the decompressed size the user expects.
+fn code(
+    codec: &BufferCodec,
+    direction: Direction,
+    size: Option<usize>,
+    job: &Job,
+    input: &mut (dyn Read + Send),
+    output: Target<'_>,
+) -> Result<Totals> {
+    let source = &job.source;
+    let totals = match (direction, output) {
+        (Direction::Compress, Target::Stream(stream)) => codec.compress_stream(input, stream, &mut |_| {}),
+        (Direction::Compress, Target::File(file)) => codec.compress_stream(input, file, &mut |_| {}),
+        (Direction::Decompress, Target::Stream(stream)) => codec.decompress_stream(input, stream, &mut |_| {}),
+        // Decoded segments are written by several threads at their offsets (the page cache
+        // takes one file's writes at a few GB/s a thread).
+        (Direction::Decompress, Target::File(file)) => codec.decompress_to_file(input, file, &mut |_| {}),
+    };
+    let totals = totals.with_context(|| match direction {
+        Direction::Compress => format!("compressing {source}"),
+        Direction::Decompress => format!("decompressing {source}"),
+    })?;
+    let decompressing = direction == Direction::Decompress;
+    if let Some(size) = size.filter(|&size| decompressing && size as u64 != totals.uncompressed) {
+        bail!("decompressing {source}: the stream decodes to {} bytes, --size says {size}", totals.uncompressed);
+    }
+    Ok(totals)
+}
+
+/// Prints what a job did: sizes and ratio, and with `verbose` (device, start) the device and
+/// throughput.
+fn summarise(job: &Job, direction: Direction, totals: Totals, verbose: Option<(&str, Instant)>) {
+    let Totals { uncompressed, compressed } = totals;
+    let (read, written) = match direction {
+        Direction::Compress => (uncompressed, compressed),
+        Direction::Decompress => (compressed, uncompressed),
+    };
+    let ratio = uncompressed as f64 / compressed.max(1) as f64;
+    let line = format!("{} -> {}: {read} -> {written} bytes, ratio {ratio:.3}", job.source, job.sink);
+    match verbose {
+        Some((device, start)) => {
+            eprintln!("{line}, {device}, {} GB/s", bench::speed(uncompressed, start.elapsed()));
+        }
+        None => eprintln!("{line}"),
+    }
+}
+
+/// The GPU, or `None` (said on stderr unless `quiet`) where there is none.
+fn gpu(quiet: bool) -> Option<Gpu> {
+    match Gpu::new(0) {
+        Ok(gpu) => Some(gpu),
         Err(e) => {
-            eprintln!("ferrocomp: {e:#}");
-            ExitCode::FAILURE
+            if !quiet {
+                eprintln!("ferrocomp: {e}; using the CPU");
+            }
+            None
         }
+    }
+}
+
+/// Reports `error` on stderr; the exit status of a failure.
+fn failure(error: &anyhow::Error) -> ExitCode {
+    eprintln!("ferrocomp: {error:#}");
+    ExitCode::FAILURE
+}
+
+/// Exits with clap's usage error `message` (status 2).
+fn usage_error(message: &str) -> ! {
+    Cli::command().error(ErrorKind::ArgumentConflict, message).exit()
+}
+
+/// Runs the command line's command.
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match &cli.command {
+        None => transcode(&cli),
+        Some(Command::Info { files }) => info::run(files),
+        Some(Command::Bench(args)) => bench::run(args).unwrap_or_else(|e| failure(&e)),
     }
 }

@@ -186,9 +186,7 @@ impl BufferCodec {
             self.workers(),
             true,
             |slot| {
-                let buffer = slot.input.resize(block_bytes)?;
-                let len = read_full(&mut input, buffer)?;
-                slot.input.resize(len)?;
+                let len = slot.input.read_from(&mut input, block_bytes)?;
                 Ok((len > 0).then_some(len))
             },
             |slot, &len| self.compress_slot(slot, len, chunk_size),
@@ -250,7 +248,8 @@ impl BufferCodec {
         };
         if self.config.bitstream != Bitstream::Native {
             let codec = self.options.codec();
-            let limit = 8 + codec.max_compressed_chunk_size(codec.max_chunk_size());
+            // Every decoder takes chunks of up to 16 MiB, above what some codecs write.
+            let limit = 8 + codec.max_compressed_chunk_size(1 << 24);
             let compressed = read_at_most(&mut input, limit, "a single-chunk bitstream")?;
             let data = self.decompress(&compressed)?;
             match (stream, file) {
@@ -1028,20 +1027,6 @@ enum Output<'a> {
     /// To a file at each segment's offset.
     #[cfg(unix)]
     File(&'a std::fs::File),
-}
-
-/// Fills as much of `buffer` as `input` has; returns the bytes read (short only at its end).
-fn read_full(input: &mut impl Read, buffer: &mut [u8]) -> Result<usize> {
-    let mut got = 0;
-    while got < buffer.len() {
-        match input.read(&mut buffer[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(got)
 }
 
 /// All of `input`, which must be at most `limit` bytes (`what` says why).

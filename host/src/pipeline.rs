@@ -9,6 +9,7 @@ use crate::buffer_codec::Scratch;
 use crate::error::Result;
 use crate::gpu::{Gpu, Stream};
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
@@ -61,6 +62,27 @@ impl Staging {
                 Ok(vec)
             }
         }
+    }
+
+    /// Its bytes from now on: what `input` has, up to `max`; returns how many (short only at
+    /// the input's end). Heap memory grows as bytes arrive, so a small input costs little.
+    pub(crate) fn read_from(&mut self, input: &mut impl Read, max: usize) -> Result<usize> {
+        if let Self::Heap(vec) = self {
+            vec.clear();
+            return Ok(input.take(max as u64).read_to_end(vec)?);
+        }
+        let buffer = self.resize(max)?;
+        let mut got = 0;
+        while got < max {
+            match input.read(&mut buffer[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.resize(got)?;
+        Ok(got)
     }
 
     /// Its bytes.

@@ -30,9 +30,9 @@ grep -E "^(FAILED|ERROR)|^=+ .* in [0-9.]+s" "$out/pytest.log"
 echo "== CLI on the GPU, decoded on the CPU and back"
 head -c 100000000 .gpu/ferrocomp >/tmp/cli-in && cat README.md docs/FORMAT.md >>/tmp/cli-in
 for algorithm in lz4 snappy gzip gdeflate blosc zstd cascaded bitcomp ans; do
-    .gpu/ferrocomp -v compress -a $algorithm --checksum compute-verify /tmp/cli-in /tmp/cli.fcmp &&
-        .gpu/ferrocomp -v decompress --cpu --checksum compute-verify /tmp/cli.fcmp /tmp/cli-cpu &&
-        .gpu/ferrocomp -v decompress /tmp/cli.fcmp /tmp/cli-gpu &&
+    .gpu/ferrocomp -v -f -a $algorithm --checksum compute-verify /tmp/cli-in -o /tmp/cli.fcmp &&
+        .gpu/ferrocomp -v -f -d --cpu --checksum compute-verify /tmp/cli.fcmp -o /tmp/cli-cpu &&
+        .gpu/ferrocomp -v -f -d /tmp/cli.fcmp -o /tmp/cli-gpu &&
         cmp /tmp/cli-in /tmp/cli-cpu && cmp /tmp/cli-in /tmp/cli-gpu && echo "CLI $algorithm round trip ok" || failed=1
 done
 exit $failed

@@ -420,9 +420,9 @@ impl BufferCodec {
         while slots.len() < wanted {
             slots.push(Slot::new(self.gpu.as_ref())?);
         }
-        let slots = pipeline::run(slots, workers, overlap, fill, process, drain)?;
+        let (slots, result) = pipeline::run(slots, workers, overlap, fill, process, drain);
         self.slots.lock().unwrap().extend(slots);
-        Ok(())
+        result
     }
 
     /// Compresses the first `len` bytes of a slot's input into its output.

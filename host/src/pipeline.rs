@@ -11,6 +11,7 @@ use crate::gpu::{Gpu, Stream};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 
 /// Default bytes of host data per segment (and per block of a streamed container): 256 chunks
@@ -149,9 +150,10 @@ impl Growing {
 type Job<T> = (usize, Slot, T);
 
 /// Runs segments through `fill` (a reader thread), `process` (`workers` threads) and `drain`
-/// (the calling thread, in order) with `slots`, which it returns for reuse. `fill` returns `None`
-/// after the last segment. Without `overlap` (or with one slot) the three take turns on the
-/// calling thread, which spares small inputs the threads.
+/// (the calling thread, in order) with `slots`, and returns the slots for reuse, whatever
+/// happened, with the first error in stream order. `fill` returns `None` after the last segment.
+/// Without `overlap` (or with one slot) the three take turns on the calling thread, which spares
+/// small inputs the threads.
 pub(crate) fn run<T: Send, D: Send>(
     mut slots: Vec<Slot>,
     workers: usize,
@@ -159,44 +161,56 @@ pub(crate) fn run<T: Send, D: Send>(
     mut fill: impl FnMut(&mut Slot) -> Result<Option<T>> + Send,
     process: impl Fn(&mut Slot, &T) -> Result<D> + Sync,
     mut drain: impl FnMut(&Slot, T, D) -> Result<()>,
-) -> Result<Vec<Slot>> {
+) -> (Vec<Slot>, Result<()>) {
     if !overlap || slots.len() == 1 {
         slots.truncate(1);
-        while let Some(task) = fill(&mut slots[0])? {
-            let done = process(&mut slots[0], &task)?;
-            drain(&slots[0], task, done)?;
-        }
-        return Ok(slots);
+        let slot = &mut slots[0];
+        let mut turn = || -> Result<bool> {
+            let Some(task) = fill(slot)? else { return Ok(false) };
+            let done = process(slot, &task)?;
+            drain(slot, task, done)?;
+            Ok(true)
+        };
+        let result = loop {
+            match turn() {
+                Ok(true) => {}
+                Ok(false) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        return (slots, result);
     }
     let (work_tx, work_rx) = channel::<Job<T>>();
     let work_rx = Mutex::new(work_rx);
+    // Set once a segment fails: the reader stops and the slots come home.
+    let failed = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let (free_tx, free_rx) = channel::<Slot>();
         let (done_tx, done_rx) = channel::<(Job<T>, Result<D>)>();
         slots.into_iter().for_each(|slot| free_tx.send(slot).expect("the receiver is here"));
+        let failed = &failed;
         let reader = scope.spawn(move || {
-            let mut last = None;
             let mut result = Ok(());
+            let mut held = None;
             for seq in 0.. {
-                // The writer stopped (it failed) when no slot comes back.
-                let Ok(mut slot) = free_rx.recv() else { break };
+                let mut slot = free_rx.recv().expect("the writer holds a sender");
+                if failed.load(Ordering::Relaxed) {
+                    held = Some(slot);
+                    break;
+                }
                 match fill(&mut slot) {
-                    Ok(Some(task)) => {
-                        if work_tx.send((seq, slot, task)).is_err() {
-                            break;
-                        }
-                    }
+                    Ok(Some(task)) => work_tx.send((seq, slot, task)).expect("the workers outlive the reader"),
                     Ok(None) => {
-                        last = Some(slot);
+                        held = Some(slot);
                         break;
                     }
                     Err(e) => {
-                        result = Err(e);
+                        (result, held) = (Err(e), Some(slot));
                         break;
                     }
                 }
             }
-            (result, last, free_rx)
+            (result, held, free_rx)
         });
         for _ in 0..workers {
             let (work_rx, done_tx, process) = (&work_rx, done_tx.clone(), &process);
@@ -205,38 +219,51 @@ pub(crate) fn run<T: Send, D: Send>(
                     let job = work_rx.lock().unwrap().recv();
                     let Ok((seq, mut slot, task)) = job else { break };
                     let done = process(&mut slot, &task);
-                    if done_tx.send(((seq, slot, task), done)).is_err() {
-                        break;
-                    }
+                    done_tx.send(((seq, slot, task), done)).expect("the writer drains until the workers end");
                 }
             });
         }
         drop(done_tx);
-        let written = drain_in_order(done_rx, &free_tx, &mut drain);
+        let written = drain_in_order(done_rx, &free_tx, failed, &mut drain);
         drop(free_tx);
-        let (read, last, free_rx) = reader.join().expect("the reader thread panicked");
-        written?;
-        read?;
-        Ok(last.into_iter().chain(free_rx.try_iter()).collect())
+        let (read, held, free_rx) = reader.join().expect("the reader thread panicked");
+        let slots = held.into_iter().chain(free_rx.try_iter()).collect();
+        (slots, written.and(read))
     })
 }
 
-/// Drains finished segments in sequence order as they arrive, handing their slots back.
+/// Drains finished segments in sequence order as they arrive and hands their slots back; after
+/// the first failure (returned), only hands them back, with `failed` set.
 fn drain_in_order<T, D>(
     done: Receiver<(Job<T>, Result<D>)>,
     free: &Sender<Slot>,
+    failed: &AtomicBool,
     drain: &mut impl FnMut(&Slot, T, D) -> Result<()>,
 ) -> Result<()> {
     let mut pending = BTreeMap::new();
     let mut next = 0;
+    let mut outcome = Ok(());
     for ((seq, slot, task), result) in done {
+        if outcome.is_err() {
+            let _ = free.send(slot);
+            continue;
+        }
         pending.insert(seq, (slot, task, result));
         while let Some((slot, task, result)) = pending.remove(&next) {
-            drain(&slot, task, result?)?;
+            if outcome.is_ok() {
+                outcome = result.and_then(|done| drain(&slot, task, done));
+                failed.store(outcome.is_err(), Ordering::Relaxed);
+            }
             next += 1;
             // The reader may have finished; then the slot waits in the channel to be collected.
             let _ = free.send(slot);
         }
+        if outcome.is_err() {
+            pending.into_values().for_each(|(slot, ..)| {
+                let _ = free.send(slot);
+            });
+            pending = BTreeMap::new();
+        }
     }
-    Ok(())
+    outcome
 }

@@ -89,8 +89,25 @@ pub trait BatchCodec: Send + Sync {
     /// Compresses one chunk on the CPU into `out`; returns the compressed size.
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status>;
 
-    /// Decompresses one chunk on the CPU into `out`; returns the decompressed size.
-    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status>;
+    /// Decompresses one chunk on the CPU into `out`; returns the decompressed size. Decodes with
+    /// the codec's CPU library ([`BatchCodec::decompress_library`]) where it vouches for its
+    /// result, else with the scalar decoder; either way the result (status, size and bytes) is
+    /// [`BatchCodec::decompress_scalar`]'s.
+    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+        self.decompress_library(input, out).map_or_else(|| self.decompress_scalar(input, out), Ok)
+    }
+
+    /// Decompresses one chunk on the CPU with ferrocomp's own scalar decoder (the format crate's,
+    /// twin of the GPU kernels): the oracle of [`BatchCodec::decompress_cpu`].
+    fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status>;
+
+    /// Decompresses one chunk into `out` with a CPU library alone, for a codec that has one:
+    /// `Some(size)` only where [`BatchCodec::decompress_scalar`] would return that size and
+    /// write the same bytes; `None` where the library failed or cannot vouch for its result
+    /// (then `out` holds anything). By default, no library: always `None`.
+    fn decompress_library(&self, _input: &[u8], _out: &mut [u8]) -> Option<usize> {
+        None
+    }
 
     /// The size one compressed chunk decompresses to, found on the CPU.
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status>;

@@ -34,7 +34,7 @@ impl BatchCodec for Ans {
         ans::compress(input, self, out)
     }
 
-    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+    fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
         ans::decompress(input, out)
     }
 

@@ -86,7 +86,7 @@ impl BatchCodec for Blosc {
         blosc::compress(input, self.typesize as usize, self.shuffle, out, &mut table, &mut tmp)
     }
 
-    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+    fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
         let mut tmp = vec![0; blosc::Header::parse(input)?.scratch_len()];
         with_decode_tables(|tables| blosc::decompress(input, out, &mut tmp, tables))
     }

@@ -35,7 +35,7 @@ impl BatchCodec for Cascaded {
         cascaded::compress(input, self, out)
     }
 
-    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+    fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
         cascaded::decompress(input, out)
     }
 

@@ -5,14 +5,16 @@
 
 use super::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};
+use ferrocomp_format::deflate::inflate::Decoded;
 use ferrocomp_format::deflate::{
-    self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper,
+    self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, wrapper,
 };
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, COMPRESS_WARPS};
 use ferrocomp_kernels_gpu::deflate::{DECODE_SHARED_BYTES_PER_WARP, DECODE_WARPS};
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
+use zlib_rs::{Inflate, InflateFlush};
 
 /// Most warps a compress kernel runs (each with a [`CompressScratch`] slot); more chunks are
 /// taken in turns.
@@ -61,6 +63,46 @@ pub(crate) fn launch(algorithm: Algorithm, options: u64) -> Launch {
 thread_local! {
     static CPU_COMPRESS_SCRATCH: RefCell<Box<CompressScratch>> = RefCell::new(zeroed());
     static CPU_DECODE_TABLES: RefCell<Box<DecodeTables>> = RefCell::new(zeroed());
+    /// zlib-rs's inflate state (raw streams, a 32 KiB window), reset for each stream.
+    static INFLATE: RefCell<Inflate> = RefCell::new(Inflate::new(false, 15));
+}
+
+/// A caller's slice as the wrappers see it while zlib-rs fills it: the bytes written so far and
+/// their checksums (zlib-rs's vectorised Adler-32 and CRC-32: the same values as ours).
+struct Written<'a> {
+    out: &'a mut [u8],
+    len: usize,
+}
+
+impl Decoded for Written<'_> {
+    fn size(&self) -> usize {
+        self.len
+    }
+
+    fn adler32(&self, from: usize) -> Option<u32> {
+        self.out.get(from..self.len).map(|bytes| zlib_rs::adler32::adler32(1, bytes))
+    }
+
+    fn crc32(&self, from: usize) -> Option<u32> {
+        self.out.get(from..self.len).map(|bytes| zlib_rs::crc32::crc32(0, bytes))
+    }
+}
+
+/// Inflates the raw deflate stream at the start of `stream` with zlib-rs after `written`'s
+/// bytes; returns the input bytes the stream spans. Any failure, the output filling up
+/// included, is `Malformed`: the scalar decoder then decodes the chunk and gives the status.
+fn inflate_raw(stream: &[u8], written: &mut Written<'_>) -> Result<usize, Status> {
+    INFLATE.with(|inflate| {
+        let inflate = &mut *inflate.borrow_mut();
+        inflate.reset(false);
+        match inflate.decompress(stream, &mut written.out[written.len..], InflateFlush::Finish) {
+            Ok(zlib_rs::Status::StreamEnd) => {
+                written.len += inflate.total_out() as usize;
+                Ok(inflate.total_in() as usize)
+            }
+            _ => Err(Status::Malformed),
+        }
+    })
 }
 
 /// Runs `f` with this thread's CPU compression scratch.
@@ -105,8 +147,30 @@ impl BatchCodec for Deflate {
         with_compress_scratch(|scratch| deflate::compress(input, self.level, self.wrapper, scratch, out))
     }
 
-    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+    fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
         with_decode_tables(|tables| deflate::decompress(input, self.wrapper, out, tables))
+    }
+
+    /// The raw deflate streams inflated by zlib-rs, inside our own reading of the wrappers
+    /// ([`wrapper::decode_with`]: zlib's and gzip's headers, trailers and checksums, gzip's
+    /// members one after another, nothing after the stream), so that only the raw inflate is the
+    /// library's. zlib's inflate refuses what ours refuses:
+    /// - literal/length symbols 286 and 287 and distance symbols 30 and 31 used, over-subscribed
+    ///   codes, and incomplete ones but a single one-bit code or no distance codes at all;
+    /// - distances beyond the bytes written, bits past the input's end;
+    ///
+    /// and reports the bytes a stream spans as ours does, through the byte holding its last bit.
+    /// It is stricter in two places, where it fails and ours decides: code lengths given for
+    /// those four symbols (HLIT above 286, HDIST above 30; ours reads them and refuses only their
+    /// use), and a gzip member's match reaching into the member before it (ours allows it).
+    ///
+    /// libdeflate, faster, is not used: it decodes symbols 286 and 287 as length 258 and 30 and 31
+    /// as distances from 24577, where ours refuses the stream, and nothing short of decoding the
+    /// stream again tells.
+    fn decompress_library(&self, input: &[u8], out: &mut [u8]) -> Option<usize> {
+        let mut written = Written { out, len: 0 };
+        wrapper::decode_with(input, self.wrapper, &mut written, inflate_raw).ok()?;
+        Some(written.len)
     }
 
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {

@@ -46,7 +46,7 @@ impl BatchCodec for GDeflate {
         with_compress_scratch(|scratch| gdeflate::compress(input, self.level, scratch, out))
     }
 
-    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+    fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
         with_decode_tables(|tables| gdeflate::decompress(input, out, tables))
     }
 

@@ -49,8 +49,19 @@ impl BatchCodec for Lz4 {
         lz4::compress(input, self.data_type, &mut table, out)
     }
 
-    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+    fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
         lz4::decompress(input, out)
+    }
+
+    /// lz4_flex's safe decoder. It accepts exactly the blocks [`lz4::decompress`] does, with the
+    /// same size: sequences until the input ends right after a sequence's literals (a block
+    /// ending after a match, or empty, is refused), every literal run within the input and the
+    /// output, every match within the output with an offset from 1 to the bytes written, and no
+    /// end-of-block rules beyond those. liblz4 (the `lz4` crate), faster alone, accepts offset 0,
+    /// which ours refuses, so it would need a walk of the sequences first, and is then slower
+    /// than lz4_flex.
+    fn decompress_library(&self, input: &[u8], out: &mut [u8]) -> Option<usize> {
+        lz4_flex::block::decompress_into(input, out).ok()
     }
 
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {

@@ -42,8 +42,16 @@ impl BatchCodec for Snappy {
         snappy::compress(input, self.data_type, &mut table, out)
     }
 
-    fn decompress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
+    fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
         snappy::decompress(input, out)
+    }
+
+    /// `snap`'s raw decoder. It makes the checks [`snappy::decompress`] makes, no more and no
+    /// fewer: a preamble of at most five bytes saying at most `u32::MAX`, which `out` holds, every
+    /// element within the input, copies of offset 1 to the bytes written and within the
+    /// preamble's size, the elements ending at exactly that size.
+    fn decompress_library(&self, input: &[u8], out: &mut [u8]) -> Option<usize> {
+        snap::raw::Decoder::new().decompress(input, out).ok()
     }
 
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {

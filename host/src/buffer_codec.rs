@@ -17,6 +17,7 @@ use crate::gpu::{Gpu, Stream};
 use crate::pipeline::{self, DEFAULT_SEGMENT_SIZE, GPU_WORKERS, Slot, Totals};
 use ferrocomp_format::Status;
 use ferrocomp_format::crc32::crc32;
+use rayon::prelude::*;
 use std::io::{Read, Write};
 use std::sync::Mutex;
 
@@ -592,22 +593,20 @@ impl BufferCodec {
     fn compress_segment_cpu(&self, segment: &[u8], chunk_size: usize, data: &mut Vec<u8>) -> Result<Compressed> {
         let codec = self.options.codec();
         let inputs: Vec<&[u8]> = chunks_of(segment, chunk_size);
+        let (uncompressed_crcs, compressed_crcs) = (self.stores_uncompressed_checksums(), self.stores_checksums());
         let outputs = parallel_map(&inputs, |i, input| {
             let mut out = vec![0u8; codec.max_compressed_chunk_size(input.len())];
             let size = codec.compress_cpu(input, &mut out).map_err(|status| Error::Chunk { chunk: i, status })?;
             out.truncate(size);
-            Ok(out)
+            let crcs = (uncompressed_crcs.then(|| crc32(input)), compressed_crcs.then(|| crc32(&out)));
+            Ok((out, crcs))
         })?;
         let mut compressed =
             Compressed { sizes: Vec::with_capacity(inputs.len()), checksums: self.new_checksums(inputs.len()) };
-        for (input, output) in inputs.iter().zip(&outputs) {
+        for (output, (uncompressed, stored)) in &outputs {
             compressed.sizes.push(output.len());
-            if let Some(crcs) = &mut compressed.checksums.uncompressed {
-                crcs.push(crc32(input));
-            }
-            if let Some(crcs) = &mut compressed.checksums.compressed {
-                crcs.push(crc32(output));
-            }
+            compressed.checksums.uncompressed.iter_mut().zip(uncompressed).for_each(|(crcs, &crc)| crcs.push(crc));
+            compressed.checksums.compressed.iter_mut().zip(stored).for_each(|(crcs, &crc)| crcs.push(crc));
             data.extend_from_slice(output);
         }
         Ok(compressed)
@@ -624,26 +623,26 @@ impl BufferCodec {
         let codec = segment.options.codec();
         let offsets = segment.compressed_offsets();
         let (verify_uncompressed, verify_compressed) = self.checksums_to_verify(segment);
-        let outputs: Vec<&mut [u8]> = out.chunks_mut(segment.chunk_size).collect();
-        let jobs: Vec<_> = outputs.into_iter().enumerate().map(|(i, out)| Mutex::new((i, out))).collect();
-        parallel_map(&jobs, |_, job| {
-            let mut job = job.lock().unwrap();
-            let (i, ref mut out) = *job;
-            let chunk = first_chunk + i;
-            let input = &compressed[offsets[i]..offsets[i] + segment.compressed_sizes[i]];
-            if let Some(crcs) = verify_compressed {
-                check_crc(chunk, ChecksumPart::Compressed, crcs[i], crc32(input))?;
-            }
-            let size = codec.decompress_cpu(input, out).map_err(|status| Error::Chunk { chunk, status })?;
-            if size != out.len() {
-                return Err(Error::ChunkSize { chunk, expected: out.len(), actual: size });
-            }
-            if let Some(crcs) = verify_uncompressed {
-                check_crc(chunk, ChecksumPart::Uncompressed, crcs[i], crc32(out))?;
-            }
-            Ok(())
-        })?;
-        Ok(())
+        let results: Vec<Result<()>> = out
+            .par_chunks_mut(segment.chunk_size)
+            .enumerate()
+            .map(|(i, out)| {
+                let chunk = first_chunk + i;
+                let input = &compressed[offsets[i]..offsets[i] + segment.compressed_sizes[i]];
+                if let Some(crcs) = verify_compressed {
+                    check_crc(chunk, ChecksumPart::Compressed, crcs[i], crc32(input))?;
+                }
+                let size = codec.decompress_cpu(input, out).map_err(|status| Error::Chunk { chunk, status })?;
+                if size != out.len() {
+                    return Err(Error::ChunkSize { chunk, expected: out.len(), actual: size });
+                }
+                if let Some(crcs) = verify_uncompressed {
+                    check_crc(chunk, ChecksumPart::Uncompressed, crcs[i], crc32(out))?;
+                }
+                Ok(())
+            })
+            .collect();
+        results.into_iter().collect()
     }
 
     // ---- GPU ----
@@ -914,27 +913,14 @@ fn chunks_of(data: &[u8], chunk_size: usize) -> Vec<&[u8]> {
     if data.is_empty() { vec![data] } else { data.chunks(chunk_size).collect() }
 }
 
-/// `f` over `items` on all cores, results in order; the first error wins.
-pub(crate) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> Result<R> + Sync) -> Result<Vec<R>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
-    let per_thread = items.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(per_thread)
-            .enumerate()
-            .map(|(t, group)| {
-                let f = &f;
-                scope.spawn(move || {
-                    group.iter().enumerate().map(|(j, item)| f(t * per_thread + j, item)).collect::<Result<Vec<R>>>()
-                })
-            })
-            .collect();
-        let mut out = Vec::with_capacity(items.len());
-        for handle in handles {
-            out.extend(handle.join().expect("CPU worker panicked")?);
-        }
-        Ok(out)
-    })
+/// `f` over `items` on all cores (rayon's pool, so no threads start per call), results in
+/// order; of the items that fail, the first one's error.
+pub(crate) fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(usize, &T) -> Result<R> + Sync + Send,
+) -> Result<Vec<R>> {
+    let results: Vec<Result<R>> = items.par_iter().enumerate().map(|(i, item)| f(i, item)).collect();
+    results.into_iter().collect()
 }
 
 /// The address array as written for a call of `count` chunks: inputs, then outputs.

@@ -7,6 +7,14 @@ use anyhow::{Result, ensure};
 use cust::event::{Event, EventFlags};
 use ferrocomp::{Algorithm, Chunks, DeviceBuffer, Gpu, Options};
 
+/// The data sets `make_datasets.py` writes: file name, and the name the nvCOMP anchor gives it.
+pub const DATASETS: [(&str, &str); 4] = [
+    ("text.bin", "text(py-src)"),
+    ("binary.bin", "binary(libtorch)"),
+    ("float32.bin", "float32-field"),
+    ("int32.bin", "int32-offsets"),
+];
+
 /// A batched codec under test, in nvCOMP's shape.
 pub trait Codec {
     /// Its row label.

@@ -9,7 +9,7 @@ use ferrocomp::{
     Results, Shuffle, Snappy, Wrapper, Zstd,
 };
 use ferrocomp_bench::nvcomp::Nvcomp;
-use ferrocomp_bench::{BenchStream, Chunked, Codec, Timer, chunk_sizes, codec_name, title};
+use ferrocomp_bench::{BenchStream, Chunked, Codec, DATASETS, Timer, chunk_sizes, codec_name, title};
 use flate2::{Compress, Compression, FlushCompress};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -21,14 +21,6 @@ const USAGE: &str = "usage: ferrocomp-bench --data DIR [--nvcomp PATH/libnvcomp.
                      [--reps 10] [--out FILE] [--keep DIR]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
                      `algorithm` option), default 1; --zstd-levels: the Zstd levels, default all; --keep: write each codec's compressed chunks \
                      of each data set to DIR/DATASET.CODEC.bin, back to back (for Zstd, one multi-frame stream)";
-
-/// The data sets `make_datasets.py` writes: file name, and the name the nvCOMP anchor gives it.
-const DATASETS: [(&str, &str); 4] = [
-    ("text.bin", "text(py-src)"),
-    ("binary.bin", "binary(libtorch)"),
-    ("float32.bin", "float32-field"),
-    ("int32.bin", "int32-offsets"),
-];
 
 /// Every algorithm, in table order.
 const ALGORITHMS: [Algorithm; 9] = Algorithm::ALL;

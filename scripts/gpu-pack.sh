@@ -16,7 +16,7 @@ for line in sys.stdin:
 cargo test --release --no-run --message-format=json -p ferrocomp-tests -p ferrocomp-format | collect .gpu/tests
 cargo bench --no-run --message-format=json -p ferrocomp-bench | collect .gpu
 cargo build --release -p ferrocomp-cli -p ferrocomp-bench
-cp target/release/ferrocomp target/release/ferrocomp-bench .gpu/
+cp target/release/ferrocomp target/release/ferrocomp-bench target/release/cpu-path .gpu/
 cp "$(ls -t target/release/build/ferrocomp/*/out/kernels.ptx | head -1)" .gpu/kernels.ptx
 strip .gpu/* .gpu/tests/* 2>/dev/null || true
 # The Python package as an abi3 wheel (the GPU machine's CPython 3.12 installs it with pip --target).

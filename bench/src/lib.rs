@@ -55,6 +55,21 @@ pub trait Codec {
     ) -> Result<()>;
 }
 
+/// A bench binary's exit status: success when it ran and every output matched its input.
+pub fn exit_code(outcome: Result<bool>) -> std::process::ExitCode {
+    match outcome {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("verification FAILED");
+            std::process::ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// The algorithm's name in tables: "LZ4", "Snappy", "Deflate", "GDeflate", "Blosc", "Zstd", "Cascaded",
 /// "Bitcomp", "ANS".
 pub fn title(algorithm: Algorithm) -> &'static str {

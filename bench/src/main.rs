@@ -9,7 +9,7 @@ use ferrocomp::{
     Results, Shuffle, Snappy, Wrapper, Zstd,
 };
 use ferrocomp_bench::nvcomp::Nvcomp;
-use ferrocomp_bench::{BenchStream, Chunked, Codec, DATASETS, Timer, chunk_sizes, codec_name, title};
+use ferrocomp_bench::{BenchStream, Chunked, Codec, DATASETS, Timer, chunk_sizes, codec_name, exit_code, title};
 use flate2::{Compress, Compression, FlushCompress};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -35,17 +35,7 @@ const SLOT_ALIGN: usize = 16;
 const CHUNK_ALIGN: usize = 8;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("verification FAILED");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    exit_code(run())
 }
 
 /// Command-line arguments.

@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result, bail, ensure};
 use ferrocomp::{Algorithm, BufferCodec, Config, DEFAULT_CHUNK_SIZE, Deflate, Lz4, Options, Snappy, Wrapper, Zstd};
-use ferrocomp_bench::{DATASETS, codec_name};
+use ferrocomp_bench::{DATASETS, codec_name, exit_code};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,17 +24,7 @@ const ALGORITHMS: [Algorithm; 4] = [Algorithm::Lz4, Algorithm::Snappy, Algorithm
 const ZLIB_LEVELS: [i32; 6] = [1, 1, 3, 5, 6, 9];
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("verification FAILED");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    exit_code(run())
 }
 
 /// Command-line arguments.

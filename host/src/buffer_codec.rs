@@ -623,8 +623,16 @@ impl BufferCodec {
         let codec = segment.options.codec();
         let offsets = segment.compressed_offsets();
         let (verify_uncompressed, verify_compressed) = self.checksums_to_verify(segment);
-        let results: Vec<Result<()>> = out
-            .par_chunks_mut(segment.chunk_size)
+        // One output per chunk, an empty chunk's too: its bytes must still decode to nothing.
+        let mut outputs = Vec::with_capacity(segment.count());
+        let mut rest = out;
+        for i in 0..segment.count() {
+            let (output, after) = rest.split_at_mut(segment.uncompressed_size(i));
+            outputs.push(output);
+            rest = after;
+        }
+        let results: Vec<Result<()>> = outputs
+            .into_par_iter()
             .enumerate()
             .map(|(i, out)| {
                 let chunk = first_chunk + i;

@@ -224,9 +224,9 @@ pub fn read_header(input: &[u8]) -> Result<(DataType, bool, usize), Status> {
     Ok((data_type, header[2] == STORED, n))
 }
 
-/// The uncompressed size of the chunk `input`, from its header.
+/// The uncompressed size of the chunk `input`, from its header, if its bytes can hold it.
 pub fn decompressed_size(input: &[u8]) -> Result<usize, Status> {
-    read_header(input).map(|(_, _, n)| n)
+    crate::declared_size(read_header(input)?.2, max_decompressed_size(input.len()))
 }
 
 /// Symbols of an `n`-byte chunk of `data_type`.

@@ -317,9 +317,9 @@ pub fn read_header(input: &[u8]) -> Result<(Options, usize), Status> {
     Ok((options, n))
 }
 
-/// The uncompressed size of the chunk `input`, from its header.
+/// The uncompressed size of the chunk `input`, from its header, if its bytes can hold it.
 pub fn decompressed_size(input: &[u8]) -> Result<usize, Status> {
-    read_header(input).map(|(_, n)| n)
+    crate::declared_size(read_header(input)?.1, max_decompressed_size(input.len()))
 }
 
 /// The `width`-byte element `i` of `bytes`, little-endian; past the end, zeros.

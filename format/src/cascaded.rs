@@ -226,9 +226,9 @@ pub fn sub_block_size(input: &[u8], i: usize) -> usize {
     u16::from_le_bytes([input[HEADER_LEN + 2 * i], input[HEADER_LEN + 2 * i + 1]]) as usize
 }
 
-/// The size `input` decompresses to, from its header.
+/// The size `input` decompresses to, from its header, if its bytes can hold it.
 pub fn decompressed_size(input: &[u8]) -> Result<usize, Status> {
-    read_header(input).map(|(_, n)| n)
+    crate::declared_size(read_header(input)?.1, max_decompressed_size(input.len()))
 }
 
 /// Decompresses the chunk `input` into `out`; returns its size.

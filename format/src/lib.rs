@@ -92,6 +92,12 @@ impl Algorithm {
     }
 }
 
+/// The size a chunk's header declares, `declared`, if its bytes can decode to that much (at most
+/// `bound`, the codec's `max_decompressed_size`); beyond it the header lies (`Malformed`).
+pub fn declared_size(declared: usize, bound: usize) -> Result<usize, Status> {
+    if declared <= bound { Ok(declared) } else { Err(Status::Malformed) }
+}
+
 /// The outcome of one chunk of a batched GPU call, written by the kernels into a device array.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

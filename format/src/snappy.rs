@@ -351,7 +351,7 @@ fn copy_match(out: &mut [u8], at: usize, offset: usize, len: usize) {
     }
 }
 
-/// The size `input` decompresses to, from its preamble alone.
+/// The size `input` decompresses to, from its preamble alone, if its bytes can hold it.
 pub fn decompressed_size(input: &[u8]) -> Result<usize, Status> {
-    read_preamble(input).map(|(n, _)| n)
+    crate::declared_size(read_preamble(input)?.0, max_decompressed_size(input.len()))
 }

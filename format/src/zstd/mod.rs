@@ -43,12 +43,22 @@ pub fn decompress(input: &[u8], out: &mut [u8], tables: &mut DecodeTables) -> Re
     decode::decode_frames::<true>(input, out, tables)
 }
 
+/// Largest size `compressed_len` bytes of frames can decode to (a guard against lying headers):
+/// no block regenerates more than a 4-byte RLE block's 128 KiB, capped at
+/// [`MAX_DECOMPRESSED_CHUNK_SIZE`].
+pub const fn max_decompressed_size(compressed_len: usize) -> usize {
+    let bound = compressed_len.saturating_mul((128 << 10) / 4);
+    if bound < MAX_DECOMPRESSED_CHUNK_SIZE { bound } else { MAX_DECOMPRESSED_CHUNK_SIZE }
+}
+
 /// The size `input`'s frames decode to: their content sizes where the headers state them (the
 /// blocks only walked), else found by decoding the sequences without writing, with every check
 /// of [`decompress`] but the checksum and the Huffman streams. Above
-/// [`MAX_DECOMPRESSED_CHUNK_SIZE`]: `ChunkTooLarge`.
+/// [`MAX_DECOMPRESSED_CHUNK_SIZE`]: `ChunkTooLarge`; above what the bytes can hold
+/// ([`max_decompressed_size`]): `Malformed`.
 pub fn decompressed_size(input: &[u8], tables: &mut DecodeTables) -> Result<usize, Status> {
-    decode::decode_frames::<false>(input, &mut [], tables)
+    let size = decode::decode_frames::<false>(input, &mut [], tables)?;
+    crate::declared_size(size, max_decompressed_size(input.len()))
 }
 
 /// The tables a frame's decoding builds and keeps between blocks (for the treeless and repeat

@@ -29,8 +29,6 @@ use std::ops::RangeInclusive;
 /// serial (the FSE coding, each parse step's chain walk), so throughput comes from chunks in flight: 4096 is
 /// more than an H100 holds at once.
 const SLOTS: usize = DECODE_SLOTS;
-/// Most bytes one byte of a frame decodes to: a 4-byte RLE block regenerates 128 KiB.
-const MAX_EXPANSION: usize = (128 << 10) / 4;
 
 /// Zstandard with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,7 +223,7 @@ impl BatchCodec for Zstd {
     }
 
     fn max_decompressed_size(&self, compressed_bytes: usize) -> usize {
-        compressed_bytes.saturating_mul(MAX_EXPANSION).min(MAX_DECOMPRESSED_CHUNK_SIZE)
+        format::max_decompressed_size(compressed_bytes)
     }
 
     fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize {

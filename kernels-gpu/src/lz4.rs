@@ -322,21 +322,28 @@ impl Syntax for Lz4Syntax {
         if literals > end - *ip {
             return Err(Status::Truncated);
         }
+        let literals_at = *ip;
+        *ip += literals;
+        // The whole sequence is read before its output is checked, as the scalar decoder does,
+        // so a sequence both truncated and too long for the output is `Truncated` on both.
+        let matched = *ip != end;
+        let (mut offset, mut len) = (0, 0);
+        if matched {
+            if end - *ip < 2 {
+                return Err(Status::Truncated);
+            }
+            offset = byte(*ip) | byte(*ip + 1) << 8;
+            *ip += 2;
+            len = extend_length(token & 15, ip, end, byte)?.saturating_add(lz4::MIN_MATCH as u32);
+        }
         if literals > capacity - *op {
             return Err(Status::OutputTooSmall);
         }
-        unsafe { lz77::copy(warp, stream.block.add(*ip as usize), stream.out.add(*op as usize), literals) };
-        *ip += literals;
+        unsafe { lz77::copy(warp, stream.block.add(literals_at as usize), stream.out.add(*op as usize), literals) };
         *op += literals;
-        if *ip == end {
+        if !matched {
             return Ok(true);
         }
-        if end - *ip < 2 {
-            return Err(Status::Truncated);
-        }
-        let offset = byte(*ip) | byte(*ip + 1) << 8;
-        *ip += 2;
-        let len = extend_length(token & 15, ip, end, byte)?.saturating_add(lz4::MIN_MATCH as u32);
         if offset == 0 || offset > *op {
             return Err(Status::BadOffset);
         }

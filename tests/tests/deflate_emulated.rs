@@ -255,3 +255,31 @@ fn warp_decoder_reports_what_the_scalar_decoder_reports() {
         }
     }
 }
+
+/// The differential fuzzer's finding: two literal codes the warp reads as one (a pair entry)
+/// cut after the first, with no room for the first literal, are `OutputTooSmall`, as the scalar
+/// decoder says having read the first code alone; the warp said `Truncated`. Every cut of a
+/// stream of short literal codes, at small rooms.
+#[test]
+fn cut_streams_fail_as_the_scalar_decoder_does_at_every_small_room() {
+    let letters: Vec<u8> = random_bytes(300, 17).iter().map(|b| b'a' + b % 4).collect();
+    for wrapper in WRAPPERS {
+        let stream = scalar_compress(&letters, 4, wrapper, max_compressed_size(letters.len(), wrapper)).unwrap();
+        // The cuts around the first literal's code: the first that leaves it whole.
+        let first_literal = (1..stream.len())
+            .find(|&cut| {
+                deflate::decompress(&stream[..cut], wrapper, &mut [], &mut boxed_tables()) != Err(Status::Truncated)
+            })
+            .unwrap();
+        for cut in first_literal - 1..first_literal + 4 {
+            for room in 0..6 {
+                assert_decodes_as_scalar(
+                    &stream[..cut],
+                    wrapper,
+                    room,
+                    &format!("{wrapper:?}, cut {cut}, room {room}"),
+                );
+            }
+        }
+    }
+}

@@ -153,3 +153,21 @@ fn warp_decoder_agrees_with_scalar_on_foreign_and_damaged_blocks() {
         }
     }
 }
+
+/// The differential fuzzer's finding: a sequence cut short in its match, with no room for its
+/// literals, is `Truncated` (the scalar decoder reads the whole sequence before writing), where
+/// the warp decoder said `OutputTooSmall`. The cuts of a block's first sequences, at small rooms.
+#[test]
+fn cut_blocks_fail_as_the_scalar_decoder_does_at_every_small_room() {
+    let scalar = |block: &[u8], capacity: usize| {
+        let mut out = vec![0u8; capacity];
+        lz4::decompress(block, &mut out).map(|n| out[..n].to_vec())
+    };
+    assert_eq!(warp_decompress(&[0x11, b'a', 0x01], 0), Err(Status::Truncated));
+    let block = scalar_compress(&text_bytes(300, 5), DataType::Char);
+    for cut in 0..block.len().min(48) {
+        for room in [0, 2, 17] {
+            assert_eq!(warp_decompress(&block[..cut], room), scalar(&block[..cut], room), "cut {cut}, room {room}");
+        }
+    }
+}

@@ -220,8 +220,12 @@ impl<W: Warp> Sink<'_, W> {
             let token = match kind {
                 KIND_LITERAL | KIND_PAIR => {
                     let size = 1 + (kind == KIND_PAIR) as u32;
-                    src.skip(entry_len(entry));
-                    if capacity - op(round) < size {
+                    let room = capacity - op(round);
+                    // Where not even a pair's first literal fits, the scalar decoder fails
+                    // having read its code alone: the second may run past the input's end.
+                    let pair_without_room = kind == KIND_PAIR && room == 0;
+                    src.skip(if pair_without_room { entry_extra(entry) } else { entry_len(entry) });
+                    if room < size {
                         return Err(failed(src, full));
                     }
                     Token { at: op(round), size, len: 0, value: entry_value(entry) }

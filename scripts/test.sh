@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test suite: format, lints, every Rust test, then the Python package built into .venv and its
-# tests (GPU tests skip, saying so, without a device; FERROCOMP_REQUIRE_GPU=1 makes them fail).
+# The test suite: format, lints, every Rust test, each fuzz target briefly, then the Python package
+# built into .venv and its tests (GPU tests skip, saying so, without a device; FERROCOMP_REQUIRE_GPU=1 makes them fail).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/setup.sh)"
@@ -10,6 +10,8 @@ cargo clippy --quiet --workspace --all-targets -- -D warnings
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
+# Every fuzz target for a few seconds over its seeds, so that a regression surfaces here.
+scripts/fuzz.sh --time 5
 
 # Python: a virtual environment with the pinned tools, the extension built into it, lint, pytest.
 [ -x .venv/bin/python ] || python3 -m venv .venv

@@ -5,18 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/setup.sh)"
 rm -rf .gpu && mkdir -p .gpu/tests
-collect() { # copies the executables cargo reports into $1
+collect() { # copies the executables cargo reports into $1, but binaries (copied by name below)
     python3 -c '
 import json, shutil, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and "bin" not in m["target"]["kind"]:
         shutil.copy(m["executable"], sys.argv[1] + "/" + m["target"]["name"])' "$1"
 }
 cargo test --release --no-run --message-format=json -p ferrocomp-tests -p ferrocomp-format | collect .gpu/tests
 cargo bench --no-run --message-format=json -p ferrocomp-bench | collect .gpu
 cargo build --release -p ferrocomp-cli -p ferrocomp-bench
-cp target/release/ferrocomp target/release/ferrocomp-bench target/release/cpu-path .gpu/
+cargo build --release -p ferrocomp-tests --bin differential
+cp target/release/ferrocomp target/release/ferrocomp-bench target/release/cpu-path target/release/differential .gpu/
 cp "$(ls -t target/release/build/ferrocomp/*/out/kernels.ptx | head -1)" .gpu/kernels.ptx
 strip .gpu/* .gpu/tests/* 2>/dev/null || true
 # The Python package as an abi3 wheel (the GPU machine's CPython 3.12 installs it with pip --target).

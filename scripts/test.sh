@@ -17,8 +17,8 @@ scripts/fuzz.sh --time 5
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install --quiet -r python/requirements-test.txt
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --quiet --manifest-path python/Cargo.toml
-.venv/bin/ruff format --check --config python/pyproject.toml python bench
-.venv/bin/ruff check --config python/pyproject.toml python bench
+.venv/bin/ruff format --check --config python/pyproject.toml python bench fuzz
+.venv/bin/ruff check --config python/pyproject.toml python bench fuzz
 .venv/bin/python -m pytest -p no:cacheprovider python/tests 2>&1 | tee -a "$log"
 
 # One line for the whole run, summed over every Rust test binary and pytest.

@@ -11,12 +11,10 @@ use cust::device::Device;
 use cust::module::Module;
 use cust::sys as cu;
 use ferrocomp_format::Algorithm;
+use ferrocomp_kernels_gpu as kernels;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
-
-/// The kernels' PTX, built from `kernels-gpu` by `build.rs`.
-pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
 /// A CUDA device with ferrocomp's kernels loaded. Cheap to clone; one per device is shared.
 #[derive(Clone)]
@@ -82,13 +80,14 @@ impl Gpu {
             .map(cust::module::ModuleJitOption::MaxRegisters)
             .into_iter()
             .collect();
-        // FERROCOMP_PTX loads the kernels from that PTX file instead, to try a kernel variant
-        // without rebuilding the host.
+        // FERROCOMP_PTX loads the kernels from that PTX file (rustc's output, as the shipped
+        // one) instead, to try a kernel variant without rebuilding the host.
         let ptx = match std::env::var_os("FERROCOMP_PTX") {
             Some(path) => std::fs::read_to_string(&path)
                 .map_err(|e| Error::InvalidArgument(format!("FERROCOMP_PTX {}: {e}", path.to_string_lossy())))?,
-            None => PTX.to_owned(),
+            None => kernels::PTX.to_owned(),
         };
+        let ptx = kernels::with_launch_bounds(&ptx);
         let module = Module::from_ptx(&ptx, &jit)?;
         // Compiling the PTX (when the driver's cache lacks it) leaves a few hundred MB the C heap
         // keeps though they are free; hand them back so a process's footprint is its own.
@@ -123,6 +122,15 @@ impl Gpu {
         });
         loaded.insert(ordinal, Arc::downgrade(&inner));
         Ok(Self { inner })
+    }
+
+    /// The device with index `ordinal`, or `None` on a machine without a CUDA device, where
+    /// codecs given `None` run on the CPU; any other failure (a broken driver, say) is an error.
+    pub fn optional(ordinal: u32) -> Result<Option<Self>> {
+        match Self::new(ordinal) {
+            Err(Error::NoDevice) => Ok(None),
+            gpu => gpu.map(Some),
+        }
     }
 
     /// The device's name, e.g. "NVIDIA H200".

@@ -1,10 +1,14 @@
-//! ferrocomp's GPU kernels. Built for `nvptx64-nvidia-cuda` by the host crate's build script,
-//! which embeds the PTX.
+//! ferrocomp's GPU kernels, and their PTX for the host crate to load.
+//!
+//! Built for `nvptx64-nvidia-cuda`, the crate is the kernels; built for the host, it is their
+//! [`PTX`] (shipped with the crate, or rebuilt from this source: see `build.rs`) and the
+//! constants the host launches them with.
 //!
 //! Each kernel body is a function generic over [`Warp`]: on the GPU that is the hardware warp
 //! (`gpu::HardwareWarp`); on the host it is `emulated::EmulatedWarp`, 32 threads in lockstep,
 //! so the very code that runs on the GPU is tested on machines without one.
 #![no_std]
+#![warn(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -36,9 +40,31 @@ pub mod zstd;
 
 pub use warp::Warp;
 
+/// The kernels' PTX for sm_75 and later, as rustc's NVPTX backend writes it; load it through
+/// [`with_launch_bounds`].
+#[cfg(not(target_arch = "nvptx64"))]
+pub const PTX: &str = include_str!(env!("FERROCOMP_KERNELS_PTX"));
+
+/// `ptx` with `.maxntid` and `.minnctapersm` after the parameters of each kernel in
+/// [`LAUNCH_BOUNDS`], which rustc's NVPTX target has no attribute for. A variant under trial keeps
+/// what it states: kernels missing from `ptx`, or already carrying a `.maxntid`, are left as they are.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn with_launch_bounds(ptx: &str) -> std::string::String {
+    let mut ptx = std::string::String::from(ptx);
+    for &(kernel, threads, blocks) in LAUNCH_BOUNDS {
+        let entry = std::format!(".entry {kernel}(");
+        let Some(start) = ptx.find(&entry) else { continue };
+        let Some(body) = ptx[start..].find("\n{").map(|at| start + at) else { continue };
+        if !ptx[start..body].contains(".maxntid") {
+            ptx.insert_str(body, &std::format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}"));
+        }
+    }
+    ptx
+}
+
 /// Kernels whose occupancy the PTX states, as CUDA's `__launch_bounds__` would: (entry, threads
 /// per block, blocks that must fit on one SM at once). ptxas then keeps each thread's registers
-/// within the SM's share; the host's build script writes them into the PTX.
+/// within the SM's share; [`with_launch_bounds`] writes them into the PTX.
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("ans_compress", ans::WARPS * 32, ans::BLOCKS_PER_SM),
     ("ans_decompress", ans::WARPS * 32, ans::BLOCKS_PER_SM),

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# What a user of the crates gets, checked as CI does: the packages build from their tarballs alone,
+# the stated MSRV builds them, and a project on current stable Rust that depends on ferrocomp by
+# path builds and runs the README's example (the CPU path, without a GPU), as does the CLI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+eval "$(scripts/setup.sh)"
+# The shipped PTX, never a rebuild: that is what a dependent gets.
+unset FERROCOMP_REBUILD_PTX FERROCOMP_PTX_ARCH
+crates=(-p ferrocomp-format -p ferrocomp-kernels-gpu -p ferrocomp -p ferrocomp-cli)
+
+echo "== cargo package (each crate verified by building its .crate file)"
+cargo package --quiet --allow-dirty "${crates[@]}" # dirty: a local run checks the working tree
+
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+echo "== MSRV $msrv"
+rustup toolchain install "$msrv" --profile minimal >&2
+cargo "+$msrv" check --quiet "${crates[@]}" --lib --bins --examples --target-dir target/msrv
+
+echo "== a dependent crate on stable Rust"
+rustup toolchain install stable --profile minimal >&2
+rustc +stable --version
+dependent=$(mktemp -d)
+trap 'rm -rf "$dependent"' EXIT
+mkdir "$dependent/src"
+cat >"$dependent/Cargo.toml" <<TOML
+[package]
+name = "uses-ferrocomp"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[dependencies]
+ferrocomp = { path = "$root/host" }
+TOML
+# The README's first Rust block is the program.
+awk '/^```rust$/ { inside = 1; next } inside && /^```$/ { exit } inside' README.md >"$dependent/src/main.rs"
+export CARGO_TARGET_DIR=$root/target/dependent
+(cd "$dependent" && cargo +stable run --quiet)
+
+echo "== the CLI installed with stable Rust"
+cargo +stable install --quiet --locked --path cli --root "$dependent/cli"
+"$dependent/cli/bin/ferrocomp" --cpu -q -c README.md | "$dependent/cli/bin/ferrocomp" -d -q -c - | cmp - README.md
+echo "ferrocomp CLI: README.md round-trips on the CPU"

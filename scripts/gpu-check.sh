@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, after scripts/gpu-pack.sh: every test with a GPU
-# required, the GPU tests under compute-sanitizer memcheck, the Python tests with CuPy, and the CLI on
-# the GPU. Logs go to $OUT. TESTS picks the test executables (default all of .gpu/tests but the emulated
+# required, the GPU tests under compute-sanitizer memcheck, the examples, the Python tests with CuPy, and
+# the CLI on the GPU. Logs go to $OUT. TESTS picks the test executables (default all of .gpu/tests but the emulated
 # warp's, which need no GPU, run in CI, and would take the run past the device's 10 minutes a call).
 set -uo pipefail
 out=${OUT:-/tmp/ferrocomp-out}
@@ -22,6 +22,15 @@ for test in "gpu" "codecs corrupt cpu_libraries c_blosc libzstd zstd_chunks_endi
     timeout -s KILL 200 compute-sanitizer --tool memcheck --error-exitcode 9 ".gpu/tests/$1" "${@:2}" \
         >"$out/memcheck-$1.log" 2>&1 || failed=1
     grep -E "ERROR SUMMARY|^test result|panicked" "$out/memcheck-$1.log"
+done
+echo "== the examples (host/examples), on the GPU"
+for example in .gpu/examples/*; do
+    if said=$("$example" 2>&1); then
+        echo "$(basename "$example"): ${said##*$'\n'}"
+    else
+        echo "$(basename "$example") FAILED: $said"
+        failed=1
+    fi
 done
 echo "== Python tests with CuPy (the wheel from .gpu/, zarr, numcodecs and uproot wheels from .whl/)"
 python3 -m pip install --quiet --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .gpu/ferrocomp-*.whl

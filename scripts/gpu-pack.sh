@@ -18,8 +18,10 @@ cargo bench --no-run --message-format=json -p ferrocomp-bench | collect .gpu
 cargo build --release -p ferrocomp-cli -p ferrocomp-bench
 cargo build --release -p ferrocomp-tests --bin differential
 cp target/release/ferrocomp target/release/ferrocomp-bench target/release/cpu-path target/release/differential .gpu/
-cp "$(ls -t target/release/build/ferrocomp/*/out/kernels.ptx | head -1)" .gpu/kernels.ptx
-strip .gpu/* .gpu/tests/* 2>/dev/null || true
+cargo build --release -p ferrocomp --examples
+mkdir -p .gpu/examples
+for example in host/examples/*.rs; do cp "target/release/examples/$(basename "$example" .rs)" .gpu/examples/; done
+strip .gpu/* .gpu/tests/* .gpu/examples/* 2>/dev/null || true
 # The Python package as an abi3 wheel (the GPU machine's CPython 3.12 installs it with pip --target).
 [ -x .venv/bin/maturin ] || { python3 -m venv .venv && .venv/bin/python -m pip install --quiet -r python/requirements-test.txt; }
 VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin build --quiet --release --compatibility linux \

@@ -208,7 +208,7 @@ pub struct DeviceViewMut<'a, T = u8> {
     _borrow: PhantomData<&'a mut [T]>,
 }
 
-impl<T> DeviceViewMut<'_, T> {
+impl<'a, T> DeviceViewMut<'a, T> {
     /// A mutable view of `len` values at device `address`.
     ///
     /// # Safety
@@ -230,6 +230,14 @@ impl<T> DeviceViewMut<'_, T> {
     /// Whether it holds no values.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The values `..mid` and `mid..`, as two views that can be written at once (the outputs
+    /// of a batch as slices of one buffer, say). Panics when `mid` is past the end.
+    pub fn split_at(self, mid: usize) -> (DeviceViewMut<'a, T>, DeviceViewMut<'a, T>) {
+        assert!(mid <= self.len, "device split past the end");
+        let tail = self.address + (mid * size_of::<T>()) as u64;
+        unsafe { (DeviceViewMut::from_raw(self.address, mid), DeviceViewMut::from_raw(tail, self.len - mid)) }
     }
 
     /// A shorter reborrow.

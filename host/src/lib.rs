@@ -16,17 +16,22 @@
 //! (interleaved rANS over bytes or 16-bit floats), with nvCOMP's options, have ferrocomp's own
 //! layouts, given in docs/FORMAT.md.
 //!
-//! ```no_run
-//! use ferrocomp::{BufferCodec, Config, Gpu, Options};
-//! let gpu = Gpu::new(0)?;
-//! let stream = gpu.stream()?;
-//! let codec = BufferCodec::new(Options::default(), Config::default(), Some(gpu.clone()))?;
-//! let input = gpu.upload(&vec![7u8; 1 << 20])?;
-//! let compressed = codec.compress_device(input.view(), &stream)?;
-//! let restored = codec.decompress_device(compressed.view(), &stream)?;
-//! assert_eq!(gpu.download(restored.view())?, vec![7u8; 1 << 20]);
-//! # Ok::<(), ferrocomp::Error>(())
+//! Host bytes through the first GPU, or the CPU where there is none (`examples/quickstart.rs`):
+//!
 //! ```
+#![doc = include_str!("../examples/quickstart.rs")]
+//! ```
+//!
+//! More in `examples/`, each runnable with `cargo run --example NAME`: `device_buffer`
+//! (device memory in and out), `batch_slices` (a batch decompressed into slices of one buffer),
+//! `stream_allocator` (the caller's CUDA stream and allocator) and `cpu` (the CPU path, streams
+//! and a standard .zst frame).
+//!
+//! The crate builds with stable Rust (see `rust-version`) and needs no CUDA toolkit: the kernels'
+//! PTX comes compiled with the `ferrocomp-kernels-gpu` crate, and linking needs only the driver's
+//! `libcuda`.
+
+#![warn(missing_docs)]
 
 pub mod alloc;
 pub mod batch;

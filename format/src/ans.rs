@@ -66,6 +66,7 @@ impl DataType {
 /// ANS's options: the data type.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Options {
+    /// What the symbols are.
     pub data_type: DataType,
 }
 
@@ -84,7 +85,9 @@ pub const fn max_decompressed_size(compressed_len: usize) -> usize {
 /// A symbol's frequency and the sum of those before it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Symbol {
+    /// The frequency, out of [`TOTAL`]; 0 for a symbol not used.
     pub freq: u32,
+    /// The sum of the frequencies of the symbols below it: the first of its slots.
     pub cum: u32,
 }
 
@@ -92,7 +95,9 @@ pub struct Symbol {
 /// and the symbol of each of the [`TOTAL`] slots.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Table {
+    /// Each byte value's frequency and cumulative frequency.
     pub symbols: [Symbol; 256],
+    /// The symbol of each slot (a state's low [`PROB_BITS`] bits), for decoding.
     pub slots: [u8; TOTAL as usize],
 }
 

@@ -137,6 +137,7 @@ pub struct Geometry {
 }
 
 impl Geometry {
+    /// The tiles of `width`-byte elements, their headers with a count byte where `sparse`.
     pub const fn new(width: usize, sparse: bool) -> Self {
         Self { width, elements: LANES * per_lane(width), header: 1 + sparse as usize + width, sparse }
     }
@@ -172,7 +173,10 @@ pub enum Kind {
     /// tile) plus `base + packed[i]`.
     Delta,
     /// A bitmap of the non-zero elements, then those as a frame of reference; `count` of them.
-    Sparse { count: usize },
+    Sparse {
+        /// Non-zero elements: the bitmap's set bits, at most the tile's elements.
+        count: usize,
+    },
     /// The tile's bytes as they are.
     Verbatim,
 }
@@ -180,9 +184,11 @@ pub enum Kind {
 /// A tile's header, parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tile {
+    /// How the tile is stored.
     pub kind: Kind,
     /// Bits per packed entry.
     pub bits: u32,
+    /// The frame of reference's base, added to each packed entry; 0 for a verbatim tile.
     pub base: u64,
 }
 

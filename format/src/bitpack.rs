@@ -24,9 +24,13 @@ pub const fn packed_len(count: usize, bits: u32) -> usize {
 /// reference is chosen; merged a part at a time (the GPU's lanes reduce them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Extremes {
+    /// The least entry, read unsigned.
     pub min: u64,
+    /// The greatest entry, read unsigned.
     pub max: u64,
+    /// The least entry, read signed.
     pub min_signed: i64,
+    /// The greatest entry, read signed.
     pub max_signed: i64,
 }
 
@@ -81,7 +85,9 @@ pub const fn sign_extend(value: u64, width: usize) -> i64 {
 /// A stream's frame of reference: entry `i` is `base + packed[i]`, `packed[i]` of `bits` bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame {
+    /// The reference each packed entry is added to, in the entries' width.
     pub base: u64,
+    /// Bits per packed entry, at most the entries' width in bits.
     pub bits: u32,
 }
 

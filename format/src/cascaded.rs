@@ -114,7 +114,9 @@ pub struct Stream {
     pub count: usize,
     /// Offset of the packed entries in the sub-block.
     pub at: usize,
+    /// The frame of reference's base, added to each packed entry.
     pub base: u64,
+    /// Bits per packed entry.
     pub bits: u32,
 }
 
@@ -129,8 +131,9 @@ impl Stream {
 /// A coded sub-block's layers and streams.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Layout {
-    /// Run-length layers, then delta layers.
+    /// Run-length layers, applied first.
     pub rles: usize,
+    /// Delta layers, applied after the run-length layers, to the last layer's values.
     pub deltas: usize,
     /// The run lengths of layer `r + 1` (applied `r`-th to the input): `runs[r].count` runs,
     /// which add up to the previous layer's entries (the elements for `r = 0`).

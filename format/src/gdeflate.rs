@@ -35,7 +35,7 @@ pub const fn max_decompressed_size(compressed_len: usize) -> usize {
     if bound < MAX_DECOMPRESSED_CHUNK_SIZE { bound } else { MAX_DECOMPRESSED_CHUNK_SIZE }
 }
 
-/// Compresses `input` (at most [`MAX_CHUNK_SIZE`] bytes) at `level` (as [`deflate::compress`])
+/// Compresses `input` (at most [`MAX_CHUNK_SIZE`] bytes) at `level` (as [`deflate::compress`](fn@deflate::compress))
 /// into one page in `out`; returns its size.
 pub fn compress(input: &[u8], level: u8, scratch: &mut CompressScratch, out: &mut [u8]) -> Result<usize, Status> {
     if input.len() > MAX_CHUNK_SIZE {

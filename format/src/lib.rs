@@ -3,6 +3,7 @@
 //! themselves as plain functions over byte slices (the CPU path, the test oracle, and the
 //! reference the warp-cooperative GPU kernels are checked against).
 #![no_std]
+#![deny(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
 pub use batch::BatchArgs;
@@ -196,15 +197,22 @@ impl DataType {
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum ElementType {
+    /// Signed bytes (`NVCOMP_TYPE_CHAR`).
     I8 = 0,
+    /// Unsigned bytes (`NVCOMP_TYPE_UCHAR`).
     U8 = 1,
+    /// Signed 16-bit integers (`NVCOMP_TYPE_SHORT`).
     I16 = 2,
+    /// Unsigned 16-bit integers (`NVCOMP_TYPE_USHORT`).
     U16 = 3,
+    /// Signed 32-bit integers (`NVCOMP_TYPE_INT`).
     I32 = 4,
     /// nvCOMP's default (`NVCOMP_TYPE_UINT`).
     #[default]
     U32 = 5,
+    /// Signed 64-bit integers (`NVCOMP_TYPE_LONGLONG`).
     I64 = 6,
+    /// Unsigned 64-bit integers (`NVCOMP_TYPE_ULONGLONG`).
     U64 = 7,
 }
 

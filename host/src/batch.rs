@@ -243,13 +243,32 @@ pub struct Launch {
 pub enum Shape {
     /// A warp per chunk, `per_block` warps to a block, each with `shared_bytes` of shared
     /// memory; at most `max_warps` warps (the rest of the chunks are taken in turns).
-    Warps { per_block: u32, shared_bytes: usize, max_warps: usize },
+    Warps {
+        /// Warps to a block.
+        per_block: u32,
+        /// Bytes of shared memory for each warp.
+        shared_bytes: usize,
+        /// Most warps launched; more chunks are taken in turns.
+        max_warps: usize,
+    },
     /// A thread per chunk, `per_block` threads to a block, each with `shared_bytes` of shared
     /// memory.
-    Threads { per_block: u32, shared_bytes: usize },
+    Threads {
+        /// Threads to a block.
+        per_block: u32,
+        /// Bytes of shared memory for each thread.
+        shared_bytes: usize,
+    },
     /// A block of `warps` warps per chunk, with `shared_bytes` of shared memory; at most
     /// `max_blocks` blocks (each owns a scratch slot; the rest of the chunks are taken in turns).
-    Blocks { warps: u32, shared_bytes: usize, max_blocks: usize },
+    Blocks {
+        /// Warps to a block, all on one chunk.
+        warps: u32,
+        /// Bytes of shared memory for the block.
+        shared_bytes: usize,
+        /// Most blocks launched (one scratch slot each); more chunks are taken in turns.
+        max_blocks: usize,
+    },
 }
 
 impl Shape {

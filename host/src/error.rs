@@ -13,19 +13,45 @@ pub enum Error {
     Cuda(#[from] cust::error::CudaError),
     /// A raw CUDA driver call failed.
     #[error("CUDA driver call {call} failed with error {code}")]
-    Driver { call: &'static str, code: u32 },
+    Driver {
+        /// The driver function, e.g. `cuMemAlloc`.
+        call: &'static str,
+        /// Its `CUresult` code.
+        code: u32,
+    },
     /// No CUDA device (or no driver) is present.
     #[error("no CUDA device is available")]
     NoDevice,
     /// One chunk could not be processed.
     #[error("chunk {chunk}: {}", status.describe())]
-    Chunk { chunk: usize, status: Status },
+    Chunk {
+        /// Index of the chunk in its stream or batch.
+        chunk: usize,
+        /// Why it failed.
+        status: Status,
+    },
     /// A chunk decoded to a size other than the one the container declares.
     #[error("chunk {chunk}: decoded to {actual} bytes, the container declares {expected}")]
-    ChunkSize { chunk: usize, expected: usize, actual: usize },
+    ChunkSize {
+        /// Index of the chunk in its stream.
+        chunk: usize,
+        /// Bytes the container declares.
+        expected: usize,
+        /// Bytes it decoded to.
+        actual: usize,
+    },
     /// A chunk's CRC-32 does not match the one stored in the container.
     #[error("chunk {chunk}: CRC-32 of its {part} bytes is {actual:#010x}, the container stores {expected:#010x}")]
-    ChecksumMismatch { chunk: usize, part: ChecksumPart, expected: u32, actual: u32 },
+    ChecksumMismatch {
+        /// Index of the chunk in its stream.
+        chunk: usize,
+        /// Whether the compressed or the decompressed bytes were checked.
+        part: ChecksumPart,
+        /// The CRC-32 the container stores.
+        expected: u32,
+        /// The CRC-32 of the bytes.
+        actual: u32,
+    },
     /// The checksum policy requires checksums the container does not have.
     #[error("checksum policy requires checksums, but the container has none for {0} bytes")]
     ChecksumMissing(ChecksumPart),

@@ -31,7 +31,7 @@
 //! PTX comes compiled with the `ferrocomp-kernels-gpu` crate, and linking needs only the driver's
 //! `libcuda`.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod alloc;
 pub mod batch;

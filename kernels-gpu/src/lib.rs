@@ -8,7 +8,7 @@
 //! (`gpu::HardwareWarp`); on the host it is `emulated::EmulatedWarp`, 32 threads in lockstep,
 //! so the very code that runs on the GPU is tested on machines without one.
 #![no_std]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
 
 #[cfg(not(target_arch = "nvptx64"))]

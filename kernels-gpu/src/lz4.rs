@@ -255,7 +255,7 @@ impl<W: Warp> WarpWriter<'_, W> {
 /// Decompresses the LZ4 block of `in_len` bytes at `block` into `out` (room for `capacity`
 /// bytes); returns the decompressed size, or the status `ferrocomp_format::lz4::decompress`
 /// gives for the same block. Runs of short sequences are decoded together
-/// ([`crate::lz77::decode`]); any other sequence goes through [`Lz4Syntax::decode_one`], which
+/// ([`crate::lz77::decode`]); any other sequence goes through `Lz4Syntax::decode_one`, which
 /// checks everything as the scalar decoder does.
 ///
 /// # Safety

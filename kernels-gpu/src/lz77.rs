@@ -45,10 +45,15 @@ impl Stream {
 /// copied from `offset` back (none when `len` is 0); the next sequence starts at input `next`.
 #[derive(Clone, Copy)]
 pub struct Parsed {
+    /// Input offset of the literals.
     pub literals_at: u32,
+    /// Number of literal bytes.
     pub literals: u32,
+    /// How far back the match copies from.
     pub offset: u32,
+    /// Bytes the match copies (0: none).
     pub len: u32,
+    /// Input offset of the next sequence.
     pub next: u32,
 }
 

@@ -46,11 +46,14 @@ const MAX_STORED: usize = 65535;
 /// Frequencies of one block's symbols; `lit[256]` (end of block) is always 1.
 #[repr(C)]
 pub struct Freqs {
+    /// Counts of the literal/length symbols 0 to 285.
     pub lit: [u32; NUM_LITLEN],
+    /// Counts of the distance symbols 0 to 29.
     pub dist: [u32; NUM_DIST],
 }
 
 impl Freqs {
+    /// Zeroes the counts but end of block's (1), for a new block.
     pub fn clear(&mut self) {
         self.lit.fill(0);
         self.dist.fill(0);
@@ -90,11 +93,13 @@ pub const fn token(dist: usize, value: usize) -> u32 {
 /// Work space for one block's codes.
 #[repr(C)]
 pub struct BlockPlan {
-    /// The literal/length and distance code lengths.
+    /// The literal/length code lengths, by symbol.
     pub lit_lens: [u8; 288],
+    /// The distance code lengths, by symbol.
     pub dist_lens: [u8; 32],
-    /// Their codewords, bit-reversed (sent LSB first), from [`canonical_codes`].
+    /// The literal/length codewords, bit-reversed (sent LSB first), from [`canonical_codes`].
     pub lit_codes: [u16; 288],
+    /// The distance codewords, bit-reversed likewise.
     pub dist_codes: [u16; 32],
     pre_freq: [u32; 19],
     pre_lens: [u8; 19],
@@ -220,7 +225,7 @@ pub const NUM_SYMBOLS: usize = NUM_LITLEN + NUM_DIST;
 /// Fractional bits of [`log2_fixed`].
 const LOG_FRACTION: u32 = 10;
 
-/// log2(1 + j/64) for j in 0..64, with [`LOG_FRACTION`] fractional bits (truncated), by repeated
+/// log2(1 + j/64) for j in 0..64, with `LOG_FRACTION` fractional bits (truncated), by repeated
 /// squaring: each squaring of a value in [1, 2) gives the next bit of its logarithm.
 const LOG2_MANTISSA: [u32; 64] = {
     let mut table = [0; 64];
@@ -241,7 +246,7 @@ const LOG2_MANTISSA: [u32; 64] = {
     table
 };
 
-/// log2(`x`) (`x` at least 1) with [`LOG_FRACTION`] fractional bits, from the 6 bits after the
+/// log2(`x`) (`x` at least 1) with `LOG_FRACTION` fractional bits, from the 6 bits after the
 /// leading one: integers only, so that every processor computes the same.
 #[inline(always)]
 pub const fn log2_fixed(x: u32) -> u32 {
@@ -255,11 +260,17 @@ pub const fn log2_fixed(x: u32) -> u32 {
 /// bits of the fixed code. Sums of integers, so a warp may add its lanes' parts in any order.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub struct Estimate {
+    /// Literal/length symbols counted, the end of block included.
     pub lit_total: u32,
+    /// Distance symbols counted.
     pub dist_total: u32,
+    /// Σ f·log2 f over the symbols, f each one's count, with [`log2_fixed`]'s 10 fractional bits.
     pub info: u32,
+    /// Symbols with a non-zero count.
     pub used: u32,
+    /// Extra bits of the lengths and distances.
     pub extra: u32,
+    /// Bits of the symbols in the fixed code, extra bits included (the block header not).
     pub fixed: u32,
 }
 
@@ -523,6 +534,7 @@ pub struct BitWriter<'a> {
 }
 
 impl<'a> BitWriter<'a> {
+    /// A writer whose stream starts at byte `pos` of `out` (the bytes before it left as they are).
     pub fn new(out: &'a mut [u8], pos: usize) -> Self {
         Self { out, pos, buf: 0, count: 0, overflow: false }
     }

@@ -14,7 +14,7 @@ pub const SEGMENT: usize = 4096;
 pub const MAX_BLOCK_TOKENS: usize = 4 * SEGMENT;
 const HASH_BITS: u32 = 15;
 
-/// Working memory of [`compress`](super::compress). Any contents are a valid starting state
+/// Working memory of [`compress`](fn@super::compress). Any contents are a valid starting state
 /// (every array is initialised before it is read), so it may be reused as is, or allocated
 /// zeroed (e.g. `Box::<CompressScratch>::new_zeroed()`), never needing a constructor.
 #[repr(C)]
@@ -35,6 +35,7 @@ pub struct Matcher {
     pub starts: [u16; HASH_SLOTS],
     /// Where each position is in `sorted`.
     pub index: [u16; MAX_CHUNK_SIZE],
+    /// The chained positions, by slot, each slot's in input order.
     pub sorted: [u16; MAX_CHUNK_SIZE],
 }
 
@@ -48,15 +49,19 @@ pub const HASH_SLOTS: usize = 1 << HASH_BITS;
 pub struct Blocks {
     /// The block's tokens, then the segment's.
     pub tokens: [u32; MAX_BLOCK_TOKENS + SEGMENT],
-    /// Counts of the block's symbols and of the segment's.
+    /// Counts of the block's symbols.
     pub block: Freqs,
+    /// Counts of the segment's symbols.
     pub seg: Freqs,
     /// The codes of the block being written.
     pub plan: BlockPlan,
+    /// Tokens of the block, at the front of `tokens`.
     pub block_tokens: usize,
+    /// Tokens of the segment, after the block's in `tokens`.
     pub seg_tokens: usize,
-    /// Input offsets where the block and the segment start.
+    /// Input offset where the block starts.
     pub block_start: usize,
+    /// Input offset where the segment starts (where the block ends).
     pub seg_start: usize,
     block_cost: u64,
     /// The segment's cost while the block before it is written.
@@ -311,7 +316,9 @@ pub fn match_pieces(len: usize) -> impl Iterator<Item = usize> {
 /// A match of `len` bytes `dist` back; `len` 0 where there is none.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Match {
+    /// Bytes matched; 0 for no match.
     pub len: u32,
+    /// How many bytes back the match's source starts.
     pub dist: u32,
 }
 

@@ -6,8 +6,9 @@ use super::tables::{
 };
 use crate::Status;
 
-/// Longest code length in a literal/length or distance code, and in the precode.
+/// Longest code length in a literal/length or distance code.
 pub const MAX_CODE_LEN: u32 = 15;
+/// Longest code length in the precode (its lengths are sent in 3 bits).
 pub const MAX_PRECODE_LEN: u32 = 7;
 
 /// Work space for [`build_lengths`], sized for the largest alphabet.
@@ -222,12 +223,19 @@ pub fn pair_entry(first: u32, second: u32) -> u32 {
     (entry_value(first) | entry_value(second) << 8) << 16 | l1 << 8 | KIND_PAIR << KIND_SHIFT | (l1 + l2)
 }
 
-/// Root index widths, and table sizes large enough for any valid code (zlib's `enough` counts).
+/// Index bits of the literal/length decode table's root.
 pub const LITLEN_ROOT: u32 = 10;
+/// Index bits of the distance decode table's root.
 pub const DIST_ROOT: u32 = 8;
+/// Index bits of the precode's decode table, which its codes (at most 7 bits) never leave.
 pub const PRECODE_ROOT: u32 = 7;
+/// Entries of a literal/length decode table, root and sub-tables: enough for any valid code of
+/// 288 symbols (zlib's `enough 288 10 15`).
 pub const LITLEN_TABLE: usize = 1334;
+/// Entries of a distance decode table, root and sub-tables: enough for any valid code of 32
+/// symbols (zlib's `enough 32 8 15`).
 pub const DIST_TABLE: usize = 402;
+/// Entries of the precode's decode table: its root alone.
 pub const PRECODE_TABLE: usize = 128;
 
 /// Code length of an entry (bits to consume).
@@ -272,9 +280,18 @@ pub fn lookup_with(entry_at: impl Fn(usize) -> u32, root: u32, bits: u64) -> u32
 /// `deflate64` gives length symbol 285 and distance symbols 30 and 31 their Deflate64 meanings.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Alphabet {
+    /// The precode: the 19 code-length symbols.
     Precode,
-    LitLen { deflate64: bool },
-    Dist { deflate64: bool },
+    /// Literal/length symbols.
+    LitLen {
+        /// Whether symbol 285 is Deflate64's (3 plus 16 extra bits) rather than length 258.
+        deflate64: bool,
+    },
+    /// Distance symbols.
+    Dist {
+        /// Whether symbols 30 and 31 are Deflate64's (a 64 KiB window) rather than invalid.
+        deflate64: bool,
+    },
 }
 
 impl Alphabet {

@@ -1,6 +1,6 @@
 //! Decoding. The block-level logic (block headers, the dynamic header's code lengths, building the
 //! decode tables) runs over a [`BitSource`], so GDeflate's 32 interleaved sub-streams reuse it; the
-//! symbols of a plain deflate block are decoded here by [`huffman_block`] over a [`BitReader`].
+//! symbols of a plain deflate block are decoded here by `huffman_block` over a [`BitReader`].
 
 use super::huffman::{
     Alphabet, DIST_ROOT, KIND_BASE, KIND_END, KIND_LITERAL, LITLEN_ROOT, PRECODE_ROOT, build_table, entry_extra,
@@ -15,8 +15,9 @@ use core::marker::PhantomData;
 pub trait Decoded {
     /// Bytes produced so far (including space reserved for matches not yet copied).
     fn size(&self) -> usize;
-    /// Adler-32 and CRC-32 of the bytes from `from`, where the bytes are kept.
+    /// Adler-32 of the bytes from `from` on, where the bytes are kept (`None` where not).
     fn adler32(&self, from: usize) -> Option<u32>;
+    /// CRC-32 of the bytes from `from` on, where the bytes are kept (`None` where not).
     fn crc32(&self, from: usize) -> Option<u32>;
 }
 
@@ -41,7 +42,9 @@ pub trait Output: Decoded {
 
 /// Decodes into a caller's slice.
 pub struct SliceOut<'a> {
+    /// Where the bytes go, from its start; its length is the most the stream may decode to.
     pub out: &'a mut [u8],
+    /// Bytes of `out` written so far, matches' reserved bytes included.
     pub len: usize,
 }
 
@@ -147,7 +150,9 @@ fn copy_pieces<const N: usize>(window: &mut [u8], dist: usize, len: usize) {
 
 /// Counts decoded bytes up to `limit` without keeping them.
 pub struct CountOut {
+    /// Bytes counted so far.
     pub len: usize,
+    /// Most bytes allowed; counting past it is `ChunkTooLarge`.
     pub limit: usize,
 }
 
@@ -236,8 +241,11 @@ pub trait BitSource {
 
 /// What a literal/length symbol decoded to.
 pub enum Symbol {
+    /// A literal byte.
     Literal(u8),
+    /// A match's length, with its extra bits added; the distance follows.
     Length(usize),
+    /// The end-of-block symbol.
     End,
 }
 
@@ -256,7 +264,9 @@ pub fn litlen<S: BitSource>(src: &mut S, tables: &DecodeTables) -> Result<Symbol
 /// Kind of block, from its header.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Block {
+    /// BTYPE 0: LEN, NLEN and the bytes as they are, from the next byte boundary.
     Stored,
+    /// BTYPE 1 or 2: Huffman-coded with the fixed code or a dynamic header's.
     Huffman,
 }
 
@@ -267,7 +277,12 @@ pub enum Lengths {
     Fixed,
     /// A dynamic header's: `hlit` literal/length lengths, then `hdist` distance lengths, in the
     /// tables' [`DecodeTables::lens_and_precode`].
-    Dynamic { hlit: usize, hdist: usize },
+    Dynamic {
+        /// Literal/length code lengths: HLIT + 257, 257 to 288.
+        hlit: usize,
+        /// Distance code lengths: HDIST + 1, 1 to 32.
+        hdist: usize,
+    },
 }
 
 /// Reads a block header and, for a Huffman block, sets up `tables`; returns the kind and BFINAL.
@@ -400,6 +415,7 @@ pub struct BitReader<'a, L: Load = Bytes> {
 }
 
 impl<'a, L: Load> BitReader<'a, L> {
+    /// A reader at the start of `input`, nothing buffered.
     pub fn new(input: &'a [u8]) -> Self {
         Self { input, pos: 0, buf: 0, count: 0, pad: 0, load: PhantomData }
     }
@@ -473,7 +489,7 @@ impl<'a, L: Load> BitReader<'a, L> {
     }
 
     /// A stored block after its header: skips to the byte boundary and returns the block's
-    /// bytes ([`stored_span`]), the reader moved past them.
+    /// bytes (`stored_span`), the reader moved past them.
     pub fn stored(&mut self) -> Result<&'a [u8], Status> {
         let span = stored_span(self.input, self.consumed_bytes())?;
         *self = Self::new(self.input);

@@ -1,6 +1,6 @@
 //! Deflate (RFC 1951), raw or wrapped in zlib (RFC 1950) or gzip (RFC 1952).
 //!
-//! [`compress`] turns one chunk of at most [`MAX_CHUNK_SIZE`] bytes into one stream at a level
+//! [`compress`](fn@compress) turns one chunk of at most [`MAX_CHUNK_SIZE`] bytes into one stream at a level
 //! from 0 (Huffman-coded literals only) to [`MAX_LEVEL`], deterministically. [`decompress`] and
 //! [`decompressed_size`] read any valid stream (stored, fixed and dynamic blocks, matches
 //! anywhere back in the output) and never panic on invalid ones.
@@ -50,7 +50,7 @@ impl Wrapper {
         }
     }
 
-    /// Bytes the wrapper adds around the stream (as [`compress`] writes it).
+    /// Bytes the wrapper adds around the stream (as [`compress`](fn@compress) writes it).
     pub const fn overhead(self) -> usize {
         match self {
             Self::Raw => 0,
@@ -64,12 +64,12 @@ impl Wrapper {
 pub const MAX_LEVEL: u8 = 5;
 /// The default level.
 pub const DEFAULT_LEVEL: u8 = 1;
-/// Largest input [`compress`] accepts.
+/// Largest input [`compress`](fn@compress) accepts.
 pub const MAX_CHUNK_SIZE: usize = 1 << 16;
 /// Largest output [`decompressed_size`] reports (beyond it, `ChunkTooLarge`).
 pub const MAX_DECOMPRESSED_CHUNK_SIZE: usize = 1 << 24;
 
-/// Largest stream [`compress`] writes for `len` input bytes: every block stored. A block holds at
+/// Largest stream [`compress`](fn@compress) writes for `len` input bytes: every block stored. A block holds at
 /// least 4096 tokens (so bytes) unless it is the last, a stored block at most 65535 bytes, and each
 /// stored block costs at most 3 + 7 + 32 bits beyond its bytes.
 pub const fn max_compressed_size(len: usize, wrapper: Wrapper) -> usize {

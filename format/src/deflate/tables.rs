@@ -17,7 +17,9 @@ pub const DIST_EXTRA: [u8; 30] =
 /// Deflate64 (GDeflate) gives distance symbols 30 and 31 bases 32769 and 49153 with 14 extra bits,
 /// for a 64 KiB window, and symbol 285 length 3 plus 16 extra bits.
 pub const DIST64_BASE: [u16; 2] = [32769, 49153];
+/// Extra bits of Deflate64's distance symbols 30 and 31.
 pub const DIST64_EXTRA: u8 = 14;
+/// Extra bits of Deflate64's length symbol 285, whose base is 3.
 pub const LENGTH64_EXTRA: u8 = 16;
 /// The order in which a dynamic block lists the precode's code lengths.
 pub const PRECODE_ORDER: [u8; 19] = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
@@ -31,9 +33,11 @@ pub const NUM_DIST: usize = 30;
 /// The end-of-block symbol.
 pub const END_OF_BLOCK: usize = 256;
 
-/// Longest and shortest match, and the farthest distance.
+/// Shortest match, in bytes.
 pub const MIN_MATCH: usize = 3;
+/// Longest match, in bytes.
 pub const MAX_MATCH: usize = 258;
+/// Farthest match distance, in bytes (32 KiB).
 pub const WINDOW: usize = 32768;
 
 /// Code length of literal/length symbol `sym` in the fixed code.
@@ -46,7 +50,7 @@ pub const fn fixed_litlen_len(sym: usize) -> u8 {
     }
 }
 
-/// The fixed code's literal/length lengths (all 288 symbols) and distance lengths (all 32).
+/// The fixed code's literal/length code lengths, all 288 symbols.
 pub const FIXED_LITLEN_LENS: [u8; 288] = {
     let mut lens = [0u8; 288];
     let mut i = 0;
@@ -56,6 +60,7 @@ pub const FIXED_LITLEN_LENS: [u8; 288] = {
     }
     lens
 };
+/// The fixed code's distance code lengths, all 32 symbols.
 pub const FIXED_DIST_LENS: [u8; 32] = [5; 32];
 
 /// Length symbol slot (symbol − 257) of a match length in 3..=258.

@@ -49,12 +49,25 @@ pub enum Stop {
     No,
     /// Before the sequences of the block whose first is `at` (its tables or bitstream are bad),
     /// or at a failure the writer meets first.
-    Before { at: u32, status: Status },
+    Before {
+        /// Index of the block's first sequence.
+        at: u32,
+        /// Why the block fails.
+        status: Status,
+    },
     /// After the sequences of the block whose last ends at `at` (its bitstream has bits left).
-    After { at: u32, status: Status },
+    After {
+        /// Index one past the block's last sequence.
+        at: u32,
+        /// Why the block fails.
+        status: Status,
+    },
     /// At sequence `at`, which the slot has no room for: `ChunkTooLarge` (the chunk decodes to
     /// more than the scratch was sized for).
-    Unstored { at: u32 },
+    Unstored {
+        /// Index of the first sequence not stored.
+        at: u32,
+    },
 }
 
 impl Stop {

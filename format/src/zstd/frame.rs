@@ -127,8 +127,11 @@ pub fn read_frame_header(input: &[u8]) -> Result<FrameHeader, Status> {
 /// Kind of block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockKind {
+    /// Stored bytes, copied as they are.
     Raw,
+    /// One byte, repeated `size` times.
     Rle,
+    /// Literals and sequences (RFC 8878, 3.1.1.3).
     Compressed,
 }
 
@@ -137,6 +140,7 @@ pub enum BlockKind {
 pub struct BlockHeader {
     /// Whether the frame ends after this block.
     pub last: bool,
+    /// How the content is stored.
     pub kind: BlockKind,
     /// Bytes decoded for raw and RLE blocks, bytes of content for compressed ones.
     pub size: usize,
@@ -169,7 +173,9 @@ pub fn read_block_header(input: &[u8], block_max: usize) -> Result<BlockHeader, 
 /// How a block's literals are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LiteralsKind {
+    /// Stored bytes.
     Raw,
+    /// One byte, repeated `regenerated` times.
     Rle,
     /// Huffman-coded, the tree description first.
     Compressed,
@@ -180,6 +186,7 @@ pub enum LiteralsKind {
 /// A literals section's header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LiteralsHeader {
+    /// How the literals are stored.
     pub kind: LiteralsKind,
     /// Number of literals.
     pub regenerated: usize,

@@ -66,7 +66,9 @@ pub fn decompressed_size(input: &[u8], tables: &mut DecodeTables) -> Result<usiz
 /// starts by forgetting its tables), so they may be reused as they are or allocated zeroed.
 #[repr(C)]
 pub struct DecodeTables {
+    /// The literals' Huffman table, kept for treeless literals.
     pub literals: HuffmanTables,
+    /// The sequences' FSE tables, kept for repeat mode.
     pub sequences: SequenceTables,
 }
 
@@ -85,8 +87,9 @@ pub struct HuffmanTables {
     pub cells: [u16; HUFFMAN_CELLS],
     /// The FSE table of the weights.
     pub weight_table: [u32; WEIGHT_CELLS],
-    /// A weight distribution being read, and the state counters of the weight table.
+    /// A weight distribution being read.
     pub normalized: [i16; 64],
+    /// The state counters of the weight table being built.
     pub next: [u16; 64],
     /// Every symbol's weight, as the tree description gives them.
     pub weights: [u8; 256],
@@ -101,11 +104,15 @@ pub struct HuffmanTables {
 /// bytes (a whole number of 8-byte words).
 #[repr(C)]
 pub struct SequenceTables {
+    /// The literal-length decode table.
     pub literal_lengths: [u32; LENGTH_CELLS],
+    /// The match-length decode table.
     pub match_lengths: [u32; LENGTH_CELLS],
+    /// The offset decode table.
     pub offsets: [u32; OFFSET_CELLS],
-    /// A table description being read, and the state counters of a table being built.
+    /// A table description being read.
     pub normalized: [i16; 64],
+    /// The state counters of a table being built.
     pub next: [u16; 64],
     /// The accuracy logs of the literal-length, offset and match-length tables.
     pub logs: [u8; 3],

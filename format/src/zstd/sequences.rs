@@ -17,8 +17,11 @@ pub const OFFSET_CELLS: usize = 1 << MAX_OFFSET_LOG;
 /// The three FSE tables, in the order the section lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Table {
+    /// Literal-length codes.
     LiteralLengths = 0,
+    /// Offset codes.
     Offsets = 1,
+    /// Match-length codes.
     MatchLengths = 2,
 }
 
@@ -69,9 +72,13 @@ impl Table {
 /// How a table is given: the two bits of the modes byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// The default distribution RFC 8878 gives.
     Predefined = 0,
+    /// One symbol for every sequence, stored as a byte.
     Rle = 1,
+    /// An FSE table description in the section.
     Compressed = 2,
+    /// The previous block's table.
     Repeat = 3,
 }
 
@@ -170,8 +177,11 @@ pub fn read_tables(modes: u8, input: &[u8], tables: &mut SequenceTables) -> Resu
 /// `offset_value` names (above 3: that minus 3; 1..=3: a repeat offset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Sequence {
+    /// Literal bytes copied before the match.
     pub literals: u32,
+    /// Bytes the match copies.
     pub match_len: u32,
+    /// The offset as coded: above 3 the offset plus 3, else a repeat offset's number.
     pub offset_value: u32,
 }
 

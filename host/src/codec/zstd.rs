@@ -283,7 +283,7 @@ impl BatchCodec for Zstd {
     ///   of four streams checks that each stream yields its share of the literals, not that its
     ///   bits end there: ours reads every tree, and every Huffman-coded literals section is
     ///   decoded again, its symbols dropped, to check that its streams end with their last
-    ///   symbols ([`check_blocks`]). On text that adds a fifth to libzstd's time; on data of
+    ///   symbols (`check_blocks`). On text that adds a fifth to libzstd's time; on data of
     ///   mostly literals (int32 offsets) it more than doubles it, still well below the scalar
     ///   decoder's.
     fn decompress_library(&self, input: &[u8], out: &mut [u8]) -> Option<usize> {

@@ -3,7 +3,7 @@
 //!
 //! The lanes find the parse together: level 1's is LZ4's warp parse
 //! ([`crate::lz4::parse_chunk`], under `FAST_RULES`), levels 2 to 5 search hash chains 32
-//! candidates or 32 positions at a time ([`parse_chains`]), and level 0 takes every byte as a
+//! candidates or 32 positions at a time (`parse_chains`), and level 0 takes every byte as a
 //! literal. They write its tokens into the scratch slot's [`Blocks`], a segment at a time. At
 //! each segment's end the lanes count its symbols ([`count`]) and sum the estimates of its cost
 //! and of the block's with it (`Estimate`, ten symbols a lane), and the first lane decides from

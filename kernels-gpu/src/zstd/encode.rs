@@ -3,15 +3,15 @@
 //!
 //! Per block: the lanes check for a run together; the parse is LZ4's warp parse
 //! ([`crate::lz4::parse_chunk`], level 1) or the chain search of levels 2 and 3 with a lane per
-//! position ([`chain_parse`]: the chains kept as [`Row`]s, each batch's matches recorded by the
-//! lanes together in [`record_batch`]), recording sequences and literals in the warp's scratch
+//! position (`chain_parse`: the chains kept as `Row`s, each batch's matches recorded by the
+//! lanes together in `record_batch`), recording sequences and literals in the warp's scratch
 //! slot; the literal histogram and the sequence codes' are counted with `match_any` (one lane
 //! adds each distinct value); the first lane builds the Huffman code; the lanes add up the four
-//! streams' bits, then eight lanes code each stream ([`encode_streams_split`]; a lane per stream
+//! streams' bits, then eight lanes code each stream (`encode_streams_split`; a lane per stream
 //! below 1024 literals); the first lane builds the sequences' FSE tables, then the lanes code
-//! the sequences 32 at a time ([`encode_stream`]). Once the parse is done, level 1's hash
-//! table's shared memory holds the literals' tables ([`LiteralStage`]), and once the literals
-//! are written the sequences' ([`SequenceStage`]). Every choice is made by the format crate's
+//! the sequences 32 at a time (`encode_stream`). Once the parse is done, level 1's hash
+//! table's shared memory holds the literals' tables (`LiteralStage`), and once the literals
+//! are written the sequences' (`SequenceStage`). Every choice is made by the format crate's
 //! functions, so the two sides cannot drift apart.
 
 use crate::entropy::{BitStream, count, unrolled};
@@ -68,7 +68,7 @@ struct LiteralStage {
 struct SequenceStage {
     /// The three code tables.
     tables: SequenceTables,
-    /// The FSE steps of a window of 32 units, three words a unit ([`encode_stream`]).
+    /// The FSE steps of a window of 32 units, three words a unit (`encode_stream`).
     steps: [u32; 3 * WARP_SIZE as usize],
 }
 /// Bytes of global scratch each warp of the compress kernel needs at any level.
@@ -76,11 +76,11 @@ pub const COMPRESS_SCRATCH_BYTES_PER_WARP: usize = compress_scratch_bytes_per_wa
 
 /// Bytes of global scratch each warp needs at `level`: the `CompressScratch` up to its chains
 /// at level 1 (the block's literals and sequences, 192 KiB), up to its entropy tables at
-/// levels 2 and 3 (the search's [`Row`]s too); the rest is in shared memory.
+/// levels 2 and 3 (the search's `Row`s too); the rest is in shared memory.
 pub const fn compress_scratch_bytes_per_warp(level: u8) -> usize {
     if level <= 1 { offset_of!(CompressScratch, chains) } else { offset_of!(CompressScratch, entropy) }
 }
-/// Every warp's slot starts 16-byte aligned, as its [`Row`]s need.
+/// Every warp's slot starts 16-byte aligned, as its `Row`s need.
 const _: () = {
     let (level_1, deeper) = (compress_scratch_bytes_per_warp(1), compress_scratch_bytes_per_warp(MAX_LEVEL));
     assert!(level_1.is_multiple_of(16) && deeper.is_multiple_of(16));
@@ -229,7 +229,7 @@ unsafe fn is_run<W: Warp>(warp: &W, data: *const u8, len: usize) -> bool {
 
 /// Records a parse's sequences in the scratch slot's block, as the format crate's `Collector`
 /// does: all lanes copy the literals, the first lane stores each sequence (levels 2 and 3
-/// record a batch at a time instead, [`record_batch`]).
+/// record a batch at a time instead, `record_batch`).
 struct Recorder<'w, W> {
     warp: &'w W,
     block: *mut BlockScratch,

@@ -33,6 +33,7 @@ pub const fn decompress_scratch_bytes(count: usize, max_chunk_bytes: usize) -> u
 /// registers each), so that an H100 holds 4224 chunks at once, as many as a batch of 256 MiB in
 /// 64 KiB chunks has.
 pub const DECOMPRESS_WARPS: u32 = 8;
+/// Blocks per SM of the decompress kernel (see [`DECOMPRESS_WARPS`]).
 pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 4;
 const _: () = assert!(
     DECOMPRESS_WARPS as usize * DECODE_SHARED_BYTES_PER_WARP <= SHARED_BYTES_PER_BLOCK
@@ -51,6 +52,7 @@ pub const SIZES_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / SIZES_SHARED_BYTES_PER_WA
 /// 9.0 / 11.7 / 9.0 / 10.2; blocks of 2 or 1 warps were within 0.1; 32 warps at 64 registers
 /// (the batch in one round) at most 7.7 / 8.0 / 8.3 / 8.5.
 pub const COMPRESS_WARPS: u32 = 4;
+/// Blocks per SM of the compress kernel (see [`COMPRESS_WARPS`]).
 pub const COMPRESS_BLOCKS_PER_SM: u32 = 4;
 const _: () = assert!(
     COMPRESS_WARPS as usize * COMPRESS_SHARED_BYTES_PER_WARP <= SHARED_BYTES_PER_BLOCK

@@ -146,7 +146,7 @@ fn consider(input: &[u8], p: usize, c: usize, repeats: &RepeatOffsets, best: &mu
 
 /// Which lane's match to take first from lane `from` on, among `lanes` lanes whose gains
 /// `gain_of` gives (`None`: no match): the first lane with a match, or a later one while the
-/// next lane gains more by [`LAZY_MARGIN`].
+/// next lane gains more by `LAZY_MARGIN`.
 #[inline(always)]
 pub fn choose_lane(from: u32, lanes: u32, mut gain_of: impl FnMut(u32) -> Option<i32>) -> Option<u32> {
     let mut lane = from;

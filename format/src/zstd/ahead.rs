@@ -52,7 +52,7 @@ pub enum Stop {
     Before {
         /// Index of the block's first sequence.
         at: u32,
-        /// Why the block fails.
+        /// The status the writer reports there.
         status: Status,
     },
     /// After the sequences of the block whose last ends at `at` (its bitstream has bits left).

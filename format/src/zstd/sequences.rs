@@ -78,7 +78,7 @@ pub enum Mode {
     Rle = 1,
     /// An FSE table description in the section.
     Compressed = 2,
-    /// The previous block's table.
+    /// The table of the frame's last block with sequences.
     Repeat = 3,
 }
 

@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# The test suite: format, lints, every Rust test, each fuzz target briefly, then the Python package
+# The test suite: format, lints, the shipped PTX and the docs, every Rust test, the examples, the
+# packages as a dependent sees them, each fuzz target briefly, then the Python package
 # built into .venv and its tests (GPU tests skip, saying so, without a device; FERROCOMP_REQUIRE_GPU=1 makes them fail).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(scripts/setup.sh)"
 cargo fmt --all --check
-(cd kernels-gpu && cargo fmt --check && cargo clippy --quiet -- -D warnings)
 cargo clippy --quiet --workspace --all-targets -- -D warnings
+# The shipped PTX is what the kernels' source builds to; the API docs build, warning-free.
+scripts/ptx.sh --check
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p ferrocomp-format -p ferrocomp-kernels-gpu -p ferrocomp
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
+# The examples, on the CPU path without a GPU (those that need one say so).
+for example in host/examples/*.rs; do
+    cargo run --quiet -p ferrocomp --example "$(basename "$example" .rs)"
+done
+# What a dependent gets: packages, the MSRV, a stable-Rust project using ferrocomp.
+scripts/packaging.sh
 # Every fuzz target for a few seconds over its seeds, so that a regression surfaces here.
 scripts/fuzz.sh --time 5
 

@@ -40,8 +40,8 @@ pub mod zstd;
 
 pub use warp::Warp;
 
-/// The kernels' PTX for sm_75 and later, as rustc's NVPTX backend writes it; load it through
-/// [`with_launch_bounds`].
+/// The kernels' PTX for sm_75 and later (or the arch `FERROCOMP_PTX_ARCH` names), as rustc's
+/// NVPTX backend writes it; load it through [`with_launch_bounds`].
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(env!("FERROCOMP_KERNELS_PTX"));
 

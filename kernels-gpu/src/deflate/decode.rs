@@ -221,13 +221,14 @@ impl<W: Warp> Sink<'_, W> {
                 KIND_LITERAL | KIND_PAIR => {
                     let size = 1 + (kind == KIND_PAIR) as u32;
                     let room = capacity - op(round);
-                    // Where not even a pair's first literal fits, the scalar decoder fails
-                    // having read its code alone: the second may run past the input's end.
-                    let pair_without_room = kind == KIND_PAIR && room == 0;
-                    src.skip(if pair_without_room { entry_extra(entry) } else { entry_len(entry) });
                     if room < size {
+                        // Where not even a pair's first literal fits, the scalar decoder fails
+                        // having read its code alone: the second may run past the input's end.
+                        // (Decided here, off the path every literal takes: it cost 5 to 8%.)
+                        src.skip(if kind == KIND_PAIR && room == 0 { entry_extra(entry) } else { entry_len(entry) });
                         return Err(failed(src, full));
                     }
+                    src.skip(entry_len(entry));
                     Token { at: op(round), size, len: 0, value: entry_value(entry) }
                 }
                 _ => {

@@ -20,6 +20,7 @@ pub mod deflate;
 pub mod gdeflate;
 pub mod lz4;
 pub mod snappy;
+pub mod strided;
 pub mod zstd;
 
 /// Compression algorithms, by the id written in the native container header.

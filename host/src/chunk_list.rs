@@ -17,7 +17,7 @@ use crate::buffer_codec::parallel_map;
 use crate::codec::Options;
 use crate::container::{Bitstream, Frame};
 use crate::error::{Error, Result, check};
-use crate::gpu::{Gpu, Stream, blocks};
+use crate::gpu::{Event, Gpu, Stream, blocks};
 use cust::sys as cu;
 use ferrocomp_format::Status;
 use std::ffi::c_void;
@@ -634,47 +634,6 @@ impl Slot {
             host_statuses: PinnedBuffer::new(&pinned, capacity)?,
             host_prefixes: PinnedBuffer::new(&pinned, capacity)?,
         })
-    }
-}
-
-/// A CUDA event without timing, destroyed on drop.
-struct Event(cu::CUevent);
-
-// An event handle may be recorded, queried and waited on from any thread.
-unsafe impl Send for Event {}
-unsafe impl Sync for Event {}
-
-impl Event {
-    /// A new event; it reads as done until first recorded.
-    fn new() -> Result<Self> {
-        let mut event = std::ptr::null_mut();
-        let flags = cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-        check("cuEventCreate", unsafe { cu::cuEventCreate(&mut event, flags) })?;
-        Ok(Self(event))
-    }
-
-    /// Marks the point `stream` has reached in its queue.
-    fn record(&self, stream: &Stream) -> Result<()> {
-        check("cuEventRecord", unsafe { cu::cuEventRecord(self.0, stream.as_raw()) })
-    }
-
-    /// Whether the stream has passed the recorded point, asked without waiting.
-    fn is_done(&self) -> Result<bool> {
-        match unsafe { cu::cuEventQuery(self.0) } {
-            cu::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-            other => check("cuEventQuery", other).map(|()| true),
-        }
-    }
-
-    /// Waits on the host until the stream has passed the recorded point.
-    fn synchronize(&self) -> Result<()> {
-        check("cuEventSynchronize", unsafe { cu::cuEventSynchronize(self.0) })
-    }
-}
-
-impl Drop for Event {
-    fn drop(&mut self) {
-        unsafe { cu::cuEventDestroy_v2(self.0) };
     }
 }
 

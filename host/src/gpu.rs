@@ -38,6 +38,7 @@ pub(crate) struct Kernels {
     codecs: Vec<CodecKernels>,
     pub crc32: cu::CUfunction,
     pub gather: cu::CUfunction,
+    pub scatter: cu::CUfunction,
 }
 
 /// One codec's batched kernels, named `{codec}_compress`, `{codec}_decompress`,
@@ -112,6 +113,7 @@ impl Gpu {
             codecs: Algorithm::ALL.iter().map(|algorithm| codec(algorithm.name())).collect::<Result<_>>()?,
             crc32: function("crc32")?,
             gather: function("gather")?,
+            scatter: function("scatter")?,
         };
         let inner = Arc::new(GpuInner {
             name: device.name()?,
@@ -297,6 +299,47 @@ impl Stream {
         check("cuMemcpyDtoHAsync", unsafe {
             cu::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src, size_of_val(dst), self.raw)
         })
+    }
+}
+
+/// A CUDA event without timing, destroyed on drop.
+pub(crate) struct Event(cu::CUevent);
+
+// An event handle may be recorded, queried and waited on from any thread.
+unsafe impl Send for Event {}
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// A new event; it reads as done until first recorded.
+    pub(crate) fn new() -> Result<Self> {
+        let mut event = std::ptr::null_mut();
+        let flags = cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        check("cuEventCreate", unsafe { cu::cuEventCreate(&mut event, flags) })?;
+        Ok(Self(event))
+    }
+
+    /// Marks the point `stream` has reached in its queue.
+    pub(crate) fn record(&self, stream: &Stream) -> Result<()> {
+        check("cuEventRecord", unsafe { cu::cuEventRecord(self.0, stream.as_raw()) })
+    }
+
+    /// Whether the stream has passed the recorded point, asked without waiting.
+    pub(crate) fn is_done(&self) -> Result<bool> {
+        match unsafe { cu::cuEventQuery(self.0) } {
+            cu::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            other => check("cuEventQuery", other).map(|()| true),
+        }
+    }
+
+    /// Waits on the host until the stream has passed the recorded point.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        check("cuEventSynchronize", unsafe { cu::cuEventSynchronize(self.0) })
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        unsafe { cu::cuEventDestroy_v2(self.0) };
     }
 }
 

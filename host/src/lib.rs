@@ -41,8 +41,10 @@ pub mod chunk_list;
 pub mod codec;
 pub mod container;
 pub mod error;
+pub mod file_ranges;
 pub mod gpu;
 pub mod pipeline;
+pub mod scatter;
 
 pub use alloc::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use batch::{BatchCodec, Chunks, Results};
@@ -57,5 +59,6 @@ pub use error::{ChecksumPart, Error, Result};
 pub use ferrocomp_format::blosc::Shuffle;
 pub use ferrocomp_format::deflate::Wrapper;
 pub use ferrocomp_format::{Algorithm, DataType, Status};
+pub use file_ranges::{FileRange, RangeReader};
 pub use gpu::{Gpu, Stream};
 pub use pipeline::{DEFAULT_SEGMENT_SIZE, Totals};

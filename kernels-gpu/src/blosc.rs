@@ -2,8 +2,9 @@
 //!
 //! Decompression: the CTA's warps take the chunk's streams (every stream of every block) in
 //! turns; a warp decodes LZ4/LZ4HC and Snappy streams with the warp decoder LZ4 uses
-//! (`crate::lz77`), copies raw ones across its lanes, and runs BloscLZ and zlib streams in its
-//! first lane (the format crate's decoders). Shuffled chunks decode into the chunk's scratch
+//! (`crate::lz77`), copies raw ones across its lanes, and runs BloscLZ, zlib and zstd streams in
+//! its first lane (the format crate's decoders: zstd's warp decoder needs a sequence pass and
+//! 128 KiB of literals per warp, more scratch than a CTA of 16 warps per chunk can keep). Shuffled chunks decode into the chunk's scratch
 //! slot, and after a barrier every thread of the CTA unshuffles a share of the elements into the
 //! output; unshuffled chunks decode straight into the output.
 
@@ -11,8 +12,8 @@ use crate::raw::{bytes, bytes_mut};
 use crate::warp::{Warp, first_lane};
 use ferrocomp_format::Status;
 use ferrocomp_format::blosc::shuffle::{bit_plane_index, byte_shuffled_index, transpose_bits};
-use ferrocomp_format::blosc::{Compressor, Shuffle, Stream, blosclz};
-use ferrocomp_format::deflate::{self, DecodeTables, Wrapper};
+use ferrocomp_format::blosc::{Compressor, Shuffle, Stream, StreamTables, blosclz};
+use ferrocomp_format::deflate::{self, Wrapper};
 use ferrocomp_format::lz4::HASH_ENTRIES;
 
 /// Most warps per CTA of the decompress kernel (the host launches fewer for small chunks, which
@@ -27,9 +28,9 @@ pub const COMPRESS_WARPS: usize = 4;
 pub const COMPRESS_SHARED_BYTES: usize = COMPRESS_WARPS * HASH_ENTRIES * 2 + 16;
 
 /// Bytes of decompress scratch a chunk of at most `max_chunk_bytes` needs: the chunk before it
-/// is unshuffled (rounded up to 16), then a zlib [`DecodeTables`] per warp.
+/// is unshuffled (rounded up to 16), then a [`StreamTables`] per warp.
 pub const fn decompress_slot_bytes(max_chunk_bytes: usize) -> usize {
-    max_chunk_bytes.next_multiple_of(16) + DECOMPRESS_WARPS * size_of::<DecodeTables>()
+    max_chunk_bytes.next_multiple_of(16) + DECOMPRESS_WARPS * size_of::<StreamTables>()
 }
 
 /// Most streams a chunk of `n` bytes is cut into by the encoder: a block is at least 64 KiB less
@@ -56,19 +57,19 @@ pub fn unpack_options(options: u32) -> (usize, Shuffle) {
 }
 
 /// Decodes `stream` of `chunk` into the `stream.decoded_len` bytes at `dest`, with the warp; a
-/// stream that is not raw needs a supported `compressor`. `tables` serves zlib streams (the first
+/// stream that is not raw needs a `compressor`. `tables` serves zlib and zstd streams (the first
 /// lane's). The same checks and statuses as `ferrocomp_format::blosc::decompress_block`.
 ///
 /// # Safety
 /// `chunk` must be readable for the stream's bytes, `dest` writable for `stream.decoded_len`
-/// bytes and `tables` for one [`DecodeTables`], none of them written by others meanwhile.
+/// bytes and `tables` for one [`StreamTables`], none of them written by others meanwhile.
 pub unsafe fn decode_stream<W: Warp>(
     warp: &W,
     compressor: Option<Compressor>,
     stream: &Stream,
     chunk: *const u8,
     dest: *mut u8,
-    tables: *mut DecodeTables,
+    tables: *mut StreamTables,
 ) -> Result<(), Status> {
     let input = unsafe { chunk.add(stream.at) };
     if stream.is_raw() {
@@ -83,15 +84,17 @@ pub unsafe fn decode_stream<W: Warp>(
         Some(Compressor::Snappy) => unsafe {
             crate::snappy::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len)
         },
-        Some(Compressor::BloscLz | Compressor::Zlib) => first_lane(warp, || {
+        Some(compressor @ (Compressor::BloscLz | Compressor::Zlib | Compressor::Zstd)) => first_lane(warp, || {
             let input = unsafe { bytes(input, stream.len) };
             let out = unsafe { bytes_mut(dest, stream.decoded_len) };
+            let tables = unsafe { &mut *tables };
             match compressor {
-                Some(Compressor::Zlib) => deflate::decompress(input, Wrapper::Zlib, out, unsafe { &mut *tables }),
+                Compressor::Zlib => deflate::decompress(input, Wrapper::Zlib, out, &mut tables.zlib),
+                Compressor::Zstd => ferrocomp_format::zstd::decompress(input, out, &mut tables.zstd),
                 _ => blosclz::decompress(input, out),
             }
         }),
-        Some(Compressor::Zstd) | None => Err(Status::Unsupported),
+        None => Err(Status::Unsupported),
     };
     match decoded {
         Ok(n) if n == stream.decoded_len => Ok(()),
@@ -242,14 +245,14 @@ mod kernels {
             let stride = (args.scratch_len as usize / slots) & !15;
             let slot = args.scratch as *mut u8;
             let slot = unsafe { slot.add(chunk.slot * stride) };
-            let tables_at = stride.saturating_sub(DECOMPRESS_WARPS * size_of::<DecodeTables>());
+            let tables_at = stride.saturating_sub(DECOMPRESS_WARPS * size_of::<StreamTables>());
             let shuffle = header.shuffle();
             if shuffle != Shuffle::None && n > tables_at {
                 return Err(Status::OutputTooSmall); // the host sized the scratch for smaller chunks
             }
             let target = if shuffle == Shuffle::None { chunk.output } else { slot };
             let (warp_index, warps) = (HardwareWarp::index_in_block() as usize, HardwareWarp::per_block() as usize);
-            let tables = unsafe { (slot.add(tables_at) as *mut DecodeTables).add(warp_index) };
+            let tables = unsafe { (slot.add(tables_at) as *mut StreamTables).add(warp_index) };
             let failure = unsafe { decode_streams(warp, &header, input, target, tables, warp_index, warps) };
             // The chunk's status is that of its first failing stream, as the CPU decoder finds it.
             let failures = dynamic_shared_memory::<(u32, u32)>();
@@ -294,7 +297,7 @@ mod kernels {
         header: &Header,
         input: &[u8],
         target: *mut u8,
-        tables: *mut DecodeTables,
+        tables: *mut StreamTables,
         warp_index: usize,
         warps: usize,
     ) -> Option<(usize, Status)> {
@@ -303,7 +306,7 @@ mod kernels {
         for item in (warp_index..header.block_count() * per_block).step_by(warps) {
             let block = item / per_block;
             let streams = match header.block_streams(input, block) {
-                Ok(_) if !compressor.is_some_and(|c| c.is_supported()) => return Some((item, Status::Unsupported)),
+                Ok(_) if compressor.is_none() => return Some((item, Status::Unsupported)),
                 Ok(streams) => streams,
                 Err(status) => return Some((item, status)),
             };

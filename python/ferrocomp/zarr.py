@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -29,7 +30,7 @@ from zarr.abc.codec import BytesBytesCodec, Codec
 from zarr.codecs._v2 import V2Codec
 from zarr.core.codec_pipeline import BatchedCodecPipeline
 
-from ferrocomp import _zarr_batch
+from ferrocomp import _zarr_batch, _zarr_read
 from ferrocomp._zarr_batch import (
     BLOSC_CHUNK,
     GZIP_MEMBER,
@@ -43,8 +44,10 @@ from ferrocomp._zarr_batch import (
 if TYPE_CHECKING:
     from donfig.config_obj import ConfigSet
     from zarr.abc.numcodec import Numcodec
+    from zarr.abc.store import ByteGetter
     from zarr.core.array_spec import ArraySpec
-    from zarr.core.buffer import Buffer
+    from zarr.core.buffer import Buffer, NDBuffer
+    from zarr.core.indexing import SelectorTuple
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -396,13 +399,53 @@ def _with_v2_compressors(codecs: Iterable[Codec]) -> list[Codec]:
 
 
 class BatchedPipeline(BatchedCodecPipeline):
-    """zarr's batched codec pipeline, with format 2 compressors (lz4, zlib, gzip, blosc, zstd) batched through
-    ferrocomp."""
+    """zarr's batched codec pipeline, reading a selection as one batch through ferrocomp (`ferrocomp._zarr_read`):
+    the chunks' bytes fetched at once, one copy to the device, one decode, one scatter into the output. What that
+    path does not take (codecs other than ferrocomp's and transposes, fancy indexing) goes through zarr's own
+    per-chunk pipeline, with format 2 compressors (lz4, zlib, gzip, blosc, zstd) batched through ferrocomp too."""
 
     @classmethod
     def from_codecs(cls, codecs: Iterable[Codec], *, batch_size: int | None = None) -> BatchedPipeline:
         """The pipeline for `codecs`, a format 2 compressor split off as a `V2Compressor`."""
         return super().from_codecs(_with_v2_compressors(codecs), batch_size=batch_size)
+
+    @cached_property
+    def chunk_layout(self) -> _zarr_read.ChunkLayout | None:
+        """How the codecs lay out a chunk, where the batched read takes them (else None)."""
+        return _zarr_read.plan_read(self, _stream_format_of)
+
+    async def read(
+        self,
+        batch_info: Iterable[tuple[ByteGetter, ArraySpec, SelectorTuple, SelectorTuple, bool]],
+        out: NDBuffer,
+        drop_axes: tuple[int, ...] = (),
+    ) -> None:
+        """Read the selection's chunks into `out` in one batch, or through zarr's pipeline where that cannot."""
+        batch_info = list(batch_info)
+        array = out.as_ndarray_like()
+        if self._reads_in_one_batch(batch_info, array, drop_axes):
+            await _zarr_read.read_batch(self.chunk_layout, batch_info, array)
+        else:
+            await super().read(batch_info, out, drop_axes)
+
+    def _reads_in_one_batch(self, batch_info: list[Any], array: Any, drop_axes: tuple[int, ...]) -> bool:
+        layout = self.chunk_layout
+        if layout is None or not batch_info or drop_axes or array.ndim == 0:
+            return False
+        if not (array.flags.c_contiguous or array.flags.f_contiguous):
+            return False
+        for _, _, chunk_selection, out_selection, _ in batch_info:
+            if not (_zarr_read.is_basic(chunk_selection) and _zarr_read.is_basic(out_selection)):
+                return False
+            steps = [s.step for s in (*chunk_selection, *out_selection) if isinstance(s, slice)]
+            if layout.sharding is not None and any(step not in (None, 1) for step in steps):
+                return False
+        return True
+
+
+def _stream_format_of(codec: Codec) -> StreamFormat | None:
+    """The stream format of one of our bytes-to-bytes codecs, None for any other codec."""
+    return codec.stream_format if isinstance(codec, _BatchedStreamCodec) else None
 
 
 def register() -> None:

@@ -13,6 +13,7 @@ mod dlpack;
 mod dtype;
 mod enums;
 mod errors;
+mod read;
 
 use pyo3::prelude::*;
 
@@ -34,5 +35,7 @@ fn _ferrocomp(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(alloc::set_pinned_allocator, module)?)?;
     module.add_function(wrap_pyfunction!(alloc::set_host_allocator, module)?)?;
     module.add_function(wrap_pyfunction!(device::device_count, module)?)?;
+    module.add_function(wrap_pyfunction!(read::read_ranges, module)?)?;
+    module.add_function(wrap_pyfunction!(read::scatter, module)?)?;
     Ok(())
 }

@@ -32,7 +32,7 @@ fn main() {
         corpus.add("decode_snappy", &format!("snappy-{name}"), &snap::raw::Encoder::new().compress_vec(data).unwrap());
         corpus.add("decode_zstd", &format!("libzstd-3-{name}"), &zstd::bulk::compress(data, 3).unwrap());
         for (shuffle, typesize) in [(Shuffle::None, 1), (Shuffle::Byte, 4), (Shuffle::Bit, 8)] {
-            for cname in ["blosclz", "lz4", "lz4hc", "zlib", "snappy"] {
+            for cname in ["blosclz", "lz4", "lz4hc", "zlib", "snappy", "zstd"] {
                 let chunk = c_blosc::compress(data, typesize, shuffle, cname, 5, 0);
                 corpus.add("decode_blosc", &format!("c-blosc-{cname}-{shuffle:?}-{typesize}-{name}"), &chunk);
             }

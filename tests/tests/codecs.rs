@@ -395,7 +395,7 @@ fn gpu_decodes_c_blosc_chunks_of_every_compressor_shuffle_and_size() {
     let stream = gpu.stream().unwrap();
     let data = mixed_bytes(3 << 20, 9);
     let mut chunks = Vec::new();
-    for compressor in ["lz4", "lz4hc", "blosclz", "zlib", "snappy"] {
+    for compressor in ["lz4", "lz4hc", "blosclz", "zlib", "snappy", "zstd"] {
         for (typesize, shuffle) in [(4, Shuffle::Byte), (8, Shuffle::Bit), (2, Shuffle::None), (24, Shuffle::Byte)] {
             for len in [0, 100, 70_000, data.len()] {
                 chunks.push((c_blosc::compress(&data[..len], typesize, shuffle, compressor, 5, 0), len));

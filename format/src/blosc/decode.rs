@@ -6,14 +6,24 @@ use super::header::{Compressor, HEADER_LEN, Header, Shuffle};
 use super::shuffle::{bitunshuffle, unshuffle};
 use super::streams::Stream;
 use crate::Status;
-use crate::deflate::{self, DecodeTables, Wrapper};
-use crate::{lz4, snappy};
+use crate::deflate::{self, Wrapper};
+use crate::{lz4, snappy, zstd};
+
+/// The tables the table-driven inner codecs build: zlib's and zstd's. Any bytes, zeros included,
+/// are a valid starting state for both, so they may be allocated zeroed and reused as they are.
+#[repr(C)]
+pub struct StreamTables {
+    /// For zlib streams.
+    pub zlib: deflate::DecodeTables,
+    /// For zstd frames.
+    pub zstd: zstd::DecodeTables,
+}
 
 /// Decodes block `i` of `chunk` (whose header is `header`) into `dest[..header.block_len(i)]`;
 /// returns the block's length. `tmp` holds the block before it is unshuffled: it needs
-/// [`Header::scratch_len`] bytes. `tables` is used for zlib streams only.
+/// [`Header::scratch_len`] bytes. `tables` is used for zlib and zstd streams only.
 ///
-/// `OutputTooSmall` if `dest` or `tmp` is too short; `Unsupported` for a zstd chunk; any of the
+/// `OutputTooSmall` if `dest` or `tmp` is too short; `Unsupported` for an unknown compressor; any of the
 /// [`Header::block_streams`] statuses; the inner codec's status for a corrupt stream, except that
 /// a stream decoding to more or fewer bytes than the block layout says is `Malformed`.
 pub fn decompress_block(
@@ -22,13 +32,13 @@ pub fn decompress_block(
     i: usize,
     dest: &mut [u8],
     tmp: &mut [u8],
-    tables: &mut DecodeTables,
+    tables: &mut StreamTables,
 ) -> Result<usize, Status> {
     let streams = header.block_streams(chunk, i)?;
     let len = header.block_len(i);
     let dest = dest.get_mut(..len).ok_or(Status::OutputTooSmall)?;
     // Memcpyed blocks are raw and need no compressor, whatever code the flags carry.
-    let compressor = header.compressor().filter(|c| c.is_supported());
+    let compressor = header.compressor();
     if compressor.is_none() && !header.is_memcpyed() {
         return Err(Status::Unsupported);
     }
@@ -57,7 +67,7 @@ fn decode_stream(
     stream: &Stream,
     chunk: &[u8],
     out: &mut [u8],
-    tables: &mut DecodeTables,
+    tables: &mut StreamTables,
 ) -> Result<(), Status> {
     let input = stream.bytes(chunk)?;
     if stream.is_raw() {
@@ -68,8 +78,9 @@ fn decode_stream(
         Some(Compressor::BloscLz) => blosclz::decompress(input, out),
         Some(Compressor::Lz4) => lz4::decompress(input, out),
         Some(Compressor::Snappy) => snappy::decompress(input, out),
-        Some(Compressor::Zlib) => deflate::decompress(input, Wrapper::Zlib, out, tables),
-        Some(Compressor::Zstd) | None => Err(Status::Unsupported),
+        Some(Compressor::Zlib) => deflate::decompress(input, Wrapper::Zlib, out, &mut tables.zlib),
+        Some(Compressor::Zstd) => zstd::decompress(input, out, &mut tables.zstd),
+        None => Err(Status::Unsupported),
     };
     match decoded {
         Ok(n) if n == out.len() => Ok(()),
@@ -80,9 +91,9 @@ fn decode_stream(
 
 /// Decompresses a whole chunk into `out[..nbytes]`; returns `nbytes`. `out` is the caller's limit:
 /// shorter than `nbytes` is `OutputTooSmall`. `tmp` is one block of scratch
-/// ([`Header::scratch_len`]), `tables` is used for zlib chunks only. Statuses as
+/// ([`Header::scratch_len`]), `tables` is used for zlib and zstd chunks only. Statuses as
 /// [`Header::parse`] and [`decompress_block`].
-pub fn decompress(chunk: &[u8], out: &mut [u8], tmp: &mut [u8], tables: &mut DecodeTables) -> Result<usize, Status> {
+pub fn decompress(chunk: &[u8], out: &mut [u8], tmp: &mut [u8], tables: &mut StreamTables) -> Result<usize, Status> {
     let header = Header::parse(chunk)?;
     let n = header.nbytes();
     let out = out.get_mut(..n).ok_or(Status::OutputTooSmall)?;

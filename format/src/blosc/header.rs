@@ -48,7 +48,7 @@ pub enum Compressor {
     Snappy = 2,
     /// zlib-wrapped deflate.
     Zlib = 3,
-    /// Zstandard frames: recognised, not decoded (`Status::Unsupported`).
+    /// Zstandard frames.
     Zstd = 4,
 }
 
@@ -63,11 +63,6 @@ impl Compressor {
             4 => Some(Self::Zstd),
             _ => None,
         }
-    }
-
-    /// Whether ferrocomp decodes this compressor's streams.
-    pub fn is_supported(self) -> bool {
-        self != Self::Zstd
     }
 }
 

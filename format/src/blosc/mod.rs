@@ -7,8 +7,7 @@
 //! Decoding: [`Header::parse`] checks everything the header and input length allow up front;
 //! [`decompress_block`] decodes one block (a GPU warp's unit) and [`Header::block_streams`] lists
 //! a block's streams for a kernel that decodes them itself; [`decompress`] runs every block.
-//! BloscLZ ([`blosclz`]), LZ4/LZ4HC, Snappy and zlib streams are decoded; zstd ones give
-//! `Status::Unsupported`. Encoding: [`compress`] writes LZ4 chunks laid out as c-blosc does.
+//! BloscLZ ([`blosclz`]), LZ4/LZ4HC, Snappy, zlib and zstd streams are decoded. Encoding: [`compress`] writes LZ4 chunks laid out as c-blosc does.
 //! Nothing here panics or loops without bound on any input.
 
 pub mod blosclz;
@@ -18,7 +17,7 @@ mod header;
 pub mod shuffle;
 mod streams;
 
-pub use decode::{decompress, decompress_block, decompressed_size};
+pub use decode::{StreamTables, decompress, decompress_block, decompressed_size};
 pub use encode::{compress, compute_blocksize, lz4_header, max_compressed_size};
 pub use header::{
     CODEC_VERSION, COMPRESSOR_SHIFT, Compressor, FLAG_BITSHUFFLE, FLAG_DONT_SPLIT, FLAG_MEMCPYED, FLAG_RESERVED,

@@ -3,7 +3,7 @@
 //! codes a chunk, its warps taking the chunk's streams in turns; scratch holds each chunk
 //! shuffled. Chunks are written with LZ4 inside.
 
-use super::deflate::with_decode_tables;
+use super::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::blosc::{self, MAX_BUFFERSIZE, Shuffle};
 use ferrocomp_format::lz4::HASH_ENTRIES;
@@ -12,6 +12,7 @@ use ferrocomp_kernels_gpu::blosc::{
     COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECOMPRESS_SHARED_BYTES, DECOMPRESS_WARPS, compress_slot_bytes,
     decompress_slot_bytes,
 };
+use std::cell::RefCell;
 
 /// Most blocks of threads a Blosc kernel runs (each with a scratch slot); more chunks are taken
 /// in turns.
@@ -24,6 +25,10 @@ pub struct Blosc {
     pub typesize: u8,
     /// The filter applied to each block before compression.
     pub shuffle: Shuffle,
+}
+
+thread_local! {
+    static CPU_STREAM_TABLES: RefCell<Box<blosc::StreamTables>> = RefCell::new(zeroed());
 }
 
 impl Default for Blosc {
@@ -88,7 +93,7 @@ impl BatchCodec for Blosc {
 
     fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
         let mut tmp = vec![0; blosc::Header::parse(input)?.scratch_len()];
-        with_decode_tables(|tables| blosc::decompress(input, out, &mut tmp, tables))
+        CPU_STREAM_TABLES.with(|tables| blosc::decompress(input, out, &mut tmp, &mut tables.borrow_mut()))
     }
 
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {

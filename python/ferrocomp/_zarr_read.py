@@ -1,0 +1,375 @@
+"""A zarr selection read as one batch: every chunk key resolved first, the bytes read at once (files of a local
+store on all cores, into reused pinned staging on the way to the GPU; other stores through their async ``get``),
+one host-to-device copy, one batched decode over packed offsets, and one scatter of the decoded chunks into ``out``.
+
+`plan_read` says whether a pipeline's codecs allow it (else zarr's own per-chunk path runs); `read_batch` does it.
+Chunks of a sharded array are the inner chunks of every shard the selection touches, batched together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from zarr.abc.store import RangeByteRequest
+from zarr.codecs import BytesCodec, ShardingCodec, TransposeCodec
+from zarr.codecs._v2 import V2Codec
+from zarr.codecs.sharding import MAX_UINT_64
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.codec_pipeline import fill_value_or_default
+from zarr.storage import LocalStore
+
+import ferrocomp
+from ferrocomp import _zarr_batch
+from ferrocomp._ferrocomp import read_ranges, scatter
+from ferrocomp._zarr_batch import NumcodecsLz4Format, StreamFormat
+
+
+@dataclass(frozen=True)
+class ChunkLayout:
+    """How a stored chunk's bytes become the chunk: an optional compressor, then elements laid out in storage order."""
+
+    stream_format: StreamFormat | None
+    """The compressed format (None: stored as is)."""
+    dtype: np.dtype
+    """The elements' type (native byte order)."""
+    order: str
+    """'C' or 'F': the memory order of the decoded elements."""
+    axes: tuple[int, ...]
+    """For each stored axis, the chunk axis it holds (a transpose codec's order; identity otherwise)."""
+    inner: ChunkLayout | None = None
+    """For a sharded array, the layout of the inner chunks."""
+    sharding: ShardingCodec | None = None
+    """The sharding codec, for its chunk shape and index."""
+
+    def strides(self, shape: Sequence[int]) -> list[int]:
+        """Byte strides of each chunk axis in a decoded chunk of `shape` (chunk axes)."""
+        axes = self.axes or tuple(range(len(shape)))
+        stored = [shape[axis] for axis in axes]
+        itemsize = self.dtype.itemsize
+        step = [0] * len(stored)
+        run = itemsize
+        for i in range(len(stored)) if self.order == "F" else reversed(range(len(stored))):
+            step[i] = run
+            run *= stored[i]
+        strides = [0] * len(shape)
+        for i, axis in enumerate(axes):
+            strides[axis] = step[i]
+        return strides
+
+
+def plan_read(pipeline: Any, stream_format_of: Any) -> ChunkLayout | None:
+    """The layout a pipeline's codecs give chunks, if the batched read handles them, else None.
+
+    `stream_format_of(codec)` gives a bytes-to-bytes codec's stream format (None: not ferrocomp's)."""
+    axes: tuple[int, ...] | None = None
+    for codec in pipeline.array_array_codecs:
+        if not isinstance(codec, TransposeCodec):
+            return None
+        order = tuple(codec.order)
+        axes = order if axes is None else tuple(axes[i] for i in order)
+    bytes_codecs = list(pipeline.bytes_bytes_codecs)
+    stream_format = None
+    if len(bytes_codecs) > 1:
+        return None
+    if bytes_codecs:
+        stream_format = stream_format_of(bytes_codecs[0])
+        if stream_format is None:
+            return None
+    array_bytes = pipeline.array_bytes_codec
+    common = {"stream_format": stream_format, "dtype": np.dtype("u1"), "axes": axes or ()}
+    if isinstance(array_bytes, BytesCodec):
+        if array_bytes.endian is not None and array_bytes.endian.value != _native_endian():
+            return None
+        return ChunkLayout(order="C", **common)
+    if isinstance(array_bytes, V2Codec) and not array_bytes.filters and array_bytes.compressor is None:
+        return ChunkLayout(order="V2", **common)
+    if isinstance(array_bytes, ShardingCodec) and not axes and stream_format is None:
+        inner = plan_read(type(pipeline).from_codecs(array_bytes.codecs), stream_format_of)
+        index_plain = [type(codec).__name__ for codec in array_bytes.index_codecs] in (
+            ["BytesCodec"],
+            ["BytesCodec", "Crc32cCodec"],
+        )
+        if inner is None or inner.inner is not None or not index_plain:
+            return None
+        return ChunkLayout(order="C", inner=inner, sharding=array_bytes, **common)
+    return None
+
+
+def _native_endian() -> str:
+    return "little" if np.little_endian else "big"
+
+
+def is_basic(selection: Any) -> bool:
+    """Whether a selection tuple is slices and integers only (zarr's basic indexing)."""
+    return all(isinstance(s, slice | int | np.integer) for s in selection)
+
+
+@dataclass
+class Piece:
+    """One chunk to read and where its elements go."""
+
+    key: Any
+    """The chunk's byte getter (a `StorePath`)."""
+    start: int
+    """Where its stored bytes start in the key's value."""
+    size: int | None
+    """Their length (None: to the end)."""
+    shape: tuple[int, ...]
+    """The decoded chunk's shape."""
+    chunk_selection: tuple[Any, ...]
+    out_selection: tuple[Any, ...]
+    fill_value: Any
+
+
+async def read_batch(layout: ChunkLayout, batch_info: list[tuple[Any, Any, Any, Any, bool]], out: Any) -> None:
+    """Read every chunk of `batch_info` (basic selections) into `out`, a C- or F-contiguous numpy or CuPy array, in
+    one batch."""
+    spec = batch_info[0][1]
+    dtype = np.dtype(spec.dtype.to_native_dtype())
+    layout = _with_dtype(layout, dtype, spec.order)
+    pieces: list[Piece] = []
+    if layout.sharding is not None:
+        pieces = await _inner_pieces(layout, batch_info)
+        layout = _with_dtype(layout.inner, dtype, spec.order)
+    else:
+        for key, chunk_spec, chunk_selection, out_selection, _ in batch_info:
+            fill = fill_value_or_default(chunk_spec)
+            pieces.append(Piece(key, 0, None, tuple(chunk_spec.shape), chunk_selection, out_selection, fill))
+    await _fetch_decode_scatter(layout, pieces, out)
+
+
+def _with_dtype(layout: ChunkLayout, dtype: np.dtype, order: str) -> ChunkLayout:
+    """`layout` for elements of `dtype`; a format 2 codec's memory order is the array's."""
+    return replace(layout, dtype=dtype, order=order if layout.order == "V2" else layout.order)
+
+
+async def _inner_pieces(layout: ChunkLayout, batch_info: list[tuple[Any, Any, Any, Any, bool]]) -> list[Piece]:
+    """The inner chunks of every shard in the batch that the selection touches, with their selections."""
+    sharding = layout.sharding
+    pieces = []
+    indexes = await asyncio.gather(*(_shard_index(sharding, key, spec) for key, spec, *_ in batch_info))
+    for index, (key, spec, chunk_selection, out_selection, _) in zip(indexes, batch_info, strict=True):
+        inner_shape = tuple(sharding.chunk_shape)
+        fill = fill_value_or_default(spec)
+        per_shard = tuple(s // c for s, c in zip(spec.shape, inner_shape, strict=True))
+        for coords in np.ndindex(*per_shard):
+            inner_sel, out_sel = _intersect(chunk_selection, out_selection, coords, inner_shape)
+            if inner_sel is None:
+                continue
+            start, size = (MAX_UINT_64, MAX_UINT_64) if index is None else index[coords]
+            present = start != MAX_UINT_64
+            pieces.append(Piece(key if present else None, int(start), int(size), inner_shape, inner_sel, out_sel, fill))
+    return pieces
+
+
+async def _shard_index(sharding: ShardingCodec, key: Any, spec: Any) -> np.ndarray | None:
+    """A shard's index as (chunk coords..., 2) offsets and lengths, or None for a missing shard."""
+    per_shard = sharding._get_chunks_per_shard(spec)
+    index = await sharding._load_shard_index_maybe(key, per_shard)
+    return None if index is None else index.offsets_and_lengths
+
+
+def _intersect(
+    chunk_selection: tuple[Any, ...], out_selection: tuple[Any, ...], coords: tuple[int, ...], inner: tuple[int, ...]
+) -> tuple[tuple[Any, ...] | None, tuple[Any, ...]]:
+    """The part of a shard's selection (unit steps) in the inner chunk at `coords`, and where it goes in `out`."""
+    inner_sel, out_sel = [], []
+    out_axes = iter(out_selection)
+    for sel, c, n in zip(chunk_selection, coords, inner, strict=True):
+        lo, hi = c * n, (c + 1) * n
+        if isinstance(sel, int | np.integer):
+            if not lo <= sel < hi:
+                return None, ()
+            inner_sel.append(int(sel) - lo)
+            continue
+        out_slice = next(out_axes)
+        start, stop = max(sel.start, lo), min(sel.stop, hi)
+        if start >= stop:
+            return None, ()
+        inner_sel.append(slice(start - lo, stop - lo, 1))
+        offset = out_slice.start + start - sel.start
+        out_sel.append(slice(offset, offset + stop - start, 1))
+    return tuple(inner_sel), tuple(out_sel)
+
+
+async def _fetch_decode_scatter(layout: ChunkLayout, pieces: list[Piece], out: Any) -> None:
+    """Fetch the present pieces' bytes into one packed buffer, decode them in one call, scatter them into `out`;
+    fill the missing pieces' places with their fill values."""
+    on_gpu = _zarr_batch.is_device_array(out)
+    xp = _zarr_batch.array_module(out)
+    prefix = layout.stream_format.prefix_size if isinstance(layout.stream_format, NumcodecsLz4Format) else 0
+    present, sources = await _locate(pieces, prefix)
+    for piece in pieces:
+        if piece.key is None:
+            out[piece.out_selection] = piece.fill_value
+    if not present:
+        return
+    itemsize = layout.dtype.itemsize
+    decoded_sizes = [int(np.prod(pieces[i].shape)) * itemsize for i in present]
+    out_offsets = np.concatenate([[0], np.cumsum(decoded_sizes, dtype=np.int64)])
+    stream = _stream() if on_gpu else None
+    packed = await _packed_bytes(sources, xp, stream)
+    if layout.stream_format is None:
+        decoded = packed
+        _check_sizes(pieces, present, [s[2] for s in sources], decoded_sizes)
+    else:
+        decoded = xp.empty(int(out_offsets[-1]), dtype=xp.uint8)
+        src_offsets = np.concatenate([[0], np.cumsum([s[2] for s in sources], dtype=np.int64)])
+        codec = _codec(layout.stream_format, on_gpu, stream)
+        with _zarr_batch.numbered(present):
+            sizes = codec.decode_packed(packed, src_offsets, decoded, out_offsets)
+        _check_sizes(pieces, present, np.asarray(sizes).tolist(), decoded_sizes)
+    boxes = _boxes(layout, [pieces[i] for i in present], out_offsets, out)
+    flat = out if out.flags.c_contiguous else out.T
+    out_bytes = flat.reshape(-1).view(xp.uint8)
+    kwargs = {"cuda_stream": stream.ptr} if on_gpu else {}
+    scatter(decoded, out_bytes, itemsize, boxes, **kwargs)
+
+
+def _check_sizes(pieces: list[Piece], present: list[int], got: list[int], expected: list[int]) -> None:
+    for i, a, b in zip(present, got, expected, strict=True):
+        if a != b:
+            raise ferrocomp.DecodeError(f"chunk {_name(pieces[i])}: decodes to {a} bytes, its shape holds {b}", i)
+
+
+def _name(piece: Piece) -> str:
+    return str(getattr(piece.key, "path", piece.key))
+
+
+async def _locate(pieces: list[Piece], prefix: int) -> tuple[list[int], list[tuple[Any, int, int]]]:
+    """The pieces with stored bytes (those without get `key = None`), and for each where its stream lies: a file
+    path of a local store with the stream's start and length, or its fetched bytes (other stores)."""
+    sources: dict[int, tuple[Any, int, int]] = {}
+    fetch = []
+    for i, piece in enumerate(pieces):
+        if piece.key is None:
+            continue
+        if not isinstance(getattr(piece.key, "store", None), LocalStore):
+            fetch.append(i)
+            continue
+        path = os.path.join(piece.key.store.root, piece.key.path)
+        try:
+            length = os.stat(path).st_size if piece.size is None else piece.size
+        except FileNotFoundError:
+            piece.key = None
+            continue
+        sources[i] = (path, piece.start, length)
+    values = await asyncio.gather(*(_get(pieces[i]) for i in fetch))
+    for i, data in zip(fetch, values, strict=True):
+        if data is None:
+            pieces[i].key = None
+        else:
+            sources[i] = (data, 0, data.size)
+    present = sorted(sources)
+    streams = []
+    for i in present:
+        source, start, length = sources[i]
+        if length < prefix:
+            raise _zarr_batch.ChunkFormatError(
+                f"chunk {_name(pieces[i])}: {length} bytes, shorter than its {prefix}-byte size prefix", i
+            )
+        streams.append((source, start + prefix, length - prefix))
+    return present, streams
+
+
+async def _get(piece: Piece) -> np.ndarray | None:
+    """A piece's stored bytes from its store (None where the key holds nothing)."""
+    byte_range = None if piece.size is None else RangeByteRequest(piece.start, piece.start + piece.size)
+    value = await piece.key.get(prototype=default_buffer_prototype(), byte_range=byte_range)
+    return None if value is None else value.as_numpy_array().view(np.uint8).reshape(-1)
+
+
+async def _packed_bytes(sources: list[tuple[Any, int, int]], xp: Any, stream: Any) -> Any:
+    """The sources' bytes packed in one buffer of the output's kind: files read on all cores (to the GPU through
+    pinned staging, one copy per segment), fetched values joined and copied once."""
+    total = sum(length for *_, length in sources)
+    packed = xp.empty(max(total, 1), dtype=xp.uint8)[:total]
+    files = [i for i, (source, *_) in enumerate(sources) if isinstance(source, str)]
+    if len(files) == len(sources):
+        kwargs = {"cuda_stream": stream.ptr} if stream is not None else {}
+        await asyncio.to_thread(
+            read_ranges,
+            [s[0] for s in sources],
+            np.array([s[1] for s in sources], dtype=np.uint64),
+            np.array([s[2] for s in sources], dtype=np.uint64),
+            packed,
+            **kwargs,
+        )
+        return packed
+    host = np.empty(total, dtype=np.uint8)
+    at = 0
+    for source, start, length in sources:
+        if isinstance(source, str):
+            with open(source, "rb") as file:
+                file.seek(start)
+                host[at : at + length] = np.frombuffer(file.read(length), dtype=np.uint8)
+        else:
+            host[at : at + length] = source
+        at += length
+    if xp is np:
+        return host
+    with stream:
+        packed.set(host)
+    return packed
+
+
+def _boxes(layout: ChunkLayout, pieces: list[Piece], offsets: np.ndarray, out: Any) -> np.ndarray:
+    """One row per piece for `scatter`: source and destination offsets, shape, source and destination strides.
+    An integer in a chunk selection picks one plane (zarr drops that axis from `out`)."""
+    ndim = len(pieces[0].shape)
+    rows = np.zeros((len(pieces), 2 + 3 * ndim), dtype=np.int64)
+    for row, (piece, base) in enumerate(zip(pieces, offsets[:-1], strict=False)):
+        strides = layout.strides(piece.shape)
+        src, dst = int(base), 0
+        shape, src_strides, dst_strides = [], [], []
+        out_axes = iter(range(out.ndim))
+        for axis, sel in enumerate(piece.chunk_selection):
+            if isinstance(sel, int | np.integer):
+                src += int(sel) * strides[axis]
+                continue
+            start, stop, step = sel.indices(piece.shape[axis])
+            j = next(out_axes)
+            out_start, _, out_step = piece.out_selection[j].indices(out.shape[j])
+            src += start * strides[axis]
+            dst += out_start * out.strides[j]
+            shape.append(len(range(start, stop, step)))
+            src_strides.append(step * strides[axis])
+            dst_strides.append(out_step * out.strides[j])
+        pad = ndim - len(shape)
+        rows[row] = [src, dst, *shape, *[1] * pad, *src_strides, *[0] * pad, *dst_strides, *[0] * pad]
+    return rows
+
+
+_streams: dict[int, Any] = {}
+
+
+def _stream() -> Any:
+    """The current device's stream for batched reads (blocking: ordered with the legacy default stream zarr uses)."""
+    import cupy
+
+    device = cupy.cuda.Device().id
+    if device not in _streams:
+        _streams[device] = cupy.cuda.Stream(non_blocking=False)
+    return _streams[device]
+
+
+_codecs: dict[tuple[Any, ...], Any] = {}
+
+
+def _codec(stream_format: StreamFormat, on_gpu: bool, stream: Any) -> Any:
+    """A RAW codec for the format, on the CPU or on `stream`'s device, kept for later batches."""
+    key = (stream_format.algorithm, stream_format.options, on_gpu, stream.ptr if stream is not None else None)
+    if key not in _codecs:
+        _codecs[key] = ferrocomp.Codec(
+            algorithm=stream_format.algorithm,
+            bitstream_kind=ferrocomp.BitstreamKind.RAW,
+            device_id=None if on_gpu else _zarr_batch.CPU,
+            cuda_stream=stream.ptr if stream is not None else None,
+            **dict(stream_format.options),
+        )
+    return _codecs[key]

@@ -1,0 +1,143 @@
+//! The read path's native steps, for `ferrocomp.zarr`'s pipeline and `ferrocomp.root`: byte
+//! ranges of files read into one packed buffer (host memory on all cores, or device memory
+//! through reused pinned staging), and decoded chunks scattered to their places in an array.
+
+use crate::array::Array;
+use crate::device::{self, LEGACY_STREAM, StreamRef, stream_arg};
+use crate::errors::{device_error, value_error};
+use ferrocomp::Error;
+use ferrocomp::file_ranges::{self, FileRange, RangeReader};
+use ferrocomp::scatter::{Plan, scatter_cpu, scatter_gpu};
+use pyo3::exceptions::PyOSError;
+use pyo3::prelude::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Integers (any array or list) as `u64`s.
+fn integers(py: Python<'_>, values: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    let values = py.import("numpy")?.call_method1("ascontiguousarray", (values, "<u8"))?;
+    let array = Array::from_object(&values, None)?;
+    let bytes: &[u8] = unsafe { array.host_bytes() };
+    Ok(bytes.as_chunks::<8>().0.iter().map(|&v| u64::from_le_bytes(v)).collect())
+}
+
+/// The reader of device `ordinal`, made at first use and kept (its pinned slots with it).
+fn reader(ordinal: u32) -> PyResult<Arc<RangeReader>> {
+    static READERS: OnceLock<Mutex<HashMap<u32, Arc<RangeReader>>>> = OnceLock::new();
+    let mut readers = READERS.get_or_init(Default::default).lock().unwrap();
+    if let Some(reader) = readers.get(&ordinal) {
+        return Ok(reader.clone());
+    }
+    let gpu = device::gpu(ordinal).map_err(device_error)?;
+    let reader = Arc::new(RangeReader::new(&gpu).map_err(device_error)?);
+    readers.insert(ordinal, reader.clone());
+    Ok(reader)
+}
+
+fn io_error(err: Error) -> PyErr {
+    match err {
+        Error::Io(e) => PyOSError::new_err(e.to_string()),
+        other => device_error(other),
+    }
+}
+
+/// Reads `sizes[i]` bytes at `offsets[i]` of `paths[i]` for every `i` into `out`, packed in
+/// order; `out` is host memory (read on all cores) or device memory (through pinned staging,
+/// enqueued on `cuda_stream`, the legacy default stream if not given). Raises `OSError` naming
+/// the file for a missing file or a range past its end.
+#[pyfunction]
+#[pyo3(signature = (paths, offsets, sizes, out, *, cuda_stream = None))]
+pub fn read_ranges(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    offsets: &Bound<'_, PyAny>,
+    sizes: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    cuda_stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let (offsets, sizes) = (integers(py, offsets)?, integers(py, sizes)?);
+    if offsets.len() != paths.len() || sizes.len() != paths.len() {
+        return Err(value_error(format!(
+            "{} paths, {} offsets and {} sizes: one of each per range",
+            paths.len(),
+            offsets.len(),
+            sizes.len()
+        )));
+    }
+    let out = Array::from_object(out, None)?;
+    out.require_contiguous("out")?;
+    out.require_writable("out")?;
+    let ranges: Vec<FileRange<'_>> =
+        (0..paths.len()).map(|i| FileRange { path: &paths[i], offset: offsets[i], len: sizes[i] as usize }).collect();
+    match out.device {
+        None => {
+            let dst = unsafe { out.host_bytes_mut() };
+            py.detach(|| file_ranges::read_ranges(&ranges, dst)).map_err(io_error)
+        }
+        Some(ordinal) => {
+            let reader = reader(ordinal)?;
+            let raw = stream_arg(cuda_stream)?.unwrap_or(LEGACY_STREAM);
+            let stream = StreamRef::borrowed(raw);
+            py.detach(|| reader.read_to_device(&ranges, out.device_bytes_mut(), stream.stream())).map_err(io_error)
+        }
+    }
+}
+
+/// Copies boxes of `itemsize`-byte elements from `src` into `out` (both host or both device
+/// memory), in one launch on the GPU (waited for, on `cuda_stream`) or on all cores. `boxes` is
+/// an integer array of one row per box: source and destination byte offsets, then its shape, its
+/// source strides and its destination strides (bytes), `ndim` each. Boxes must not overlap in `out`.
+#[pyfunction]
+#[pyo3(signature = (src, out, itemsize, boxes, *, cuda_stream = None))]
+pub fn scatter(
+    py: Python<'_>,
+    src: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    itemsize: u64,
+    boxes: &Bound<'_, PyAny>,
+    cuda_stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let rows: usize = boxes.getattr("shape")?.get_item(0)?.extract()?;
+    let table = integers(py, boxes)?;
+    let width = table.len().checked_div(rows).unwrap_or(2);
+    if rows > 0 && (width < 2 || (width - 2) % 3 != 0 || width * rows != table.len()) {
+        return Err(value_error(format!("boxes has rows of {width} integers, not 2 + 3 * ndim")));
+    }
+    let ndim = (width - 2) / 3;
+    let (input, output) = (Array::from_object(src, None)?, Array::from_object(out, None)?);
+    input.require_contiguous("src")?;
+    output.require_contiguous("out")?;
+    output.require_writable("out")?;
+    if input.device != output.device {
+        return Err(value_error("src and out must both be in host memory or on the same device"));
+    }
+    let plan = Plan { itemsize, src_len: input.nbytes() as u64, dst_len: output.nbytes() as u64 };
+    let mut copies = table
+        .chunks_exact(width.max(1))
+        .take(rows)
+        .enumerate()
+        .map(|(i, row)| {
+            let (shape, strides) = row[2..].split_at(ndim);
+            let (src_strides, dst_strides) = strides.split_at(ndim);
+            plan.copy(row[0], row[1], shape, src_strides, dst_strides)
+                .map_err(|e| value_error(format!("box {i}: {e:?}")))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let unit = Plan::widen(&mut copies, input.ptr, output.ptr);
+    match output.device {
+        None => {
+            let (src, dst) = unsafe { (input.host_bytes(), output.host_bytes_mut()) };
+            py.detach(|| unsafe { scatter_cpu(src, dst, &copies, unit) }).map_err(device_error)
+        }
+        Some(ordinal) => {
+            let gpu = device::gpu(ordinal).map_err(device_error)?;
+            let raw = stream_arg(cuda_stream)?.unwrap_or(LEGACY_STREAM);
+            let stream = StreamRef::borrowed(raw);
+            py.detach(|| unsafe {
+                scatter_gpu(&gpu, input.device_bytes(), output.device_bytes_mut(), &copies, unit, stream.stream())
+            })
+            .map_err(device_error)
+        }
+    }
+}

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -177,7 +178,7 @@ async def _shard_index(sharding: ShardingCodec, key: Any, spec: Any) -> np.ndarr
 def _intersect(
     chunk_selection: tuple[Any, ...], out_selection: tuple[Any, ...], coords: tuple[int, ...], inner: tuple[int, ...]
 ) -> tuple[tuple[Any, ...] | None, tuple[Any, ...]]:
-    """The part of a shard's selection (unit steps) in the inner chunk at `coords`, and where it goes in `out`."""
+    """The part of a shard's selection in the inner chunk at `coords`, and where it goes in `out`."""
     inner_sel, out_sel = [], []
     out_axes = iter(out_selection)
     for sel, c, n in zip(chunk_selection, coords, inner, strict=True):
@@ -188,62 +189,144 @@ def _intersect(
             inner_sel.append(int(sel) - lo)
             continue
         out_slice = next(out_axes)
-        start, stop = max(sel.start, lo), min(sel.stop, hi)
-        if start >= stop:
+        step = sel.step or 1
+        start = sel.start if sel.start >= lo else sel.start + -(-(lo - sel.start) // step) * step
+        stop = min(sel.stop, hi)
+        count = len(range(start, stop, step))
+        if count == 0:
             return None, ()
-        inner_sel.append(slice(start - lo, stop - lo, 1))
-        offset = out_slice.start + start - sel.start
-        out_sel.append(slice(offset, offset + stop - start, 1))
+        inner_sel.append(slice(start - lo, stop - lo, step))
+        offset = out_slice.start + (start - sel.start) // step
+        out_sel.append(slice(offset, offset + count, 1))
     return tuple(inner_sel), tuple(out_sel)
 
 
 async def _fetch_decode_scatter(layout: ChunkLayout, pieces: list[Piece], out: Any) -> None:
     """Fetch the present pieces' bytes into one packed buffer, decode them in one call, scatter them into `out`;
-    fill the missing pieces' places with their fill values."""
+    fill the missing pieces' places with their fill values. A bad chunk raises an error naming its key."""
+    keys = [_name(piece) for piece in pieces]
+    with _keys_named(keys):
+        await _fetch_decode_scatter_pieces(layout, pieces, out)
+
+
+@contextmanager
+def _keys_named(keys: list[str]) -> Iterator[None]:
+    """Re-raise a ferrocomp error about piece i as "chunk i: <its key>: why"."""
+    try:
+        yield
+    except ferrocomp.ChunkError as error:
+        if error.chunk is None or not 0 <= error.chunk < len(keys):
+            raise
+        reason = str(error).removeprefix(f"chunk {error.chunk}: ")
+        raise type(error)(f"chunk {error.chunk}: {keys[error.chunk]}: {reason}", error.chunk, error.status) from error
+
+
+async def _fetch_decode_scatter_pieces(layout: ChunkLayout, pieces: list[Piece], out: Any) -> None:
     on_gpu = _zarr_batch.is_device_array(out)
     xp = _zarr_batch.array_module(out)
-    prefix = layout.stream_format.prefix_size if isinstance(layout.stream_format, NumcodecsLz4Format) else 0
-    present, sources = await _locate(pieces, prefix)
+    present, sources = await _locate(pieces, layout)
     for piece in pieces:
         if piece.key is None:
             out[piece.out_selection] = piece.fill_value
     if not present:
         return
     itemsize = layout.dtype.itemsize
+    flat = (out if out.flags.c_contiguous else out.T).reshape(-1).view(xp.uint8)
+    in_place = _in_place_order(pieces, present, out, itemsize)
+    if in_place is not None:
+        sources = [sources[present.index(i)] for i in in_place]
+        present = in_place
     decoded_sizes = [int(np.prod(pieces[i].shape)) * itemsize for i in present]
     out_offsets = np.concatenate([[0], np.cumsum(decoded_sizes, dtype=np.int64)])
-    stream = _stream() if on_gpu else None
-    packed = await _packed_bytes(sources, xp, stream)
-    if layout.stream_format is None:
-        decoded = packed
+    device = None if on_gpu else _zarr_batch.CPU
+    codec, lock = _zarr_batch.codec_for(layout.stream_format, device=device) if layout.stream_format else (None, None)
+    stream = {"cuda_stream": codec.cuda_stream} if on_gpu and codec is not None else {}
+    if codec is None:
         _check_sizes(pieces, present, [s[2] for s in sources], decoded_sizes)
+        decoded = await _packed_bytes(sources, xp, stream, flat if in_place is not None else None)
     else:
-        decoded = xp.empty(int(out_offsets[-1]), dtype=xp.uint8)
+        packed = await _packed_bytes(sources, xp, stream)
+        decoded = flat if in_place is not None else xp.empty(int(out_offsets[-1]), dtype=xp.uint8)
         src_offsets = np.concatenate([[0], np.cumsum([s[2] for s in sources], dtype=np.int64)])
-        codec = _codec(layout.stream_format, on_gpu, stream)
-        with _zarr_batch.numbered(present):
+        with lock, _zarr_batch.numbered(present):
             sizes = codec.decode_packed(packed, src_offsets, decoded, out_offsets)
         _check_sizes(pieces, present, np.asarray(sizes).tolist(), decoded_sizes)
     boxes = _boxes(layout, [pieces[i] for i in present], out_offsets, out)
-    flat = out if out.flags.c_contiguous else out.T
-    out_bytes = flat.reshape(-1).view(xp.uint8)
-    kwargs = {"cuda_stream": stream.ptr} if on_gpu else {}
-    scatter(decoded, out_bytes, itemsize, boxes, **kwargs)
+    if in_place is None:
+        scatter(decoded, flat, itemsize, boxes, **stream)
+        return
+    # Decoded in place, slab by slab of rows: each slab's chunks are laid out one after the other where the slab
+    # goes; a slab of several chunks is copied aside and scattered back.
+    slabs = _slab_bounds([pieces[i] for i in present])
+    c_order = layout.order == "C" and list(layout.axes) in ([], sorted(layout.axes))
+    staging = None
+    for first, last in slabs:
+        if last - first == 1 and c_order:
+            continue  # one chunk of whole rows, in C order: already where it goes
+        start, end = int(out_offsets[first]), int(out_offsets[last])
+        if staging is None:
+            staging = xp.empty(max(int(out_offsets[b] - out_offsets[a]) for a, b in slabs), dtype=xp.uint8)
+        staging[: end - start] = flat[start:end]
+        slab_boxes = boxes[first:last].copy()
+        slab_boxes[:, 0] -= start
+        scatter(staging, flat, itemsize, slab_boxes, **stream)
+
+
+def _in_place_order(pieces: list[Piece], present: list[int], out: Any, itemsize: int) -> list[int] | None:
+    """The pieces in `out`'s memory order where they can be decoded straight into it: whole chunks, all present,
+    tiling a C-contiguous `out` so that each slab of rows (the chunks sharing a first row) takes exactly its bytes."""
+    if not out.flags.c_contiguous or len(present) != len(pieces):
+        return None
+    for piece in pieces:
+        whole = all(
+            isinstance(s, slice) and s.indices(n) == (0, n, 1)
+            for s, n in zip(piece.chunk_selection, piece.shape, strict=True)
+        )
+        if not whole:
+            return None
+    order = sorted(present, key=lambda i: tuple(s.start for s in pieces[i].out_selection))
+    nbytes = [int(np.prod(pieces[i].shape)) * itemsize for i in order]
+    if sum(nbytes) != out.nbytes:
+        return None
+    row_bytes = out.nbytes // out.shape[0]
+    at = 0
+    ordered = [pieces[i] for i in order]
+    for first, last in _slab_bounds(ordered):
+        rows = ordered[first].shape[0]
+        if ordered[first].out_selection[0].start * row_bytes != at or sum(nbytes[first:last]) != rows * row_bytes:
+            return None
+        at += rows * row_bytes
+    return order
+
+
+def _slab_bounds(pieces: list[Piece]) -> list[tuple[int, int]]:
+    """[first, last) index ranges of consecutive pieces that start on the same row of the output."""
+    bounds, first = [], 0
+    for i in range(1, len(pieces) + 1):
+        if i == len(pieces) or pieces[i].out_selection[0].start != pieces[first].out_selection[0].start:
+            bounds.append((first, i))
+            first = i
+    return bounds
 
 
 def _check_sizes(pieces: list[Piece], present: list[int], got: list[int], expected: list[int]) -> None:
     for i, a, b in zip(present, got, expected, strict=True):
         if a != b:
-            raise ferrocomp.DecodeError(f"chunk {_name(pieces[i])}: decodes to {a} bytes, its shape holds {b}", i)
+            raise ferrocomp.DecodeError(f"chunk {i}: decodes to {a} bytes, its shape holds {b}", i)
 
 
 def _name(piece: Piece) -> str:
-    return str(getattr(piece.key, "path", piece.key))
+    """The piece's key in its store (with its byte range inside a shard)."""
+    key = str(getattr(piece.key, "path", piece.key))
+    return key if piece.size is None else f"{key}[{piece.start}:{piece.start + piece.size}]"
 
 
-async def _locate(pieces: list[Piece], prefix: int) -> tuple[list[int], list[tuple[Any, int, int]]]:
+async def _locate(pieces: list[Piece], layout: ChunkLayout) -> tuple[list[int], list[tuple[Any, int, int]]]:
     """The pieces with stored bytes (those without get `key = None`), and for each where its stream lies: a file
-    path of a local store with the stream's start and length, or its fetched bytes (other stores)."""
+    path of a local store with the stream's start and length, or its fetched bytes (other stores). numcodecs' LZ4
+    size prefixes are checked against the chunks' shapes and skipped."""
+    lz4 = layout.stream_format if isinstance(layout.stream_format, NumcodecsLz4Format) else None
+    prefix = lz4.prefix_size if lz4 else 0
     sources: dict[int, tuple[Any, int, int]] = {}
     fetch = []
     for i, piece in enumerate(pieces):
@@ -269,12 +352,22 @@ async def _locate(pieces: list[Piece], prefix: int) -> tuple[list[int], list[tup
     streams = []
     for i in present:
         source, start, length = sources[i]
-        if length < prefix:
-            raise _zarr_batch.ChunkFormatError(
-                f"chunk {_name(pieces[i])}: {length} bytes, shorter than its {prefix}-byte size prefix", i
-            )
+        if lz4:
+            declared = lz4.declared_size(i, _head(source, start, min(length, prefix)), length)
+            expected = int(np.prod(pieces[i].shape)) * layout.dtype.itemsize
+            if declared != expected:
+                message = f"chunk {i}: its size prefix says {declared} bytes, its shape holds {expected}"
+                raise _zarr_batch.ChunkFormatError(message, i)
         streams.append((source, start + prefix, length - prefix))
     return present, streams
+
+
+def _head(source: Any, start: int, size: int) -> bytes:
+    """The first `size` bytes of a stream: read from its file, or of its fetched bytes."""
+    if isinstance(source, str):
+        with open(source, "rb") as file:
+            return os.pread(file.fileno(), size, start)
+    return bytes(source[start : start + size])
 
 
 async def _get(piece: Piece) -> np.ndarray | None:
@@ -284,24 +377,23 @@ async def _get(piece: Piece) -> np.ndarray | None:
     return None if value is None else value.as_numpy_array().view(np.uint8).reshape(-1)
 
 
-async def _packed_bytes(sources: list[tuple[Any, int, int]], xp: Any, stream: Any) -> Any:
-    """The sources' bytes packed in one buffer of the output's kind: files read on all cores (to the GPU through
-    pinned staging, one copy per segment), fetched values joined and copied once."""
+async def _packed_bytes(sources: list[tuple[Any, int, int]], xp: Any, stream: dict[str, Any], into: Any = None) -> Any:
+    """The sources' bytes packed in one buffer of the output's kind (`into`, or a new one): files read on all cores
+    (to the GPU through pinned staging, one copy per segment), fetched values joined and copied once."""
     total = sum(length for *_, length in sources)
-    packed = xp.empty(max(total, 1), dtype=xp.uint8)[:total]
+    packed = xp.empty(max(total, 1), dtype=xp.uint8)[:total] if into is None else into[:total]
     files = [i for i, (source, *_) in enumerate(sources) if isinstance(source, str)]
     if len(files) == len(sources):
-        kwargs = {"cuda_stream": stream.ptr} if stream is not None else {}
         await asyncio.to_thread(
             read_ranges,
             [s[0] for s in sources],
             np.array([s[1] for s in sources], dtype=np.uint64),
             np.array([s[2] for s in sources], dtype=np.uint64),
             packed,
-            **kwargs,
+            **stream,
         )
         return packed
-    host = np.empty(total, dtype=np.uint8)
+    host = packed if xp is np else np.empty(total, dtype=np.uint8)
     at = 0
     for source, start, length in sources:
         if isinstance(source, str):
@@ -309,11 +401,9 @@ async def _packed_bytes(sources: list[tuple[Any, int, int]], xp: Any, stream: An
                 file.seek(start)
                 host[at : at + length] = np.frombuffer(file.read(length), dtype=np.uint8)
         else:
-            host[at : at + length] = source
+            host[at : at + length] = source[start : start + length]
         at += length
-    if xp is np:
-        return host
-    with stream:
+    if xp is not np:
         packed.set(host)
     return packed
 
@@ -343,33 +433,3 @@ def _boxes(layout: ChunkLayout, pieces: list[Piece], offsets: np.ndarray, out: A
         pad = ndim - len(shape)
         rows[row] = [src, dst, *shape, *[1] * pad, *src_strides, *[0] * pad, *dst_strides, *[0] * pad]
     return rows
-
-
-_streams: dict[int, Any] = {}
-
-
-def _stream() -> Any:
-    """The current device's stream for batched reads (blocking: ordered with the legacy default stream zarr uses)."""
-    import cupy
-
-    device = cupy.cuda.Device().id
-    if device not in _streams:
-        _streams[device] = cupy.cuda.Stream(non_blocking=False)
-    return _streams[device]
-
-
-_codecs: dict[tuple[Any, ...], Any] = {}
-
-
-def _codec(stream_format: StreamFormat, on_gpu: bool, stream: Any) -> Any:
-    """A RAW codec for the format, on the CPU or on `stream`'s device, kept for later batches."""
-    key = (stream_format.algorithm, stream_format.options, on_gpu, stream.ptr if stream is not None else None)
-    if key not in _codecs:
-        _codecs[key] = ferrocomp.Codec(
-            algorithm=stream_format.algorithm,
-            bitstream_kind=ferrocomp.BitstreamKind.RAW,
-            device_id=None if on_gpu else _zarr_batch.CPU,
-            cuda_stream=stream.ptr if stream is not None else None,
-            **dict(stream_format.options),
-        )
-    return _codecs[key]

@@ -420,11 +420,13 @@ class BatchedPipeline(BatchedCodecPipeline):
         out: NDBuffer,
         drop_axes: tuple[int, ...] = (),
     ) -> None:
-        """Read the selection's chunks into `out` in one batch, or through zarr's pipeline where that cannot."""
+        """Read the selection's chunks into `out` in batches of `batch_size` chunks (inner chunks count one each
+        for a sharded array), or through zarr's pipeline where that cannot."""
         batch_info = list(batch_info)
         array = out.as_ndarray_like()
         if self._reads_in_one_batch(batch_info, array, drop_axes):
-            await _zarr_read.read_batch(self.chunk_layout, batch_info, array)
+            for start in range(0, len(batch_info), self.batch_size):
+                await _zarr_read.read_batch(self.chunk_layout, batch_info[start : start + self.batch_size], array)
         else:
             await super().read(batch_info, out, drop_axes)
 
@@ -434,13 +436,10 @@ class BatchedPipeline(BatchedCodecPipeline):
             return False
         if not (array.flags.c_contiguous or array.flags.f_contiguous):
             return False
-        for _, _, chunk_selection, out_selection, _ in batch_info:
-            if not (_zarr_read.is_basic(chunk_selection) and _zarr_read.is_basic(out_selection)):
-                return False
-            steps = [s.step for s in (*chunk_selection, *out_selection) if isinstance(s, slice)]
-            if layout.sharding is not None and any(step not in (None, 1) for step in steps):
-                return False
-        return True
+        return all(
+            _zarr_read.is_basic(chunk_selection) and _zarr_read.is_basic(out_selection)
+            for _, _, chunk_selection, out_selection, _ in batch_info
+        )
 
 
 def _stream_format_of(codec: Codec) -> StreamFormat | None:

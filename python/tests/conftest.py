@@ -49,6 +49,14 @@ class CountingCodec:
         self.calls.append(("encode", self.algorithm, len(sources)))
         return self.codec.encode(sources, **kwargs)
 
+    def decode_packed(self, src: Any, src_offsets: Any, *args: Any, **kwargs: Any) -> Any:
+        """Record, then decode the packed chunks."""
+        self.calls.append(("decode", self.algorithm, len(src_offsets) - 1))
+        return self.codec.decode_packed(src, src_offsets, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.codec, name)
+
 
 @pytest.fixture
 def ferrocomp_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, int]]:

@@ -307,11 +307,12 @@ def test_blosc_decodes_numcodecs_compressors(cname):
     assert np.array_equal(np.asarray(decoded), data)
 
 
-def test_blosc_zstd_chunk_is_unsupported():
-    block = oracle("numcodecs").Blosc(cname="zstd").encode(np.arange(1000, dtype="<i4"))
-    with pytest.raises(fc.DecodeError) as error:
-        codec("Blosc", RAW).decode([np.frombuffer(block, np.uint8)])
-    assert error.value.chunk == 0 and error.value.status == fc.Status.UNSUPPORTED
+@pytest.mark.parametrize("shuffle", [0, 1, 2])
+def test_blosc_zstd_chunks_decode_as_numcodecs_wrote_them(shuffle):
+    data = np.arange(300_000, dtype="<i4") // 7
+    block = oracle("numcodecs").Blosc(cname="zstd", shuffle=shuffle).encode(data)
+    decoded = codec("Blosc", RAW).decode([np.frombuffer(block, np.uint8)])
+    assert host(decoded[0]) == data.tobytes()
 
 
 def test_empty_arrays_round_trip():

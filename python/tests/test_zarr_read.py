@@ -1,0 +1,204 @@
+"""The batched read path (`ferrocomp._zarr_read`): local stores written by plain zarr read identical through it,
+whole and by selection, on the CPU (numpy) and the GPU (CuPy), in one ferrocomp call per batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+import zarr.codecs
+from zarr.storage import LocalStore
+
+import ferrocomp
+import ferrocomp.zarr
+
+SHAPE = (150, 97)
+CHUNKS = (32, 40)
+# Selections: whole, steps, one chunk, across chunk (and shard) boundaries, a row, a column picked by an integer.
+SELECTIONS = [
+    np.s_[:],
+    np.s_[3:140:3, 5:90:4],
+    np.s_[32:64, 40:80],
+    np.s_[20:100, 30:95],
+    np.s_[77, :],
+    np.s_[:, 41],
+]
+
+
+def blosc(cname: str, shuffle: int) -> Any:
+    return numcodecs.Blosc(cname=cname, shuffle=shuffle)
+
+
+# (id, zarr format, compressor, extra create_array arguments)
+STORES = [
+    *[
+        (f"v2-blosc-{cname}-{shuffle}", 2, blosc(cname, shuffle), {})
+        for cname in ("lz4", "zstd", "zlib")
+        for shuffle in (0, 1, 2)
+    ],
+    ("v2-zstd", 2, numcodecs.Zstd(level=3), {}),
+    ("v2-lz4", 2, numcodecs.LZ4(), {}),
+    ("v2-zlib", 2, numcodecs.Zlib(level=5), {}),
+    ("v2-gzip-F", 2, numcodecs.GZip(level=5), {"order": "F"}),
+    ("v3-zstd", 3, zarr.codecs.ZstdCodec(level=3), {}),
+    ("v3-gzip", 3, zarr.codecs.GzipCodec(level=5), {}),
+    ("v3-blosc-zstd-bit", 3, zarr.codecs.BloscCodec(cname="zstd", shuffle="bitshuffle"), {}),
+    ("v3-uncompressed", 3, None, {}),
+    ("v3-transposed", 3, zarr.codecs.ZstdCodec(), {"filters": [zarr.codecs.TransposeCodec(order=(1, 0))]}),
+    ("v3-sharded", 3, zarr.codecs.ZstdCodec(), {"shards": (64, 80)}),
+]
+DTYPES = ["<f8", "<f4", "<i2", "u1"]
+
+
+def values(dtype: str) -> np.ndarray:
+    """Data of `dtype` that compresses, with edge chunks left partial by SHAPE."""
+    grid = np.add.outer(np.arange(SHAPE[0]), np.arange(SHAPE[1]) * 3) % 251
+    return (grid * (0.25 if dtype.startswith("<f") else 1)).astype(dtype)
+
+
+def write_store(path: Path, fmt: int, compressor: Any, extra: dict, dtype: str, fill: Any = 0) -> np.ndarray:
+    """A store written by plain zarr with one chunk never written (it reads as `fill`); what it holds."""
+    array = zarr.create_array(
+        LocalStore(path),
+        shape=SHAPE,
+        chunks=CHUNKS,
+        dtype=dtype,
+        compressors=compressor,
+        zarr_format=fmt,
+        fill_value=fill,
+        **extra,
+    )
+    data = values(dtype)
+    array[:] = data
+    array[96:, :40] = fill  # chunks (3, 0) and (4, 0): stored in full, then emptied
+    expected = array[:]
+    return expected
+
+
+@pytest.fixture(params=[s[0] for s in STORES])
+def store_case(request: pytest.FixtureRequest) -> tuple[Any, ...]:
+    return next(s for s in STORES if s[0] == request.param)
+
+
+def read_counting(path: Path, selection: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
+    """`selection` of the store through ferrocomp's pipeline, and how many batched reads it took."""
+    from ferrocomp import _zarr_read
+
+    batches = []
+    read_batch = _zarr_read.read_batch
+
+    async def counting(*args: Any) -> None:
+        batches.append(1)
+        await read_batch(*args)
+
+    monkeypatch.setattr(_zarr_read, "read_batch", counting)
+    with ferrocomp.zarr.enable():
+        result = zarr.open_array(LocalStore(path, read_only=True), mode="r")[selection]
+    return result, len(batches)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_stores_written_by_zarr_read_identical(tmp_path: Path, store_case, dtype: str, monkeypatch) -> None:
+    name, fmt, compressor, extra = store_case
+    expected = write_store(tmp_path / "a.zarr", fmt, compressor, extra, dtype, fill=7)
+    for selection in SELECTIONS:
+        got, batches = read_counting(tmp_path / "a.zarr", selection, monkeypatch)
+        np.testing.assert_array_equal(got, expected[selection], err_msg=f"{name} {dtype} {selection}")
+        assert got.dtype == expected.dtype
+        assert batches == 1, f"{name}: {batches} batched reads for {selection}"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_missing_chunks_and_shards_read_as_the_fill_value(tmp_path: Path, monkeypatch) -> None:
+    array = zarr.create_array(
+        LocalStore(tmp_path / "s.zarr"), shape=(256, 64), chunks=(16, 16), shards=(64, 64), dtype="i4", fill_value=-3
+    )
+    array[70:90, 5:40] = 11  # one shard, partly
+    expected = np.full((256, 64), -3, "i4")
+    expected[70:90, 5:40] = 11
+    got, batches = read_counting(tmp_path / "s.zarr", np.s_[:], monkeypatch)
+    np.testing.assert_array_equal(got, expected)
+    assert batches == 1
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_corrupt_chunk_raises_naming_its_key(tmp_path: Path) -> None:
+    write_store(tmp_path / "c.zarr", 3, zarr.codecs.ZstdCodec(), {}, "<f4")
+    key = tmp_path / "c.zarr" / "c" / "2" / "1"
+    chunk = bytearray(key.read_bytes())
+    chunk[len(chunk) // 2 :] = bytes(len(chunk) - len(chunk) // 2)
+    key.write_bytes(bytes(chunk))
+    with ferrocomp.zarr.enable(), pytest.raises(ferrocomp.DecodeError, match=r"^chunk \d+: c/2/1: "):
+        zarr.open_array(LocalStore(tmp_path / "c.zarr"), mode="r")[:]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_fancy_indexing_goes_through_zarrs_pipeline(tmp_path: Path, monkeypatch) -> None:
+    expected = write_store(tmp_path / "f.zarr", 2, numcodecs.Zstd(), {}, "<f4")
+    with ferrocomp.zarr.enable():
+        array = zarr.open_array(LocalStore(tmp_path / "f.zarr"), mode="r")
+        np.testing.assert_array_equal(array.oindex[[1, 50, 149], [0, 96]], expected[np.ix_([1, 50, 149], [0, 96])])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("case", ["v2-blosc-zstd-2", "v3-zstd", "v3-gzip", "v3-sharded", "v2-gzip-F", "v3-transposed"])
+def test_gpu_reads_give_cupy_arrays_equal_to_zarrs(tmp_path: Path, case: str, cupy, monkeypatch) -> None:
+    name, fmt, compressor, extra = next(s for s in STORES if s[0] == case)
+    expected = write_store(tmp_path / "g.zarr", fmt, compressor, extra, "<f4", fill=7)
+    for selection in SELECTIONS:
+        with zarr.config.enable_gpu():
+            got, batches = read_counting(tmp_path / "g.zarr", selection, monkeypatch)
+        assert isinstance(got, cupy.ndarray)
+        np.testing.assert_array_equal(cupy.asnumpy(got), expected[selection], err_msg=f"{name} {selection}")
+        assert batches == 1
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_gpu_read_allocates_no_device_memory_per_chunk(tmp_path: Path, cupy) -> None:
+    """Reading 120 chunks takes a fixed number of CuPy allocations (packed input, decoded output, the array)."""
+    expected = write_store(tmp_path / "m.zarr", 3, zarr.codecs.ZstdCodec(), {}, "<f4")
+    allocations = []
+    hook = cupy.cuda.memory_hooks.DebugPrintHook()
+    hook.malloc_preprocess = lambda **kw: allocations.append(kw["size"])
+    with zarr.config.enable_gpu(), ferrocomp.zarr.enable():
+        array = zarr.open_array(LocalStore(tmp_path / "m.zarr"), mode="r")
+        array[:]  # warm: codec, reader and their slots
+        with hook:
+            got = array[:]
+    np.testing.assert_array_equal(cupy.asnumpy(got), expected)
+    assert len(allocations) <= 4, allocations
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("case", ["v2-blosc-lz4-1", "v3-zstd", "v3-transposed", "v3-sharded", "v3-uncompressed"])
+@pytest.mark.parametrize("shape", [(128, 120), (64, 40), (96, 40)])
+def test_whole_chunks_decode_in_place(tmp_path: Path, case: str, shape: tuple[int, int], monkeypatch) -> None:
+    """An array of whole chunks read whole decodes straight into the output (slab by slab of rows), the same
+    values as zarr's; so does a slice of whole chunks, while one that cuts chunks goes through a scatter."""
+    from ferrocomp import _zarr_read
+
+    name, fmt, compressor, extra = next(s for s in STORES if s[0] == case)
+    data = np.arange(np.prod(shape), dtype="<f4").reshape(shape) % 1000
+    array = zarr.create_array(
+        LocalStore(tmp_path / "w.zarr"),
+        shape=shape,
+        chunks=CHUNKS,
+        dtype="<f4",
+        compressors=compressor,
+        zarr_format=fmt,
+        **extra,
+    )
+    array[:] = data
+    orders = []
+    in_place_order = _zarr_read._in_place_order
+    monkeypatch.setattr(_zarr_read, "_in_place_order", lambda *a: orders.append(in_place_order(*a)) or orders[-1])
+    for selection, in_place in [(np.s_[:], True), (np.s_[32:, :], True), (np.s_[:, 20:], False)]:
+        orders.clear()
+        got, _ = read_counting(tmp_path / "w.zarr", selection, monkeypatch)
+        np.testing.assert_array_equal(got, data[selection], err_msg=f"{name} {shape} {selection}")
+        assert [order is not None for order in orders] == [in_place], f"{name} {shape} {selection}"

@@ -1,14 +1,17 @@
-"""Reading a 1 GiB zarr array of float32: on the GPU through ferrocomp's zarr codecs, on the GPU through nvCOMP, and
-on the CPU through zarr's own codecs. Writes a markdown report.
+"""Reading zarr stores from local disk (the page cache) into arrays: plain zarr on the CPU, ferrocomp's batched read
+path on the CPU (numpy) and on the GPU (CuPy), nvCOMP through a batched zarr codec, and KvikIO's GDSStore with
+ferrocomp's pipeline where kvikio is installed. Writes a markdown report.
 
-    python3 bench/zarr_bench.py --out zarr.md           # on the GPU machine (bench/run-python-device.sh)
-    python3 bench/zarr_bench.py --cpu --mb 8 --out z.md  # anywhere: ferrocomp's CPU path beside zarr's
+    python3 bench/zarr_bench.py --out zarr.md                       # on the GPU machine (bench/run-python-device.sh)
+    python3 bench/zarr_bench.py --cpu --mb 64 --image-mb 16 --out z.md  # anywhere: the CPU readers alone
 
-The array is bench/make_datasets.py's float32 field, (N, N) in 512 x 512 chunks (1 MiB), in memory stores written by
-plain zarr: gzip, numcodecs' LZ4 (in zarr format 3 and 2), Blosc(lz4, shuffle) and zstd. zarr 3.4 ships no nvCOMP
-codec, so the nvCOMP side is a minimal batched codec defined here on `nvidia.nvcomp` (one `decode` of a BatchArray per
-batch, as ferrocomp's), used for the zstd and LZ4 stores. Each read is `array[:]` to a device (or host) array, the
-stores' bytes starting on the host; GB/s counts the array's bytes, median (best) of --reps.
+Two arrays, written by plain zarr into a temporary folder: bench/make_datasets.py's float32 field (--mb, 1 GiB by
+default) and an int16 image (--image-mb: a smooth field with sensor noise, as a microscope writes), 512 x 512 chunks,
+in the stores zarr users meet: format 2 Blosc(lz4, shuffle), Blosc(zstd, bitshuffle) and Zstd(3); format 3 zstd(3),
+gzip(5) and zstd(3) in shards of 4096 x 4096. Each read is `array[:]` after one warm-up read (which also puts the
+files in the page cache); GB/s counts the array's bytes, median (best) of --reps. For ferrocomp a further read
+breaks the time down into fetch (keys resolved, files read, bytes on the device), decode and scatter, and on the
+GPU the CuPy pool's size after it (the output, the packed compressed bytes and what the scatter stages) is given.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import argparse
 import importlib
 import math
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
@@ -31,82 +36,91 @@ try:
     import numcodecs
     import zarr
     import zarr.codecs
-    import zarr.codecs.numcodecs
     import zarr.registry
-    from zarr.storage import MemoryStore
+    from zarr.storage import LocalStore
 except ImportError as missing:
     sys.exit(f"zarr_bench: skipped, {missing} (install zarr 3 and numcodecs, e.g. from the wheels in .whl/)")
 
-CHUNK_SIDE = 512
+CHUNK = 512
+SHARD = 4096
 MB = 1 << 20
+
+# Store name -> (zarr format, compressor, extra create_array arguments)
+STORES: dict[str, tuple[int, Any, dict[str, Any]]] = {
+    "v2 Blosc(lz4, shuffle)": (2, numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE), {}),
+    "v2 Blosc(zstd, bitshuffle)": (2, numcodecs.Blosc(cname="zstd", shuffle=numcodecs.Blosc.BITSHUFFLE), {}),
+    "v2 Zstd(3)": (2, numcodecs.Zstd(level=3), {}),
+    "v3 zstd(3)": (3, zarr.codecs.ZstdCodec(level=3), {}),
+    "v3 gzip(5)": (3, zarr.codecs.GzipCodec(level=5), {}),
+    "v3 zstd(3), shards of 4096²": (3, zarr.codecs.ZstdCodec(level=3), {"shards": (SHARD, SHARD)}),
+}
+NVCOMP_STORES = ("v3 zstd(3)", "v3 zstd(3), shards of 4096²")
+"""Stores whose codec the nvCOMP zarr codec below stands in for (zarr's zstd)."""
 
 
 def parse_args() -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, type=Path, help="markdown report to write")
-    parser.add_argument("--mb", type=int, default=1024, help="MiB of float32 data (default 1024)")
+    parser.add_argument("--mb", type=int, default=1024, help="MiB of the float32 array (default 1024)")
+    parser.add_argument("--image-mb", type=int, default=512, help="MiB of the int16 image (default 512)")
     parser.add_argument("--reps", type=int, default=3, help="timed reads after one warm-up (default 3)")
-    parser.add_argument("--cpu", action="store_true", help="ferrocomp's CPU path beside zarr's, without a GPU")
+    parser.add_argument("--cpu", action="store_true", help="the CPU readers only, without a GPU")
+    parser.add_argument("--dir", type=Path, help="where to write the stores (default: a temporary folder)")
     return parser.parse_args()
 
 
+def square(values: np.ndarray) -> np.ndarray:
+    """`values` as a square-ish 2-D array of whole chunks."""
+    side = int(math.isqrt(values.size)) // CHUNK * CHUNK
+    return values[: side * (values.size // side // CHUNK * CHUNK)].reshape(side, -1)
+
+
 def float_field(mb: int) -> np.ndarray:
-    """make_datasets' float32 field at `mb` MiB, as a square-ish 2-D array of whole chunks."""
+    """make_datasets' float32 field at `mb` MiB."""
     os.environ["ANCHOR_MB"] = str(mb)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    values = importlib.import_module("make_datasets").float_field().view(np.float32)
-    side = int(math.isqrt(values.size)) // CHUNK_SIDE * CHUNK_SIDE
-    return values[: side * (values.size // side)].reshape(side, -1)
+    return square(importlib.import_module("make_datasets").float_field().view(np.float32))
 
 
-# Store name -> (zarr format, compressor as plain zarr writes it, who decodes it on the GPU besides zarr on the CPU)
-STORES = {
-    "gzip level 1": (3, zarr.codecs.GzipCodec(level=1), ("ferrocomp",)),
-    "numcodecs LZ4 (v3)": (3, zarr.codecs.numcodecs.LZ4(), ("ferrocomp", "nvCOMP")),
-    "numcodecs LZ4 (v2)": (2, numcodecs.LZ4(), ("ferrocomp",)),
-    "Blosc lz4 shuffle": (3, zarr.codecs.BloscCodec(cname="lz4", shuffle="shuffle", typesize=4), ("ferrocomp",)),
-    "zstd level 0": (3, zarr.codecs.ZstdCodec(level=0), ("nvCOMP",)),
-}
+def int16_image(mb: int) -> np.ndarray:
+    """A microscope-like int16 image: smooth structures over a background, with shot noise."""
+    side = int(math.isqrt(mb * MB // 2)) // CHUNK * CHUNK
+    rng = np.random.default_rng(46)
+    y, x = np.ogrid[:side, :side]
+    signal = 800 + 600 * np.sin(x / 97.0) * np.cos(y / 131.0) + 300 * np.sin((x + y) / 23.0)
+    return (signal + rng.normal(0, 12, (side, side))).astype(np.int16)
 
 
-def write_store(data: np.ndarray, zarr_format: int, compressor: Any) -> tuple[MemoryStore, int]:
-    """`data` in a new memory store with the compressor, and the store's compressed bytes."""
-    store = MemoryStore()
+def write_store(path: Path, data: np.ndarray, zarr_format: int, compressor: Any, extra: dict) -> int:
+    """`data` in a new local store, as plain zarr writes it; the store's compressed bytes."""
     array = zarr.create_array(
-        store,
+        LocalStore(path),
         shape=data.shape,
-        chunks=(CHUNK_SIDE, CHUNK_SIDE),
+        chunks=(CHUNK, CHUNK),
         dtype=data.dtype,
         compressors=compressor,
         zarr_format=zarr_format,
+        **extra,
     )
     array[:] = data
-    return store, sum(len(value) for key, value in store._store_dict.items() if not key.startswith((".z", "zarr")))
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.name.startswith(("zarr", ".z")))
 
 
-def nvcomp_codecs(nvcomp: Any, cupy: Any) -> dict[str, type]:
-    """zarr codecs (zstd, numcodecs.lz4) that decode a batch with one nvCOMP call, on a stream of their own."""
+def nvcomp_zstd(nvcomp: Any, cupy: Any) -> type:
+    """zarr's zstd codec decoding a batch with one nvCOMP call into slices of one buffer, on a stream of its own."""
 
-    class NvcompBatched:
-        """Decode a batch of chunks of fixed decoded size with one nvCOMP RAW decode into slices of one buffer."""
-
-        algorithm: ClassVar[str]
-        prefix: ClassVar[int] = 0
+    class NvcompZstd(zarr.codecs.ZstdCodec):
+        algorithm: ClassVar[str] = "Zstd"
 
         async def decode(self, chunks_and_specs: Iterable[tuple[Any, Any]]) -> list[Any]:
-            """The batch's chunks decoded; each chunk's size is its spec's (shape x item size)."""
             pairs = list(chunks_and_specs)
             stream = nvcomp_stream(cupy)
-            codec = nvcomp.Codec(
-                algorithm=self.algorithm, bitstream_kind=nvcomp.BitstreamKind.RAW, cuda_stream=stream.ptr
-            )
+            codec = nvcomp.Codec(algorithm="Zstd", bitstream_kind=nvcomp.BitstreamKind.RAW, cuda_stream=stream.ptr)
             sizes = [math.prod(spec.shape) * spec.dtype.to_native_dtype().itemsize for _, spec in pairs]
             offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
             out = cupy.empty(sum(sizes), dtype=cupy.uint8)
-            sources = nvcomp.as_arrays(
-                [chunk.as_array_like()[self.prefix :] for chunk, _ in pairs], cuda_stream=stream.ptr
-            )
+            sources = nvcomp.as_arrays([chunk.as_array_like() for chunk, _ in pairs], cuda_stream=stream.ptr)
             codec.decode(sources, out=nvcomp.as_arrays(out, offsets, sizes, cuda_stream=stream.ptr))
             stream.synchronize()
             return [
@@ -114,25 +128,14 @@ def nvcomp_codecs(nvcomp: Any, cupy: Any) -> dict[str, type]:
                 for (_, spec), offset, size in zip(pairs, offsets, sizes, strict=True)
             ]
 
-    class NvcompZstd(NvcompBatched, zarr.codecs.ZstdCodec):
-        """zarr's zstd, decoded by nvCOMP."""
-
-        algorithm = "Zstd"
-
-    class NvcompLz4(NvcompBatched, zarr.codecs.numcodecs.LZ4):
-        """numcodecs' LZ4 (a 4-byte size, then the block), decoded by nvCOMP."""
-
-        algorithm = "LZ4"
-        prefix = 4
-
-    return {"zstd": NvcompZstd, "numcodecs.lz4": NvcompLz4}
+    return NvcompZstd
 
 
 _streams: dict[int, Any] = {}
 
 
 def nvcomp_stream(cupy: Any) -> Any:
-    """One non-blocking CUDA stream per thread for nvCOMP (it refuses the legacy default stream)."""
+    """One non-blocking CUDA stream per thread for nvCOMP, kept (it refuses the legacy default stream)."""
     import threading
 
     key = threading.get_ident()
@@ -141,27 +144,26 @@ def nvcomp_stream(cupy: Any) -> Any:
     return _streams[key]
 
 
-def with_nvcomp(codecs: dict[str, type], batch_size: int) -> Callable[[ExitStack], None]:
-    """Enters the config that selects the nvCOMP codecs, batch_size chunks per batch."""
+def enter_nvcomp(codec_class: type) -> Callable[[ExitStack], None]:
+    """Selects the nvCOMP zstd codec, all chunks of a read in one batch."""
 
     def enter(stack: ExitStack) -> None:
-        for name, codec_class in codecs.items():
-            zarr.registry.register_codec(name, codec_class)
-        selected = dict(zarr.config.get("codecs"))
-        selected.update({name: zarr.registry.fully_qualified_name(cls) for name, cls in codecs.items()})
-        stack.enter_context(zarr.config.set({"codecs": selected, "codec_pipeline.batch_size": batch_size}))
+        zarr.registry.register_codec("zstd", codec_class)
+        codecs = dict(zarr.config.get("codecs"))
+        codecs["zstd"] = zarr.registry.fully_qualified_name(codec_class)
+        stack.enter_context(zarr.config.set({"codecs": codecs, "codec_pipeline.batch_size": 1 << 20}))
 
     return enter
 
 
-def timed_read(store: MemoryStore, enter: Callable[[ExitStack], None], gpu: Any, reps: int) -> tuple[list, Any]:
-    """Seconds of `reps` reads of the whole array (after a warm-up) under the config `enter` sets, and the last read."""
+def timed_reads(open_array: Callable[[], Any], enter: Callable[[ExitStack], None], gpu: Any, reps: int) -> tuple:
+    """Seconds of `reps` reads of the whole array after a warm-up, and the last read."""
     times = []
     with ExitStack() as stack:
         if gpu is not None:
             stack.enter_context(zarr.config.enable_gpu())
         enter(stack)
-        array = zarr.open_array(store, mode="r")
+        array = open_array()
         result = array[:]
         for _ in range(reps):
             start = time.perf_counter()
@@ -172,62 +174,101 @@ def timed_read(store: MemoryStore, enter: Callable[[ExitStack], None], gpu: Any,
     return times, result
 
 
+def breakdown(open_array: Callable[[], Any], enter: Callable[[ExitStack], None], gpu: Any) -> str:
+    """One more ferrocomp read with its phases timed (each waiting for the device): ms of fetch / decode / scatter."""
+    from ferrocomp import _zarr_read
+
+    _zarr_read.timings = {}
+    try:
+        timed_reads(open_array, enter, gpu, 0)
+        phases = _zarr_read.timings
+    finally:
+        _zarr_read.timings = None
+    return " / ".join(f"{phases.get(name, 0.0) * 1e3:.0f}" for name in ("fetch", "decode", "scatter"))
+
+
 def main() -> None:
     """Write the stores, read each every way that applies, and write the report."""
     args = parse_args()
     import ferrocomp
     import ferrocomp.zarr
 
-    data = float_field(args.mb)
-    gpu = None
-    readers: dict[str, Callable[[ExitStack], None]] = {
-        "zarr CPU": lambda stack: None,
-        "ferrocomp": lambda stack: stack.enter_context(ferrocomp.zarr.enable(batch_size=data.size)),
-    }
+    cupy = nvcomp_codec = gds_store = None
     notes = []
     if not args.cpu:
         try:
             import cupy
         except ImportError:
             sys.exit("zarr_bench: CuPy is not installed; the GPU run needs it (or run with --cpu)")
-        gpu = cupy
         try:
             from nvidia import nvcomp
+
+            nvcomp_codec = nvcomp_zstd(nvcomp, cupy)
         except ImportError as error:
-            notes.append(f"nvCOMP not measured: nvidia-nvcomp-cu13 is not installed ({error}).")
-            print(f"zarr_bench: {notes[-1]}", file=sys.stderr)
-        else:
-            readers["nvCOMP"] = with_nvcomp(nvcomp_codecs(nvcomp, cupy), data.size)
-    where = "CPU" if gpu is None else gpu.cuda.runtime.getDeviceProperties(0)["name"].decode()
+            notes.append(f"nvCOMP not measured: {error}.")
+        try:
+            from kvikio.zarr import GDSStore as gds_store
+        except ImportError as error:
+            notes.append(f"KvikIO's GDSStore not measured: {error}.")
+    where = "the CPU" if cupy is None else cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    root = args.dir or Path(tempfile.mkdtemp(prefix="zarr_bench_"))
     lines = [
-        f"# zarr read of {data.nbytes / MB:.0f} MiB float32 {data.shape}, {CHUNK_SIDE}x{CHUNK_SIDE} chunks, on {where}",
+        f"# zarr reads from local disk (page cache) on {where}, {os.cpu_count()} cores",
         "",
-        f"ferrocomp {getattr(ferrocomp, '__version__', '?')}, zarr {zarr.__version__}, numcodecs "
-        f"{numcodecs.__version__}; `array[:]` from an in-memory store, median (best) of {args.reps} after a warm-up; "
-        "GPU reads return CuPy arrays (chunks copied to the device as zarr fetches them), CPU reads numpy.",
+        f"ferrocomp {ferrocomp.__version__}, zarr {zarr.__version__}, numcodecs {numcodecs.__version__}; `array[:]`, "
+        f"median (best) of {args.reps} after a warm-up; {CHUNK}x{CHUNK} chunks. ferrocomp's breakdown: ms of fetch "
+        "(files read, bytes on the device) / decode / scatter in one more read, each waiting for the device.",
         *notes,
         "",
-        "| store | ratio | reader | GB/s median (best) |",
-        "|---|---|---|---|",
+        "| array | store | ratio | reader | GB/s median (best) | breakdown ms | CuPy pool MiB |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for name, (zarr_format, compressor, gpu_readers) in STORES.items():
-        store, compressed = write_store(data, zarr_format, compressor)
-        for reader, enter in readers.items():
-            if reader != "zarr CPU" and reader not in gpu_readers:
-                continue
-            on_gpu = gpu if reader != "zarr CPU" else None
-            try:
-                times, result = timed_read(store, enter, on_gpu, args.reps)
-                host = result.get() if on_gpu is not None else result
-                ok = "" if np.array_equal(host, data) else " MISMATCH"
-                speed = f"{data.nbytes / statistics.median(times) / 1e9:.2f} ({data.nbytes / min(times) / 1e9:.2f}){ok}"
-            except Exception as error:
-                speed = f"error: {type(error).__name__}: {str(error)[:80]}".replace("|", "/")
-            label = f"{reader} {'GPU' if on_gpu is not None else 'CPU'}" if reader != "zarr CPU" else reader
-            lines.append(f"| {name} | {data.nbytes / compressed:.3f} | {label} | {speed} |")
-            print(lines[-1], flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
+    args.out.write_text("\n".join(lines) + "\n")  # rows are appended as they come, so a crash keeps them
+    ferro = lambda stack: stack.enter_context(ferrocomp.zarr.enable(batch_size=1 << 20))  # noqa: E731
+    datasets = {"float32": float_field(args.mb), "int16 image": int16_image(args.image_mb)}
+    for label, data in datasets.items():
+        shape = "x".join(map(str, data.shape))
+        for name, (zarr_format, compressor, extra) in STORES.items():
+            path = root / f"{label.split()[0]}-{len(lines)}.zarr"
+            compressed = write_store(path, data, zarr_format, compressor, extra)
+            readers: list[tuple[str, Callable, Any, Callable[[], Any]]] = [
+                ("zarr CPU", lambda stack: None, None, lambda p=path: zarr.open_array(LocalStore(p), mode="r")),
+                ("ferrocomp CPU", ferro, None, lambda p=path: zarr.open_array(LocalStore(p), mode="r")),
+            ]
+            if cupy is not None:
+                readers.append(("ferrocomp GPU", ferro, cupy, lambda p=path: zarr.open_array(LocalStore(p), mode="r")))
+                if gds_store is not None:
+                    readers.append(
+                        ("ferrocomp GPU, GDSStore", ferro, cupy, lambda p=path: zarr.open_array(gds_store(p)))
+                    )
+                if nvcomp_codec is not None and name in NVCOMP_STORES:
+                    readers.append(
+                        ("nvCOMP GPU", enter_nvcomp(nvcomp_codec), cupy, lambda p=path: zarr.open_array(LocalStore(p)))
+                    )
+            for reader, enter, gpu, open_array in readers:
+                parts, pool = "", ""
+                try:
+                    if gpu is not None:
+                        gpu.get_default_memory_pool().free_all_blocks()
+                    times, result = timed_reads(open_array, enter, gpu, args.reps)
+                    host = result.get() if gpu is not None else result
+                    ok = "" if np.array_equal(host, data) else " MISMATCH"
+                    median, best = data.nbytes / statistics.median(times), data.nbytes / min(times)
+                    speed = f"{median / 1e9:.2f} ({best / 1e9:.2f}){ok}"
+                    if reader.startswith("ferrocomp"):
+                        parts = breakdown(open_array, enter, gpu)
+                    if gpu is not None:
+                        pool = f"{gpu.get_default_memory_pool().total_bytes() / MB:.0f}"
+                    del result, host
+                except Exception as error:  # a reader that fails is reported, the others still run
+                    speed = f"error: {type(error).__name__}: {str(error)[:80]}".replace("|", "/")
+                ratio = data.nbytes / compressed
+                row = f"| {label} {shape} | {name} | {ratio:.3f} | {reader} | {speed} | {parts} | {pool} |"
+                with args.out.open("a") as report:
+                    report.write(row + "\n")
+                print(row, flush=True)
+            shutil.rmtree(path)
     print(f"wrote {args.out}", file=sys.stderr)
 
 

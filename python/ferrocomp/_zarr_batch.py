@@ -2,7 +2,7 @@
 
 ferrocomp parses its own formats: it finds every stream's decoded size (a Blosc header, the end of a zlib stream or
 gzip member) and checks it. What is left here is framing that is not ferrocomp's (numcodecs' LZ4 puts a 4-byte size
-in front of the block) and one routing check: Blosc chunks of zstd blocks go to numcodecs. `decode_chunks` and
+in front of the block). `decode_chunks` and
 `encode_chunks` turn a whole batch of chunks into one ferrocomp call; the chunks and results are numpy arrays on
 the host (ferrocomp's CPU path) or CuPy arrays on the GPU, the same kind in as out.
 """
@@ -60,14 +60,8 @@ class StreamFormat:
     options: tuple[tuple[str, Any], ...] = ()
     """Codec options that select this format's variant (for example Deflate's wrapper)."""
 
-    route_size = 0
-    """Bytes read from the start of every chunk to choose between ferrocomp and numcodecs (0: always ferrocomp)."""
     max_encode_size = 1 << 24
     """Largest chunk ferrocomp's encoder takes (LZ4's 16 MiB; Deflate compresses at most 64 KiB at a time)."""
-
-    def decodes_on_ferrocomp(self, head: bytes) -> bool:
-        """Whether ferrocomp decodes the chunk that starts with `head` (False sends it to numcodecs)."""
-        return True
 
     def decode(self, chunks: Sequence[Any]) -> list[Any]:
         """The chunks decoded in one call, ferrocomp finding their sizes; slices of one buffer like the chunks."""
@@ -124,26 +118,12 @@ class DeflateFormat(StreamFormat):
 
 
 BLOSC_HEADER_SIZE = 16
-BLOSC_FLAGS = 2
-"""Where a Blosc header keeps its flags byte: bit 1 says the chunk is stored, bits 5-7 name the compressor."""
-BLOSC_MEMCPYED = 0x02
-BLOSC_FERROCOMP_CODES = (0, 1, 2, 3)
-"""Blosc compressor codes (flags bits 5-7) ferrocomp decodes: blosclz, lz4/lz4hc, snappy, zlib (not zstd)."""
 
 
 class BloscFormat(StreamFormat):
     """A Blosc 1 chunk (header, then blocks), which ferrocomp parses and checks itself."""
 
-    route_size = BLOSC_FLAGS + 1
     max_encode_size = (1 << 31) - 1 - BLOSC_HEADER_SIZE
-
-    def decodes_on_ferrocomp(self, head: bytes) -> bool:
-        """Stored chunks and blosclz, LZ4, snappy and zlib blocks; zstd blocks go to numcodecs (and chunks too
-        short for a header to ferrocomp, which says so)."""
-        if len(head) < self.route_size:
-            return True
-        flags = head[BLOSC_FLAGS]
-        return bool(flags & BLOSC_MEMCPYED) or flags >> 5 in BLOSC_FERROCOMP_CODES
 
 
 LZ4_BLOCK = StreamFormat("LZ4")

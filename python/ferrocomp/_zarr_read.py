@@ -9,7 +9,9 @@ Chunks of a sharded array are the inner chunks of every shard the selection touc
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -28,6 +30,31 @@ import ferrocomp
 from ferrocomp import _zarr_batch
 from ferrocomp._ferrocomp import read_ranges, scatter
 from ferrocomp._zarr_batch import NumcodecsLz4Format, StreamFormat
+
+timings: dict[str, float] | None = None
+"""Set to a dict to have each batched read add the seconds of its phases (waiting for the device after each):
+"fetch" (keys resolved, bytes read and on the device), "decode" and "scatter". For benchmarks."""
+
+
+in_place_on_host = False
+"""Whether whole chunks decode in place on the host as on the GPU, where memory is scarce. Off: on the host one
+scatter from a decoded copy runs on all cores, where copying slabs aside takes one (set by the tests, which check
+the GPU's layout without a GPU)."""
+
+
+@contextmanager
+def _phase(name: str, on_gpu: bool) -> Iterator[None]:
+    """Adds the seconds the block takes to `timings[name]`, when timings are kept."""
+    if timings is None:
+        yield
+        return
+    start = time.perf_counter()
+    yield
+    if on_gpu:
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+    timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
 
 
 @dataclass(frozen=True)
@@ -224,7 +251,8 @@ def _keys_named(keys: list[str]) -> Iterator[None]:
 async def _fetch_decode_scatter_pieces(layout: ChunkLayout, pieces: list[Piece], out: Any) -> None:
     on_gpu = _zarr_batch.is_device_array(out)
     xp = _zarr_batch.array_module(out)
-    present, sources = await _locate(pieces, layout)
+    with _phase("fetch", on_gpu):
+        present, sources = await _locate(pieces, layout)
     for piece in pieces:
         if piece.key is None:
             out[piece.out_selection] = piece.fill_value
@@ -232,32 +260,52 @@ async def _fetch_decode_scatter_pieces(layout: ChunkLayout, pieces: list[Piece],
         return
     itemsize = layout.dtype.itemsize
     flat = (out if out.flags.c_contiguous else out.T).reshape(-1).view(xp.uint8)
-    in_place = _in_place_order(pieces, present, out, itemsize)
+    in_place = _in_place_order(pieces, present, out, itemsize) if on_gpu or in_place_on_host else None
     if in_place is not None:
         sources = [sources[present.index(i)] for i in in_place]
         present = in_place
-    decoded_sizes = [int(np.prod(pieces[i].shape)) * itemsize for i in present]
+    decoded_sizes = [math.prod(pieces[i].shape) * itemsize for i in present]
     out_offsets = np.concatenate([[0], np.cumsum(decoded_sizes, dtype=np.int64)])
     device = None if on_gpu else _zarr_batch.CPU
     codec, lock = _zarr_batch.codec_for(layout.stream_format, device=device) if layout.stream_format else (None, None)
     stream = {"cuda_stream": codec.cuda_stream} if on_gpu and codec is not None else {}
     if codec is None:
         _check_sizes(pieces, present, [s[2] for s in sources], decoded_sizes)
-        decoded = await _packed_bytes(sources, xp, stream, flat if in_place is not None else None)
+        with _phase("fetch", on_gpu):
+            decoded = await _packed_bytes(sources, xp, stream, flat if in_place is not None else None)
     else:
-        packed = await _packed_bytes(sources, xp, stream)
+        with _phase("fetch", on_gpu):
+            packed = await _packed_bytes(sources, xp, stream)
         decoded = flat if in_place is not None else xp.empty(int(out_offsets[-1]), dtype=xp.uint8)
         src_offsets = np.concatenate([[0], np.cumsum([s[2] for s in sources], dtype=np.int64)])
-        with lock, _zarr_batch.numbered(present):
+        with _phase("decode", on_gpu), lock, _zarr_batch.numbered(present):
             sizes = codec.decode_packed(packed, src_offsets, decoded, out_offsets)
         _check_sizes(pieces, present, np.asarray(sizes).tolist(), decoded_sizes)
-    boxes = _boxes(layout, [pieces[i] for i in present], out_offsets, out)
-    if in_place is None:
+    with _phase("scatter", on_gpu):
+        _scatter(layout, [pieces[i] for i in present], out_offsets, out, flat, decoded, in_place is not None, stream)
+
+
+def _scatter(
+    layout: ChunkLayout,
+    pieces: list[Piece],
+    out_offsets: np.ndarray,
+    out: Any,
+    flat: Any,
+    decoded: Any,
+    in_place: bool,
+    stream: dict[str, Any],
+) -> None:
+    """Move the decoded pieces to their places in `out` (`flat` its bytes): from `decoded` in one scatter, or, where
+    they were decoded in place, slab by slab."""
+    itemsize = layout.dtype.itemsize
+    xp = _zarr_batch.array_module(out)
+    boxes = _boxes(layout, pieces, out_offsets, out)
+    if not in_place:
         scatter(decoded, flat, itemsize, boxes, **stream)
         return
     # Decoded in place, slab by slab of rows: each slab's chunks are laid out one after the other where the slab
     # goes; a slab of several chunks is copied aside and scattered back.
-    slabs = _slab_bounds([pieces[i] for i in present])
+    slabs = _slab_bounds(pieces)
     c_order = layout.order == "C" and list(layout.axes) in ([], sorted(layout.axes))
     staging = None
     for first, last in slabs:
@@ -285,7 +333,7 @@ def _in_place_order(pieces: list[Piece], present: list[int], out: Any, itemsize:
         if not whole:
             return None
     order = sorted(present, key=lambda i: tuple(s.start for s in pieces[i].out_selection))
-    nbytes = [int(np.prod(pieces[i].shape)) * itemsize for i in order]
+    nbytes = [math.prod(pieces[i].shape) * itemsize for i in order]
     if sum(nbytes) != out.nbytes:
         return None
     row_bytes = out.nbytes // out.shape[0]
@@ -354,7 +402,7 @@ async def _locate(pieces: list[Piece], layout: ChunkLayout) -> tuple[list[int], 
         source, start, length = sources[i]
         if lz4:
             declared = lz4.declared_size(i, _head(source, start, min(length, prefix)), length)
-            expected = int(np.prod(pieces[i].shape)) * layout.dtype.itemsize
+            expected = math.prod(pieces[i].shape) * layout.dtype.itemsize
             if declared != expected:
                 message = f"chunk {i}: its size prefix says {declared} bytes, its shape holds {expected}"
                 raise _zarr_batch.ChunkFormatError(message, i)
@@ -412,9 +460,10 @@ def _boxes(layout: ChunkLayout, pieces: list[Piece], offsets: np.ndarray, out: A
     """One row per piece for `scatter`: source and destination offsets, shape, source and destination strides.
     An integer in a chunk selection picks one plane (zarr drops that axis from `out`)."""
     ndim = len(pieces[0].shape)
-    rows = np.zeros((len(pieces), 2 + 3 * ndim), dtype=np.int64)
-    for row, (piece, base) in enumerate(zip(pieces, offsets[:-1], strict=False)):
-        strides = layout.strides(piece.shape)
+    rows = []
+    strides_of: dict[tuple[int, ...], list[int]] = {}
+    for piece, base in zip(pieces, offsets[:-1].tolist(), strict=False):
+        strides = strides_of.get(piece.shape) or strides_of.setdefault(piece.shape, layout.strides(piece.shape))
         src, dst = int(base), 0
         shape, src_strides, dst_strides = [], [], []
         out_axes = iter(range(out.ndim))
@@ -431,5 +480,5 @@ def _boxes(layout: ChunkLayout, pieces: list[Piece], offsets: np.ndarray, out: A
             src_strides.append(step * strides[axis])
             dst_strides.append(out_step * out.strides[j])
         pad = ndim - len(shape)
-        rows[row] = [src, dst, *shape, *[1] * pad, *src_strides, *[0] * pad, *dst_strides, *[0] * pad]
-    return rows
+        rows.append([src, dst, *shape, *[1] * pad, *src_strides, *[0] * pad, *dst_strides, *[0] * pad])
+    return np.array(rows, dtype=np.int64).reshape(len(pieces), 2 + 3 * ndim)

@@ -107,7 +107,7 @@ class _BatchedStreamCodec(BytesBytesCodec):
     """A bytes-to-bytes codec whose batches go to ferrocomp in one call; the per-chunk methods are batches of one.
 
     A subclass names its `stream_format`, its `encode_options` (None: ferrocomp cannot write what is asked) and the
-    numcodecs codec that handles chunks ferrocomp does not (Blosc chunks of zstd or snappy blocks, for example).
+    numcodecs codec that writes chunks ferrocomp does not (Blosc chunks of zstd blocks, say).
     """
 
     stream_format: ClassVar[StreamFormat]
@@ -132,7 +132,7 @@ class _BatchedStreamCodec(BytesBytesCodec):
 
     @property
     def numcodec(self) -> Numcodec:
-        """The numcodecs codec for chunks ferrocomp does not take."""
+        """The numcodecs codec for chunks ferrocomp does not write."""
         raise NotImplementedError
 
     def numcodec_input(self, chunk: np.ndarray, chunk_spec: ArraySpec) -> np.ndarray:
@@ -160,16 +160,9 @@ class _BatchedStreamCodec(BytesBytesCodec):
         return self.encode_batch([chunk_bytes], [chunk_spec])[0]
 
     def decode_batch(self, buffers: list[Buffer], specs: list[ArraySpec]) -> list[Buffer]:
-        """Decode chunks: those ferrocomp takes in one call, any others with numcodecs."""
+        """Decode chunks in one ferrocomp call."""
         chunks = [buffer.as_array_like() for buffer in buffers]
-        stream_format = self.stream_format
-        heads = _zarr_batch.read_heads(chunks, stream_format.route_size) if stream_format.route_size else []
-        decoded = _partition(
-            [i for i in range(len(chunks)) if not heads or stream_format.decodes_on_ferrocomp(heads[i])],
-            len(chunks),
-            lambda ours: _zarr_batch.decode_chunks(stream_format, [chunks[i] for i in ours]),
-            lambda i: _on_host(self.numcodec.decode, chunks[i]),
-        )
+        decoded = _zarr_batch.decode_chunks(self.stream_format, chunks)
         return [spec.prototype.buffer.from_array_like(array) for array, spec in zip(decoded, specs, strict=True)]
 
     def encode_batch(self, buffers: list[Buffer], specs: list[ArraySpec]) -> list[Buffer]:
@@ -242,7 +235,8 @@ class GzipCodec(_BatchedStreamCodec, zarr.codecs.GzipCodec, name="gzip", stream_
 
 
 class BloscCodec(_BatchedStreamCodec, zarr.codecs.BloscCodec, name="blosc", stream_format=BLOSC_CHUNK):
-    """zarr's Blosc codec; ferrocomp decodes blosclz, LZ4, snappy and zlib chunks and writes LZ4 ones."""
+    """zarr's Blosc codec; ferrocomp decodes chunks of every compressor (blosclz, LZ4, snappy, zlib, zstd) and writes
+    LZ4 ones."""
 
     def encode_options(self, chunk_spec: ArraySpec) -> tuple[tuple[str, Any], ...] | None:
         """ferrocomp's options where the codec asks for LZ4 blocks, else None (numcodecs writes)."""

@@ -194,6 +194,7 @@ def test_whole_chunks_decode_in_place(tmp_path: Path, case: str, shape: tuple[in
         **extra,
     )
     array[:] = data
+    monkeypatch.setattr(_zarr_read, "in_place_on_host", True)
     orders = []
     in_place_order = _zarr_read._in_place_order
     monkeypatch.setattr(_zarr_read, "_in_place_order", lambda *a: orders.append(in_place_order(*a)) or orders[-1])

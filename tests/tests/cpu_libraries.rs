@@ -1,11 +1,11 @@
-//! The CPU path's libraries (lz4_flex, snap, zlib-rs, libzstd) against the scalar decoders they
-//! stand in for: on valid chunks (ours at every level, the reference libraries'), on thousands of
+//! The CPU path's libraries (lz4_flex, snap, zlib-rs, libzstd, also for Blosc's zstd frames)
+//! against the scalar decoders they stand in for: on valid chunks (ours at every level, the reference libraries'), on thousands of
 //! damaged ones and with outputs a byte short, `decompress_cpu` gives exactly the status, size and
 //! bytes of `decompress_scalar`, and valid chunks are decoded by the library itself. Then the
 //! streams each bare library takes where ours refuses them, one by one.
 
-use ferrocomp::{BatchCodec, DataType, Deflate, Lz4, Options, Snappy, Status, Wrapper, Zstd};
-use ferrocomp_tests::{int32_bytes, random_bytes, random_u64s, short_repeats_bytes, text_bytes};
+use ferrocomp::{BatchCodec, Blosc, DataType, Deflate, Lz4, Options, Shuffle, Snappy, Status, Wrapper, Zstd};
+use ferrocomp_tests::{c_blosc, int32_bytes, random_bytes, random_u64s, short_repeats_bytes, text_bytes};
 use std::io::{Read, Write};
 
 /// Every codec whose CPU path has a library, Deflate in each wrapper.
@@ -18,6 +18,7 @@ fn codecs() -> Vec<Options> {
         deflate(Wrapper::Zlib),
         deflate(Wrapper::Gzip),
         Options::Zstd(Zstd::default()),
+        Options::Blosc(Blosc::default()),
     ]
 }
 
@@ -134,6 +135,17 @@ fn valid_streams(options: Options, data: &[u8]) -> Vec<(String, Vec<u8>)> {
             let first = zstd::bulk::compress(&data[..half], 1).unwrap();
             let frames = ours(options, &data[half..]).map(|second| [first, skippable.to_vec(), second].concat());
             add("two frames, a skippable one between".into(), frames);
+        }
+        Options::Blosc(_) => {
+            for (typesize, shuffle) in [(1, Shuffle::None), (4, Shuffle::Byte), (8, Shuffle::Bit)] {
+                for (level, blocksize) in [(1, 0), (5, 0), (9, 4096)] {
+                    let chunk = c_blosc::compress(data, typesize, shuffle, "zstd", level, blocksize);
+                    add(
+                        format!("c-blosc zstd {level}, typesize {typesize}, {shuffle:?}, block {blocksize}"),
+                        Some(chunk),
+                    );
+                }
+            }
         }
         _ => unreachable!("no CPU library"),
     }

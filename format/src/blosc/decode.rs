@@ -34,6 +34,22 @@ pub fn decompress_block(
     tmp: &mut [u8],
     tables: &mut StreamTables,
 ) -> Result<usize, Status> {
+    decode_block(chunk, header, i, dest, tmp, tables, &mut |_, _| None)
+}
+
+/// A decoder offered each zstd frame first (the host's libzstd, say): the decoded size, or None to
+/// leave the frame to the format crate's decoder, which then decides its status.
+pub type ZstdFirst<'a> = &'a mut dyn FnMut(&[u8], &mut [u8]) -> Option<usize>;
+
+fn decode_block(
+    chunk: &[u8],
+    header: &Header,
+    i: usize,
+    dest: &mut [u8],
+    tmp: &mut [u8],
+    tables: &mut StreamTables,
+    zstd_first: ZstdFirst<'_>,
+) -> Result<usize, Status> {
     let streams = header.block_streams(chunk, i)?;
     let len = header.block_len(i);
     let dest = dest.get_mut(..len).ok_or(Status::OutputTooSmall)?;
@@ -50,7 +66,7 @@ pub fn decompress_block(
     for stream in streams.as_slice() {
         let out =
             decoded.get_mut(stream.decoded_at..stream.decoded_at + stream.decoded_len).ok_or(Status::Malformed)?;
-        decode_stream(compressor, stream, chunk, out, tables)?;
+        decode_stream(compressor, stream, chunk, out, tables, zstd_first)?;
     }
     match shuffle {
         Shuffle::None => {}
@@ -68,6 +84,7 @@ fn decode_stream(
     chunk: &[u8],
     out: &mut [u8],
     tables: &mut StreamTables,
+    zstd_first: ZstdFirst<'_>,
 ) -> Result<(), Status> {
     let input = stream.bytes(chunk)?;
     if stream.is_raw() {
@@ -79,7 +96,9 @@ fn decode_stream(
         Some(Compressor::Lz4) => lz4::decompress(input, out),
         Some(Compressor::Snappy) => snappy::decompress(input, out),
         Some(Compressor::Zlib) => deflate::decompress(input, Wrapper::Zlib, out, &mut tables.zlib),
-        Some(Compressor::Zstd) => zstd::decompress(input, out, &mut tables.zstd),
+        Some(Compressor::Zstd) => {
+            zstd_first(input, out).map_or_else(|| zstd::decompress(input, out, &mut tables.zstd), Ok)
+        }
         None => Err(Status::Unsupported),
     };
     match decoded {
@@ -94,6 +113,17 @@ fn decode_stream(
 /// ([`Header::scratch_len`]), `tables` is used for zlib and zstd chunks only. Statuses as
 /// [`Header::parse`] and [`decompress_block`].
 pub fn decompress(chunk: &[u8], out: &mut [u8], tmp: &mut [u8], tables: &mut StreamTables) -> Result<usize, Status> {
+    decompress_with(chunk, out, tmp, tables, &mut |_, _| None)
+}
+
+/// [`decompress`], with each zstd frame offered to `zstd_first` before the format crate's decoder.
+pub fn decompress_with(
+    chunk: &[u8],
+    out: &mut [u8],
+    tmp: &mut [u8],
+    tables: &mut StreamTables,
+    zstd_first: ZstdFirst<'_>,
+) -> Result<usize, Status> {
     let header = Header::parse(chunk)?;
     let n = header.nbytes();
     let out = out.get_mut(..n).ok_or(Status::OutputTooSmall)?;
@@ -102,7 +132,7 @@ pub fn decompress(chunk: &[u8], out: &mut [u8], tmp: &mut [u8], tables: &mut Str
         return Ok(n);
     }
     for i in 0..header.block_count() {
-        decompress_block(chunk, &header, i, &mut out[header.block_start(i)..], tmp, tables)?;
+        decode_block(chunk, &header, i, &mut out[header.block_start(i)..], tmp, tables, zstd_first)?;
     }
     Ok(n)
 }

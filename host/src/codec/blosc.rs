@@ -3,6 +3,7 @@
 //! codes a chunk, its warps taking the chunk's streams in turns; scratch holds each chunk
 //! shuffled. Chunks are written with LZ4 inside.
 
+use super::Zstd;
 use super::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::blosc::{self, MAX_BUFFERSIZE, Shuffle};
@@ -94,6 +95,21 @@ impl BatchCodec for Blosc {
     fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
         let mut tmp = vec![0; blosc::Header::parse(input)?.scratch_len()];
         CPU_STREAM_TABLES.with(|tables| blosc::decompress(input, out, &mut tmp, &mut tables.borrow_mut()))
+    }
+
+    /// Chunks of zstd frames, each frame through libzstd as [`Zstd`]'s CPU path takes it (ours where
+    /// it declines); anything that fails, and the other compressors, go to ours, which decides.
+    fn decompress_library(&self, input: &[u8], out: &mut [u8]) -> Option<usize> {
+        let header = blosc::Header::parse(input).ok()?;
+        if header.compressor() != Some(blosc::Compressor::Zstd) {
+            return None;
+        }
+        let mut tmp = vec![0; header.scratch_len()];
+        let zstd = Zstd::default();
+        let mut library = |frame: &[u8], out: &mut [u8]| zstd.decompress_library(frame, out);
+        CPU_STREAM_TABLES
+            .with(|tables| blosc::decompress_with(input, out, &mut tmp, &mut tables.borrow_mut(), &mut library))
+            .ok()
     }
 
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {

@@ -8,6 +8,18 @@ An object that did not shrink is stored as it is, without a header.
     frames = [f for seek, size, objlen in baskets for f in split_frames(file_bytes, seek, size, objlen)]
     out = numpy.empty(frames_size(frames), numpy.uint8)      # or one CuPy buffer, with file_bytes on the GPU
     decode_frames(file_bytes, frames, out)                  # one batched call per algorithm
+
+Straight from a file, a cluster's pages as uproot lists them (each basket's compressed object: where it starts, its
+size and its decoded size; the TKey left out) are read into one pinned batch on all cores, copied to the GPU once
+and decoded into one CuPy buffer (numpy with ``gpu=False`` or without a GPU):
+
+    tree = uproot.open(path)["events"]
+    pages = []
+    for branch in tree.branches:
+        seek = int(branch.member("fBasketSeek")[basket])
+        key = branch.basket_key(basket)  # uproot's TKey of the basket
+        pages.append((seek + key.fKeylen, key.fNbytes - key.fKeylen, key.fObjlen))
+    out = ferrocomp.root.read_cluster(path, pages)           # every page, decoded, one after the other
 """
 
 from __future__ import annotations
@@ -16,7 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ferrocomp import _zarr_batch
+from ferrocomp._ferrocomp import device_count, read_ranges
 
 HEADER_SIZE = 9
 """Bytes of a ROOT compression block header."""
@@ -138,3 +153,40 @@ def decode_frames(source: Any, frames: Sequence[Frame], out: Any) -> list[Any]:
         with _zarr_batch.numbered(indices, "frame"):
             _zarr_batch.decode_into(DECODED_BY[algorithm], streams, [slices[i] for i in indices], "its header says")
     return slices
+
+
+def read_cluster(
+    path: str, pages: Sequence[tuple[int, int, int]], *, gpu: bool | None = None, verify: bool = True
+) -> Any:
+    """Every page of a cluster read from the file at `path` and decoded, one after the other, into one buffer.
+
+    `pages` are (start, size, decoded size) of each basket's compressed object (after its TKey). The pages are read
+    on all cores into one buffer (pinned where it goes to the GPU), split into frames there, copied to the GPU once
+    and decoded with one batched call per algorithm into one CuPy buffer; into numpy with `gpu=False` (the default
+    where there is no GPU). Raises `OSError` for a page past the file's end, `RootFrameError` for a bad header and
+    `ferrocomp.DecodeError` naming the frame that does not decode.
+    """
+    on_gpu = device_count() > 0 if gpu is None else gpu
+    sizes = [size for _, size, _ in pages]
+    starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    total = int(starts[-1])
+    if on_gpu:
+        import cupyx
+
+        host = cupyx.empty_pinned(total, np.uint8)
+    else:
+        host = np.empty(total, np.uint8)
+    offsets = np.array([start for start, _, _ in pages], dtype=np.uint64)
+    read_ranges([path] * len(pages), offsets, np.array(sizes, dtype=np.uint64), host)
+    frames = [
+        frame
+        for (_, size, objlen), at in zip(pages, starts[:-1].tolist(), strict=True)
+        for frame in split_frames(host, at, size, objlen, verify=verify)
+    ]
+    xp = np
+    if on_gpu:
+        import cupy as xp
+    source = xp.asarray(host)
+    out = xp.empty(frames_size(frames), xp.uint8)
+    decode_frames(source, frames, out)
+    return out

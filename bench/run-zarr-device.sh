@@ -33,7 +33,7 @@ if [[ $steps == *pytest* ]]; then
     python3 -m pytest -q -p no:cacheprovider -rfEs python/tests >"$logs/pytest.log" 2>&1 || failed=1
     grep -E "^(FAILED|ERROR)|^=+ .* in [0-9.]+s|passed|SKIPPED" "$logs/pytest.log" | tail -15
     compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
-        python/tests/test_zarr_read.py -k gpu >"$logs/memcheck-pytest.log" 2>&1 || failed=1
+        python/tests/test_zarr_pipeline.py -k gpu >"$logs/memcheck-pytest.log" 2>&1 || failed=1
     grep -E "ERROR SUMMARY|passed|failed" "$logs/memcheck-pytest.log" | tail -2
 fi
 if [[ $steps == *bench* ]]; then

@@ -176,14 +176,14 @@ def timed_reads(open_array: Callable[[], Any], enter: Callable[[ExitStack], None
 
 def breakdown(open_array: Callable[[], Any], enter: Callable[[ExitStack], None], gpu: Any) -> str:
     """One more ferrocomp read with its phases timed (each waiting for the device): ms of fetch / decode / scatter."""
-    from ferrocomp import _zarr_read
+    from ferrocomp import _zarr_pipeline
 
-    _zarr_read.timings = {}
+    _zarr_pipeline.timings = {}
     try:
         timed_reads(open_array, enter, gpu, 0)
-        phases = _zarr_read.timings
+        phases = _zarr_pipeline.timings
     finally:
-        _zarr_read.timings = None
+        _zarr_pipeline.timings = None
     return " / ".join(f"{phases.get(name, 0.0) * 1e3:.0f}" for name in ("fetch", "decode", "scatter"))
 
 

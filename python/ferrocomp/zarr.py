@@ -16,6 +16,7 @@ number of chunks that go to ferrocomp in one call.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -30,7 +31,7 @@ from zarr.abc.codec import BytesBytesCodec, Codec
 from zarr.codecs._v2 import V2Codec
 from zarr.core.codec_pipeline import BatchedCodecPipeline
 
-from ferrocomp import _zarr_batch, _zarr_read
+from ferrocomp import _zarr_batch, _zarr_pipeline
 from ferrocomp._zarr_batch import (
     BLOSC_CHUNK,
     GZIP_MEMBER,
@@ -44,7 +45,7 @@ from ferrocomp._zarr_batch import (
 if TYPE_CHECKING:
     from donfig.config_obj import ConfigSet
     from zarr.abc.numcodec import Numcodec
-    from zarr.abc.store import ByteGetter
+    from zarr.abc.store import ByteGetter, ByteSetter
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import Buffer, NDBuffer
     from zarr.core.indexing import SelectorTuple
@@ -379,34 +380,38 @@ class V2Compressor(_BatchedStreamCodec):
         return self.compressor.get_config()
 
 
-def _with_v2_compressors(codecs: Iterable[Codec]) -> list[Codec]:
-    """`codecs` with each filterless format 2 codec whose compressor ferrocomp decodes split into two: the
-    uncompressed format 2 codec, then that compressor as a batched `V2Compressor`."""
+def _batched_codecs(codecs: Iterable[Codec]) -> list[Codec]:
+    """`codecs` with ours in place of zarr's of the same name (an array created with zarr's codec objects), and each
+    filterless format 2 codec whose compressor ferrocomp decodes split into two: the uncompressed format 2 codec,
+    then that compressor as a batched `V2Compressor`."""
     result: list[Codec] = []
     for codec in codecs:
         compressor = getattr(codec, "compressor", None)
+        name = codec.to_dict().get("name") if isinstance(codec, BytesBytesCodec) else None
         if isinstance(codec, V2Codec) and not codec.filters and getattr(compressor, "codec_id", None) in V2_COMPRESSORS:
             result += [V2Codec(filters=None, compressor=None), V2Compressor(compressor)]
+        elif name in CODECS and not isinstance(codec, CODECS[name]):
+            result.append(CODECS[name].from_dict(codec.to_dict()))
         else:
             result.append(codec)
     return result
 
 
 class BatchedPipeline(BatchedCodecPipeline):
-    """zarr's batched codec pipeline, reading a selection as one batch through ferrocomp (`ferrocomp._zarr_read`):
+    """zarr's batched codec pipeline, reading a selection as one batch through ferrocomp (`ferrocomp._zarr_pipeline`):
     the chunks' bytes fetched at once, one copy to the device, one decode, one scatter into the output. What that
     path does not take (codecs other than ferrocomp's and transposes, fancy indexing) goes through zarr's own
     per-chunk pipeline, with format 2 compressors (lz4, zlib, gzip, blosc, zstd) batched through ferrocomp too."""
 
     @classmethod
     def from_codecs(cls, codecs: Iterable[Codec], *, batch_size: int | None = None) -> BatchedPipeline:
-        """The pipeline for `codecs`, a format 2 compressor split off as a `V2Compressor`."""
-        return super().from_codecs(_with_v2_compressors(codecs), batch_size=batch_size)
+        """The pipeline for `codecs`, with ours for zarr's and a format 2 compressor split off as a `V2Compressor`."""
+        return super().from_codecs(_batched_codecs(codecs), batch_size=batch_size)
 
     @cached_property
-    def chunk_layout(self) -> _zarr_read.ChunkLayout | None:
+    def chunk_layout(self) -> _zarr_pipeline.ChunkLayout | None:
         """How the codecs lay out a chunk, where the batched read takes them (else None)."""
-        return _zarr_read.plan_read(self, _stream_format_of)
+        return _zarr_pipeline.plan_read(self, _stream_format_of)
 
     async def read(
         self,
@@ -420,9 +425,45 @@ class BatchedPipeline(BatchedCodecPipeline):
         array = out.as_ndarray_like()
         if self._reads_in_one_batch(batch_info, array, drop_axes):
             for start in range(0, len(batch_info), self.batch_size):
-                await _zarr_read.read_batch(self.chunk_layout, batch_info[start : start + self.batch_size], array)
+                await _zarr_pipeline.read_batch(self.chunk_layout, batch_info[start : start + self.batch_size], array)
         else:
             await super().read(batch_info, out, drop_axes)
+
+    async def write(
+        self,
+        batch_info: Iterable[tuple[ByteSetter, ArraySpec, SelectorTuple, SelectorTuple, bool]],
+        value: NDBuffer,
+        drop_axes: tuple[int, ...] = (),
+    ) -> None:
+        """Write whole chunks in batches of `batch_size` (one gather, one encode, one copy to the host, concurrent
+        puts each), or through zarr's pipeline for partial chunks, shards and codecs ferrocomp does not write."""
+        batch_info = list(batch_info)
+        array = value.as_ndarray_like()
+        options = self._write_options(batch_info, array, drop_axes)
+        if options is None:
+            await super().write(batch_info, value, drop_axes)
+            return
+        for start in range(0, len(batch_info), self.batch_size):
+            batch = batch_info[start : start + self.batch_size]
+            await _zarr_pipeline.write_batch(self.chunk_layout, options, batch, array)
+
+    def _write_options(self, batch_info: list[Any], array: Any, drop_axes: tuple[int, ...]) -> tuple | None:
+        """ferrocomp's encode options where the batch can be written in one go, else None."""
+        layout = self.chunk_layout
+        if layout is None or layout.sharding is not None or not batch_info:
+            return None
+        if not all(complete for *_, complete in batch_info) or not self._reads_in_one_batch(
+            batch_info, array, drop_axes
+        ):
+            return None
+        spec = batch_info[0][1]
+        if array.shape == () or array.dtype != spec.dtype.to_native_dtype() or array.dtype.itemsize not in (1, 2, 4, 8):
+            return None
+        if layout.stream_format is None:
+            return ()
+        codec = self.bytes_bytes_codecs[0]
+        nbytes = math.prod(spec.shape) * array.dtype.itemsize
+        return codec.encode_options(spec) if nbytes <= layout.stream_format.max_encode_size else None
 
     def _reads_in_one_batch(self, batch_info: list[Any], array: Any, drop_axes: tuple[int, ...]) -> bool:
         layout = self.chunk_layout
@@ -431,7 +472,7 @@ class BatchedPipeline(BatchedCodecPipeline):
         if not (array.flags.c_contiguous or array.flags.f_contiguous):
             return False
         return all(
-            _zarr_read.is_basic(chunk_selection) and _zarr_read.is_basic(out_selection)
+            _zarr_pipeline.is_basic(chunk_selection) and _zarr_pipeline.is_basic(out_selection)
             for _, _, chunk_selection, out_selection, _ in batch_info
         )
 

@@ -1,9 +1,13 @@
-"""A zarr selection read as one batch: every chunk key resolved first, the bytes read at once (files of a local
-store on all cores, into reused pinned staging on the way to the GPU; other stores through their async ``get``),
-one host-to-device copy, one batched decode over packed offsets, and one scatter of the decoded chunks into ``out``.
+"""zarr selections read and written as one batch.
 
-`plan_read` says whether a pipeline's codecs allow it (else zarr's own per-chunk path runs); `read_batch` does it.
-Chunks of a sharded array are the inner chunks of every shard the selection touches, batched together.
+A read resolves every chunk key first, reads the bytes at once (files of a local store on all cores, into reused
+pinned staging on the way to the GPU; other stores through their async ``get``), makes one host-to-device copy, one
+batched decode over packed offsets and one scatter of the decoded chunks into ``out``. Chunks of a sharded array are
+the inner chunks of every shard the selection touches, batched together. A write gathers the chunks out of the value
+in one pass, encodes them in one call, copies them to the host once and puts them concurrently.
+
+`plan_read` says whether a pipeline's codecs allow it (else zarr's own per-chunk path runs); `read_batch` and
+`write_batch` do it.
 """
 
 from __future__ import annotations
@@ -482,3 +486,96 @@ def _boxes(layout: ChunkLayout, pieces: list[Piece], offsets: np.ndarray, out: A
         pad = ndim - len(shape)
         rows.append([src, dst, *shape, *[1] * pad, *src_strides, *[0] * pad, *dst_strides, *[0] * pad])
     return np.array(rows, dtype=np.int64).reshape(len(pieces), 2 + 3 * ndim)
+
+
+async def write_batch(
+    layout: ChunkLayout,
+    encode_options: tuple[tuple[str, Any], ...],
+    batch_info: list[tuple[Any, Any, Any, Any, bool]],
+    value: Any,
+) -> None:
+    """Write the chunks of `batch_info`, each set whole from `value` (a C- or F-contiguous numpy or CuPy array of the
+    selection's shape), in one batch; chunks equal to the fill value are deleted unless the array writes empty chunks.
+    """
+    spec = batch_info[0][1]
+    dtype = np.dtype(spec.dtype.to_native_dtype())
+    layout = _with_dtype(layout, dtype, spec.order)
+    xp = _zarr_batch.array_module(value)
+    on_gpu = xp is not np
+    fill = fill_value_or_default(spec)
+    pieces = [Piece(key, 0, None, tuple(s.shape), cs, os_, fill) for key, s, cs, os_, _ in batch_info]
+    chunk_bytes = math.prod(pieces[0].shape) * dtype.itemsize
+    offsets = np.arange(len(pieces) + 1, dtype=np.int64) * chunk_bytes
+    packed = xp.empty(len(pieces) * chunk_bytes, dtype=xp.uint8)
+    if any(not _whole(piece) for piece in pieces):  # edge chunks: what lies past the array is the fill value
+        packed.view(dtype)[...] = fill
+    codec, lock = (
+        _zarr_batch.codec_for(layout.stream_format, encode_options, None if on_gpu else _zarr_batch.CPU)
+        if layout.stream_format
+        else (None, None)
+    )
+    stream = {"cuda_stream": codec.cuda_stream} if on_gpu and codec is not None else {}
+    boxes = _boxes(layout, pieces, offsets, value)
+    ndim = len(pieces[0].shape)
+    gather = np.concatenate(
+        [boxes[:, [1, 0]], boxes[:, 2 : 2 + ndim], boxes[:, 2 + 2 * ndim :], boxes[:, 2 + ndim : 2 + 2 * ndim]], axis=1
+    )
+    flat = (value if value.flags.c_contiguous else value.T).reshape(-1).view(xp.uint8)
+    scatter(flat, packed, dtype.itemsize, gather, **stream)
+    chunks = packed.view(dtype).reshape(len(pieces), -1)
+    empty = (chunks == fill) | (xp.isnan(chunks) & np.isnan(fill)) if dtype.kind in "fc" else chunks == fill
+    empty = empty.all(axis=1) if not spec.config.write_empty_chunks else xp.zeros(len(pieces), dtype=bool)
+    empty = empty.get() if on_gpu else empty
+    kept = [i for i in range(len(pieces)) if not empty[i]]
+    values = _encode(layout, codec, lock, packed, offsets, kept, stream, xp) if kept else []
+    prototype = default_buffer_prototype()
+    await asyncio.gather(
+        *(pieces[i].key.set(prototype.buffer.from_array_like(data)) for i, data in zip(kept, values, strict=True)),
+        *(pieces[i].key.delete() for i in range(len(pieces)) if empty[i]),
+    )
+
+
+def _whole(piece: Piece) -> bool:
+    """Whether a piece's selection covers its whole chunk."""
+    return all(
+        isinstance(s, slice) and s.indices(n) == (0, n, 1)
+        for s, n in zip(piece.chunk_selection, piece.shape, strict=True)
+    )
+
+
+def _encode(
+    layout: ChunkLayout,
+    codec: Any,
+    lock: Any,
+    packed: Any,
+    offsets: np.ndarray,
+    kept: list[int],
+    stream: dict[str, Any],
+    xp: Any,
+) -> list[np.ndarray]:
+    """The chunks `kept` of `packed` encoded in one call and framed, as host arrays: encoded into slots of one device
+    buffer, packed together by one scatter, copied to the host at once."""
+    chunk_bytes = int(offsets[1])
+    chunks = [packed[offsets[i] : offsets[i + 1]] for i in kept]
+    if codec is None:
+        encoded_sizes = [chunk_bytes] * len(kept)
+        compact = xp.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+    else:
+        slot = codec.max_compressed_size(chunk_bytes)
+        slots = xp.empty(len(kept) * slot, dtype=xp.uint8)
+        with lock:
+            encoded = codec.encode(chunks, out=[slots[i * slot : (i + 1) * slot] for i in range(len(kept))])
+        encoded_sizes = [int(array.buffer_size) for array in encoded]
+        starts = np.concatenate([[0], np.cumsum(encoded_sizes)]).astype(np.int64)
+        compact = xp.empty(max(int(starts[-1]), 1), dtype=xp.uint8)
+        boxes = np.array(
+            [[i * slot, int(starts[i]), size, 1, 1] for i, size in enumerate(encoded_sizes)], dtype=np.int64
+        ).reshape(-1, 5)
+        scatter(slots, compact, 1, boxes, **stream)
+    host = compact.get() if xp is not np else compact
+    starts = np.concatenate([[0], np.cumsum(encoded_sizes)]).astype(np.int64).tolist()
+    framed = []
+    for size, start in zip(encoded_sizes, starts, strict=False):
+        data = host[start : start + size]
+        framed.append(layout.stream_format.frame(data, chunk_bytes) if layout.stream_format else data)
+    return framed

@@ -1,4 +1,4 @@
-"""The batched read path (`ferrocomp._zarr_read`): local stores written by plain zarr read identical through it,
+"""The batched read path (`ferrocomp._zarr_pipeline`): local stores written by plain zarr read identical through it,
 whole and by selection, on the CPU (numpy) and the GPU (CuPy), in one ferrocomp call per batch."""
 
 from __future__ import annotations
@@ -86,16 +86,16 @@ def store_case(request: pytest.FixtureRequest) -> tuple[Any, ...]:
 
 def read_counting(path: Path, selection: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
     """`selection` of the store through ferrocomp's pipeline, and how many batched reads it took."""
-    from ferrocomp import _zarr_read
+    from ferrocomp import _zarr_pipeline
 
     batches = []
-    read_batch = _zarr_read.read_batch
+    read_batch = _zarr_pipeline.read_batch
 
     async def counting(*args: Any) -> None:
         batches.append(1)
         await read_batch(*args)
 
-    monkeypatch.setattr(_zarr_read, "read_batch", counting)
+    monkeypatch.setattr(_zarr_pipeline, "read_batch", counting)
     with ferrocomp.zarr.enable():
         result = zarr.open_array(LocalStore(path, read_only=True), mode="r")[selection]
     return result, len(batches)
@@ -103,7 +103,7 @@ def read_counting(path: Path, selection: Any, monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_stores_written_by_zarr_read_identical(tmp_path: Path, store_case, dtype: str, monkeypatch) -> None:
+def test_stores_written_by_zarr_pipeline_identical(tmp_path: Path, store_case, dtype: str, monkeypatch) -> None:
     name, fmt, compressor, extra = store_case
     expected = write_store(tmp_path / "a.zarr", fmt, compressor, extra, dtype, fill=7)
     for selection in SELECTIONS:
@@ -180,7 +180,7 @@ def test_gpu_read_allocates_no_device_memory_per_chunk(tmp_path: Path, cupy) -> 
 def test_whole_chunks_decode_in_place(tmp_path: Path, case: str, shape: tuple[int, int], monkeypatch) -> None:
     """An array of whole chunks read whole decodes straight into the output (slab by slab of rows), the same
     values as zarr's; so does a slice of whole chunks, while one that cuts chunks goes through a scatter."""
-    from ferrocomp import _zarr_read
+    from ferrocomp import _zarr_pipeline
 
     name, fmt, compressor, extra = next(s for s in STORES if s[0] == case)
     data = np.arange(np.prod(shape), dtype="<f4").reshape(shape) % 1000
@@ -194,12 +194,76 @@ def test_whole_chunks_decode_in_place(tmp_path: Path, case: str, shape: tuple[in
         **extra,
     )
     array[:] = data
-    monkeypatch.setattr(_zarr_read, "in_place_on_host", True)
+    monkeypatch.setattr(_zarr_pipeline, "in_place_on_host", True)
     orders = []
-    in_place_order = _zarr_read._in_place_order
-    monkeypatch.setattr(_zarr_read, "_in_place_order", lambda *a: orders.append(in_place_order(*a)) or orders[-1])
+    in_place_order = _zarr_pipeline._in_place_order
+    monkeypatch.setattr(_zarr_pipeline, "_in_place_order", lambda *a: orders.append(in_place_order(*a)) or orders[-1])
     for selection, in_place in [(np.s_[:], True), (np.s_[32:, :], True), (np.s_[:, 20:], False)]:
         orders.clear()
         got, _ = read_counting(tmp_path / "w.zarr", selection, monkeypatch)
         np.testing.assert_array_equal(got, data[selection], err_msg=f"{name} {shape} {selection}")
         assert [order is not None for order in orders] == [in_place], f"{name} {shape} {selection}"
+
+
+WRITABLE = ["v2-blosc-lz4-1", "v2-blosc-lz4-2", "v2-zstd", "v2-lz4", "v2-zlib", "v2-gzip-F", "v3-zstd", "v3-gzip"]
+WRITABLE += ["v3-uncompressed", "v3-transposed"]
+
+
+def write_counting(path: Path, case: str, data: Any, monkeypatch: pytest.MonkeyPatch, selection: Any = np.s_[:]) -> int:
+    """Create the store of `case` through ferrocomp and write `data` into `selection`; the batched writes it took."""
+    from ferrocomp import _zarr_pipeline
+
+    name, fmt, compressor, extra = next(s for s in STORES if s[0] == case)
+    batches = []
+    write_batch = _zarr_pipeline.write_batch
+
+    async def counting(*args: Any) -> None:
+        batches.append(1)
+        await write_batch(*args)
+
+    monkeypatch.setattr(_zarr_pipeline, "write_batch", counting)
+    with ferrocomp.zarr.enable():
+        array = zarr.create_array(
+            LocalStore(path),
+            shape=SHAPE,
+            chunks=CHUNKS,
+            dtype=data.dtype,
+            compressors=compressor,
+            zarr_format=fmt,
+            fill_value=7,
+            **extra,
+        )
+        array[selection] = data[selection]
+    return len(batches)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("case", WRITABLE)
+@pytest.mark.parametrize("dtype", ["<f8", "<i2"])
+def test_stores_written_in_one_batch_read_with_plain_zarr(tmp_path: Path, case: str, dtype: str, monkeypatch) -> None:
+    data = values(dtype)
+    data[96:, :40] = 7  # two chunks of the fill value: not stored
+    assert write_counting(tmp_path / "w.zarr", case, data, monkeypatch) == 1
+    plain = zarr.open_array(LocalStore(tmp_path / "w.zarr"), mode="r")
+    np.testing.assert_array_equal(plain[:], data, err_msg=case)
+    metadata = {"zarr.json", ".zarray", ".zattrs", ".zgroup"}
+    stored = [path for path in (tmp_path / "w.zarr").rglob("*") if path.is_file() and path.name not in metadata]
+    assert len(stored) == 5 * 3 - 2, case
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_partial_chunk_writes_go_through_zarrs_pipeline(tmp_path: Path, monkeypatch) -> None:
+    data = values("<f4")
+    assert write_counting(tmp_path / "p.zarr", "v3-zstd", data, monkeypatch, np.s_[10:50, 3:90]) == 0
+    expected = np.full(SHAPE, 7, "<f4")
+    expected[10:50, 3:90] = data[10:50, 3:90]
+    np.testing.assert_array_equal(zarr.open_array(LocalStore(tmp_path / "p.zarr"), mode="r")[:], expected)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("case", ["v2-blosc-lz4-1", "v3-zstd", "v3-gzip", "v2-gzip-F", "v3-transposed"])
+def test_gpu_writes_read_with_plain_zarr(tmp_path: Path, case: str, cupy, monkeypatch) -> None:
+    data = values("<f4")
+    with zarr.config.enable_gpu():
+        assert write_counting(tmp_path / "g.zarr", case, cupy.asarray(data), monkeypatch) == 1
+    np.testing.assert_array_equal(zarr.open_array(LocalStore(tmp_path / "g.zarr"), mode="r")[:], data, err_msg=case)

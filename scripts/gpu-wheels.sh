@@ -16,8 +16,9 @@ download() { # DIR PACKAGE...
 }
 # The tests' packages at the versions python/requirements-test.txt pins, then what zarr, numcodecs
 # and uproot need that the machine lacks.
-mapfile -t pinned < <(grep -E '^(zarr|numcodecs|uproot|lz4|xxhash|zstandard)==' python/requirements-test.txt)
+mapfile -t pinned < <(grep -E '^(zarr|numcodecs|uproot|lz4|xxhash|zstandard|dask|distributed)==' python/requirements-test.txt)
 download .whl "${pinned[@]}" \
-    donfig pyyaml msgspec google-crc32c crc32c packaging typing_extensions fsspec awkward awkward-cpp cramjam
+    donfig pyyaml msgspec google-crc32c crc32c packaging typing_extensions fsspec awkward awkward-cpp cramjam \
+    toolz cloudpickle partd locket tblib zict sortedcontainers msgpack tornado
 download .nvcomp nvidia-libnvcomp-cu13==6.0.0.12 nvidia-nvcomp-cu13==6.0.0.12
 du -sh .whl .nvcomp

@@ -6,7 +6,7 @@
 //! is copied to the device, so reading runs at the page cache's (or the disk's) speed, with one
 //! upload per segment and nothing allocated per call once the slots have grown.
 
-use crate::alloc::{DeviceBuffer, DeviceViewMut, PinnedBuffer};
+use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, PinnedBuffer};
 use crate::chunk_list::ChunkListCodec;
 use crate::error::{Error, Result};
 use crate::gpu::{Event, Gpu, Stream};
@@ -87,6 +87,18 @@ impl RangeReader {
     /// cores while the previous one uploads. When this returns the reads are done and the
     /// uploads enqueued (later work on `stream` sees the bytes). `dst` must hold their total.
     pub fn read_to_device(&self, ranges: &[FileRange<'_>], dst: DeviceViewMut<'_, u8>, stream: &Stream) -> Result<()> {
+        self.upload_segments(ranges, dst, stream, |_| Ok(()))
+    }
+
+    /// [`RangeReader::read_to_device`], calling `uploaded` with the indices of each segment's ranges once its
+    /// upload is enqueued (work it enqueues on `stream` sees those bytes, while the cores read the next segment).
+    fn upload_segments(
+        &self,
+        ranges: &[FileRange<'_>],
+        dst: DeviceViewMut<'_, u8>,
+        stream: &Stream,
+        mut uploaded: impl FnMut(std::ops::Range<usize>) -> Result<()>,
+    ) -> Result<()> {
         let (offsets, total) = packed_offsets(ranges);
         if dst.len() < total {
             return Err(too_small(total, dst.len()));
@@ -113,14 +125,18 @@ impl RangeReader {
             segment.par_iter().zip(pieces).try_for_each(|(range, piece)| read_one(&files, range, piece))?;
             stream.copy_to_device(&slot.staging[..len], dst.address() + base as u64)?;
             slot.uploaded.record(stream)?;
+            uploaded(start..start + segment.len())?;
             start += segment.len();
         }
         Ok(())
     }
 
     /// Reads every range to the device and decodes range `i` into `outputs[i]` with `codec` (a
-    /// RAW or size-prefixed chunk list on this reader's GPU), enqueued on `stream`; waits for
-    /// the decode and gives each chunk's decoded size, or the first failing chunk's error.
+    /// RAW or size-prefixed chunk list on this reader's GPU), on `stream`: each segment's chunks
+    /// decode as soon as it is uploaded, while the cores read the next, so reads, copies and
+    /// kernels overlap (a segment's chunks are one launch: batches of large chunks fill the GPU
+    /// less than one call of them all would). Waits for the decode and gives each chunk's decoded
+    /// size, or the first failing chunk's error, numbered among all the ranges.
     ///
     /// # Safety
     /// `outputs` must be valid device memory, not overlapping, until this returns.
@@ -131,13 +147,29 @@ impl RangeReader {
         outputs: &[DeviceViewMut<'_, u8>],
         stream: &Stream,
     ) -> Result<Vec<usize>> {
+        if outputs.len() != ranges.len() {
+            return Err(Error::InvalidArgument(format!("{} ranges but {} outputs", ranges.len(), outputs.len())));
+        }
         let (offsets, total) = packed_offsets(ranges);
         let mut packed = DeviceBuffer::<u8>::uninit(&self.gpu.allocators().device, total.max(1))?;
-        self.read_to_device(ranges, packed.view_mut(), stream)?;
-        let view = packed.view();
-        let inputs: Vec<_> = ranges.iter().zip(&offsets).map(|(range, &at)| view.slice(at, range.len)).collect();
-        let results = unsafe { codec.decompress_async(&inputs, outputs, stream)? };
-        results.wait()
+        let at = packed.address();
+        let inputs: Vec<_> = ranges
+            .iter()
+            .zip(&offsets)
+            .map(|(range, &offset)| unsafe { DeviceView::from_raw(at + offset as u64, range.len) })
+            .collect();
+        let mut segments = Vec::new();
+        self.upload_segments(ranges, packed.view_mut(), stream, |segment| {
+            let results =
+                unsafe { codec.decompress_async(&inputs[segment.clone()], &outputs[segment.clone()], stream)? };
+            segments.push((segment.start, results));
+            Ok(())
+        })?;
+        let mut sizes = Vec::with_capacity(ranges.len());
+        for (first, results) in segments {
+            sizes.extend(results.wait().map_err(|error| renumbered(error, first))?);
+        }
+        Ok(sizes)
     }
 }
 
@@ -173,6 +205,15 @@ fn read_one(files: &HashMap<&Path, File>, range: &FileRange<'_>, piece: &mut [u8
         let end = range.offset + range.len as u64;
         in_file(range.path, std::io::Error::new(e.kind(), format!("bytes {}..{end}: {e}", range.offset)))
     })
+}
+
+/// `error` about chunk `i` of a segment as one about chunk `first + i` of the whole call.
+fn renumbered(error: Error, first: usize) -> Error {
+    match error {
+        Error::Chunk { chunk, status } => Error::Chunk { chunk: first + chunk, status },
+        Error::ChunkSize { chunk, expected, actual } => Error::ChunkSize { chunk: first + chunk, expected, actual },
+        other => other,
+    }
 }
 
 fn in_file(path: &Path, error: std::io::Error) -> Error {

@@ -358,3 +358,90 @@ fn caller_streams_and_allocators_are_used() {
     assert_eq!(host.0.load(Ordering::Relaxed), 2, "fixed header, then the whole header");
     drop((third, again, restored, compressed));
 }
+
+/// Chunks in files (several to a file, behind a header) read and decoded into slices of one
+/// device buffer by `RangeReader`, over more than one of its segments; a corrupt chunk is named
+/// by its place among all the ranges; the reader alone packs the ranges' bytes on the device.
+#[test]
+fn file_ranges_decode_into_one_device_buffer() {
+    use ferrocomp::file_ranges::{FileRange, SEGMENT_SIZE};
+    use ferrocomp::{ChunkListCodec, RangeReader};
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let dir = std::env::temp_dir().join(format!("ferrocomp-file-ranges-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let codec = ChunkListCodec::new(Options::Lz4(Lz4::default()), Bitstream::Raw, Some(gpu.clone())).unwrap();
+    // Incompressible chunks, so that their compressed bytes span two segments.
+    let count = SEGMENT_SIZE * 3 / 2 / CHUNK;
+    let data = random_bytes(count * CHUNK, 46);
+    let mut chunks: Vec<Vec<u8>> = data.chunks(CHUNK).map(|chunk| cpu_compress(&codec, chunk)).collect();
+    chunks[count - 3] = chunks[count - 3][..100].to_vec(); // cut short: Truncated or Malformed
+    let mut places = Vec::new();
+    for (f, group) in chunks.chunks(8).enumerate() {
+        let path = dir.join(format!("{f}"));
+        let mut file = b"header".to_vec();
+        for chunk in group {
+            places.push((path.clone(), file.len() as u64, chunk.len()));
+            file.extend_from_slice(chunk);
+        }
+        std::fs::write(&path, file).unwrap();
+    }
+    let ranges: Vec<FileRange<'_>> =
+        places.iter().map(|(path, offset, len)| FileRange { path, offset: *offset, len: *len }).collect();
+    let reader = RangeReader::new(&gpu).unwrap();
+    let out = gpu.alloc::<u8>(data.len()).unwrap();
+    let at = out.address();
+    let outputs: Vec<DeviceViewMut<'_, u8>> =
+        (0..count).map(|i| unsafe { DeviceViewMut::from_raw(at + (i * CHUNK) as u64, CHUNK) }).collect();
+    let failed = unsafe { reader.decode_to_device(&codec, &ranges, &outputs, &stream) }.unwrap_err();
+    assert!(matches!(failed, Error::Chunk { chunk, .. } if chunk == count - 3), "{failed}");
+    let good = &ranges[..count - 3];
+    let sizes = unsafe { reader.decode_to_device(&codec, good, &outputs[..count - 3], &stream) }.unwrap();
+    assert_eq!(sizes, vec![CHUNK; count - 3]);
+    assert!(gpu.download(out.view()).unwrap()[..(count - 3) * CHUNK] == data[..(count - 3) * CHUNK]);
+    let packed: Vec<u8> = chunks.concat();
+    let mut on_device = gpu.alloc::<u8>(packed.len()).unwrap();
+    reader.read_to_device(&ranges, on_device.view_mut(), &stream).unwrap();
+    stream.synchronize().unwrap();
+    assert!(gpu.download(on_device.view()).unwrap() == packed);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `chunk` compressed on the CPU by `codec`.
+fn cpu_compress(codec: &ferrocomp::ChunkListCodec, chunk: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; codec.max_compressed_size(chunk.len())];
+    let size = codec.compress_cpu(&[chunk], &mut [&mut out[..]]).remove(0).unwrap();
+    out.truncate(size);
+    out
+}
+
+/// Decoded chunks scattered into a 2-D array by `host::scatter` on the GPU land where the CPU's
+/// do: four 300 x 75 chunks of u16 tiling a 600 x 150 array, then every third element of a
+/// fifth chunk's rows over the first 100 columns.
+#[test]
+fn scatter_on_the_gpu_places_boxes_as_the_cpu() {
+    use ferrocomp::scatter::{Plan, scatter_cpu, scatter_gpu};
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let (cols, item, chunk) = (150u64, 2u64, 300 * 75 * 2);
+    let src = random_bytes(5 * chunk as usize, 9);
+    let plan = Plan { itemsize: item, src_len: src.len() as u64, dst_len: 600 * cols * item };
+    let mut copies: Vec<_> = (0..4u64)
+        .map(|c| {
+            let at = (c / 2 * 300 * cols + c % 2 * 75) * item;
+            plan.copy(c * chunk, at, &[300, 75], &[150, 2], &[cols * item, item]).unwrap()
+        })
+        .collect();
+    copies.push(plan.copy(4 * chunk, 0, &[300, 25], &[150, 6], &[cols * item, item]).unwrap());
+    let (tiles, strided) = copies.split_at_mut(4);
+    for boxes in [tiles, strided] {
+        // Device memory is 256-byte aligned, so a unit the boxes allow at address 0 holds there too.
+        let unit = Plan::widen(boxes, 0, 0);
+        let mut expected = vec![0u8; plan.dst_len as usize];
+        unsafe { scatter_cpu(&src, &mut expected, boxes, unit).unwrap() };
+        let input = gpu.upload(&src).unwrap();
+        let mut output = gpu.upload(&vec![0u8; expected.len()]).unwrap();
+        unsafe { scatter_gpu(&gpu, input.view(), output.view_mut(), boxes, unit, &stream).unwrap() };
+        assert!(gpu.download(output.view()).unwrap() == expected, "unit {unit}");
+    }
+}

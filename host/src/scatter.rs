@@ -1,7 +1,7 @@
 //! Scattering decoded chunks to their places in an array: a batch of strided boxes
 //! (`ferrocomp_format::strided`) copied in one kernel launch on the GPU, or on all cores.
 
-use crate::alloc::{DeviceView, DeviceViewMut, PinnedBuffer};
+use crate::alloc::{DeviceView, DeviceViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use ferrocomp_format::strided::{MAX_DIMS, StridedCopy};
@@ -38,8 +38,8 @@ pub unsafe fn scatter_cpu(src: &[u8], dst: &mut [u8], copies: &[StridedCopy], un
     Ok(())
 }
 
-/// Enqueues copying every box from `src` to `dst` on `stream`, one launch, and waits for it
-/// (the boxes' table lives in pinned memory until then).
+/// Copies every box from `src` to `dst` in one launch on `stream`, and waits for it (the boxes'
+/// table, copied to the device first, lives until then).
 ///
 /// # Safety
 /// `src` and `dst` must be valid device memory until this returns, and no two boxes may write
@@ -56,11 +56,7 @@ pub unsafe fn scatter_gpu(
     if copies.is_empty() {
         return Ok(());
     }
-    gpu.make_current()?;
-    let mut table = PinnedBuffer::<StridedCopy>::new(&gpu.allocators().pinned, copies.len())?;
-    table.copy_from_slice(copies);
-    let mut on_device = gpu.alloc::<StridedCopy>(copies.len())?;
-    stream.copy_to_device(&table, on_device.address())?;
+    let mut on_device = gpu.upload(copies)?;
     let most = copies.iter().map(StridedCopy::units).max().unwrap_or(0);
     let per_copy = most.div_ceil(SCATTER_THREADS as u64 * UNITS_PER_THREAD).clamp(1, MAX_BLOCKS_PER_COPY) as u32;
     let blocks = u32::try_from(copies.len() as u64 * per_copy as u64)

@@ -138,7 +138,7 @@ def _native_endian() -> str:
 
 def is_basic(selection: Any) -> bool:
     """Whether a selection tuple is slices and integers only (zarr's basic indexing)."""
-    return all(isinstance(s, slice | int | np.integer) for s in selection)
+    return all(type(s) is slice or isinstance(s, int | np.integer) for s in selection)
 
 
 @dataclass
@@ -235,24 +235,52 @@ def _intersect(
 async def _fetch_decode_scatter(layout: ChunkLayout, pieces: list[Piece], out: Any) -> None:
     """Fetch the present pieces' bytes into one packed buffer, decode them in one call, scatter them into `out`;
     fill the missing pieces' places with their fill values. A bad chunk raises an error naming its key."""
-    keys = [_name(piece) for piece in pieces]
-    with _keys_named(keys):
+    with _keys_named(pieces):
         await _fetch_decode_scatter_pieces(layout, pieces, out)
 
 
 @contextmanager
-def _keys_named(keys: list[str]) -> Iterator[None]:
-    """Re-raise a ferrocomp error about piece i as "chunk i: <its key>: why"."""
+def _keys_named(pieces: list[Piece]) -> Iterator[None]:
+    """Re-raise a ferrocomp error about piece i (one with stored bytes) as "chunk i: <its key>: why"."""
     try:
         yield
     except ferrocomp.ChunkError as error:
-        if error.chunk is None or not 0 <= error.chunk < len(keys):
+        if error.chunk is None or not 0 <= error.chunk < len(pieces):
             raise
         reason = str(error).removeprefix(f"chunk {error.chunk}: ")
-        raise type(error)(f"chunk {error.chunk}: {keys[error.chunk]}: {reason}", error.chunk, error.status) from error
+        name = _name(pieces[error.chunk])
+        raise type(error)(f"chunk {error.chunk}: {name}: {reason}", error.chunk, error.status) from error
 
 
 async def _fetch_decode_scatter_pieces(layout: ChunkLayout, pieces: list[Piece], out: Any) -> None:
+    on_gpu = _zarr_batch.is_device_array(out)
+    device = None if on_gpu else _zarr_batch.CPU
+    codec, lock = _zarr_batch.codec_for(layout.stream_format, device=device) if layout.stream_format else (None, None)
+    stream = {"cuda_stream": codec.cuda_stream} if on_gpu and codec is not None else {}
+    with _ordered_on(stream):
+        await _fetch_decode_scatter_on(layout, pieces, out, codec, lock, stream)
+
+
+@contextmanager
+def _ordered_on(stream: dict[str, Any]) -> Iterator[None]:
+    """With a GPU codec's stream: CuPy's work in the block goes to that stream, which first waits for zarr's (the
+    legacy default stream, where `out` was made), so every step of a batch is ordered after the one before."""
+    if not stream:
+        yield
+        return
+    import cupy
+
+    ours = cupy.cuda.ExternalStream(stream["cuda_stream"])
+    zarrs = cupy.cuda.Event(disable_timing=True)
+    zarrs.record(cupy.cuda.Stream.null)
+    ours.wait_event(zarrs)
+    with ours:
+        yield
+
+
+async def _fetch_decode_scatter_on(
+    layout: ChunkLayout, pieces: list[Piece], out: Any, codec: Any, lock: Any, stream: dict[str, Any]
+) -> None:
     on_gpu = _zarr_batch.is_device_array(out)
     xp = _zarr_batch.array_module(out)
     with _phase("fetch", on_gpu):
@@ -270,9 +298,6 @@ async def _fetch_decode_scatter_pieces(layout: ChunkLayout, pieces: list[Piece],
         present = in_place
     decoded_sizes = [math.prod(pieces[i].shape) * itemsize for i in present]
     out_offsets = np.concatenate([[0], np.cumsum(decoded_sizes, dtype=np.int64)])
-    device = None if on_gpu else _zarr_batch.CPU
-    codec, lock = _zarr_batch.codec_for(layout.stream_format, device=device) if layout.stream_format else (None, None)
-    stream = {"cuda_stream": codec.cuda_stream} if on_gpu and codec is not None else {}
     if codec is None:
         _check_sizes(pieces, present, [s[2] for s in sources], decoded_sizes)
         with _phase("fetch", on_gpu):
@@ -381,13 +406,16 @@ async def _locate(pieces: list[Piece], layout: ChunkLayout) -> tuple[list[int], 
     prefix = lz4.prefix_size if lz4 else 0
     sources: dict[int, tuple[Any, int, int]] = {}
     fetch = []
+    roots: dict[int, str] = {}  # a local store's folder, by the store's id
     for i, piece in enumerate(pieces):
         if piece.key is None:
             continue
-        if not isinstance(getattr(piece.key, "store", None), LocalStore):
+        store = getattr(piece.key, "store", None)
+        if not isinstance(store, LocalStore):
             fetch.append(i)
             continue
-        path = os.path.join(piece.key.store.root, piece.key.path)
+        root = roots.get(id(store)) or roots.setdefault(id(store), f"{store.root}{os.sep}")
+        path = root + piece.key.path
         try:
             length = os.stat(path).st_size if piece.size is None else piece.size
         except FileNotFoundError:
@@ -464,25 +492,26 @@ def _boxes(layout: ChunkLayout, pieces: list[Piece], offsets: np.ndarray, out: A
     """One row per piece for `scatter`: source and destination offsets, shape, source and destination strides.
     An integer in a chunk selection picks one plane (zarr drops that axis from `out`)."""
     ndim = len(pieces[0].shape)
+    out_shape, out_strides = out.shape, out.strides  # CuPy builds these tuples on every access
     rows = []
     strides_of: dict[tuple[int, ...], list[int]] = {}
     for piece, base in zip(pieces, offsets[:-1].tolist(), strict=False):
         strides = strides_of.get(piece.shape) or strides_of.setdefault(piece.shape, layout.strides(piece.shape))
         src, dst = int(base), 0
         shape, src_strides, dst_strides = [], [], []
-        out_axes = iter(range(out.ndim))
+        out_axes = iter(range(len(out_shape)))
         for axis, sel in enumerate(piece.chunk_selection):
             if isinstance(sel, int | np.integer):
                 src += int(sel) * strides[axis]
                 continue
             start, stop, step = sel.indices(piece.shape[axis])
             j = next(out_axes)
-            out_start, _, out_step = piece.out_selection[j].indices(out.shape[j])
+            out_start, _, out_step = piece.out_selection[j].indices(out_shape[j])
             src += start * strides[axis]
-            dst += out_start * out.strides[j]
+            dst += out_start * out_strides[j]
             shape.append(len(range(start, stop, step)))
             src_strides.append(step * strides[axis])
-            dst_strides.append(out_step * out.strides[j])
+            dst_strides.append(out_step * out_strides[j])
         pad = ndim - len(shape)
         rows.append([src, dst, *shape, *[1] * pad, *src_strides, *[0] * pad, *dst_strides, *[0] * pad])
     return np.array(rows, dtype=np.int64).reshape(len(pieces), 2 + 3 * ndim)
@@ -500,21 +529,44 @@ async def write_batch(
     spec = batch_info[0][1]
     dtype = np.dtype(spec.dtype.to_native_dtype())
     layout = _with_dtype(layout, dtype, spec.order)
-    xp = _zarr_batch.array_module(value)
-    on_gpu = xp is not np
+    on_gpu = _zarr_batch.is_device_array(value)
     fill = fill_value_or_default(spec)
     pieces = [Piece(key, 0, None, tuple(s.shape), cs, os_, fill) for key, s, cs, os_, _ in batch_info]
-    chunk_bytes = math.prod(pieces[0].shape) * dtype.itemsize
-    offsets = np.arange(len(pieces) + 1, dtype=np.int64) * chunk_bytes
-    packed = xp.empty(len(pieces) * chunk_bytes, dtype=xp.uint8)
-    if any(not _whole(piece) for piece in pieces):  # edge chunks: what lies past the array is the fill value
-        packed.view(dtype)[...] = fill
     codec, lock = (
         _zarr_batch.codec_for(layout.stream_format, encode_options, None if on_gpu else _zarr_batch.CPU)
         if layout.stream_format
         else (None, None)
     )
     stream = {"cuda_stream": codec.cuda_stream} if on_gpu and codec is not None else {}
+    with _ordered_on(stream):
+        values, empty = _gather_encode(layout, codec, lock, pieces, value, stream, spec.config.write_empty_chunks)
+    prototype = default_buffer_prototype()
+    kept = [i for i in range(len(pieces)) if not empty[i]]
+    await asyncio.gather(
+        *(pieces[i].key.set(prototype.buffer.from_array_like(data)) for i, data in zip(kept, values, strict=True)),
+        *(pieces[i].key.delete() for i in range(len(pieces)) if empty[i]),
+    )
+
+
+def _gather_encode(
+    layout: ChunkLayout,
+    codec: Any,
+    lock: Any,
+    pieces: list[Piece],
+    value: Any,
+    stream: dict[str, Any],
+    write_empty: bool,
+) -> tuple[list[np.ndarray], Any]:
+    """The pieces gathered out of `value` in their stored layout and encoded: each stored one's framed bytes on the
+    host, and which pieces are all the fill value (not stored)."""
+    xp = _zarr_batch.array_module(value)
+    dtype = layout.dtype
+    fill = pieces[0].fill_value
+    chunk_bytes = math.prod(pieces[0].shape) * dtype.itemsize
+    offsets = np.arange(len(pieces) + 1, dtype=np.int64) * chunk_bytes
+    packed = xp.empty(len(pieces) * chunk_bytes, dtype=xp.uint8)
+    if any(not _whole(piece) for piece in pieces):  # edge chunks: what lies past the array is the fill value
+        packed.view(dtype)[...] = fill
     boxes = _boxes(layout, pieces, offsets, value)
     ndim = len(pieces[0].shape)
     gather = np.concatenate(
@@ -524,15 +576,10 @@ async def write_batch(
     scatter(flat, packed, dtype.itemsize, gather, **stream)
     chunks = packed.view(dtype).reshape(len(pieces), -1)
     empty = (chunks == fill) | (xp.isnan(chunks) & np.isnan(fill)) if dtype.kind in "fc" else chunks == fill
-    empty = empty.all(axis=1) if not spec.config.write_empty_chunks else xp.zeros(len(pieces), dtype=bool)
-    empty = empty.get() if on_gpu else empty
+    empty = empty.all(axis=1) if not write_empty else xp.zeros(len(pieces), dtype=bool)
+    empty = empty.get() if xp is not np else empty
     kept = [i for i in range(len(pieces)) if not empty[i]]
-    values = _encode(layout, codec, lock, packed, offsets, kept, stream, xp) if kept else []
-    prototype = default_buffer_prototype()
-    await asyncio.gather(
-        *(pieces[i].key.set(prototype.buffer.from_array_like(data)) for i, data in zip(kept, values, strict=True)),
-        *(pieces[i].key.delete() for i in range(len(pieces)) if empty[i]),
-    )
+    return (_encode(layout, codec, lock, packed, offsets, kept, stream, xp) if kept else []), empty
 
 
 def _whole(piece: Piece) -> bool:

@@ -267,3 +267,31 @@ def test_gpu_writes_read_with_plain_zarr(tmp_path: Path, case: str, cupy, monkey
     with zarr.config.enable_gpu():
         assert write_counting(tmp_path / "g.zarr", case, cupy.asarray(data), monkeypatch) == 1
     np.testing.assert_array_equal(zarr.open_array(LocalStore(tmp_path / "g.zarr"), mode="r")[:], data, err_msg=case)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("case", ["v2-blosc-zstd-2", "v3-zstd", "v3-transposed", "v3-sharded", "v3-uncompressed"])
+def test_gpu_whole_chunks_decode_in_place(tmp_path: Path, case: str, cupy, monkeypatch) -> None:
+    """On the GPU an array of whole chunks decodes into the output itself, the same values as zarr's."""
+    from ferrocomp import _zarr_pipeline
+
+    name, fmt, compressor, extra = next(s for s in STORES if s[0] == case)
+    data = np.arange(256 * 160, dtype="<f4").reshape(256, 160) % 1000
+    array = zarr.create_array(
+        LocalStore(tmp_path / "w.zarr"),
+        shape=data.shape,
+        chunks=CHUNKS,
+        dtype="<f4",
+        compressors=compressor,
+        zarr_format=fmt,
+        **extra,
+    )
+    array[:] = data
+    orders = []
+    in_place_order = _zarr_pipeline._in_place_order
+    monkeypatch.setattr(_zarr_pipeline, "_in_place_order", lambda *a: orders.append(in_place_order(*a)) or orders[-1])
+    with zarr.config.enable_gpu():
+        for _ in range(3):  # again and again, on reused memory
+            got, _ = read_counting(tmp_path / "w.zarr", np.s_[:], monkeypatch)
+            np.testing.assert_array_equal(cupy.asnumpy(got), data, err_msg=name)
+    assert orders and all(order is not None for order in orders), name

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# On the GPU machine, from the repo root: ferrocomp's Python API beside nvCOMP's (bench/python_bench.py), then zarr
-# reads through ferrocomp, nvCOMP and zarr's CPU codecs (bench/zarr_bench.py), then the Python tests' GPU variants
-# (where pytest is there). Uses .nvcomp/ and .whl/ (scripts/gpu-wheels.sh: nvidia-nvcomp-cu13, nvidia-libnvcomp-cu13, zarr and
-# what it needs that the machine lacks: numcodecs, donfig, msgspec, google-crc32c; uproot, awkward, cramjam, fsspec
-# and xxhash for the ROOT test) and ferrocomp as a wheel in .gpu/ (built on the dev machine) or, failing that,
-# python/ferrocomp with its built extension carried. Missing optional wheels leave their parts out with a message;
-# a step that fails does not stop the others. Writes $OUT/python_bench.md, $OUT/zarr_bench.md, $OUT/pytest.log and
-# the benches' logs ($OUT defaults to /tmp/out). ANCHOR_MB sets the first's data set size (default 256) and ZARR_MB
-# the second's array size (default 1024); a few minutes of device time at the defaults.
+# On the GPU machine, from the repo root: ferrocomp's Python API beside nvCOMP's (bench/python_bench.py), then the
+# Python tests' GPU variants (where pytest is there); zarr reads are bench/run-zarr-device.sh's. Uses .nvcomp/ and
+# .whl/ (scripts/gpu-wheels.sh: nvidia-nvcomp-cu13, nvidia-libnvcomp-cu13, zarr and what it needs that the machine
+# lacks: numcodecs, donfig, msgspec, google-crc32c; uproot, awkward, cramjam, fsspec and xxhash for the ROOT test)
+# and ferrocomp as a wheel in .gpu/ (built on the dev machine) or, failing that, python/ferrocomp with its built
+# extension carried. Missing optional wheels leave their parts out with a message; a step that fails does not stop
+# the others. Writes $OUT/python_bench.md, $OUT/pytest.log and the bench's log ($OUT defaults to /tmp/out).
+# ANCHOR_MB sets the data set size (default 256); a few minutes of device time.
 set -uo pipefail
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
@@ -39,7 +38,6 @@ step() {
     [ "$rc" -eq 0 ] || { echo "run-python-device: $name exited with $rc"; status=1; }
 }
 step python_bench python3 bench/python_bench.py --mb "${ANCHOR_MB:-256}" --out "$out/python_bench.md"
-step zarr_bench python3 bench/zarr_bench.py --mb "${ZARR_MB:-1024}" --out "$out/zarr_bench.md"
 if python3 -c "import pytest" 2>/dev/null; then
     step pytest env FERROCOMP_REQUIRE_GPU=1 python3 -m pytest -q -p no:cacheprovider -rs -k "gpu or cupy" \
         python/tests/test_zarr.py python/tests/test_root.py

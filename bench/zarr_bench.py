@@ -156,8 +156,14 @@ def enter_nvcomp(codec_class: type) -> Callable[[ExitStack], None]:
     return enter
 
 
-def timed_reads(open_array: Callable[[], Any], enter: Callable[[ExitStack], None], gpu: Any, reps: int) -> tuple:
-    """Seconds of `reps` reads of the whole array after a warm-up, and the last read."""
+def timed_reads(
+    open_array: Callable[[], Any],
+    enter: Callable[[ExitStack], None],
+    gpu: Any,
+    reps: int,
+    warmed: Callable[[], None] = lambda: None,
+) -> tuple:
+    """Seconds of `reps` reads of the whole array after a warm-up (then `warmed` is called), and the last read."""
     times = []
     with ExitStack() as stack:
         if gpu is not None:
@@ -165,6 +171,7 @@ def timed_reads(open_array: Callable[[], Any], enter: Callable[[ExitStack], None
         enter(stack)
         array = open_array()
         result = array[:]
+        warmed()
         for _ in range(reps):
             start = time.perf_counter()
             result = array[:]
@@ -179,14 +186,29 @@ def breakdown(open_array: Callable[[], Any], enter: Callable[[ExitStack], None],
     the rest (zarr's indexing and ours, outside the phases)."""
     from ferrocomp import _zarr_pipeline
 
-    _zarr_pipeline.timings = {}
     try:
-        (total,), _ = timed_reads(open_array, enter, gpu, 1)
+        (total,), _ = timed_reads(open_array, enter, gpu, 1, lambda: setattr(_zarr_pipeline, "timings", {}))
         phases = _zarr_pipeline.timings
     finally:
         _zarr_pipeline.timings = None
     rest = total - sum(phases.values())
     return " / ".join(f"{ms * 1e3:.0f}" for ms in (*(phases.get(n, 0.0) for n in ("fetch", "decode", "scatter")), rest))
+
+
+def peak_device_memory(open_array: Callable[[], Any], enter: Callable[[ExitStack], None], gpu: Any) -> str:
+    """MiB of device memory one more read holds at its peak: every allocation, ferrocomp's included, comes from
+    CuPy's pool (see `main`), which is emptied first and keeps what it gave out, so its size after the read is the
+    read's peak (with the codec's scratch, kept from one call to the next)."""
+    with ExitStack() as stack:
+        stack.enter_context(zarr.config.enable_gpu())
+        enter(stack)
+        array = open_array()
+        gpu.get_default_memory_pool().free_all_blocks()
+        result = array[:]
+        gpu.cuda.Device().synchronize()
+        peak = gpu.get_default_memory_pool().total_bytes()
+        del result
+    return f"{peak / MB:.0f}"
 
 
 def main() -> None:
@@ -202,6 +224,7 @@ def main() -> None:
             import cupy
         except ImportError:
             sys.exit("zarr_bench: CuPy is not installed; the GPU run needs it (or run with --cpu)")
+        ferrocomp.set_device_allocator(lambda nbytes, stream: cupy.cuda.alloc(nbytes))  # one pool to measure
         try:
             from nvidia import nvcomp
 
@@ -220,10 +243,11 @@ def main() -> None:
         f"ferrocomp {ferrocomp.__version__}, zarr {zarr.__version__}, numcodecs {numcodecs.__version__}; `array[:]`, "
         f"median (best) of {args.reps} after a warm-up; {CHUNK}x{CHUNK} chunks. ferrocomp's breakdown: ms of fetch "
         "(files read, bytes on the device) / decode / scatter / the rest (zarr's indexing and ours) in one more read, "
-        "each phase waiting for the device.",
+        "each phase waiting for the device; peak device memory of one more read (every allocation, ferrocomp's "
+        "scratch included, from CuPy's pool).",
         *notes,
         "",
-        "| array | store | ratio | reader | GB/s median (best) | breakdown ms | CuPy pool MiB |",
+        "| array | store | ratio | reader | GB/s median (best) | breakdown ms | peak device MiB |",
         "|---|---|---|---|---|---|---|",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -235,6 +259,7 @@ def main() -> None:
         for name, (zarr_format, compressor, extra) in STORES.items():
             path = root / f"{label.split()[0]}-{len(lines)}.zarr"
             compressed = write_store(path, data, zarr_format, compressor, extra)
+            print(f"{label} {name}: {data.nbytes / MB:.0f} MiB, {compressed / MB:.0f} MiB stored", flush=True)
             readers: list[tuple[str, Callable, Any, Callable[[], Any]]] = [
                 ("zarr CPU", lambda stack: None, None, lambda p=path: zarr.open_array(LocalStore(p), mode="r")),
                 ("ferrocomp CPU", ferro, None, lambda p=path: zarr.open_array(LocalStore(p), mode="r")),
@@ -261,9 +286,9 @@ def main() -> None:
                     speed = f"{median / 1e9:.2f} ({best / 1e9:.2f}){ok}"
                     if reader.startswith("ferrocomp"):
                         parts = breakdown(open_array, enter, gpu)
-                    if gpu is not None:
-                        pool = f"{gpu.get_default_memory_pool().total_bytes() / MB:.0f}"
                     del result, host
+                    if gpu is not None:
+                        pool = peak_device_memory(open_array, enter, gpu)
                 except Exception as error:  # a reader that fails is reported, the others still run
                     speed = f"error: {type(error).__name__}: {str(error)[:80]}".replace("|", "/")
                 ratio = data.nbytes / compressed

@@ -19,6 +19,7 @@ download() { # DIR PACKAGE...
 mapfile -t pinned < <(grep -E '^(zarr|numcodecs|uproot|lz4|xxhash|zstandard|dask|distributed)==' python/requirements-test.txt)
 download .whl "${pinned[@]}" \
     donfig pyyaml msgspec google-crc32c crc32c packaging typing_extensions fsspec awkward awkward-cpp cramjam \
-    toolz cloudpickle partd locket tblib zict sortedcontainers msgpack tornado
+    toolz cloudpickle partd locket tblib zict sortedcontainers msgpack tornado click jinja2 markupsafe psutil urllib3 \
+    importlib_metadata zipp
 download .nvcomp nvidia-libnvcomp-cu13==6.0.0.12 nvidia-nvcomp-cu13==6.0.0.12
 du -sh .whl .nvcomp

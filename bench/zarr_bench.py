@@ -17,6 +17,7 @@ GPU the CuPy pool's size after it (the output, the packed compressed bytes and w
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import math
 import os
@@ -197,12 +198,16 @@ def breakdown(open_array: Callable[[], Any], enter: Callable[[ExitStack], None],
 
 def peak_device_memory(open_array: Callable[[], Any], enter: Callable[[ExitStack], None], gpu: Any) -> str:
     """MiB of device memory one more read holds at its peak: every allocation, ferrocomp's included, comes from
-    CuPy's pool (see `main`), which is emptied first and keeps what it gave out, so its size after the read is the
-    read's peak (with the codec's scratch, kept from one call to the next)."""
+    CuPy's pool (see `main`), which is emptied first (the codecs kept for later calls dropped, with their scratch)
+    and keeps what it gave out, so its size after the read is the read's peak."""
+    from ferrocomp import _zarr_batch
+
     with ExitStack() as stack:
         stack.enter_context(zarr.config.enable_gpu())
         enter(stack)
         array = open_array()
+        _zarr_batch._codecs.clear()
+        gc.collect()
         gpu.get_default_memory_pool().free_all_blocks()
         result = array[:]
         gpu.cuda.Device().synchronize()

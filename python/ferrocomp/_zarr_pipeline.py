@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -298,13 +299,14 @@ async def _fetch_decode_scatter_on(
         present = in_place
     decoded_sizes = [math.prod(pieces[i].shape) * itemsize for i in present]
     out_offsets = np.concatenate([[0], np.cumsum(decoded_sizes, dtype=np.int64)])
+    gds = _is_gds_store(getattr(pieces[present[0]].key, "store", None))
     if codec is None:
         _check_sizes(pieces, present, [s[2] for s in sources], decoded_sizes)
         with _phase("fetch", on_gpu):
-            decoded = await _packed_bytes(sources, xp, stream, flat if in_place is not None else None)
+            decoded = await _packed_bytes(sources, xp, stream, flat if in_place is not None else None, gds)
     else:
         with _phase("fetch", on_gpu):
-            packed = await _packed_bytes(sources, xp, stream)
+            packed = await _packed_bytes(sources, xp, stream, gds=gds)
         decoded = flat if in_place is not None else xp.empty(int(out_offsets[-1]), dtype=xp.uint8)
         src_offsets = np.concatenate([[0], np.cumsum([s[2] for s in sources], dtype=np.int64)])
         with _phase("decode", on_gpu), lock, _zarr_batch.numbered(present):
@@ -457,12 +459,18 @@ async def _get(piece: Piece) -> np.ndarray | None:
     return None if value is None else value.as_numpy_array().view(np.uint8).reshape(-1)
 
 
-async def _packed_bytes(sources: list[tuple[Any, int, int]], xp: Any, stream: dict[str, Any], into: Any = None) -> Any:
+async def _packed_bytes(
+    sources: list[tuple[Any, int, int]], xp: Any, stream: dict[str, Any], into: Any = None, gds: bool = False
+) -> Any:
     """The sources' bytes packed in one buffer of the output's kind (`into`, or a new one): files read on all cores
-    (to the GPU through pinned staging, one copy per segment), fetched values joined and copied once."""
+    (to the GPU through pinned staging, one copy per segment; through KvikIO for a `GDSStore`'s files, `gds`),
+    fetched values joined and copied once."""
     total = sum(length for *_, length in sources)
     packed = xp.empty(max(total, 1), dtype=xp.uint8)[:total] if into is None else into[:total]
     files = [i for i, (source, *_) in enumerate(sources) if isinstance(source, str)]
+    if gds and xp is not np and len(files) == len(sources):
+        await asyncio.to_thread(_read_with_kvikio, sources, packed)
+        return packed
     if len(files) == len(sources):
         await asyncio.to_thread(
             read_ranges,
@@ -486,6 +494,32 @@ async def _packed_bytes(sources: list[tuple[Any, int, int]], xp: Any, stream: di
     if xp is not np:
         packed.set(host)
     return packed
+
+
+def _read_with_kvikio(sources: list[tuple[str, int, int]], packed: Any) -> None:
+    """The files' ranges read straight into device memory by KvikIO (GPUDirect Storage where the system has it, its
+    compatibility mode otherwise), all reads in flight at once."""
+    import kvikio
+
+    files: dict[str, Any] = {}
+    reads = []
+    at = 0
+    try:
+        for path, start, length in sources:
+            file = files.get(path) or files.setdefault(path, kvikio.CuFile(path, "r"))
+            reads.append(file.pread(packed[at : at + length], length, start))
+            at += length
+        for read in reads:
+            read.get()
+    finally:
+        for file in files.values():
+            file.close()
+
+
+def _is_gds_store(store: Any) -> bool:
+    """Whether `store` is KvikIO's `GDSStore` (without importing KvikIO where it is not loaded)."""
+    kvikio_zarr = sys.modules.get("kvikio.zarr")
+    return kvikio_zarr is not None and isinstance(store, kvikio_zarr.GDSStore)
 
 
 def _boxes(layout: ChunkLayout, pieces: list[Piece], offsets: np.ndarray, out: Any) -> np.ndarray:

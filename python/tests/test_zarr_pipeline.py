@@ -312,16 +312,22 @@ def test_gpu_whole_chunks_decode_in_place(tmp_path: Path, case: str, cupy, monke
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_gds_store_reads_through_kvikio(tmp_path: Path, cupy, monkeypatch) -> None:
-    """KvikIO's GDSStore (an optional dependency) reads its files through KvikIO, straight into device memory."""
+def test_gds_store_reads_through_kvikio_where_gds_is(tmp_path: Path, cupy, monkeypatch) -> None:
+    """KvikIO's GDSStore (an optional dependency) reads its files through KvikIO, straight into device memory, where
+    GPUDirect Storage is there (faked here); in KvikIO's compatibility mode ferrocomp's reader takes them."""
     kvikio_zarr = pytest.importorskip("kvikio.zarr", reason="kvikio is not installed (an optional dependency)")
+    import kvikio.defaults
+
     from ferrocomp import _zarr_pipeline
 
     expected = write_store(tmp_path / "k.zarr", 3, zarr.codecs.ZstdCodec(), {}, "<f4", fill=7)
     reads = []
     read_with_kvikio = _zarr_pipeline._read_with_kvikio
     monkeypatch.setattr(_zarr_pipeline, "_read_with_kvikio", lambda *a: reads.append(1) or read_with_kvikio(*a))
-    with zarr.config.enable_gpu(), ferrocomp.zarr.enable():
-        got = zarr.open_array(kvikio_zarr.GDSStore(tmp_path / "k.zarr"), mode="r")[:]
-    np.testing.assert_array_equal(cupy.asnumpy(got), expected)
-    assert reads == [1]
+    for compat, through_kvikio in [(True, []), (False, [1])]:
+        reads.clear()
+        monkeypatch.setattr(kvikio.defaults, "is_compat_mode_preferred", lambda compat=compat: compat)
+        with zarr.config.enable_gpu(), ferrocomp.zarr.enable():
+            got = zarr.open_array(kvikio_zarr.GDSStore(tmp_path / "k.zarr"), mode="r")[:]
+        np.testing.assert_array_equal(cupy.asnumpy(got), expected)
+        assert reads == through_kvikio, compat

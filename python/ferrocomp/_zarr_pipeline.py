@@ -409,6 +409,7 @@ async def _locate(pieces: list[Piece], layout: ChunkLayout) -> tuple[list[int], 
     sources: dict[int, tuple[Any, int, int]] = {}
     fetch = []
     roots: dict[int, str] = {}  # a local store's folder, by the store's id
+    file_sizes: dict[str, int] = {}
     for i, piece in enumerate(pieces):
         if piece.key is None:
             continue
@@ -418,12 +419,18 @@ async def _locate(pieces: list[Piece], layout: ChunkLayout) -> tuple[list[int], 
             continue
         root = roots.get(id(store)) or roots.setdefault(id(store), f"{store.root}{os.sep}")
         path = root + piece.key.path
-        try:
-            length = os.stat(path).st_size if piece.size is None else piece.size
-        except FileNotFoundError:
-            piece.key = None
+        if piece.size is None:
+            try:
+                sources[i] = (path, 0, os.stat(path).st_size)
+            except FileNotFoundError:
+                piece.key = None
             continue
-        sources[i] = (path, piece.start, length)
+        # An inner chunk of a shard: its index may lie, so its range is checked before anything is allocated.
+        file_size = file_sizes.get(path) or file_sizes.setdefault(path, os.stat(path).st_size)
+        if piece.start + piece.size > file_size:
+            message = f"chunk {i}: the shard index puts it past the end of its {file_size}-byte file"
+            raise _zarr_batch.ChunkFormatError(message, i)
+        sources[i] = (path, piece.start, piece.size)
     values = await asyncio.gather(*(_get(pieces[i]) for i in fetch))
     for i, data in zip(fetch, values, strict=True):
         if data is None:

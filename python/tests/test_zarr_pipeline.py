@@ -331,3 +331,18 @@ def test_gds_store_reads_through_kvikio_where_gds_is(tmp_path: Path, cupy, monke
             got = zarr.open_array(kvikio_zarr.GDSStore(tmp_path / "k.zarr"), mode="r")[:]
         np.testing.assert_array_equal(cupy.asnumpy(got), expected)
         assert reads == through_kvikio, compat
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_shard_index_that_lies_raises_naming_the_chunk(tmp_path: Path) -> None:
+    """An inner chunk whose index entry reaches past its shard's file raises before anything is allocated for it."""
+    write_store(tmp_path / "s.zarr", 3, zarr.codecs.ZstdCodec(), {"shards": (64, 80)}, "<f4")
+    shard = tmp_path / "s.zarr" / "c" / "0" / "0"
+    data = bytearray(shard.read_bytes())
+    index_at = len(data) - (2 * 2 * 16 + 4)  # 2 x 2 inner chunks of (offset, size), then the CRC-32C
+    data[index_at + 8 : index_at + 16] = (1 << 40).to_bytes(8, "little")  # the first inner chunk's size
+    crc = bytes(numcodecs.CRC32C().encode(bytes(data[index_at : len(data) - 4])))[-4:]
+    data[-4:] = crc
+    shard.write_bytes(bytes(data))
+    with ferrocomp.zarr.enable(), pytest.raises(ferrocomp.DecodeError, match=r"^chunk 0: c/0/0\[.*past the end"):
+        zarr.open_array(LocalStore(tmp_path / "s.zarr"), mode="r")[:]

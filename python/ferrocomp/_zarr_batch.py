@@ -10,7 +10,7 @@ the host (ferrocomp's CPU path) or CuPy arrays on the GPU, the same kind in as o
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -180,8 +180,9 @@ def decode_into(stream_format: StreamFormat, streams: Sequence[Any], outputs: Se
 
 
 @contextmanager
-def numbered(indices: Sequence[int], what: str = "chunk") -> Iterator[None]:
-    """Re-raise a ferrocomp error about chunk i of a batch as one about `what` `indices[i]` (the caller's numbering)."""
+def numbered(indices: Sequence[int], what: str = "chunk", name: Callable[[int], str] | None = None) -> Iterator[None]:
+    """Re-raise a ferrocomp error about chunk i of a batch as one about `what` `indices[i]` (the caller's numbering),
+    followed by `name(indices[i])` where given (a chunk's key, say)."""
     try:
         yield
     except ferrocomp.ChunkError as error:
@@ -189,7 +190,8 @@ def numbered(indices: Sequence[int], what: str = "chunk") -> Iterator[None]:
             raise
         reason = str(error).removeprefix(f"chunk {error.chunk}: ")
         index = indices[error.chunk]
-        raise type(error)(f"{what} {index}: {reason}", index, error.status) from error
+        named = f"{name(index)}: " if name else ""
+        raise type(error)(f"{what} {index}: {named}{reason}", index, error.status) from error
 
 
 def read_heads(chunks: Sequence[Any], size: int) -> list[bytes]:

@@ -236,29 +236,11 @@ def _intersect(
 async def _fetch_decode_scatter(layout: ChunkLayout, pieces: list[Piece], out: Any) -> None:
     """Fetch the present pieces' bytes into one packed buffer, decode them in one call, scatter them into `out`;
     fill the missing pieces' places with their fill values. A bad chunk raises an error naming its key."""
-    with _keys_named(pieces):
-        await _fetch_decode_scatter_pieces(layout, pieces, out)
-
-
-@contextmanager
-def _keys_named(pieces: list[Piece]) -> Iterator[None]:
-    """Re-raise a ferrocomp error about piece i (one with stored bytes) as "chunk i: <its key>: why"."""
-    try:
-        yield
-    except ferrocomp.ChunkError as error:
-        if error.chunk is None or not 0 <= error.chunk < len(pieces):
-            raise
-        reason = str(error).removeprefix(f"chunk {error.chunk}: ")
-        name = _name(pieces[error.chunk])
-        raise type(error)(f"chunk {error.chunk}: {name}: {reason}", error.chunk, error.status) from error
-
-
-async def _fetch_decode_scatter_pieces(layout: ChunkLayout, pieces: list[Piece], out: Any) -> None:
     on_gpu = _zarr_batch.is_device_array(out)
     device = None if on_gpu else _zarr_batch.CPU
     codec, lock = _zarr_batch.codec_for(layout.stream_format, device=device) if layout.stream_format else (None, None)
     stream = {"cuda_stream": codec.cuda_stream} if on_gpu and codec is not None else {}
-    with _ordered_on(stream):
+    with _zarr_batch.numbered(range(len(pieces)), name=lambda i: _name(pieces[i])), _ordered_on(stream):
         await _fetch_decode_scatter_on(layout, pieces, out, codec, lock, stream)
 
 

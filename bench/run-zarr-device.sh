@@ -2,7 +2,7 @@
 # On the GPU machine, from the repo root: the read path's checks and bench (issue 46). Carried in .dev/ (ignored):
 # gpu.txz (scripts/gpu-pack.sh's .gpu/tests, xz'd), ferrocomp-*.whl, and wheels/*.whl (zarr, numcodecs and what they
 # need; nvCOMP's Python wheel and libnvcomp.so.6 for the nvCOMP reader). STEPS picks from "tests pytest bench"
-# (default all); ZARR_MB and IMAGE_MB size the bench's arrays (default 1024 and 512). The report and device.txt go to
+# (default all); ZARR_MB and IMAGE_MB size the bench's arrays (default 1024 and 512), ONLY picks stores by name. The report and device.txt go to
 # $OUT, with every log in $OUT/logs.tgz.
 set -uo pipefail
 out=${OUT:-/tmp/out}
@@ -37,7 +37,8 @@ if [[ $steps == *pytest* ]]; then
     grep -E "ERROR SUMMARY|passed|failed" "$logs/memcheck-pytest.log" | tail -2
 fi
 if [[ $steps == *bench* ]]; then
-    python3 bench/zarr_bench.py --mb "${ZARR_MB:-1024}" --image-mb "${IMAGE_MB:-512}" --out "$out/zarr_bench.md" \
+    python3 bench/zarr_bench.py --mb "${ZARR_MB:-1024}" --image-mb "${IMAGE_MB:-512}" --only "${ONLY:-}" \
+        --out "$out/zarr_bench.md" \
         2>&1 | tee "$logs/zarr_bench.log" || failed=1
 fi
 exit $failed

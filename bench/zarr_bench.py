@@ -68,6 +68,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=3, help="timed reads after one warm-up (default 3)")
     parser.add_argument("--cpu", action="store_true", help="the CPU readers only, without a GPU")
     parser.add_argument("--dir", type=Path, help="where to write the stores (default: a temporary folder)")
+    parser.add_argument("--only", default="", help="only the stores whose name contains this (e.g. Blosc)")
     return parser.parse_args()
 
 
@@ -262,6 +263,8 @@ def main() -> None:
     for label, data in datasets.items():
         shape = "x".join(map(str, data.shape))
         for name, (zarr_format, compressor, extra) in STORES.items():
+            if args.only not in name:
+                continue
             path = root / f"{label.split()[0]}-{len(lines)}.zarr"
             compressed = write_store(path, data, zarr_format, compressor, extra)
             print(f"{label} {name}: {data.nbytes / MB:.0f} MiB, {compressed / MB:.0f} MiB stored", flush=True)

@@ -59,9 +59,9 @@ pub trait BatchCodec: Send + Sync {
     /// Largest compressed size of a chunk of `chunk_bytes`.
     fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize;
 
-    /// The decompress kernel's shape for chunks of at most `max_chunk_bytes` (the largest the
-    /// call's scratch has room for); by default the one [`BatchCodec::launch`] states.
-    fn decompress_shape(&self, _max_chunk_bytes: usize) -> Shape {
+    /// The decompress kernel's shape for `count` chunks of at most `max_chunk_bytes` (the largest
+    /// the call's scratch has room for); by default the one [`BatchCodec::launch`] states.
+    fn decompress_shape(&self, _count: usize, _max_chunk_bytes: usize) -> Shape {
         self.launch().decompress
     }
 
@@ -205,7 +205,7 @@ pub trait BatchCodec: Send + Sync {
         if let Some(shape) = self.decompress_prologue() {
             unsafe { launch.run(gpu, Kernel::DecompressPrologue, shape, &args, stream)? };
         }
-        unsafe { launch.run(gpu, Kernel::Decompress, self.decompress_shape(low), &args, stream) }
+        unsafe { launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream) }
     }
 }
 

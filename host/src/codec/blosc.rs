@@ -18,6 +18,9 @@ use std::cell::RefCell;
 /// Most blocks of threads a Blosc kernel runs (each with a scratch slot); more chunks are taken
 /// in turns.
 const SLOTS: usize = 1024;
+/// Warps of the decompress kernel an H100 or H200 holds at once: 132 SMs of 32 (64 registers a
+/// thread, the launch bounds' two CTAs of 16 warps).
+const RESIDENT_WARPS: usize = 132 * 32;
 
 /// Blosc with the options its compressor takes (its decoder reads them from each chunk).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,13 +65,18 @@ impl BatchCodec for Blosc {
 
     /// A warp per stream a chunk of `max_chunk_bytes` may hold, about: 64 KiB chunks of 4-byte
     /// elements are one block of 4 streams, 1 MiB ones 8 to 16 (measured on an H100: 4 warps
-    /// decode 64 KiB float32 chunks at 68 GB/s, 8 at 46; 1 MiB ones at 21 and 40).
-    fn decompress_shape(&self, max_chunk_bytes: usize) -> Shape {
-        let warps = match max_chunk_bytes {
+    /// decode 64 KiB float32 chunks at 68 GB/s, 8 at 46; 1 MiB ones at 21 and 40, 256 to a batch).
+    /// But no more than let a batch of `count` chunks decode in one wave of [`RESIDENT_WARPS`]:
+    /// 1024 chunks of 1 MiB in CTAs of 16 warps took four waves, and a chunk of zstd frames (one
+    /// per 256 KiB block, decoded in a warp's first lane) kept four of its warps busy.
+    fn decompress_shape(&self, count: usize, max_chunk_bytes: usize) -> Shape {
+        let by_size: u32 = match max_chunk_bytes {
             0..=0x20000 => 4,
             0x20001..=0x80000 => 8,
             _ => DECOMPRESS_WARPS as u32,
         };
+        let one_wave = (RESIDENT_WARPS / count.max(1)).clamp(4, DECOMPRESS_WARPS) as u32;
+        let warps = by_size.min(1 << one_wave.ilog2());
         Shape::Blocks { warps, shared_bytes: DECOMPRESS_SHARED_BYTES, max_blocks: SLOTS }
     }
 
@@ -81,7 +89,7 @@ impl BatchCodec for Blosc {
                 shared_bytes: COMPRESS_SHARED_BYTES,
                 max_blocks: SLOTS,
             },
-            decompress: self.decompress_shape(MAX_BUFFERSIZE),
+            decompress: self.decompress_shape(1, MAX_BUFFERSIZE),
             sizes: Shape::Threads { per_block: 128, shared_bytes: 0 },
         }
     }

@@ -277,7 +277,8 @@ async def _fetch_decode_scatter_on(
     flat = (out if out.flags.c_contiguous else out.T).reshape(-1).view(xp.uint8)
     in_place = _in_place_order(pieces, present, out, itemsize) if on_gpu or in_place_on_host else None
     if in_place is not None:
-        sources = [sources[present.index(i)] for i in in_place]
+        where = {piece: k for k, piece in enumerate(present)}
+        sources = [sources[where[i]] for i in in_place]
         present = in_place
     decoded_sizes = [math.prod(pieces[i].shape) * itemsize for i in present]
     out_offsets = np.concatenate([[0], np.cumsum(decoded_sizes, dtype=np.int64)])

@@ -14,12 +14,12 @@ download() { # DIR PACKAGE...
     python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         "${platforms[@]}" -d "$@"
 }
-# The tests' packages at the versions python/requirements-test.txt pins, then what zarr, numcodecs
-# and uproot need that the machine lacks.
+# The tests' packages at the versions python/requirements-test.txt pins, then what zarr, numcodecs,
+# uproot and dask need that the machine lacks, and KvikIO (its GDSStore, for the zarr bench and tests).
 mapfile -t pinned < <(grep -E '^(zarr|numcodecs|uproot|lz4|xxhash|zstandard|dask|distributed)==' python/requirements-test.txt)
 download .whl "${pinned[@]}" \
     donfig pyyaml msgspec google-crc32c crc32c packaging typing_extensions fsspec awkward awkward-cpp cramjam \
     toolz cloudpickle partd locket tblib zict sortedcontainers msgpack tornado click jinja2 markupsafe psutil urllib3 \
-    importlib_metadata zipp
+    importlib_metadata zipp kvikio-cu13 libkvikio-cu13 nvidia-cufile cuda-pathfinder rapids-logger
 download .nvcomp nvidia-libnvcomp-cu13==6.0.0.12 nvidia-nvcomp-cu13==6.0.0.12
 du -sh .whl .nvcomp

@@ -60,11 +60,12 @@ def values(dtype: str) -> np.ndarray:
     return (grid * (0.25 if dtype.startswith("<f") else 1)).astype(dtype)
 
 
-def write_store(path: Path, fmt: int, compressor: Any, extra: dict, dtype: str, fill: Any = 0) -> np.ndarray:
-    """A store written by plain zarr with one chunk never written (it reads as `fill`); what it holds."""
-    array = zarr.create_array(
+def create(path: Path, case: str, dtype: str, shape: tuple[int, ...] = SHAPE, fill: Any = 0) -> Any:
+    """An empty array of `case`'s store at `path`, created by zarr (through ferrocomp where it is enabled)."""
+    _, fmt, compressor, extra = next(s for s in STORES if s[0] == case)
+    return zarr.create_array(
         LocalStore(path),
-        shape=SHAPE,
+        shape=shape,
         chunks=CHUNKS,
         dtype=dtype,
         compressors=compressor,
@@ -72,11 +73,14 @@ def write_store(path: Path, fmt: int, compressor: Any, extra: dict, dtype: str, 
         fill_value=fill,
         **extra,
     )
-    data = values(dtype)
-    array[:] = data
+
+
+def write_store(path: Path, case: str, dtype: str, fill: Any = 0) -> np.ndarray:
+    """A store of `case` written by plain zarr, with two chunks emptied after (they read as `fill`); what it holds."""
+    array = create(path, case, dtype, fill=fill)
+    array[:] = values(dtype)
     array[96:, :40] = fill  # chunks (3, 0) and (4, 0): stored in full, then emptied
-    expected = array[:]
-    return expected
+    return array[:]
 
 
 @pytest.fixture(params=[s[0] for s in STORES])
@@ -104,8 +108,8 @@ def read_counting(path: Path, selection: Any, monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_stores_written_by_zarr_pipeline_identical(tmp_path: Path, store_case, dtype: str, monkeypatch) -> None:
-    name, fmt, compressor, extra = store_case
-    expected = write_store(tmp_path / "a.zarr", fmt, compressor, extra, dtype, fill=7)
+    name = store_case[0]
+    expected = write_store(tmp_path / "a.zarr", name, dtype, fill=7)
     for selection in SELECTIONS:
         got, batches = read_counting(tmp_path / "a.zarr", selection, monkeypatch)
         np.testing.assert_array_equal(got, expected[selection], err_msg=f"{name} {dtype} {selection}")
@@ -128,7 +132,7 @@ def test_missing_chunks_and_shards_read_as_the_fill_value(tmp_path: Path, monkey
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_a_corrupt_chunk_raises_naming_its_key(tmp_path: Path) -> None:
-    write_store(tmp_path / "c.zarr", 3, zarr.codecs.ZstdCodec(), {}, "<f4")
+    write_store(tmp_path / "c.zarr", "v3-zstd", "<f4")
     key = tmp_path / "c.zarr" / "c" / "2" / "1"
     chunk = bytearray(key.read_bytes())
     chunk[len(chunk) // 2 :] = bytes(len(chunk) - len(chunk) // 2)
@@ -139,7 +143,7 @@ def test_a_corrupt_chunk_raises_naming_its_key(tmp_path: Path) -> None:
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_fancy_indexing_goes_through_zarrs_pipeline(tmp_path: Path, monkeypatch) -> None:
-    expected = write_store(tmp_path / "f.zarr", 2, numcodecs.Zstd(), {}, "<f4")
+    expected = write_store(tmp_path / "f.zarr", "v2-zstd", "<f4")
     with ferrocomp.zarr.enable():
         array = zarr.open_array(LocalStore(tmp_path / "f.zarr"), mode="r")
         np.testing.assert_array_equal(array.oindex[[1, 50, 149], [0, 96]], expected[np.ix_([1, 50, 149], [0, 96])])
@@ -148,13 +152,12 @@ def test_fancy_indexing_goes_through_zarrs_pipeline(tmp_path: Path, monkeypatch)
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("case", ["v2-blosc-zstd-2", "v3-zstd", "v3-gzip", "v3-sharded", "v2-gzip-F", "v3-transposed"])
 def test_gpu_reads_give_cupy_arrays_equal_to_zarrs(tmp_path: Path, case: str, cupy, monkeypatch) -> None:
-    name, fmt, compressor, extra = next(s for s in STORES if s[0] == case)
-    expected = write_store(tmp_path / "g.zarr", fmt, compressor, extra, "<f4", fill=7)
+    expected = write_store(tmp_path / "g.zarr", case, "<f4", fill=7)
     for selection in SELECTIONS:
         with zarr.config.enable_gpu():
             got, batches = read_counting(tmp_path / "g.zarr", selection, monkeypatch)
         assert isinstance(got, cupy.ndarray)
-        np.testing.assert_array_equal(cupy.asnumpy(got), expected[selection], err_msg=f"{name} {selection}")
+        np.testing.assert_array_equal(cupy.asnumpy(got), expected[selection], err_msg=f"{case} {selection}")
         assert batches == 1
 
 
@@ -162,7 +165,7 @@ def test_gpu_reads_give_cupy_arrays_equal_to_zarrs(tmp_path: Path, case: str, cu
 def test_gpu_read_allocates_no_device_memory_per_chunk(tmp_path: Path, cupy) -> None:
     """Reading 120 chunks (whole, and a slice that scatters) takes a few device allocations, none per chunk: CuPy's
     (the array, the packed bytes, the decoded staging) and ferrocomp's own, counted through its allocator hook."""
-    expected = write_store(tmp_path / "m.zarr", 3, zarr.codecs.ZstdCodec(), {}, "<f4")
+    expected = write_store(tmp_path / "m.zarr", "v3-zstd", "<f4")
     ours, theirs = [], []
 
     def counting(nbytes: int, stream: object) -> object:
@@ -196,18 +199,8 @@ def test_whole_chunks_decode_in_place(tmp_path: Path, case: str, shape: tuple[in
     values as zarr's; so does a slice of whole chunks, while one that cuts chunks goes through a scatter."""
     from ferrocomp import _zarr_pipeline
 
-    name, fmt, compressor, extra = next(s for s in STORES if s[0] == case)
     data = np.arange(np.prod(shape), dtype="<f4").reshape(shape) % 1000
-    array = zarr.create_array(
-        LocalStore(tmp_path / "w.zarr"),
-        shape=shape,
-        chunks=CHUNKS,
-        dtype="<f4",
-        compressors=compressor,
-        zarr_format=fmt,
-        **extra,
-    )
-    array[:] = data
+    create(tmp_path / "w.zarr", case, "<f4", shape)[:] = data
     monkeypatch.setattr(_zarr_pipeline, "in_place_on_host", True)
     orders = []
     in_place_order = _zarr_pipeline._in_place_order
@@ -215,8 +208,8 @@ def test_whole_chunks_decode_in_place(tmp_path: Path, case: str, shape: tuple[in
     for selection, in_place in [(np.s_[:], True), (np.s_[32:, :], True), (np.s_[:, 20:], False)]:
         orders.clear()
         got, _ = read_counting(tmp_path / "w.zarr", selection, monkeypatch)
-        np.testing.assert_array_equal(got, data[selection], err_msg=f"{name} {shape} {selection}")
-        assert [order is not None for order in orders] == [in_place], f"{name} {shape} {selection}"
+        np.testing.assert_array_equal(got, data[selection], err_msg=f"{case} {shape} {selection}")
+        assert [order is not None for order in orders] == [in_place], f"{case} {shape} {selection}"
 
 
 WRITABLE = ["v2-blosc-lz4-1", "v2-blosc-lz4-2", "v2-zstd", "v2-lz4", "v2-zlib", "v2-gzip-F", "v3-zstd", "v3-gzip"]
@@ -227,7 +220,6 @@ def write_counting(path: Path, case: str, data: Any, monkeypatch: pytest.MonkeyP
     """Create the store of `case` through ferrocomp and write `data` into `selection`; the batched writes it took."""
     from ferrocomp import _zarr_pipeline
 
-    name, fmt, compressor, extra = next(s for s in STORES if s[0] == case)
     batches = []
     write_batch = _zarr_pipeline.write_batch
 
@@ -237,16 +229,7 @@ def write_counting(path: Path, case: str, data: Any, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(_zarr_pipeline, "write_batch", counting)
     with ferrocomp.zarr.enable():
-        array = zarr.create_array(
-            LocalStore(path),
-            shape=SHAPE,
-            chunks=CHUNKS,
-            dtype=data.dtype,
-            compressors=compressor,
-            zarr_format=fmt,
-            fill_value=7,
-            **extra,
-        )
+        array = create(path, case, data.dtype, fill=7)
         array[selection] = data[selection]
     return len(batches)
 
@@ -289,26 +272,16 @@ def test_gpu_whole_chunks_decode_in_place(tmp_path: Path, case: str, cupy, monke
     """On the GPU an array of whole chunks decodes into the output itself, the same values as zarr's."""
     from ferrocomp import _zarr_pipeline
 
-    name, fmt, compressor, extra = next(s for s in STORES if s[0] == case)
     data = np.arange(256 * 160, dtype="<f4").reshape(256, 160) % 1000
-    array = zarr.create_array(
-        LocalStore(tmp_path / "w.zarr"),
-        shape=data.shape,
-        chunks=CHUNKS,
-        dtype="<f4",
-        compressors=compressor,
-        zarr_format=fmt,
-        **extra,
-    )
-    array[:] = data
+    create(tmp_path / "w.zarr", case, "<f4", data.shape)[:] = data
     orders = []
     in_place_order = _zarr_pipeline._in_place_order
     monkeypatch.setattr(_zarr_pipeline, "_in_place_order", lambda *a: orders.append(in_place_order(*a)) or orders[-1])
     with zarr.config.enable_gpu():
         for _ in range(3):  # again and again, on reused memory
             got, _ = read_counting(tmp_path / "w.zarr", np.s_[:], monkeypatch)
-            np.testing.assert_array_equal(cupy.asnumpy(got), data, err_msg=name)
-    assert orders and all(order is not None for order in orders), name
+            np.testing.assert_array_equal(cupy.asnumpy(got), data, err_msg=case)
+    assert orders and all(order is not None for order in orders), case
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -320,7 +293,7 @@ def test_gds_store_reads_through_kvikio_where_gds_is(tmp_path: Path, cupy, monke
 
     from ferrocomp import _zarr_pipeline
 
-    expected = write_store(tmp_path / "k.zarr", 3, zarr.codecs.ZstdCodec(), {}, "<f4", fill=7)
+    expected = write_store(tmp_path / "k.zarr", "v3-zstd", "<f4", fill=7)
     reads = []
     read_with_kvikio = _zarr_pipeline._read_with_kvikio
     monkeypatch.setattr(_zarr_pipeline, "_read_with_kvikio", lambda *a: reads.append(1) or read_with_kvikio(*a))
@@ -336,7 +309,7 @@ def test_gds_store_reads_through_kvikio_where_gds_is(tmp_path: Path, cupy, monke
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_a_shard_index_that_lies_raises_naming_the_chunk(tmp_path: Path) -> None:
     """An inner chunk whose index entry reaches past its shard's file raises before anything is allocated for it."""
-    write_store(tmp_path / "s.zarr", 3, zarr.codecs.ZstdCodec(), {"shards": (64, 80)}, "<f4")
+    write_store(tmp_path / "s.zarr", "v3-sharded", "<f4")
     shard = tmp_path / "s.zarr" / "c" / "0" / "0"
     data = bytearray(shard.read_bytes())
     index_at = len(data) - (2 * 2 * 16 + 4)  # 2 x 2 inner chunks of (offset, size), then the CRC-32C

@@ -419,11 +419,11 @@ class BatchedPipeline(BatchedCodecPipeline):
         out: NDBuffer,
         drop_axes: tuple[int, ...] = (),
     ) -> None:
-        """Read the selection's chunks into `out` in batches of `batch_size` chunks (inner chunks count one each
-        for a sharded array), or through zarr's pipeline where that cannot."""
+        """Read the selection's chunks into `out` in batches of `batch_size` chunks (of a sharded array: shards, the
+        inner chunks of a batch's shards going together), or through zarr's pipeline where that cannot."""
         batch_info = list(batch_info)
         array = out.as_ndarray_like()
-        if self._reads_in_one_batch(batch_info, array, drop_axes):
+        if self._batchable(batch_info, array, drop_axes):
             for start in range(0, len(batch_info), self.batch_size):
                 await _zarr_pipeline.read_batch(self.chunk_layout, batch_info[start : start + self.batch_size], array)
         else:
@@ -452,9 +452,7 @@ class BatchedPipeline(BatchedCodecPipeline):
         layout = self.chunk_layout
         if layout is None or layout.sharding is not None or not batch_info:
             return None
-        if not all(complete for *_, complete in batch_info) or not self._reads_in_one_batch(
-            batch_info, array, drop_axes
-        ):
+        if not all(complete for *_, complete in batch_info) or not self._batchable(batch_info, array, drop_axes):
             return None
         spec = batch_info[0][1]
         if array.shape == () or array.dtype != spec.dtype.to_native_dtype() or array.dtype.itemsize not in (1, 2, 4, 8):
@@ -465,7 +463,8 @@ class BatchedPipeline(BatchedCodecPipeline):
         nbytes = math.prod(spec.shape) * array.dtype.itemsize
         return codec.encode_options(spec) if nbytes <= layout.stream_format.max_encode_size else None
 
-    def _reads_in_one_batch(self, batch_info: list[Any], array: Any, drop_axes: tuple[int, ...]) -> bool:
+    def _batchable(self, batch_info: list[Any], array: Any, drop_axes: tuple[int, ...]) -> bool:
+        """Whether the batched path takes these chunks: codecs it plans, basic selections, a contiguous array."""
         layout = self.chunk_layout
         if layout is None or not batch_info or drop_axes or array.ndim == 0:
             return False

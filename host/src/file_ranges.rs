@@ -159,12 +159,16 @@ impl RangeReader {
             .map(|(range, &offset)| unsafe { DeviceView::from_raw(at + offset as u64, range.len) })
             .collect();
         let mut segments = Vec::new();
-        self.upload_segments(ranges, packed.view_mut(), stream, |segment| {
+        let enqueued = self.upload_segments(ranges, packed.view_mut(), stream, |segment| {
             let results =
                 unsafe { codec.decompress_async(&inputs[segment.clone()], &outputs[segment.clone()], stream)? };
             segments.push((segment.start, results));
             Ok(())
-        })?;
+        });
+        if enqueued.is_err() {
+            stream.synchronize()?; // the segments enqueued before the failure still read `packed`
+        }
+        enqueued?;
         let mut sizes = Vec::with_capacity(ranges.len());
         for (first, results) in segments {
             sizes.extend(results.wait().map_err(|error| renumbered(error, first))?);

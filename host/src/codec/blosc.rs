@@ -66,7 +66,7 @@ impl BatchCodec for Blosc {
     /// A warp per stream a chunk of `max_chunk_bytes` may hold, about: 64 KiB chunks of 4-byte
     /// elements are one block of 4 streams, 1 MiB ones 8 to 16 (measured on an H100: 4 warps
     /// decode 64 KiB float32 chunks at 68 GB/s, 8 at 46; 1 MiB ones at 21 and 40, 256 to a batch).
-    /// But no more than let a batch of `count` chunks decode in one wave of [`RESIDENT_WARPS`]:
+    /// But no more than let a batch of `count` chunks decode in one wave of `RESIDENT_WARPS`:
     /// 1024 chunks of 1 MiB in CTAs of 16 warps took four waves, and a chunk of zstd frames (one
     /// per 256 KiB block, decoded in a warp's first lane) kept four of its warps busy.
     fn decompress_shape(&self, count: usize, max_chunk_bytes: usize) -> Shape {

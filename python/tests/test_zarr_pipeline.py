@@ -88,18 +88,24 @@ def store_case(request: pytest.FixtureRequest) -> tuple[Any, ...]:
     return next(s for s in STORES if s[0] == request.param)
 
 
-def read_counting(path: Path, selection: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
-    """`selection` of the store through ferrocomp's pipeline, and how many batched reads it took."""
+def counted(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """A list that gets an item each time `_zarr_pipeline.<name>` (an async function) is called, from now on."""
     from ferrocomp import _zarr_pipeline
 
-    batches = []
-    read_batch = _zarr_pipeline.read_batch
+    calls = []
+    function = getattr(_zarr_pipeline, name)
 
     async def counting(*args: Any) -> None:
-        batches.append(1)
-        await read_batch(*args)
+        calls.append(1)
+        await function(*args)
 
-    monkeypatch.setattr(_zarr_pipeline, "read_batch", counting)
+    monkeypatch.setattr(_zarr_pipeline, name, counting)
+    return calls
+
+
+def read_counting(path: Path, selection: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
+    """`selection` of the store through ferrocomp's pipeline, and how many batched reads it took."""
+    batches = counted(monkeypatch, "read_batch")
     with ferrocomp.zarr.enable():
         result = zarr.open_array(LocalStore(path, read_only=True), mode="r")[selection]
     return result, len(batches)
@@ -218,16 +224,7 @@ WRITABLE += ["v3-uncompressed", "v3-transposed"]
 
 def write_counting(path: Path, case: str, data: Any, monkeypatch: pytest.MonkeyPatch, selection: Any = np.s_[:]) -> int:
     """Create the store of `case` through ferrocomp and write `data` into `selection`; the batched writes it took."""
-    from ferrocomp import _zarr_pipeline
-
-    batches = []
-    write_batch = _zarr_pipeline.write_batch
-
-    async def counting(*args: Any) -> None:
-        batches.append(1)
-        await write_batch(*args)
-
-    monkeypatch.setattr(_zarr_pipeline, "write_batch", counting)
+    batches = counted(monkeypatch, "write_batch")
     with ferrocomp.zarr.enable():
         array = create(path, case, data.dtype, fill=7)
         array[selection] = data[selection]

@@ -58,10 +58,13 @@ pub fn shuffle(src: &[u8], dst: &mut [u8], typesize: usize) -> Result<(), Status
     Ok(())
 }
 
-/// Undoes [`shuffle`]: the byte-shuffled block `src` into `dst`.
+/// Undoes [`shuffle`]: the byte-shuffled block `src` into `dst`, eight elements at a time where
+/// it can (the CPU's way; GPU lanes take [`unshuffle_elements`]).
 pub fn unshuffle(src: &[u8], dst: &mut [u8], typesize: usize) -> Result<(), Status> {
     let n = check(src, dst, typesize)?;
-    transpose_elements(src, dst, typesize, 0..n, Direction::Unshuffle);
+    let tiled = n / 8 * 8;
+    unshuffle_octets(src, dst, typesize, n, tiled);
+    transpose_elements(src, dst, typesize, tiled..n, Direction::Unshuffle);
     copy_leftover(src, dst, n * typesize);
     Ok(())
 }
@@ -79,12 +82,29 @@ pub fn unshuffle_elements(src: &[u8], dst: &mut [u8], typesize: usize, elements:
 
 /// Bit-shuffles the block `src` into `dst` (the encoder's direction).
 pub fn bitshuffle(src: &[u8], dst: &mut [u8], typesize: usize) -> Result<(), Status> {
-    bit_transpose_block(src, dst, typesize, Direction::Shuffle)
+    let n = check(src, dst, typesize)?;
+    if !n.is_multiple_of(8) {
+        copy_leftover(src, dst, 0);
+        return Ok(());
+    }
+    transpose_groups(src, dst, typesize, n, 0..n / 8, Direction::Shuffle);
+    copy_leftover(src, dst, n * typesize);
+    Ok(())
 }
 
-/// Undoes [`bitshuffle`]: the bit-shuffled block `src` into `dst`.
+/// Undoes [`bitshuffle`]: the bit-shuffled block `src` into `dst`, 64 elements at a time where it
+/// can (the CPU's way; GPU lanes take [`bitunshuffle_groups`]).
 pub fn bitunshuffle(src: &[u8], dst: &mut [u8], typesize: usize) -> Result<(), Status> {
-    bit_transpose_block(src, dst, typesize, Direction::Unshuffle)
+    let n = check(src, dst, typesize)?;
+    if !n.is_multiple_of(8) {
+        copy_leftover(src, dst, 0);
+        return Ok(());
+    }
+    let tiled = n / 64 * 8;
+    bitunshuffle_tiles(src, dst, typesize, n, tiled);
+    transpose_groups(src, dst, typesize, n, tiled..n / 8, Direction::Unshuffle);
+    copy_leftover(src, dst, n * typesize);
+    Ok(())
 }
 
 /// Bit-unshuffles only the elements of groups `groups` (eight elements each) of the bit-shuffled
@@ -135,17 +155,6 @@ fn transpose_elements(src: &[u8], dst: &mut [u8], typesize: usize, elements: Ran
     }
 }
 
-fn bit_transpose_block(src: &[u8], dst: &mut [u8], typesize: usize, direction: Direction) -> Result<(), Status> {
-    let n = check(src, dst, typesize)?;
-    if !n.is_multiple_of(8) {
-        copy_leftover(src, dst, 0);
-        return Ok(());
-    }
-    transpose_groups(src, dst, typesize, n, 0..n / 8, direction);
-    copy_leftover(src, dst, n * typesize);
-    Ok(())
-}
-
 /// Moves the bits of each group of eight elements in `groups` between the block and its bit
 /// planes: per byte of the element, eight bytes gathered, transposed, scattered.
 fn transpose_groups(src: &[u8], dst: &mut [u8], typesize: usize, n: usize, groups: Range<usize>, direction: Direction) {
@@ -158,6 +167,92 @@ fn transpose_groups(src: &[u8], dst: &mut [u8], typesize: usize, n: usize, group
                 Direction::Unshuffle => transpose_eight(src, dst, plane, plain),
             }
         }
+    }
+}
+
+/// Byte-unshuffles elements `0..tiled` (a multiple of 8) of a block of `n`: for each eight
+/// elements and eight (or the last fewer) of their bytes, one word from each byte's plane,
+/// transposed into a word of each element's bytes.
+fn unshuffle_octets(src: &[u8], dst: &mut [u8], typesize: usize, n: usize, tiled: usize) {
+    for i in (0..tiled).step_by(8) {
+        for j in (0..typesize).step_by(8) {
+            let bytes = (typesize - j).min(8);
+            let mut words = [0u64; 8];
+            for (r, word) in words.iter_mut().take(bytes).enumerate() {
+                *word = word_at(src, byte_shuffled_index(i, j + r, n));
+            }
+            transpose_bytes(&mut words);
+            for (e, &word) in words.iter().enumerate() {
+                put_low_bytes(dst, (i + e) * typesize + j, word, bytes);
+            }
+        }
+    }
+}
+
+/// Bit-unshuffles groups `0..tiled` (a multiple of 8) of a block of `n` elements, eight groups at
+/// a time: for each of eight (or the last fewer) bytes of the elements, the eight bit planes'
+/// words are byte-transposed into a word per group and bit-transposed ([`transpose_bits`]); the
+/// words of those bytes are then byte-transposed into each element's bytes.
+fn bitunshuffle_tiles(src: &[u8], dst: &mut [u8], typesize: usize, n: usize, tiled: usize) {
+    for g in (0..tiled).step_by(8) {
+        for j in (0..typesize).step_by(8) {
+            let bytes = (typesize - j).min(8);
+            // by_group[k][r]: byte j + r of the eight elements of group g + k.
+            let mut by_group = [[0u64; 8]; 8];
+            for r in 0..bytes {
+                let mut planes: [u64; 8] = core::array::from_fn(|b| word_at(src, bit_plane_index(g, j + r, b, n)));
+                transpose_bytes(&mut planes);
+                for (group, plane) in by_group.iter_mut().zip(planes) {
+                    group[r] = transpose_bits(plane);
+                }
+            }
+            for (k, mut elements) in by_group.into_iter().enumerate() {
+                transpose_bytes(&mut elements);
+                for (m, &word) in elements.iter().enumerate() {
+                    put_low_bytes(dst, (8 * (g + k) + m) * typesize + j, word, bytes);
+                }
+            }
+        }
+    }
+}
+
+/// The eight bytes of `src` from `at`, as a little-endian word.
+#[inline(always)]
+fn word_at(src: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(src[at..at + 8].try_into().expect("eight bytes"))
+}
+
+/// Writes the low `bytes` (1 to 8) bytes of `word` to `dst` at `at`; the usual widths are
+/// single stores.
+#[inline(always)]
+fn put_low_bytes(dst: &mut [u8], at: usize, word: u64, bytes: usize) {
+    let word = word.to_le_bytes();
+    match bytes {
+        8 => dst[at..at + 8].copy_from_slice(&word),
+        4 => dst[at..at + 4].copy_from_slice(&word[..4]),
+        2 => dst[at..at + 2].copy_from_slice(&word[..2]),
+        _ => dst[at..at + bytes].copy_from_slice(&word[..bytes]),
+    }
+}
+
+/// Transposes the 8x8 byte matrix held in eight words (row `r` is `words[r]`, column `c` its
+/// byte `c`): byte `c` of word `r` becomes byte `r` of word `c`.
+#[inline(always)]
+fn transpose_bytes(words: &mut [u64; 8]) {
+    // Swap the off-diagonal 4x4 blocks, then the 2x2 blocks within them, then single bytes.
+    swap_byte_blocks(words, [0, 1, 2, 3], 4, 0x0000_0000_FFFF_FFFF);
+    swap_byte_blocks(words, [0, 1, 4, 5], 2, 0x0000_FFFF_0000_FFFF);
+    swap_byte_blocks(words, [0, 2, 4, 6], 1, 0x00FF_00FF_00FF_00FF);
+}
+
+/// For each row `r` of `rows`: exchanges the bytes of row `r` at columns `distance` above those
+/// `mask` selects with the masked bytes of row `r + distance`.
+#[inline(always)]
+fn swap_byte_blocks(words: &mut [u64; 8], rows: [usize; 4], distance: usize, mask: u64) {
+    for r in rows {
+        let t = ((words[r] >> (8 * distance)) ^ words[r + distance]) & mask;
+        words[r + distance] ^= t;
+        words[r] ^= t << (8 * distance);
     }
 }
 
@@ -199,5 +294,27 @@ mod tests {
         let mut back = [0u8; 50];
         bitunshuffle(&dst, &mut back, typesize).unwrap();
         assert_eq!(back, src);
+    }
+
+    #[test]
+    fn whole_blocks_unshuffle_as_unit_by_unit() {
+        extern crate std;
+        use std::vec::Vec;
+        for typesize in [1, 2, 3, 4, 7, 8, 9, 16, 17, 24] {
+            for elements in [0, 7, 8, 63, 64, 65, 128, 200, 1000] {
+                let len = elements * typesize + typesize - 1; // and bytes short of an element
+                let src: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(151) ^ (i >> 8) as u8).collect();
+                let (mut whole, mut units) = (std::vec![0u8; len], std::vec![0u8; len]);
+                unshuffle(&src, &mut whole, typesize).unwrap();
+                unshuffle_elements(&src, &mut units, typesize, 0..elements).unwrap();
+                units[elements * typesize..].copy_from_slice(&src[elements * typesize..]);
+                assert_eq!(whole, units, "bytes: typesize {typesize}, {elements} elements");
+                if elements % 8 == 0 {
+                    bitunshuffle(&src, &mut whole, typesize).unwrap();
+                    bitunshuffle_groups(&src, &mut units, typesize, 0..elements / 8).unwrap();
+                    assert_eq!(whole, units, "bits: typesize {typesize}, {elements} elements");
+                }
+            }
+        }
     }
 }

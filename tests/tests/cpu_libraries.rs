@@ -1,4 +1,4 @@
-//! The CPU path's libraries (lz4_flex, snap, zlib-rs, libzstd, also for Blosc's zstd frames)
+//! The CPU path's libraries (lz4_flex, snap, zlib-rs, libzstd, also for Blosc's streams)
 //! against the scalar decoders they stand in for: on valid chunks (ours at every level, the reference libraries'), on thousands of
 //! damaged ones and with outputs a byte short, `decompress_cpu` gives exactly the status, size and
 //! bytes of `decompress_scalar`, and valid chunks are decoded by the library itself. Then the
@@ -137,13 +137,14 @@ fn valid_streams(options: Options, data: &[u8]) -> Vec<(String, Vec<u8>)> {
             add("two frames, a skippable one between".into(), frames);
         }
         Options::Blosc(_) => {
-            for (typesize, shuffle) in [(1, Shuffle::None), (4, Shuffle::Byte), (8, Shuffle::Bit)] {
-                for (level, blocksize) in [(1, 0), (5, 0), (9, 4096)] {
-                    let chunk = c_blosc::compress(data, typesize, shuffle, "zstd", level, blocksize);
-                    add(
-                        format!("c-blosc zstd {level}, typesize {typesize}, {shuffle:?}, block {blocksize}"),
-                        Some(chunk),
-                    );
+            for cname in ["zstd", "lz4", "zlib", "blosclz"] {
+                for (typesize, shuffle) in [(1, Shuffle::None), (4, Shuffle::Byte), (8, Shuffle::Bit)] {
+                    for (level, blocksize) in [(1, 0), (5, 0), (9, 4096)] {
+                        let chunk = c_blosc::compress(data, typesize, shuffle, cname, level, blocksize);
+                        let what =
+                            format!("c-blosc {cname} {level}, typesize {typesize}, {shuffle:?}, block {blocksize}");
+                        add(what, Some(chunk));
+                    }
                 }
             }
         }

@@ -34,12 +34,13 @@ pub fn decompress_block(
     tmp: &mut [u8],
     tables: &mut StreamTables,
 ) -> Result<usize, Status> {
-    decode_block(chunk, header, i, dest, tmp, tables, &mut |_, _| None)
+    decode_block(chunk, header, i, dest, tmp, tables, &mut |_, _, _| None)
 }
 
-/// A decoder offered each zstd frame first (the host's libzstd, say): the decoded size, or None to
-/// leave the frame to the format crate's decoder, which then decides its status.
-pub type ZstdFirst<'a> = &'a mut dyn FnMut(&[u8], &mut [u8]) -> Option<usize>;
+/// A decoder offered each compressed stream first, with its compressor (the host's CPU libraries,
+/// say): the decoded size, or None to leave the stream to the format crate's decoder, which then
+/// decides its status.
+pub type LibraryFirst<'a> = &'a mut dyn FnMut(Compressor, &[u8], &mut [u8]) -> Option<usize>;
 
 fn decode_block(
     chunk: &[u8],
@@ -48,7 +49,7 @@ fn decode_block(
     dest: &mut [u8],
     tmp: &mut [u8],
     tables: &mut StreamTables,
-    zstd_first: ZstdFirst<'_>,
+    library_first: LibraryFirst<'_>,
 ) -> Result<usize, Status> {
     let streams = header.block_streams(chunk, i)?;
     let len = header.block_len(i);
@@ -66,7 +67,7 @@ fn decode_block(
     for stream in streams.as_slice() {
         let out =
             decoded.get_mut(stream.decoded_at..stream.decoded_at + stream.decoded_len).ok_or(Status::Malformed)?;
-        decode_stream(compressor, stream, chunk, out, tables, zstd_first)?;
+        decode_stream(compressor, stream, chunk, out, tables, library_first)?;
     }
     match shuffle {
         Shuffle::None => {}
@@ -84,22 +85,23 @@ fn decode_stream(
     chunk: &[u8],
     out: &mut [u8],
     tables: &mut StreamTables,
-    zstd_first: ZstdFirst<'_>,
+    library_first: LibraryFirst<'_>,
 ) -> Result<(), Status> {
     let input = stream.bytes(chunk)?;
     if stream.is_raw() {
         out.copy_from_slice(input);
         return Ok(());
     }
+    let Some(compressor) = compressor else { return Err(Status::Unsupported) };
+    if let Some(n) = library_first(compressor, input, out) {
+        return if n == out.len() { Ok(()) } else { Err(Status::Malformed) };
+    }
     let decoded = match compressor {
-        Some(Compressor::BloscLz) => blosclz::decompress(input, out),
-        Some(Compressor::Lz4) => lz4::decompress(input, out),
-        Some(Compressor::Snappy) => snappy::decompress(input, out),
-        Some(Compressor::Zlib) => deflate::decompress(input, Wrapper::Zlib, out, &mut tables.zlib),
-        Some(Compressor::Zstd) => {
-            zstd_first(input, out).map_or_else(|| zstd::decompress(input, out, &mut tables.zstd), Ok)
-        }
-        None => Err(Status::Unsupported),
+        Compressor::BloscLz => blosclz::decompress(input, out),
+        Compressor::Lz4 => lz4::decompress(input, out),
+        Compressor::Snappy => snappy::decompress(input, out),
+        Compressor::Zlib => deflate::decompress(input, Wrapper::Zlib, out, &mut tables.zlib),
+        Compressor::Zstd => zstd::decompress(input, out, &mut tables.zstd),
     };
     match decoded {
         Ok(n) if n == out.len() => Ok(()),
@@ -113,16 +115,16 @@ fn decode_stream(
 /// ([`Header::scratch_len`]), `tables` is used for zlib and zstd chunks only. Statuses as
 /// [`Header::parse`] and [`decompress_block`].
 pub fn decompress(chunk: &[u8], out: &mut [u8], tmp: &mut [u8], tables: &mut StreamTables) -> Result<usize, Status> {
-    decompress_with(chunk, out, tmp, tables, &mut |_, _| None)
+    decompress_with(chunk, out, tmp, tables, &mut |_, _, _| None)
 }
 
-/// [`decompress`], with each zstd frame offered to `zstd_first` before the format crate's decoder.
+/// [`decompress`], with each compressed stream offered to `library_first` before the format crate's decoder.
 pub fn decompress_with(
     chunk: &[u8],
     out: &mut [u8],
     tmp: &mut [u8],
     tables: &mut StreamTables,
-    zstd_first: ZstdFirst<'_>,
+    library_first: LibraryFirst<'_>,
 ) -> Result<usize, Status> {
     let header = Header::parse(chunk)?;
     let n = header.nbytes();
@@ -132,7 +134,7 @@ pub fn decompress_with(
         return Ok(n);
     }
     for i in 0..header.block_count() {
-        decode_block(chunk, &header, i, &mut out[header.block_start(i)..], tmp, tables, zstd_first)?;
+        decode_block(chunk, &header, i, &mut out[header.block_start(i)..], tmp, tables, library_first)?;
     }
     Ok(n)
 }

@@ -17,7 +17,7 @@ mod header;
 pub mod shuffle;
 mod streams;
 
-pub use decode::{StreamTables, ZstdFirst, decompress, decompress_block, decompress_with, decompressed_size};
+pub use decode::{LibraryFirst, StreamTables, decompress, decompress_block, decompress_with, decompressed_size};
 pub use encode::{compress, compute_blocksize, lz4_header, max_compressed_size};
 pub use header::{
     CODEC_VERSION, COMPRESSOR_SHIFT, Compressor, FLAG_BITSHUFFLE, FLAG_DONT_SPLIT, FLAG_MEMCPYED, FLAG_RESERVED,

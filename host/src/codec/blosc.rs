@@ -3,10 +3,10 @@
 //! codes a chunk, its warps taking the chunk's streams in turns; scratch holds each chunk
 //! shuffled. Chunks are written with LZ4 inside.
 
-use super::Zstd;
-use super::zeroed;
+use super::{Deflate, Lz4, Snappy, Zstd, zeroed};
 use crate::batch::{BatchCodec, Launch, Shape};
-use ferrocomp_format::blosc::{self, MAX_BUFFERSIZE, Shuffle};
+use ferrocomp_format::blosc::{self, Compressor, MAX_BUFFERSIZE, Shuffle};
+use ferrocomp_format::deflate::Wrapper;
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::blosc::{
@@ -105,16 +105,20 @@ impl BatchCodec for Blosc {
         CPU_STREAM_TABLES.with(|tables| blosc::decompress(input, out, &mut tmp, &mut tables.borrow_mut()))
     }
 
-    /// Chunks of zstd frames, each frame through libzstd as [`Zstd`]'s CPU path takes it (ours where
-    /// it declines); anything that fails, and the other compressors, go to ours, which decides.
+    /// Each stream through the CPU library of the codec that writes it alone (LZ4, Snappy, zlib,
+    /// zstd), as that codec's CPU path takes it; ours where a library declines, and for BloscLZ.
+    /// A chunk that fails goes to ours whole, which decides.
     fn decompress_library(&self, input: &[u8], out: &mut [u8]) -> Option<usize> {
         let header = blosc::Header::parse(input).ok()?;
-        if header.compressor() != Some(blosc::Compressor::Zstd) {
-            return None;
-        }
         let mut tmp = vec![0; header.scratch_len()];
-        let zstd = Zstd::default();
-        let mut library = |frame: &[u8], out: &mut [u8]| zstd.decompress_library(frame, out);
+        let zlib = Deflate { wrapper: Wrapper::Zlib, ..Deflate::default() };
+        let mut library = |compressor, stream: &[u8], out: &mut [u8]| match compressor {
+            Compressor::BloscLz => None,
+            Compressor::Lz4 => Lz4::default().decompress_library(stream, out),
+            Compressor::Snappy => Snappy::default().decompress_library(stream, out),
+            Compressor::Zlib => zlib.decompress_library(stream, out),
+            Compressor::Zstd => Zstd::default().decompress_library(stream, out),
+        };
         CPU_STREAM_TABLES
             .with(|tables| blosc::decompress_with(input, out, &mut tmp, &mut tables.borrow_mut(), &mut library))
             .ok()

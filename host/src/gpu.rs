@@ -294,6 +294,11 @@ impl Stream {
         })
     }
 
+    /// Enqueues a copy of `len` bytes from device `src` to device `dst`.
+    pub(crate) fn copy_on_device(&self, src: u64, dst: u64, len: usize) -> Result<()> {
+        check("cuMemcpyDtoDAsync", unsafe { cu::cuMemcpyDtoDAsync_v2(dst, src, len, self.raw) })
+    }
+
     /// Enqueues a copy from device `src` into `dst` (pinned; read it after synchronizing).
     pub(crate) fn copy_to_host<T: Copy>(&self, src: u64, dst: &mut [T]) -> Result<()> {
         check("cuMemcpyDtoHAsync", unsafe {

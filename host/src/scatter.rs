@@ -4,12 +4,13 @@
 use crate::alloc::{DeviceView, DeviceViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
-use ferrocomp_format::strided::{MAX_DIMS, StridedCopy};
+use ferrocomp_format::strided::MAX_DIMS;
 use ferrocomp_kernels_gpu::copy::SCATTER_THREADS;
 use rayon::prelude::*;
 use std::ffi::c_void;
+use std::ops::Range;
 
-pub use ferrocomp_format::strided::{Plan, PlanError};
+pub use ferrocomp_format::strided::{Plan, PlanError, StridedCopy};
 
 /// Most blocks one box gets: enough for a few MiB each to spread over the SMs.
 const MAX_BLOCKS_PER_COPY: u64 = 64;
@@ -56,22 +57,120 @@ pub unsafe fn scatter_gpu(
     if copies.is_empty() {
         return Ok(());
     }
-    let mut on_device = gpu.upload(copies)?;
+    let table = gpu.upload(copies)?;
+    unsafe { launch(gpu, src.address(), dst.address(), table.view().address(), copies, unit, stream)? };
+    stream.synchronize()
+}
+
+/// Part of an array whose chunks were decoded in place: its bytes `bytes` hold them one after
+/// another, and the boxes `boxes` of a batch (source offsets counted from the slab's start) move
+/// them to their places within the same bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slab {
+    /// Where the slab lies in the array's bytes.
+    pub bytes: Range<usize>,
+    /// Its boxes among the batch's.
+    pub boxes: Range<usize>,
+}
+
+/// Rearranges each slab of `data` in place on all cores: its bytes copied to `staging` (as long
+/// as the longest slab), then its boxes copied back from there.
+///
+/// # Safety
+/// No two boxes of a slab may write the same bytes, nor any outside their slab.
+pub unsafe fn rearrange_slabs_cpu(
+    data: &mut [u8],
+    staging: &mut [u8],
+    slabs: &[Slab],
+    copies: &[StridedCopy],
+    unit: u64,
+) -> Result<()> {
+    check_slabs(data.len(), staging.len(), slabs, copies, unit)?;
+    for slab in slabs {
+        let staged = &mut staging[..slab.bytes.len()];
+        staged.copy_from_slice(&data[slab.bytes.clone()]);
+        unsafe { scatter_cpu(staged, data, &copies[slab.boxes.clone()], unit)? };
+    }
+    Ok(())
+}
+
+/// [`rearrange_slabs_cpu`] on `stream`: a copy and a scatter launch per slab, enqueued at once,
+/// then waited for.
+///
+/// # Safety
+/// `data` and `staging` must be valid device memory until this returns; no two boxes of a slab
+/// may write the same bytes, nor any outside their slab.
+pub unsafe fn rearrange_slabs_gpu(
+    gpu: &Gpu,
+    data: DeviceViewMut<'_, u8>,
+    staging: DeviceViewMut<'_, u8>,
+    slabs: &[Slab],
+    copies: &[StridedCopy],
+    unit: u64,
+    stream: &Stream,
+) -> Result<()> {
+    check_slabs(data.len(), staging.len(), slabs, copies, unit)?;
+    if copies.is_empty() {
+        return Ok(());
+    }
+    let table = gpu.upload(copies)?;
+    let (data, staging, table) = (data.address(), staging.address(), table.view().address());
+    for slab in slabs {
+        stream.copy_on_device(data + slab.bytes.start as u64, staging, slab.bytes.len())?;
+        let first = table + (slab.boxes.start * size_of::<StridedCopy>()) as u64;
+        unsafe { launch(gpu, staging, data, first, &copies[slab.boxes.clone()], unit, stream)? };
+    }
+    stream.synchronize()
+}
+
+/// Launches the scatter kernel over `copies`, whose table is at `table` on the device.
+///
+/// # Safety
+/// As [`scatter_gpu`]; the table must match `copies` and live until the kernel ends.
+unsafe fn launch(
+    gpu: &Gpu,
+    src: u64,
+    dst: u64,
+    table: u64,
+    copies: &[StridedCopy],
+    unit: u64,
+    stream: &Stream,
+) -> Result<()> {
+    if copies.is_empty() {
+        return Ok(());
+    }
     let most = copies.iter().map(StridedCopy::units).max().unwrap_or(0);
     let per_copy = most.div_ceil(SCATTER_THREADS as u64 * UNITS_PER_THREAD).clamp(1, MAX_BLOCKS_PER_COPY) as u32;
     let blocks = u32::try_from(copies.len() as u64 * per_copy as u64)
         .map_err(|_| Error::InvalidArgument(format!("{} boxes are more than one launch takes", copies.len())))?;
-    let (src, dst, table_at, count) = (src.address(), dst.address(), on_device.view_mut().address(), copies.len());
+    let count = copies.len();
     let args = [
         &src as *const _ as *mut c_void,
         &dst as *const _ as *mut _,
-        &table_at as *const _ as *mut _,
+        &table as *const _ as *mut _,
         &count as *const _ as *mut _,
         &unit as *const _ as *mut _,
         &per_copy as *const _ as *mut _,
     ];
-    unsafe { gpu.launch(gpu.kernels().scatter, blocks, SCATTER_THREADS, 0, stream, &args)? };
-    stream.synchronize()
+    unsafe { gpu.launch(gpu.kernels().scatter, blocks, SCATTER_THREADS, 0, stream, &args) }
+}
+
+/// Refuses a slab outside `data_len` or longer than `staging_len`, boxes outside the batch, and
+/// a slab's boxes that [`check_bounds`] refuses (their source being the slab).
+fn check_slabs(data_len: usize, staging_len: usize, slabs: &[Slab], copies: &[StridedCopy], unit: u64) -> Result<()> {
+    for (i, slab) in slabs.iter().enumerate() {
+        let fits = slab.bytes.start <= slab.bytes.end && slab.bytes.end <= data_len && slab.bytes.len() <= staging_len;
+        let boxes = copies.get(slab.boxes.clone()).filter(|_| fits).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "slab {i}: bytes {:?} of {data_len} (staging {staging_len}), boxes {:?} of {}",
+                slab.bytes,
+                slab.boxes,
+                copies.len()
+            ))
+        })?;
+        check_bounds(slab.bytes.len(), data_len, boxes, unit)?;
+    }
+    Ok(())
 }
 
 /// Refuses a unit other than a power of two up to 16, or a box reaching past either buffer.
@@ -118,6 +217,30 @@ mod tests {
                 assert_eq!(out[(r * 10 + c) as usize], chunk * 24 + (r % 3) * 6 + c % 5);
             }
         }
+    }
+
+    /// The 6x10 array of u16 above, decoded in place: each slab of three rows holds its two 3x5
+    /// chunks one after the other until rearranged.
+    #[test]
+    fn slabs_rearrange_in_place() {
+        let plan = Plan { itemsize: 2, src_len: 60, dst_len: 120 };
+        let mut data: Vec<u8> = (0..60u16).flat_map(u16::to_le_bytes).collect();
+        let mut copies: Vec<StridedCopy> = (0..4u64)
+            .map(|c| plan.copy(c % 2 * 30, (c / 2 * 30 + c % 2 * 5) * 2, &[3, 5], &[10, 2], &[20, 2]).unwrap())
+            .collect();
+        assert_eq!(Plan::widen(&mut copies, 0, 0), 2);
+        let slabs = [Slab { bytes: 0..60, boxes: 0..2 }, Slab { bytes: 60..120, boxes: 2..4 }];
+        unsafe { rearrange_slabs_cpu(&mut data, &mut [0; 60], &slabs, &copies, 2).unwrap() };
+        let out: Vec<u16> = data.chunks(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+        for r in 0..6u16 {
+            for c in 0..10u16 {
+                assert_eq!(out[(r * 10 + c) as usize], r / 3 * 30 + c / 5 * 15 + (r % 3) * 5 + c % 5);
+            }
+        }
+        let short_staging = unsafe { rearrange_slabs_cpu(&mut data, &mut [0; 59], &slabs, &copies, 2) };
+        assert!(short_staging.unwrap_err().to_string().contains("slab 0"));
+        let past_the_boxes = [Slab { bytes: 0..60, boxes: 2..5 }];
+        assert!(unsafe { rearrange_slabs_cpu(&mut data, &mut [0; 60], &past_the_boxes, &copies, 2) }.is_err());
     }
 
     #[test]

@@ -33,7 +33,7 @@ from zarr.storage import LocalStore
 
 import ferrocomp
 from ferrocomp import _zarr_batch
-from ferrocomp._ferrocomp import read_ranges, scatter
+from ferrocomp._ferrocomp import read_ranges, rearrange_slabs, scatter
 from ferrocomp._zarr_batch import NumcodecsLz4Format, StreamFormat
 
 timings: dict[str, float] | None = None
@@ -318,20 +318,16 @@ def _scatter(
         scatter(decoded, flat, itemsize, boxes, **stream)
         return
     # Decoded in place, slab by slab of rows: each slab's chunks are laid out one after the other where the slab
-    # goes; a slab of several chunks is copied aside and scattered back.
-    slabs = _slab_bounds(pieces)
+    # goes; a slab of several chunks is copied aside and scattered back, all slabs in one call.
+    bounds = _slab_bounds(pieces)
     c_order = layout.order == "C" and list(layout.axes) in ([], sorted(layout.axes))
-    staging = None
-    for first, last in slabs:
-        if last - first == 1 and c_order:
-            continue  # one chunk of whole rows, in C order: already where it goes
-        start, end = int(out_offsets[first]), int(out_offsets[last])
-        if staging is None:
-            staging = xp.empty(max(int(out_offsets[b] - out_offsets[a]) for a, b in slabs), dtype=xp.uint8)
-        staging[: end - start] = flat[start:end]
-        slab_boxes = boxes[first:last].copy()
-        slab_boxes[:, 0] -= start
-        scatter(staging, flat, itemsize, slab_boxes, **stream)
+    moved = [(first, last) for first, last in bounds if last - first > 1 or not c_order]
+    if not moved:
+        return  # chunks of whole rows, in C order: already where they go
+    boxes[:, 0] -= out_offsets[np.repeat([first for first, _ in bounds], [last - first for first, last in bounds])]
+    slabs = np.array([(out_offsets[first], out_offsets[last], first, last) for first, last in moved], dtype=np.int64)
+    staging = xp.empty(int((slabs[:, 1] - slabs[:, 0]).max()), dtype=xp.uint8)
+    rearrange_slabs(flat, staging, itemsize, boxes, slabs, **stream)
 
 
 def _in_place_order(pieces: list[Piece], present: list[int], out: Any, itemsize: int) -> list[int] | None:

@@ -37,5 +37,6 @@ fn _ferrocomp(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(device::device_count, module)?)?;
     module.add_function(wrap_pyfunction!(read::read_ranges, module)?)?;
     module.add_function(wrap_pyfunction!(read::scatter, module)?)?;
+    module.add_function(wrap_pyfunction!(read::rearrange_slabs, module)?)?;
     Ok(())
 }

@@ -7,7 +7,7 @@ use crate::device::{self, LEGACY_STREAM, StreamRef, stream_arg};
 use crate::errors::{device_error, value_error};
 use ferrocomp::Error;
 use ferrocomp::file_ranges::{self, FileRange, RangeReader};
-use ferrocomp::scatter::{Plan, scatter_cpu, scatter_gpu};
+use ferrocomp::scatter::{Plan, Slab, StridedCopy, rearrange_slabs_cpu, rearrange_slabs_gpu, scatter_cpu, scatter_gpu};
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use std::collections::HashMap;
@@ -98,6 +98,97 @@ pub fn scatter(
     boxes: &Bound<'_, PyAny>,
     cuda_stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
+    let (input, output) = both_in_one_place((src, "src"), (out, "out"))?;
+    let plan = Plan { itemsize, src_len: input.nbytes() as u64, dst_len: output.nbytes() as u64 };
+    let mut copies = strided_copies(py, boxes, plan)?;
+    let unit = Plan::widen(&mut copies, input.ptr, output.ptr);
+    match output.device {
+        None => {
+            let (src, dst) = unsafe { (input.host_bytes(), output.host_bytes_mut()) };
+            py.detach(|| unsafe { scatter_cpu(src, dst, &copies, unit) }).map_err(device_error)
+        }
+        Some(ordinal) => {
+            let gpu = device::gpu(ordinal).map_err(device_error)?;
+            let stream = StreamRef::borrowed(stream_arg(cuda_stream)?.unwrap_or(LEGACY_STREAM));
+            py.detach(|| unsafe {
+                scatter_gpu(&gpu, input.device_bytes(), output.device_bytes_mut(), &copies, unit, stream.stream())
+            })
+            .map_err(device_error)
+        }
+    }
+}
+
+/// Rearranges slabs of `data` whose chunks were decoded in place, one after another: each slab
+/// is copied to `staging` (host or device memory as `data`, as long as the longest slab), then
+/// its boxes are scattered back from there, all in one call (waited for, on `cuda_stream`).
+/// `slabs` has a row per slab: its first and end byte in `data`, its first and end row of
+/// `boxes` (as `scatter`'s, source offsets counted from the slab's start).
+#[pyfunction]
+#[pyo3(signature = (data, staging, itemsize, boxes, slabs, *, cuda_stream = None))]
+pub fn rearrange_slabs(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    staging: &Bound<'_, PyAny>,
+    itemsize: u64,
+    boxes: &Bound<'_, PyAny>,
+    slabs: &Bound<'_, PyAny>,
+    cuda_stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let (staging, data) = both_in_one_place((staging, "staging"), (data, "data"))?;
+    staging.require_writable("staging")?;
+    let plan = Plan { itemsize, src_len: staging.nbytes() as u64, dst_len: data.nbytes() as u64 };
+    let mut copies = strided_copies(py, boxes, plan)?;
+    let unit = Plan::widen(&mut copies, staging.ptr, data.ptr);
+    let bounds = integers(py, slabs)?;
+    if bounds.len() % 4 != 0 {
+        return Err(value_error("slabs has rows of 4 integers: first byte, end byte, first box, end box"));
+    }
+    let slabs: Vec<Slab> = bounds
+        .as_chunks::<4>()
+        .0
+        .iter()
+        .map(|&[start, end, first, last]| Slab {
+            bytes: start as usize..end as usize,
+            boxes: first as usize..last as usize,
+        })
+        .collect();
+    match data.device {
+        None => {
+            let (data, staging) = unsafe { (data.host_bytes_mut(), staging.host_bytes_mut()) };
+            py.detach(|| unsafe { rearrange_slabs_cpu(data, staging, &slabs, &copies, unit) }).map_err(device_error)
+        }
+        Some(ordinal) => {
+            let gpu = device::gpu(ordinal).map_err(device_error)?;
+            let stream = StreamRef::borrowed(stream_arg(cuda_stream)?.unwrap_or(LEGACY_STREAM));
+            py.detach(|| unsafe {
+                let (data, staging) = (data.device_bytes_mut(), staging.device_bytes_mut());
+                rearrange_slabs_gpu(&gpu, data, staging, &slabs, &copies, unit, stream.stream())
+            })
+            .map_err(device_error)
+        }
+    }
+}
+
+/// `src` and `out` (named so in errors) as arrays, contiguous, `out` writable, both in host
+/// memory or on one device.
+fn both_in_one_place(
+    (src, src_name): (&Bound<'_, PyAny>, &str),
+    (out, out_name): (&Bound<'_, PyAny>, &str),
+) -> PyResult<(Array, Array)> {
+    let (input, output) = (Array::from_object(src, None)?, Array::from_object(out, None)?);
+    input.require_contiguous(src_name)?;
+    output.require_contiguous(out_name)?;
+    output.require_writable(out_name)?;
+    if input.device != output.device {
+        return Err(value_error(format!(
+            "{src_name} and {out_name} must both be in host memory or on the same device"
+        )));
+    }
+    Ok((input, output))
+}
+
+/// The rows of `boxes` (see `scatter`) as copies planned by `plan`.
+fn strided_copies(py: Python<'_>, boxes: &Bound<'_, PyAny>, plan: Plan) -> PyResult<Vec<StridedCopy>> {
     let rows: usize = boxes.getattr("shape")?.get_item(0)?.extract()?;
     let table = integers(py, boxes)?;
     let width = table.len().checked_div(rows).unwrap_or(2);
@@ -105,15 +196,7 @@ pub fn scatter(
         return Err(value_error(format!("boxes has rows of {width} integers, not 2 + 3 * ndim")));
     }
     let ndim = (width - 2) / 3;
-    let (input, output) = (Array::from_object(src, None)?, Array::from_object(out, None)?);
-    input.require_contiguous("src")?;
-    output.require_contiguous("out")?;
-    output.require_writable("out")?;
-    if input.device != output.device {
-        return Err(value_error("src and out must both be in host memory or on the same device"));
-    }
-    let plan = Plan { itemsize, src_len: input.nbytes() as u64, dst_len: output.nbytes() as u64 };
-    let mut copies = table
+    table
         .chunks_exact(width.max(1))
         .take(rows)
         .enumerate()
@@ -123,21 +206,5 @@ pub fn scatter(
             plan.copy(row[0], row[1], shape, src_strides, dst_strides)
                 .map_err(|e| value_error(format!("box {i}: {e:?}")))
         })
-        .collect::<PyResult<Vec<_>>>()?;
-    let unit = Plan::widen(&mut copies, input.ptr, output.ptr);
-    match output.device {
-        None => {
-            let (src, dst) = unsafe { (input.host_bytes(), output.host_bytes_mut()) };
-            py.detach(|| unsafe { scatter_cpu(src, dst, &copies, unit) }).map_err(device_error)
-        }
-        Some(ordinal) => {
-            let gpu = device::gpu(ordinal).map_err(device_error)?;
-            let raw = stream_arg(cuda_stream)?.unwrap_or(LEGACY_STREAM);
-            let stream = StreamRef::borrowed(raw);
-            py.detach(|| unsafe {
-                scatter_gpu(&gpu, input.device_bytes(), output.device_bytes_mut(), &copies, unit, stream.stream())
-            })
-            .map_err(device_error)
-        }
-    }
+        .collect()
 }

@@ -48,6 +48,24 @@ pub enum Target<'a> {
     File(&'a File),
 }
 
+/// What a job's work reads.
+pub struct Input<'a> {
+    /// The source's bytes; reading them moves the progress bar.
+    pub reader: &'a mut (dyn Read + Send),
+    /// The source's path where it is a regular file, for work that reads it its own way (and
+    /// moves the bar with [`Input::progress`]).
+    pub file: Option<&'a Path>,
+    bar: ProgressBar,
+}
+
+impl Input<'_> {
+    /// A callback moving the progress bar to the bytes of the source read so far.
+    pub fn progress(&self) -> impl FnMut(u64) + Send + 'static {
+        let bar = self.bar.clone();
+        move |bytes| bar.set_position(bytes)
+    }
+}
+
 /// How jobs treat their files.
 pub struct Policy {
     /// Overwrite existing outputs; write compressed data to a terminal and read it from one.
@@ -115,19 +133,20 @@ impl Job {
 
     /// Runs `work` from the source to the sink. A file sink appears, whole, only if `work` and
     /// the writing succeed; the source is removed after that if the policy says so.
-    pub fn run(
-        &self,
-        policy: &Policy,
-        work: impl FnOnce(&mut (dyn Read + Send), Target<'_>) -> Result<Totals>,
-    ) -> Result<Totals> {
+    pub fn run(&self, policy: &Policy, work: impl FnOnce(Input<'_>, Target<'_>) -> Result<Totals>) -> Result<Totals> {
         self.check_terminals(policy.force)?;
         if let Sink::File(target) = &self.sink {
             check_target(&self.source, target, policy.force)?;
         }
         let Opened { reader, len, permissions } = self.open()?;
         let bar = progress_bar(len.filter(|_| policy.progress));
-        let mut input = ProgressReader { inner: reader, bar: bar.clone() };
-        let totals = self.write(&mut input, policy.force, permissions, work);
+        let mut reader = ProgressReader { inner: reader, bar: bar.clone() };
+        let file = match (&self.source, len) {
+            (Source::File(path), Some(_)) => Some(path.as_path()),
+            _ => None,
+        };
+        let input = Input { reader: &mut reader, file, bar: bar.clone() };
+        let totals = self.write(input, policy.force, permissions, work);
         bar.finish_and_clear();
         let totals = totals?;
         if let (Source::File(path), true) = (&self.source, policy.remove_source) {
@@ -139,10 +158,10 @@ impl Job {
     /// Runs `work` from `input` to the sink; a file sink gets the source's `permissions`.
     fn write(
         &self,
-        input: &mut (dyn Read + Send),
+        input: Input<'_>,
         force: bool,
         permissions: Option<Permissions>,
-        work: impl FnOnce(&mut (dyn Read + Send), Target<'_>) -> Result<Totals>,
+        work: impl FnOnce(Input<'_>, Target<'_>) -> Result<Totals>,
     ) -> Result<Totals> {
         match &self.sink {
             Sink::Stdout => {

@@ -11,9 +11,8 @@ use anyhow::{Context, Result, bail};
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use ferrocomp::{BufferCodec, Gpu, Totals};
-use files::{Direction, Job, Policy, Sink, Target};
+use files::{Direction, Input, Job, Policy, Sink, Target};
 use options::CodecArgs;
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -144,17 +143,21 @@ fn code(
     direction: Direction,
     size: Option<usize>,
     job: &Job,
-    input: &mut (dyn Read + Send),
+    input: Input<'_>,
     output: Target<'_>,
 ) -> Result<Totals> {
     let source = &job.source;
-    let totals = match (direction, output) {
-        (Direction::Compress, Target::Stream(stream)) => codec.compress_stream(input, stream, &mut |_| {}),
-        (Direction::Compress, Target::File(file)) => codec.compress_stream(input, file, &mut |_| {}),
-        (Direction::Decompress, Target::Stream(stream)) => codec.decompress_stream(input, stream, &mut |_| {}),
-        // Decoded segments are written by several threads at their offsets (the page cache
-        // takes one file's writes at a few GB/s a thread).
-        (Direction::Decompress, Target::File(file)) => codec.decompress_to_file(input, file, &mut |_| {}),
+    let mut progress = input.progress();
+    let reader = input.reader;
+    let totals = match (direction, output, input.file) {
+        (Direction::Compress, Target::Stream(stream), _) => codec.compress_stream(reader, stream, &mut |_| {}),
+        (Direction::Compress, Target::File(file), _) => codec.compress_stream(reader, file, &mut |_| {}),
+        (Direction::Decompress, Target::Stream(stream), _) => codec.decompress_stream(reader, stream, &mut |_| {}),
+        // A file's chunks are read as byte ranges on all cores (straight to the GPU), and decoded
+        // segments are written by several threads at their offsets (the page cache takes one
+        // file's writes at a few GB/s a thread).
+        (Direction::Decompress, Target::File(file), Some(path)) => codec.decompress_file(path, file, &mut progress),
+        (Direction::Decompress, Target::File(file), None) => codec.decompress_to_file(reader, file, &mut |_| {}),
     };
     let totals = totals.with_context(|| match direction {
         Direction::Compress => format!("compressing {source}"),

@@ -13,13 +13,14 @@ use crate::container::{
     is_streamed, native_header_len_from_fixed,
 };
 use crate::error::{ChecksumPart, Error, Result};
+use crate::file_ranges::{FileRange, RangeReader, in_file};
 use crate::gpu::{Gpu, Stream};
-use crate::pipeline::{self, DEFAULT_SEGMENT_SIZE, GPU_WORKERS, Slot, Totals};
+use crate::pipeline::{self, DEFAULT_SEGMENT_SIZE, GPU_WORKERS, Slot, Staging, Totals};
 use ferrocomp_format::Status;
 use ferrocomp_format::crc32::crc32;
 use rayon::prelude::*;
 use std::io::{Read, Write};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// Default uncompressed chunk size: 64 KiB, as nvCOMP's.
 pub const DEFAULT_CHUNK_SIZE: usize = 1 << 16;
@@ -72,6 +73,8 @@ pub struct BufferCodec {
     scratch: Mutex<Option<Scratch>>,
     /// Pipeline slots kept between host-memory calls.
     slots: Mutex<Vec<Slot>>,
+    /// Reads files' chunks to the device, for [`Self::decompress_file`].
+    range_reader: OnceLock<RangeReader>,
     /// Last, so that the memory above is freed while its context lives.
     gpu: Option<Gpu>,
 }
@@ -97,7 +100,8 @@ impl BufferCodec {
             )));
         }
         let (scratch, slots) = (Mutex::new(None), Mutex::new(Vec::new()));
-        Ok(Self { options, config, segment_size: DEFAULT_SEGMENT_SIZE, scratch, slots, gpu })
+        let range_reader = OnceLock::new();
+        Ok(Self { options, config, segment_size: DEFAULT_SEGMENT_SIZE, scratch, slots, range_reader, gpu })
     }
 
     /// The same codec moving host data in segments of `bytes` (rounded down to whole chunks, at
@@ -234,6 +238,70 @@ impl BufferCodec {
         progress: &mut dyn FnMut(u64),
     ) -> Result<Totals> {
         self.decompress_to(input, Output::File(output), progress)
+    }
+
+    /// Decompresses the file at `path` into `output` from its start, as [`Self::decompress_to_file`];
+    /// `progress` gets the bytes of `path` done so far. On a GPU, a native container's chunks are
+    /// read as byte ranges of the file by a [`RangeReader`] (on all cores, straight to the
+    /// device through pinned staging) block by block, while other workers decode and write
+    /// theirs; only the chunk tables are read in order.
+    #[cfg(unix)]
+    pub fn decompress_file(
+        &self,
+        path: &std::path::Path,
+        output: &std::fs::File,
+        progress: &mut (dyn FnMut(u64) + Send),
+    ) -> Result<Totals> {
+        let file = std::fs::File::open(path).map_err(|e| in_file(path, e))?;
+        let (Some(gpu), Bitstream::Native) = (&self.gpu, self.config.bitstream) else {
+            let mut read = 0;
+            let counted = ReadProgress { inner: file, read: &mut read, progress };
+            return self.decompress_to(counted, Output::File(output), &mut |_| {});
+        };
+        let file_len = file.metadata().map_err(|e| in_file(path, e))?.len();
+        let mut reader = NativeReader::new(std::io::BufReader::new(file), self.segment_size)?;
+        let ranges = self.range_reader(gpu)?;
+        let mut uncompressed = 0;
+        self.pipeline(
+            FILE_WORKERS,
+            true,
+            |_| {
+                let Some((first_chunk, block)) = reader.next_block()? else { return Ok(None) };
+                let at = reader.skip_data(first_chunk, &block, file_len)?;
+                Ok(Some((first_chunk, block, at)))
+            },
+            |slot, (first_chunk, block, at)| {
+                let len = block.compressed_sizes.iter().sum();
+                let chunks: Vec<FileRange<'_>> = block
+                    .compressed_offsets()
+                    .iter()
+                    .zip(&block.compressed_sizes)
+                    .map(|(&offset, &len)| FileRange { path, offset: at + offset as u64, len })
+                    .collect();
+                self.decompress_uploaded_gpu(gpu, slot, *first_chunk, block, len, |_, device, stream| {
+                    ranges.read_to_device(&chunks, device, stream)
+                })?;
+                let at = (first_chunk * block.chunk_size) as u64;
+                std::os::unix::fs::FileExt::write_all_at(output, slot.output.bytes(), at)?;
+                Ok(())
+            },
+            |slot, (_, block, at), ()| {
+                uncompressed += slot.output.bytes().len() as u64;
+                progress(at + block.compressed_sizes.iter().sum::<usize>() as u64);
+                Ok(())
+            },
+        )?;
+        progress(reader.bytes_read());
+        Ok(Totals { uncompressed, compressed: reader.bytes_read() })
+    }
+
+    /// The reader of file ranges on `gpu`, made at first use.
+    fn range_reader(&self, gpu: &Gpu) -> Result<&RangeReader> {
+        if let Some(reader) = self.range_reader.get() {
+            return Ok(reader);
+        }
+        let reader = RangeReader::new(gpu)?;
+        Ok(self.range_reader.get_or_init(|| reader))
     }
 
     fn decompress_to<R: Read + Send>(
@@ -676,16 +744,32 @@ impl BufferCodec {
 
     /// Decodes the chunks of `block` in a slot's input on its stream into its output.
     fn decompress_segment_gpu(&self, gpu: &Gpu, slot: &mut Slot, first_chunk: usize, block: &Frame) -> Result<()> {
+        let len = slot.input.bytes().len();
+        self.decompress_uploaded_gpu(gpu, slot, first_chunk, block, len, |input, device, stream| {
+            stream.copy_to_device(input.bytes(), device.address())
+        })
+    }
+
+    /// Decodes the chunks of `block`, `len` compressed bytes that `upload` enqueues from a
+    /// slot's input (or from elsewhere) into device memory, on the slot's stream into its output.
+    fn decompress_uploaded_gpu(
+        &self,
+        gpu: &Gpu,
+        slot: &mut Slot,
+        first_chunk: usize,
+        block: &Frame,
+        len: usize,
+        upload: impl FnOnce(&Staging, DeviceViewMut<'_, u8>, &Stream) -> Result<()>,
+    ) -> Result<()> {
         gpu.make_current()?;
         let Slot { input, output, lane } = slot;
         let lane = lane.as_mut().expect("a GPU slot has a lane");
         let (stream, total) = (&lane.stream, block.total_size);
-        let input_address = lane.device_input.ensure(gpu, input.bytes().len())?;
+        let input_address = lane.device_input.ensure(gpu, len)?;
         let output_address = lane.device_output.ensure(gpu, total)?;
-        stream.copy_to_device(input.bytes(), input_address)?;
-        let (compressed, decoded) = unsafe {
-            (DeviceView::from_raw(input_address, input.bytes().len()), DeviceViewMut::from_raw(output_address, total))
-        };
+        upload(input, unsafe { DeviceViewMut::from_raw(input_address, len) }, stream)?;
+        let (compressed, decoded) =
+            unsafe { (DeviceView::from_raw(input_address, len), DeviceViewMut::from_raw(output_address, total)) };
         self.decompress_frame_gpu(gpu, &mut lane.scratch, block, first_chunk, compressed, decoded, stream)?;
         stream.copy_to_host(output_address, output.resize(total)?)?;
         stream.synchronize()
@@ -1021,6 +1105,22 @@ enum Output<'a> {
     /// To a file at each segment's offset.
     #[cfg(unix)]
     File(&'a std::fs::File),
+}
+
+/// A reader telling `progress` the bytes read so far.
+struct ReadProgress<'a, R> {
+    inner: R,
+    read: &'a mut u64,
+    progress: &'a mut (dyn FnMut(u64) + Send),
+}
+
+impl<R: Read> Read for ReadProgress<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        *self.read += n as u64;
+        (self.progress)(*self.read);
+        Ok(n)
+    }
 }
 
 /// All of `input`, which must be at most `limit` bytes (`what` says why).

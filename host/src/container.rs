@@ -9,7 +9,7 @@
 use crate::codec::Options;
 use crate::error::{Error, Result};
 use ferrocomp_format::Algorithm;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 
 /// The native header's first four bytes.
 pub const MAGIC: [u8; 4] = *b"FCMP";
@@ -570,12 +570,7 @@ impl<R: Read> NativeReader<R> {
             None => std::io::copy(&mut (&mut self.input).take(len as u64), &mut std::io::sink())? as usize,
         };
         if got < len {
-            let ends = block.compressed_sizes.iter().scan(0, |end, &size| {
-                *end += size;
-                Some(*end)
-            });
-            let chunk = first_chunk + ends.take_while(|&end| end <= got).count();
-            return Err(Error::Container(format!("truncated: the stream ends inside chunk {chunk}")));
+            return Err(truncated_in(first_chunk, block, got));
         }
         Ok(())
     }
@@ -584,6 +579,30 @@ impl<R: Read> NativeReader<R> {
     pub(crate) fn bytes_read(&self) -> u64 {
         self.input.count
     }
+}
+
+impl<R: Read + Seek> NativeReader<R> {
+    /// Moves past the chunks of `block` (from [`Self::next_block`]) without reading them, in a
+    /// stream of `stream_len` bytes; returns where they start.
+    pub(crate) fn skip_data(&mut self, first_chunk: usize, block: &Frame, stream_len: u64) -> Result<u64> {
+        let (at, len) = (self.input.count, block.compressed_sizes.iter().sum::<usize>() as u64);
+        if at + len > stream_len {
+            return Err(truncated_in(first_chunk, block, stream_len.saturating_sub(at) as usize));
+        }
+        self.input.inner.seek(SeekFrom::Current(len as i64))?;
+        self.input.count += len;
+        Ok(at)
+    }
+}
+
+/// The error for a stream that ends `got` bytes into the chunks of `block`.
+fn truncated_in(first_chunk: usize, block: &Frame, got: usize) -> Error {
+    let ends = block.compressed_sizes.iter().scan(0, |end, &size| {
+        *end += size;
+        Some(*end)
+    });
+    let chunk = first_chunk + ends.take_while(|&end| end <= got).count();
+    Error::Container(format!("truncated: the stream ends inside chunk {chunk}"))
 }
 
 /// Fills `buffer` from `input`, or says the stream ended inside `what`.

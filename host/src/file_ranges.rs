@@ -220,7 +220,8 @@ fn renumbered(error: Error, first: usize) -> Error {
     }
 }
 
-fn in_file(path: &Path, error: std::io::Error) -> Error {
+/// `error` about the file at `path`, naming it.
+pub(crate) fn in_file(path: &Path, error: std::io::Error) -> Error {
     Error::Io(std::io::Error::new(error.kind(), format!("{}: {error}", path.display())))
 }
 

@@ -74,23 +74,48 @@ fn streams_round_trip_at_segment_edges_on_every_device() {
     }
 }
 
-#[test]
-fn files_are_written_by_several_workers_at_their_offsets() {
+/// A scratch directory of this test process, `name` in it.
+fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ferrocomp-stream-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// `compressed` decoded from a file of its own into another by `decompress_file`, whose last
+/// progress report must be the file's length.
+fn decompress_file(codec: &BufferCodec, compressed: &[u8], name: &str) -> Result<Vec<u8>, Error> {
+    let (input, output) = (scratch(&format!("{name}.fcmp")), scratch(name));
+    std::fs::write(&input, compressed).unwrap();
+    let file = std::fs::File::create(&output).unwrap();
+    let mut last = 0;
+    let result = codec.decompress_file(&input, &file, &mut |read| last = read);
+    let out = std::fs::read(&output).unwrap();
+    std::fs::remove_file(&input).unwrap();
+    std::fs::remove_file(&output).unwrap();
+    let totals = result?;
+    assert_eq!(totals, Totals { uncompressed: out.len() as u64, compressed: compressed.len() as u64 });
+    assert_eq!(last, compressed.len() as u64, "the progress reported last");
+    Ok(out)
+}
+
+#[test]
+fn files_are_written_by_several_workers_at_their_offsets() {
     for device in devices() {
         let codec = codec(Options::default(), ChecksumPolicy::ComputeAndVerify, device);
         for n in [0, 1, SEGMENT - 1, SEGMENT, 7 * SEGMENT + 5] {
             let data = text_bytes(n, 7);
             let compressed = compress_stream(&codec, &data);
-            let path = dir.join("out");
+            let path = scratch("out");
             let file = std::fs::File::create(&path).unwrap();
             let totals = codec.decompress_to_file(&compressed[..], &file, &mut |_| {}).unwrap();
             assert_eq!(totals, Totals { uncompressed: n as u64, compressed: compressed.len() as u64 });
             assert!(std::fs::read(&path).unwrap() == data, "{n} bytes");
+            // From a file path: chunks read as byte ranges (to the device through the range reader).
+            assert!(decompress_file(&codec, &compressed, "streamed").unwrap() == data, "{n} bytes, streamed");
+            let whole = codec.compress(&data).unwrap();
+            assert!(decompress_file(&codec, &whole, "whole").unwrap() == data, "{n} bytes, version 1");
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -184,8 +209,14 @@ fn truncated_streams_fail_saying_where() {
         for cut in 0..s.len() {
             let message = decompress_stream(&codec, &s[..cut]).unwrap_err().to_string();
             assert!(message.contains("truncated"), "cut at {cut}: {message}");
-            if let Some(chunk) = chunks.iter().position(|&(start, size)| cut > start && cut < start + size) {
+            let inside = chunks.iter().position(|&(start, size)| cut > start && cut < start + size);
+            if let Some(chunk) = inside {
                 assert!(message.ends_with(&format!("the stream ends inside chunk {chunk}")), "cut at {cut}: {message}");
+            }
+            // A file cut there says the same (cuts in every chunk, and some between).
+            if inside.is_some_and(|chunk| cut == chunks[chunk].0 + 1) || cut % 101 == 0 {
+                let from_file = decompress_file(&codec, &s[..cut], "cut").unwrap_err().to_string();
+                assert_eq!(from_file, message, "cut at {cut}, from a file");
             }
         }
     }
@@ -208,6 +239,10 @@ fn corrupted_chunks_fail_naming_the_chunk_on_every_device() {
             let mut written = Vec::new();
             let _ = codec.decompress_stream(&bad[..], &mut written, &mut |_| {});
             assert!(written.len() <= chunk * CHUNK && written[..] == data[..written.len()], "only chunks before it");
+            match decompress_file(&codec, &bad, "bad") {
+                Err(Error::ChecksumMismatch { chunk: at, part: ChecksumPart::Compressed, .. }) => assert_eq!(at, chunk),
+                other => panic!("chunk {chunk}, from a file: {other:?}"),
+            }
         }
     }
 }

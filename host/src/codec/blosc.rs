@@ -33,6 +33,29 @@ pub struct Blosc {
 
 thread_local! {
     static CPU_STREAM_TABLES: RefCell<Box<blosc::StreamTables>> = RefCell::new(zeroed());
+    /// A block before its unshuffle, kept: a fresh one per chunk cost an mmap and munmap, whose
+    /// TLB shootdowns stalled every core decoding.
+    static CPU_BLOCK: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Decodes the chunk with `header` from `input` into `out` on the CPU with this thread's tables
+/// and block scratch, offering each stream to `library_first`.
+fn decode_on_cpu(
+    input: &[u8],
+    header: &blosc::Header,
+    out: &mut [u8],
+    library_first: blosc::LibraryFirst<'_>,
+) -> Result<usize, Status> {
+    CPU_BLOCK.with(|block| {
+        let mut block = block.borrow_mut();
+        // A block longer than `out` belongs to a chunk that does not fit, refused before its use.
+        let len = header.scratch_len().min(out.len());
+        if block.len() < len {
+            block.resize(len, 0);
+        }
+        CPU_STREAM_TABLES
+            .with(|tables| blosc::decompress_with(input, out, &mut block, &mut tables.borrow_mut(), library_first))
+    })
 }
 
 impl Default for Blosc {
@@ -101,8 +124,7 @@ impl BatchCodec for Blosc {
     }
 
     fn decompress_scalar(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
-        let mut tmp = vec![0; blosc::Header::parse(input)?.scratch_len()];
-        CPU_STREAM_TABLES.with(|tables| blosc::decompress(input, out, &mut tmp, &mut tables.borrow_mut()))
+        decode_on_cpu(input, &blosc::Header::parse(input)?, out, &mut |_, _, _| None)
     }
 
     /// Each stream through the CPU library of the codec that writes it alone (LZ4, Snappy, zlib,
@@ -110,7 +132,6 @@ impl BatchCodec for Blosc {
     /// A chunk that fails goes to ours whole, which decides.
     fn decompress_library(&self, input: &[u8], out: &mut [u8]) -> Option<usize> {
         let header = blosc::Header::parse(input).ok()?;
-        let mut tmp = vec![0; header.scratch_len()];
         let zlib = Deflate { wrapper: Wrapper::Zlib, ..Deflate::default() };
         let mut library = |compressor, stream: &[u8], out: &mut [u8]| match compressor {
             Compressor::BloscLz => None,
@@ -119,9 +140,7 @@ impl BatchCodec for Blosc {
             Compressor::Zlib => zlib.decompress_library(stream, out),
             Compressor::Zstd => Zstd::default().decompress_library(stream, out),
         };
-        CPU_STREAM_TABLES
-            .with(|tables| blosc::decompress_with(input, out, &mut tmp, &mut tables.borrow_mut(), &mut library))
-            .ok()
+        decode_on_cpu(input, &header, out, &mut library).ok()
     }
 
     fn decompressed_size_cpu(&self, input: &[u8]) -> Result<usize, Status> {

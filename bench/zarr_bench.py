@@ -158,29 +158,55 @@ def enter_nvcomp(codec_class: type) -> Callable[[ExitStack], None]:
     return enter
 
 
+def window(shape: tuple[int, ...], itemsize: int) -> tuple[slice, slice]:
+    """A 16 MiB window of 2048 rows off the chunk grid (a small read, as a viewer or a training batch makes)."""
+    cols = 16 * MB // (2048 * itemsize)
+    row, col = min(1000, shape[0] - 2048), min(3000, shape[1] - cols)
+    return np.s_[row : row + 2048, col : col + cols]
+
+
 def timed_reads(
     open_array: Callable[[], Any],
     enter: Callable[[ExitStack], None],
     gpu: Any,
     reps: int,
     warmed: Callable[[], None] = lambda: None,
+    selection: Any = np.s_[:],
 ) -> tuple:
-    """Seconds of `reps` reads of the whole array after a warm-up (then `warmed` is called), and the last read."""
+    """Seconds of `reps` reads of `selection` (the whole array) after a warm-up (then `warmed` is called), and the
+    last read."""
     times = []
     with ExitStack() as stack:
         if gpu is not None:
             stack.enter_context(zarr.config.enable_gpu())
         enter(stack)
         array = open_array()
-        result = array[:]
+        result = array[selection]
         warmed()
         for _ in range(reps):
             start = time.perf_counter()
-            result = array[:]
+            result = array[selection]
             if gpu is not None:
                 gpu.cuda.Device().synchronize()
             times.append(time.perf_counter() - start)
     return times, result
+
+
+def small_reads(
+    open_array: Callable[[], Any], enter: Callable[[ExitStack], None], gpu: Any, data: Any, row: str
+) -> str:
+    """The row of 16 MiB window reads (`window`), median (best) of 10."""
+    selection = window(data.shape, data.itemsize)
+    expected = data[selection]
+    try:
+        times, result = timed_reads(open_array, enter, gpu, 10, selection=selection)
+        host = result.get() if gpu is not None else result
+        ok = "" if np.array_equal(host, expected) else " MISMATCH"
+        median, best = expected.nbytes / statistics.median(times), expected.nbytes / min(times)
+        speed = f"{median / 1e9:.2f} ({best / 1e9:.2f}){ok}"
+    except Exception as error:  # reported, the other reads still run
+        speed = f"error: {type(error).__name__}: {str(error)[:80]}".replace("|", "/")
+    return f"{row}, 16 MiB window | {speed} |  |  |"
 
 
 def breakdown(open_array: Callable[[], Any], enter: Callable[[ExitStack], None], gpu: Any) -> str:
@@ -301,6 +327,9 @@ def main() -> None:
                     speed = f"error: {type(error).__name__}: {str(error)[:80]}".replace("|", "/")
                 ratio = data.nbytes / compressed
                 row = f"| {label} {shape} | {name} | {ratio:.3f} | {reader} | {speed} | {parts} | {pool} |"
+                row += "\n" + small_reads(
+                    open_array, enter, gpu, data, f"| {label} {shape} | {name} | {ratio:.3f} | {reader}"
+                )
                 with args.out.open("a") as report:
                     report.write(row + "\n")
                 print(row, flush=True)

@@ -100,8 +100,11 @@ pub fn bitunshuffle(src: &[u8], dst: &mut [u8], typesize: usize) -> Result<(), S
         copy_leftover(src, dst, 0);
         return Ok(());
     }
-    let tiled = n / 64 * 8;
-    bitunshuffle_tiles(src, dst, typesize, n, tiled);
+    // SAFETY: SSE2 is part of x86-64.
+    #[cfg(target_arch = "x86_64")]
+    let tiled = unsafe { sse2::bitunshuffle_tiles(src, dst, typesize, n) };
+    #[cfg(not(target_arch = "x86_64"))]
+    let tiled = bitunshuffle_tiles(src, dst, typesize, n);
     transpose_groups(src, dst, typesize, n, tiled..n / 8, Direction::Unshuffle);
     copy_leftover(src, dst, n * typesize);
     Ok(())
@@ -189,11 +192,14 @@ fn unshuffle_octets(src: &[u8], dst: &mut [u8], typesize: usize, n: usize, tiled
     }
 }
 
-/// Bit-unshuffles groups `0..tiled` (a multiple of 8) of a block of `n` elements, eight groups at
-/// a time: for each of eight (or the last fewer) bytes of the elements, the eight bit planes'
-/// words are byte-transposed into a word per group and bit-transposed ([`transpose_bits`]); the
-/// words of those bytes are then byte-transposed into each element's bytes.
-fn bitunshuffle_tiles(src: &[u8], dst: &mut [u8], typesize: usize, n: usize, tiled: usize) {
+/// Bit-unshuffles the first groups of a block of `n` elements (a multiple of 8), eight groups at
+/// a time; returns how many groups it did. For each of eight (or the last fewer) bytes of the
+/// elements, the eight bit planes' words are byte-transposed into a word per group and
+/// bit-transposed ([`transpose_bits`]); the words of those bytes are then byte-transposed into
+/// each element's bytes. (x86-64 CPUs take [`sse2::bitunshuffle_tiles`].)
+#[cfg(any(not(target_arch = "x86_64"), test))]
+fn bitunshuffle_tiles(src: &[u8], dst: &mut [u8], typesize: usize, n: usize) -> usize {
+    let tiled = n / 64 * 8;
     for g in (0..tiled).step_by(8) {
         for j in (0..typesize).step_by(8) {
             let bytes = (typesize - j).min(8);
@@ -214,6 +220,7 @@ fn bitunshuffle_tiles(src: &[u8], dst: &mut [u8], typesize: usize, n: usize, til
             }
         }
     }
+    tiled
 }
 
 /// The eight bytes of `src` from `at`, as a little-endian word.
@@ -265,6 +272,90 @@ fn transpose_eight(src: &[u8], dst: &mut [u8], from: impl Fn(usize) -> usize, to
     }
 }
 
+/// Bit-unshuffling with SSE2, which every x86-64 CPU has.
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use super::bit_plane_index;
+    use core::arch::x86_64::{
+        __m128i, _mm_add_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_unpackhi_epi8, _mm_unpackhi_epi16,
+        _mm_unpackhi_epi32, _mm_unpacklo_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32,
+    };
+
+    /// Groups of eight elements taken at a time: a vector of each bit plane.
+    const GROUPS: usize = 16;
+    /// The largest element a tile holds (Blosc's typesize is a byte).
+    const MAX_TYPESIZE: usize = 255;
+
+    /// Bit-unshuffles the first groups of a block of `n` elements (a multiple of 8), 16 groups
+    /// at a time; returns how many groups it did. For each byte of the elements, a vector of
+    /// each of its eight bit planes, byte-transposed into vectors of two groups' eight plane
+    /// bytes; then each element's byte is one `movemask` of those (the top bit of each plane
+    /// byte), shifted a bit at a time. The elements are gathered in a tile, copied out whole.
+    #[target_feature(enable = "sse2")]
+    pub(super) fn bitunshuffle_tiles(src: &[u8], dst: &mut [u8], typesize: usize, n: usize) -> usize {
+        if typesize > MAX_TYPESIZE {
+            return 0;
+        }
+        let tiled = n / 8 / GROUPS * GROUPS;
+        let mut tile = [0u8; 8 * GROUPS * MAX_TYPESIZE];
+        let tile_len = 8 * GROUPS * typesize;
+        for g in (0..tiled).step_by(GROUPS) {
+            for j in 0..typesize {
+                let planes = core::array::from_fn(|b| load(src, bit_plane_index(g, j, b, n)));
+                for (k, mut pair) in by_group_pairs(planes).into_iter().enumerate() {
+                    // Bit m of every plane byte is at the top after 7 - m doublings.
+                    for m in (0..8).rev() {
+                        let bits = _mm_movemask_epi8(pair) as u16;
+                        tile[(16 * k + m) * typesize + j] = bits as u8;
+                        tile[(16 * k + 8 + m) * typesize + j] = (bits >> 8) as u8;
+                        pair = _mm_add_epi8(pair, pair);
+                    }
+                }
+            }
+            let at = 8 * g * typesize;
+            dst[at..at + tile_len].copy_from_slice(&tile[..tile_len]);
+        }
+        tiled
+    }
+
+    /// The 16 bytes of `src` from `at`.
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    fn load(src: &[u8], at: usize) -> __m128i {
+        let bytes: &[u8; 16] = src[at..at + 16].try_into().expect("16 bytes");
+        // SAFETY: `bytes` is 16 readable bytes; the load takes any alignment.
+        unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
+    }
+
+    /// Eight vectors of 16 groups' bytes (one per bit plane) as eight vectors of two groups'
+    /// eight plane bytes each: pair `k` holds groups `2k` and `2k + 1`.
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    fn by_group_pairs(p: [__m128i; 8]) -> [__m128i; 8] {
+        let (a01, b01) = (_mm_unpacklo_epi8(p[0], p[1]), _mm_unpackhi_epi8(p[0], p[1]));
+        let (a23, b23) = (_mm_unpacklo_epi8(p[2], p[3]), _mm_unpackhi_epi8(p[2], p[3]));
+        let (a45, b45) = (_mm_unpacklo_epi8(p[4], p[5]), _mm_unpackhi_epi8(p[4], p[5]));
+        let (a67, b67) = (_mm_unpacklo_epi8(p[6], p[7]), _mm_unpackhi_epi8(p[6], p[7]));
+        // Planes 0..4 and 4..8 of groups 0..4, 4..8, 8..12 and 12..16.
+        let low = [
+            _mm_unpacklo_epi16(a01, a23),
+            _mm_unpackhi_epi16(a01, a23),
+            _mm_unpacklo_epi16(b01, b23),
+            _mm_unpackhi_epi16(b01, b23),
+        ];
+        let high = [
+            _mm_unpacklo_epi16(a45, a67),
+            _mm_unpackhi_epi16(a45, a67),
+            _mm_unpacklo_epi16(b45, b67),
+            _mm_unpackhi_epi16(b45, b67),
+        ];
+        core::array::from_fn(|k| {
+            let (l, h) = (low[k / 2], high[k / 2]);
+            if k % 2 == 0 { _mm_unpacklo_epi32(l, h) } else { _mm_unpackhi_epi32(l, h) }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,7 +392,7 @@ mod tests {
         extern crate std;
         use std::vec::Vec;
         for typesize in [1, 2, 3, 4, 7, 8, 9, 16, 17, 24] {
-            for elements in [0, 7, 8, 63, 64, 65, 128, 200, 1000] {
+            for elements in [0, 7, 8, 63, 64, 65, 128, 200, 1000, 1024, 2048 + 64] {
                 let len = elements * typesize + typesize - 1; // and bytes short of an element
                 let src: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(151) ^ (i >> 8) as u8).collect();
                 let (mut whole, mut units) = (std::vec![0u8; len], std::vec![0u8; len]);
@@ -313,6 +404,11 @@ mod tests {
                     bitunshuffle(&src, &mut whole, typesize).unwrap();
                     bitunshuffle_groups(&src, &mut units, typesize, 0..elements / 8).unwrap();
                     assert_eq!(whole, units, "bits: typesize {typesize}, {elements} elements");
+                    // The portable tiles too, where the CPU takes others.
+                    let mut portable = units.clone();
+                    portable[..elements * typesize].fill(0);
+                    let tiled = bitunshuffle_tiles(&src, &mut portable, typesize, elements);
+                    assert_eq!(portable[..8 * tiled * typesize], units[..8 * tiled * typesize], "portable tiles");
                 }
             }
         }

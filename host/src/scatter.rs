@@ -14,6 +14,8 @@ pub use ferrocomp_format::strided::{Plan, PlanError, StridedCopy};
 
 /// Most blocks one box gets: enough for a few MiB each to spread over the SMs.
 const MAX_BLOCKS_PER_COPY: u64 = 64;
+/// Bytes each core copies at a time when a slab is set aside on the CPU.
+const COPY_PIECE: usize = 1 << 20;
 /// Units each thread of the scatter kernel copies, at least, before a box gets another block.
 const UNITS_PER_THREAD: u64 = 8;
 
@@ -74,7 +76,7 @@ pub struct Slab {
 }
 
 /// Rearranges each slab of `data` in place on all cores: its bytes copied to `staging` (as long
-/// as the longest slab), then its boxes copied back from there.
+/// as the longest slab), then its boxes copied back from there, both on all cores.
 ///
 /// # Safety
 /// No two boxes of a slab may write the same bytes, nor any outside their slab.
@@ -88,7 +90,8 @@ pub unsafe fn rearrange_slabs_cpu(
     check_slabs(data.len(), staging.len(), slabs, copies, unit)?;
     for slab in slabs {
         let staged = &mut staging[..slab.bytes.len()];
-        staged.copy_from_slice(&data[slab.bytes.clone()]);
+        let pieces = staged.par_chunks_mut(COPY_PIECE).zip(data[slab.bytes.clone()].par_chunks(COPY_PIECE));
+        pieces.for_each(|(to, from)| to.copy_from_slice(from));
         unsafe { scatter_cpu(staged, data, &copies[slab.boxes.clone()], unit)? };
     }
     Ok(())

@@ -42,9 +42,8 @@ timings: dict[str, float] | None = None
 
 
 in_place_on_host = False
-"""Whether whole chunks decode in place on the host as on the GPU, where memory is scarce. Off: on the host one
-scatter from a decoded copy runs on all cores, where copying slabs aside takes one (set by the tests, which check
-the GPU's layout without a GPU)."""
+"""Whether whole chunks decode in place on the host as on the GPU, where memory is scarce. Off: on the host a scatter
+from a decoded copy measured as fast (set by the tests, which check the GPU's layout without a GPU)."""
 
 
 @contextmanager

@@ -10,7 +10,9 @@ use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, PinnedBuffer};
 use crate::chunk_list::ChunkListCodec;
 use crate::error::{Error, Result};
 use crate::gpu::{Event, Gpu, Stream};
+use crate::scatter::{StridedCopy, check_box, check_unit, copy_box};
 use rayon::prelude::*;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -59,6 +61,62 @@ pub fn read_ranges(ranges: &[FileRange<'_>], dst: &mut [u8]) -> Result<()> {
         rest = tail;
     }
     ranges.par_iter().zip(pieces).try_for_each(|(range, piece)| read_one(&files, range, piece))
+}
+
+/// Reads every range, decodes it with `codec` on the CPU and copies it into `out` by its box
+/// (`copies[i]`, whose source offsets count from the chunk's first decoded byte; `unit` as
+/// [`crate::scatter::Plan::widen`] chose): each chunk read, decoded and placed by one core while
+/// it is in that core's cache, all cores at once, with nothing packed or decoded whole. Chunk
+/// `i` must decode to `expected[i]` bytes. The first failing chunk's error, numbered among the
+/// ranges (a read's names the file).
+///
+/// # Safety
+/// No two boxes may write the same bytes of `out`.
+pub unsafe fn decode_ranges_cpu(
+    codec: &ChunkListCodec,
+    ranges: &[FileRange<'_>],
+    expected: &[usize],
+    out: &mut [u8],
+    copies: &[StridedCopy],
+    unit: u64,
+) -> Result<()> {
+    if expected.len() != ranges.len() || copies.len() != ranges.len() {
+        return Err(Error::InvalidArgument(format!(
+            "{} ranges, {} expected sizes and {} boxes: one of each per chunk",
+            ranges.len(),
+            expected.len(),
+            copies.len()
+        )));
+    }
+    check_unit(unit)?;
+    for (i, (copy, &len)) in copies.iter().zip(expected).enumerate() {
+        check_box(i, len, out.len(), copy, unit)?;
+    }
+    let files = open_all(ranges)?;
+    thread_local! {
+        /// A chunk as read and as decoded, kept from chunk to chunk.
+        static CHUNK: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    }
+    let out = out.as_mut_ptr() as usize;
+    let outcomes: Vec<Result<()>> = (0..ranges.len())
+        .into_par_iter()
+        .map(|i| {
+            CHUNK.with(|chunk| {
+                let (read, decoded) = &mut *chunk.borrow_mut();
+                read.resize(ranges[i].len, 0);
+                decoded.resize(expected[i], 0);
+                read_one(&files, &ranges[i], read)?;
+                let size = codec.decompress_cpu(&[read], &mut [decoded]).remove(0).map_err(|e| renumbered(e, i))?;
+                if size != expected[i] {
+                    return Err(Error::ChunkSize { chunk: i, expected: expected[i], actual: size });
+                }
+                // The box lies in both (checked above) and no other box writes its bytes (the caller's promise).
+                unsafe { copy_box(decoded.as_ptr(), out as *mut u8, &copies[i], unit) };
+                Ok(())
+            })
+        })
+        .collect();
+    outcomes.into_iter().collect()
 }
 
 /// Reads ranges of files into device memory, through pinned slots it keeps between calls.
@@ -254,6 +312,67 @@ mod tests {
         let missing = [FileRange { path: &dir.join("c"), offset: 0, len: 1 }];
         assert!(read_ranges(&missing, &mut out).unwrap_err().to_string().contains("/c"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Four 3x5 chunks of u16, compressed (LZ4) into one file in reverse order, read, decoded and
+    /// placed into a 6x10 array in one call; a corrupt chunk and a chunk of the wrong size are
+    /// numbered among the ranges.
+    #[test]
+    fn ranges_decode_into_their_boxes() {
+        use crate::codec::Options;
+        use crate::container::Bitstream;
+        use crate::scatter::Plan;
+        let codec = ChunkListCodec::new(Options::default(), Bitstream::Raw, None).unwrap();
+        let chunks: Vec<Vec<u8>> =
+            (0..4u16).map(|c| (0..15).flat_map(|v| (c * 100 + v).to_le_bytes()).collect()).collect();
+        let mut file = Vec::new();
+        let mut at = [0usize; 4];
+        for c in (0..4).rev() {
+            let mut room = vec![0u8; codec.max_compressed_size(30)];
+            let size = codec.compress_cpu(&[&chunks[c]], &mut [&mut room[..]]).remove(0).unwrap();
+            at[c] = file.len();
+            file.extend_from_slice(&room[..size]);
+        }
+        let ends: Vec<usize> = (0..4)
+            .map(|c| {
+                if c == 3 {
+                    at[2]
+                } else if c == 0 {
+                    file.len()
+                } else {
+                    at[c - 1]
+                }
+            })
+            .collect();
+        let path = std::env::temp_dir().join(format!("ferrocomp-decode-ranges-{}", std::process::id()));
+        std::fs::write(&path, &file).unwrap();
+        let ranges: Vec<_> =
+            (0..4).map(|c| FileRange { path: &path, offset: at[c] as u64, len: ends[c] - at[c] }).collect();
+        let plan = Plan { itemsize: 2, src_len: 30, dst_len: 120 };
+        let mut copies: Vec<StridedCopy> = (0..4u64)
+            .map(|c| plan.copy(0, (c / 2 * 30 + c % 2 * 5) * 2, &[3, 5], &[10, 2], &[20, 2]).unwrap())
+            .collect();
+        let unit = Plan::widen(&mut copies, 0, 0);
+        let mut out = vec![0u8; 120];
+        unsafe { decode_ranges_cpu(&codec, &ranges, &[30; 4], &mut out, &copies, unit).unwrap() };
+        for r in 0..6usize {
+            for c in 0..10usize {
+                let value = u16::from_le_bytes([out[(r * 10 + c) * 2], out[(r * 10 + c) * 2 + 1]]);
+                assert_eq!(value as usize, (r / 3 * 2 + c / 5) * 100 + r % 3 * 5 + c % 5);
+            }
+        }
+        let short = unsafe { decode_ranges_cpu(&codec, &ranges, &[30, 30, 32, 30], &mut out, &copies, unit) };
+        assert!(matches!(short, Err(Error::ChunkSize { chunk: 2, expected: 32, actual: 30 })), "{short:?}");
+        let past = unsafe { decode_ranges_cpu(&codec, &ranges, &[30, 30, 28, 30], &mut out, &copies, unit) };
+        assert!(past.unwrap_err().to_string().contains("box 2"));
+        let mut damaged = ranges.clone();
+        damaged[1].len -= 1;
+        let error = unsafe { decode_ranges_cpu(&codec, &damaged, &[30; 4], &mut out, &copies, unit) }.unwrap_err();
+        assert!(matches!(error, Error::Chunk { chunk: 1, .. }), "{error:?}");
+        (damaged[1], damaged[3].offset) = (ranges[1], file.len() as u64);
+        let error = unsafe { decode_ranges_cpu(&codec, &damaged, &[30; 4], &mut out, &copies, unit) }.unwrap_err();
+        assert!(error.to_string().contains("decode-ranges"), "{error}");
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -27,18 +27,23 @@ const UNITS_PER_THREAD: u64 = 8;
 pub unsafe fn scatter_cpu(src: &[u8], dst: &mut [u8], copies: &[StridedCopy], unit: u64) -> Result<()> {
     check_bounds(src.len(), dst.len(), copies, unit)?;
     let (src, dst) = (src.as_ptr() as usize, dst.as_mut_ptr() as usize);
-    copies.par_iter().for_each(|copy| {
-        let run = (copy.shape[MAX_DIMS - 1] * unit) as usize;
-        let rows = copy.units() / copy.shape[MAX_DIMS - 1].max(1);
-        for row in 0..rows {
-            let (from, to) = copy.offsets_of(row * copy.shape[MAX_DIMS - 1]);
-            // Bounds were checked above; boxes do not overlap in `dst` (the caller's promise).
-            unsafe {
-                std::ptr::copy_nonoverlapping((src + from as usize) as *const u8, (dst + to as usize) as *mut u8, run)
-            };
-        }
-    });
+    // Bounds were checked above; boxes do not overlap in `dst` (the caller's promise).
+    copies.par_iter().for_each(|copy| unsafe { copy_box(src as *const u8, dst as *mut u8, copy, unit) });
     Ok(())
+}
+
+/// Copies one box from `src` to `dst`, a row at a time.
+///
+/// # Safety
+/// The box must lie inside both (as [`check_box`] checks), and no one else may be writing where
+/// it goes.
+pub(crate) unsafe fn copy_box(src: *const u8, dst: *mut u8, copy: &StridedCopy, unit: u64) {
+    let run = (copy.shape[MAX_DIMS - 1] * unit) as usize;
+    let rows = copy.units() / copy.shape[MAX_DIMS - 1].max(1);
+    for row in 0..rows {
+        let (from, to) = copy.offsets_of(row * copy.shape[MAX_DIMS - 1]);
+        unsafe { std::ptr::copy_nonoverlapping(src.add(from as usize), dst.add(to as usize), run) };
+    }
 }
 
 /// Copies every box from `src` to `dst` in one launch on `stream`, and waits for it (the boxes'
@@ -178,17 +183,26 @@ fn check_slabs(data_len: usize, staging_len: usize, slabs: &[Slab], copies: &[St
 
 /// Refuses a unit other than a power of two up to 16, or a box reaching past either buffer.
 fn check_bounds(src_len: usize, dst_len: usize, copies: &[StridedCopy], unit: u64) -> Result<()> {
+    check_unit(unit)?;
+    copies.iter().enumerate().try_for_each(|(i, copy)| check_box(i, src_len, dst_len, copy, unit))
+}
+
+/// Refuses a unit other than a power of two up to 16.
+pub(crate) fn check_unit(unit: u64) -> Result<()> {
     if !unit.is_power_of_two() || unit > ferrocomp_format::strided::MAX_UNIT as u64 {
         return Err(Error::InvalidArgument(format!("a unit of {unit} bytes")));
     }
-    for (i, copy) in copies.iter().enumerate() {
-        let (src_end, dst_end) = copy.extents(unit);
-        let aligned = (copy.src | copy.dst) % unit == 0;
-        if src_end > src_len as u64 || dst_end > dst_len as u64 || !aligned {
-            return Err(Error::InvalidArgument(format!(
-                "box {i} reaches byte {src_end} of a {src_len}-byte source and {dst_end} of a {dst_len}-byte destination"
-            )));
-        }
+    Ok(())
+}
+
+/// Refuses box `i` where it reaches past either buffer or is not aligned to `unit`.
+pub(crate) fn check_box(i: usize, src_len: usize, dst_len: usize, copy: &StridedCopy, unit: u64) -> Result<()> {
+    let (src_end, dst_end) = copy.extents(unit);
+    let aligned = (copy.src | copy.dst).is_multiple_of(unit);
+    if src_end > src_len as u64 || dst_end > dst_len as u64 || !aligned {
+        return Err(Error::InvalidArgument(format!(
+            "box {i} reaches byte {src_end} of a {src_len}-byte source and {dst_end} of a {dst_len}-byte destination"
+        )));
     }
     Ok(())
 }

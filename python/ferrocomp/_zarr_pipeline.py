@@ -2,9 +2,10 @@
 
 A read resolves every chunk key first, reads the bytes at once (files of a local store on all cores, into reused
 pinned staging on the way to the GPU; other stores through their async ``get``), makes one host-to-device copy, one
-batched decode over packed offsets and one scatter of the decoded chunks into ``out``. Chunks of a sharded array are
-the inner chunks of every shard the selection touches, batched together. A write gathers the chunks out of the value
-in one pass, encodes them in one call, copies them to the host once and puts them concurrently.
+batched decode over packed offsets and one scatter of the decoded chunks into ``out``. On the CPU, a local store's
+chunks are each read, decoded and placed by one core, all cores at once, with nothing packed. Chunks of a sharded
+array are the inner chunks of every shard the selection touches, batched together. A write gathers the chunks out of
+the value in one pass, encodes them in one call, copies them to the host once and puts them concurrently.
 
 `plan_read` says whether a pipeline's codecs allow it (else zarr's own per-chunk path runs); `read_batch` and
 `write_batch` do it.
@@ -33,7 +34,7 @@ from zarr.storage import LocalStore
 
 import ferrocomp
 from ferrocomp import _zarr_batch
-from ferrocomp._ferrocomp import read_ranges, rearrange_slabs, scatter
+from ferrocomp._ferrocomp import decode_ranges, read_ranges, rearrange_slabs, scatter
 from ferrocomp._zarr_batch import NumcodecsLz4Format, StreamFormat
 
 timings: dict[str, float] | None = None
@@ -282,6 +283,22 @@ async def _fetch_decode_scatter_on(
     decoded_sizes = [math.prod(pieces[i].shape) * itemsize for i in present]
     out_offsets = np.concatenate([[0], np.cumsum(decoded_sizes, dtype=np.int64)])
     gds = _reads_with_kvikio(getattr(pieces[present[0]].key, "store", None))
+    if codec is not None and not on_gpu and in_place is None and all(isinstance(s[0], str) for s in sources):
+        # Local files on the CPU: each chunk read, decoded and placed by one core while in its cache.
+        boxes = _boxes(layout, [pieces[i] for i in present], out_offsets, out)
+        boxes[:, 0] -= out_offsets[:-1]
+        with _phase("decode", on_gpu), lock, _zarr_batch.numbered(present):
+            decode_ranges(
+                codec,
+                [s[0] for s in sources],
+                np.array([s[1] for s in sources], dtype=np.uint64),
+                np.array([s[2] for s in sources], dtype=np.uint64),
+                np.array(decoded_sizes, dtype=np.uint64),
+                flat,
+                itemsize,
+                boxes,
+            )
+        return
     if codec is None:
         _check_sizes(pieces, present, [s[2] for s in sources], decoded_sizes)
         with _phase("fetch", on_gpu):

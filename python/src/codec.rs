@@ -581,6 +581,11 @@ impl Codec {
 }
 
 impl Codec {
+    /// The chunk codec of a RAW or size-prefixed codec that runs on the CPU.
+    pub(crate) fn cpu_chunks(&self) -> Option<&ChunkListCodec> {
+        self.chunks.as_ref().filter(|_| matches!(self.backend, Backend::Cpu))
+    }
+
     /// Where the codec runs, as its `device_id` argument reads.
     fn place(&self) -> String {
         match &self.backend {

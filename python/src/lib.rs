@@ -36,6 +36,7 @@ fn _ferrocomp(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(alloc::set_host_allocator, module)?)?;
     module.add_function(wrap_pyfunction!(device::device_count, module)?)?;
     module.add_function(wrap_pyfunction!(read::read_ranges, module)?)?;
+    module.add_function(wrap_pyfunction!(read::decode_ranges, module)?)?;
     module.add_function(wrap_pyfunction!(read::scatter, module)?)?;
     module.add_function(wrap_pyfunction!(read::rearrange_slabs, module)?)?;
     Ok(())

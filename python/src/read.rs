@@ -3,8 +3,9 @@
 //! through reused pinned staging), and decoded chunks scattered to their places in an array.
 
 use crate::array::Array;
+use crate::codec::Codec;
 use crate::device::{self, LEGACY_STREAM, StreamRef, stream_arg};
-use crate::errors::{device_error, value_error};
+use crate::errors::{Direction, device_error, to_py, value_error};
 use ferrocomp::Error;
 use ferrocomp::file_ranges::{self, FileRange, RangeReader};
 use ferrocomp::scatter::{Plan, Slab, StridedCopy, rearrange_slabs_cpu, rearrange_slabs_gpu, scatter_cpu, scatter_gpu};
@@ -57,19 +58,10 @@ pub fn read_ranges(
     cuda_stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let (offsets, sizes) = (integers(py, offsets)?, integers(py, sizes)?);
-    if offsets.len() != paths.len() || sizes.len() != paths.len() {
-        return Err(value_error(format!(
-            "{} paths, {} offsets and {} sizes: one of each per range",
-            paths.len(),
-            offsets.len(),
-            sizes.len()
-        )));
-    }
+    let ranges = file_ranges_of(&paths, &offsets, &sizes)?;
     let out = Array::from_object(out, None)?;
     out.require_contiguous("out")?;
     out.require_writable("out")?;
-    let ranges: Vec<FileRange<'_>> =
-        (0..paths.len()).map(|i| FileRange { path: &paths[i], offset: offsets[i], len: sizes[i] as usize }).collect();
     match out.device {
         None => {
             let dst = unsafe { out.host_bytes_mut() };
@@ -82,6 +74,62 @@ pub fn read_ranges(
             py.detach(|| reader.read_to_device(&ranges, out.device_bytes_mut(), stream.stream())).map_err(io_error)
         }
     }
+}
+
+/// Reads `sizes[i]` bytes at `offsets[i]` of `paths[i]`, decodes them with `codec` (a CPU codec
+/// of RAW chunks) into `decoded_sizes[i]` bytes and copies them into `out` (host memory) by row
+/// `i` of `boxes` (as `scatter`'s, source offsets counted from the chunk's first byte): each
+/// chunk read, decoded and placed by one core while in its cache, all cores at once. Raises
+/// `DecodeError` naming the first failing chunk (by its index), `OSError` naming a file.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn decode_ranges(
+    py: Python<'_>,
+    codec: &Codec,
+    paths: Vec<PathBuf>,
+    offsets: &Bound<'_, PyAny>,
+    sizes: &Bound<'_, PyAny>,
+    decoded_sizes: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    itemsize: u64,
+    boxes: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let chunks = codec.cpu_chunks().ok_or_else(|| value_error("decode_ranges takes a CPU codec of RAW chunks"))?;
+    let (offsets, sizes, expected) = (integers(py, offsets)?, integers(py, sizes)?, integers(py, decoded_sizes)?);
+    let ranges = file_ranges_of(&paths, &offsets, &sizes)?;
+    let expected: Vec<usize> = expected.into_iter().map(|n| n as usize).collect();
+    let output = Array::from_object(out, None)?;
+    output.require_contiguous("out")?;
+    output.require_writable("out")?;
+    if output.device.is_some() {
+        return Err(value_error(
+            "decode_ranges writes host memory; on a GPU read with read_ranges, decode with decode_packed",
+        ));
+    }
+    let largest = expected.iter().copied().max().unwrap_or(0) as u64;
+    let plan = Plan { itemsize, src_len: largest, dst_len: output.nbytes() as u64 };
+    let mut copies = strided_copies(py, boxes, plan)?;
+    let unit = Plan::widen(&mut copies, 0, output.ptr);
+    let out = unsafe { output.host_bytes_mut() };
+    py.detach(|| unsafe { file_ranges::decode_ranges_cpu(chunks, &ranges, &expected, out, &copies, unit) }).map_err(
+        |err| match err {
+            Error::Io(e) => PyOSError::new_err(e.to_string()),
+            other => to_py(other, Direction::Decode),
+        },
+    )
+}
+
+/// The ranges `sizes[i]` bytes at `offsets[i]` of `paths[i]`, as many of each as of paths.
+fn file_ranges_of<'a>(paths: &'a [PathBuf], offsets: &[u64], sizes: &[u64]) -> PyResult<Vec<FileRange<'a>>> {
+    if offsets.len() != paths.len() || sizes.len() != paths.len() {
+        return Err(value_error(format!(
+            "{} paths, {} offsets and {} sizes: one of each per range",
+            paths.len(),
+            offsets.len(),
+            sizes.len()
+        )));
+    }
+    Ok((0..paths.len()).map(|i| FileRange { path: &paths[i], offset: offsets[i], len: sizes[i] as usize }).collect())
 }
 
 /// Copies boxes of `itemsize`-byte elements from `src` into `out` (both host or both device

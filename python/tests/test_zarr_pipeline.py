@@ -148,6 +148,27 @@ def test_a_corrupt_chunk_raises_naming_its_key(tmp_path: Path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("case", ["v2-blosc-zstd-2", "v3-sharded", "v3-transposed"])
+def test_local_files_on_the_cpu_are_read_decoded_and_placed_in_one_call(tmp_path: Path, case: str, monkeypatch) -> None:
+    """On the CPU a local store's chunks go through one `decode_ranges` call (read, decoded and placed chunk by chunk,
+    nothing packed), whole arrays and selections alike, with zarr's values."""
+    from ferrocomp import _zarr_pipeline
+
+    expected = write_store(tmp_path / "l.zarr", case, "<f4", fill=7)
+    calls = []
+    decode_ranges = _zarr_pipeline.decode_ranges
+    monkeypatch.setattr(_zarr_pipeline, "decode_ranges", lambda *a: calls.append(1) or decode_ranges(*a))
+    for selection in SELECTIONS:
+        calls.clear()
+        got, _ = read_counting(tmp_path / "l.zarr", selection, monkeypatch)
+        np.testing.assert_array_equal(got, expected[selection], err_msg=f"{case} {selection}")
+        assert len(calls) <= 1, f"{case} {selection}"
+    calls.clear()
+    read_counting(tmp_path / "l.zarr", np.s_[10:90, 3:77], monkeypatch)
+    assert calls == [1]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
 def test_fancy_indexing_goes_through_zarrs_pipeline(tmp_path: Path, monkeypatch) -> None:
     expected = write_store(tmp_path / "f.zarr", "v2-zstd", "<f4")
     with ferrocomp.zarr.enable():

@@ -13,7 +13,7 @@ trap 'tar -czf "$out/logs.tgz" -C "$logs" .' EXIT
 steps=${STEPS:-tests pytest bench cli}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
 export FERROCOMP_REQUIRE_GPU=1 RUST_BACKTRACE=1 PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .dev/wheels/*.whl .dev/ferrocomp-*.whl \
+python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site .dev/wheels/*.whl .dev/ferrocomp-*.whl \
     $(ls .dev/nvcomp/*.whl 2>/dev/null)
 if [ -f .dev/nvcomp/libnvcomp.txz ]; then
     tar -xJf .dev/nvcomp/libnvcomp.txz -C /tmp/site

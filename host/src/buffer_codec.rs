@@ -281,8 +281,8 @@ impl BufferCodec {
                 self.decompress_uploaded_gpu(gpu, slot, *first_chunk, block, len, |_, device, stream| {
                     ranges.read_to_device(&chunks, device, stream)
                 })?;
-                let at = (first_chunk * block.chunk_size) as u64;
-                std::os::unix::fs::FileExt::write_all_at(output, slot.output.bytes(), at)?;
+                let decoded_at = (first_chunk * block.chunk_size) as u64;
+                std::os::unix::fs::FileExt::write_all_at(output, slot.output.bytes(), decoded_at)?;
                 Ok(())
             },
             |slot, (_, block, at), ()| {

@@ -326,28 +326,16 @@ mod tests {
         let chunks: Vec<Vec<u8>> =
             (0..4u16).map(|c| (0..15).flat_map(|v| (c * 100 + v).to_le_bytes()).collect()).collect();
         let mut file = Vec::new();
-        let mut at = [0usize; 4];
+        let mut spans = [(0, 0); 4];
         for c in (0..4).rev() {
             let mut room = vec![0u8; codec.max_compressed_size(30)];
             let size = codec.compress_cpu(&[&chunks[c]], &mut [&mut room[..]]).remove(0).unwrap();
-            at[c] = file.len();
+            spans[c] = (file.len() as u64, size);
             file.extend_from_slice(&room[..size]);
         }
-        let ends: Vec<usize> = (0..4)
-            .map(|c| {
-                if c == 3 {
-                    at[2]
-                } else if c == 0 {
-                    file.len()
-                } else {
-                    at[c - 1]
-                }
-            })
-            .collect();
         let path = std::env::temp_dir().join(format!("ferrocomp-decode-ranges-{}", std::process::id()));
         std::fs::write(&path, &file).unwrap();
-        let ranges: Vec<_> =
-            (0..4).map(|c| FileRange { path: &path, offset: at[c] as u64, len: ends[c] - at[c] }).collect();
+        let ranges: Vec<_> = spans.iter().map(|&(offset, len)| FileRange { path: &path, offset, len }).collect();
         let plan = Plan { itemsize: 2, src_len: 30, dst_len: 120 };
         let mut copies: Vec<StridedCopy> = (0..4u64)
             .map(|c| plan.copy(0, (c / 2 * 30 + c % 2 * 5) * 2, &[3, 5], &[10, 2], &[20, 2]).unwrap())

@@ -11,6 +11,11 @@ unset FERROCOMP_REBUILD_PTX FERROCOMP_PTX_ARCH
 crates=(-p ferrocomp-format -p ferrocomp-kernels-gpu -p ferrocomp -p ferrocomp-cli)
 
 echo "== cargo package (each crate verified by building its .crate file)"
+# Cargo verifies against the tarballs it extracted, and keeps extractions and builds of the same
+# name and version from an earlier run of this script (as it does any registry crate's): ours go,
+# so the check builds this tree's crates.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/ferrocomp{,-format,-kernels-gpu,-cli}-[0-9]* target/package \
+    target/debug/build/ferrocomp{,-format,-kernels-gpu,-cli} target/debug/.fingerprint/ferrocomp{,-format,-kernels-gpu,-cli}-*
 cargo package --quiet --allow-dirty "${crates[@]}" # dirty: a local run checks the working tree
 
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)

@@ -80,12 +80,6 @@ pub trait BatchCodec: Send + Sync {
     /// How the codec's kernels are launched.
     fn launch(&self) -> Launch;
 
-    /// The shape of the decompress prologue, for a codec with one: a kernel over the batch that
-    /// runs before the decompress kernel, with the same arguments.
-    fn decompress_prologue(&self) -> Option<Shape> {
-        None
-    }
-
     /// Compresses one chunk on the CPU into `out`; returns the compressed size.
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status>;
 
@@ -202,15 +196,12 @@ pub trait BatchCodec: Send + Sync {
             first_failure: first_failure.map_or(0, |f| f.address()),
             ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
         };
-        if let Some(shape) = self.decompress_prologue() {
-            unsafe { launch.run(gpu, Kernel::DecompressPrologue, shape, &args, stream)? };
-        }
         unsafe { launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream) }
     }
 }
 
-/// The kernels of a codec: `{algorithm}_compress`, `{algorithm}_decompress`,
-/// `{algorithm}_decompressed_sizes` and `{algorithm}_decompress_prologue` in the PTX.
+/// The kernels of a codec: `{algorithm}_compress`, `{algorithm}_decompress` and
+/// `{algorithm}_decompressed_sizes` in the PTX.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
     /// Compresses each chunk.
@@ -219,8 +210,6 @@ pub enum Kernel {
     Decompress,
     /// Finds each chunk's decompressed size.
     DecompressedSizes,
-    /// Runs before the decompress kernel (see [`BatchCodec::decompress_prologue`]).
-    DecompressPrologue,
 }
 
 /// How a codec's kernels are spread over the GPU: what differs between codecs' launches.
@@ -300,7 +289,7 @@ impl Launch {
     /// `args` must describe device memory valid until the stream has run the kernel.
     unsafe fn run(&self, gpu: &Gpu, kernel: Kernel, shape: Shape, args: &BatchArgs, stream: &Stream) -> Result<()> {
         let (blocks, threads, shared_bytes) = shape.grid(args.count as usize);
-        let function = gpu.kernel(self.algorithm, kernel)?;
+        let function = gpu.kernel(self.algorithm, kernel);
         let params = [args as *const BatchArgs as *mut c_void];
         unsafe { gpu.launch(function, blocks, threads, shared_bytes, stream, &params) }
     }

@@ -41,15 +41,13 @@ pub(crate) struct Kernels {
     pub scatter: cu::CUfunction,
 }
 
-/// One codec's batched kernels, named `{codec}_compress`, `{codec}_decompress`,
-/// `{codec}_decompressed_sizes` and (where the codec has one) `{codec}_decompress_prologue` in
-/// the PTX.
+/// One codec's batched kernels, named `{codec}_compress`, `{codec}_decompress` and
+/// `{codec}_decompressed_sizes` in the PTX.
 #[derive(Clone, Copy)]
 struct CodecKernels {
     compress: cu::CUfunction,
     decompress: cu::CUfunction,
     decompressed_sizes: cu::CUfunction,
-    decompress_prologue: Option<cu::CUfunction>,
 }
 
 // The handles are plain driver handles, usable from any thread once the context is current.
@@ -102,11 +100,6 @@ impl Gpu {
                 compress: function(&format!("{name}_compress"))?,
                 decompress: function(&format!("{name}_decompress"))?,
                 decompressed_sizes: function(&format!("{name}_decompressed_sizes"))?,
-                // Looked up only where the PTX has it (a failed lookup is a driver error).
-                decompress_prologue: match format!("{name}_decompress_prologue") {
-                    prologue if ptx.contains(&format!(".entry {prologue}(")) => Some(function(&prologue)?),
-                    _ => None,
-                },
             })
         };
         let kernels = Kernels {
@@ -210,16 +203,15 @@ impl Gpu {
         &self.inner.kernels
     }
 
-    /// The handle of `algorithm`'s `kernel` (`NotFound` for a prologue the PTX lacks).
-    pub(crate) fn kernel(&self, algorithm: Algorithm, kernel: Kernel) -> Result<cu::CUfunction> {
+    /// The handle of `algorithm`'s `kernel`.
+    pub(crate) fn kernel(&self, algorithm: Algorithm, kernel: Kernel) -> cu::CUfunction {
         let index = Algorithm::ALL.iter().position(|&a| a == algorithm).expect("every algorithm is in ALL");
         let codec = &self.inner.kernels.codecs[index];
-        Ok(match kernel {
+        match kernel {
             Kernel::Compress => codec.compress,
             Kernel::Decompress => codec.decompress,
             Kernel::DecompressedSizes => codec.decompressed_sizes,
-            Kernel::DecompressPrologue => codec.decompress_prologue.ok_or(cust::error::CudaError::NotFound)?,
-        })
+        }
     }
 
     /// Launches `function` on a 1-D grid.

@@ -86,16 +86,6 @@ pub trait ChunkKernels {
     /// # Safety
     /// As [`ChunkKernels::compress`].
     unsafe fn decompressed_size(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status>;
-
-    /// Threads working on a chunk in the decompress prologue, for a codec that has one.
-    const PROLOGUE: Lanes = Lanes::Thread;
-
-    /// The decompress prologue's work on `chunk`: a pass over the batch before the decompress
-    /// kernel, leaving what it needs in the scratch (it records no result).
-    ///
-    /// # Safety
-    /// As [`ChunkKernels::compress`].
-    unsafe fn decompress_prologue(_warp: &HardwareWarp, _chunk: &Chunk, _args: &BatchArgs) {}
 }
 
 /// The kernels a codec's batched API launches, which the host finds by these names.
@@ -107,8 +97,6 @@ pub enum Kernel {
     Decompress,
     /// `{codec}_decompressed_sizes`.
     DecompressedSizes,
-    /// `{codec}_decompress_prologue`, where a codec has one.
-    DecompressPrologue,
 }
 
 /// Runs `kernel` of codec `C` over the batch `args`: each chunk is coded by the threads of its
@@ -122,7 +110,6 @@ pub unsafe fn run<C: ChunkKernels>(kernel: Kernel, args: &BatchArgs) {
         Kernel::Compress => C::COMPRESS,
         Kernel::Decompress => C::DECOMPRESS,
         Kernel::DecompressedSizes => C::SIZES,
-        Kernel::DecompressPrologue => C::PROLOGUE,
     };
     let warp = HardwareWarp;
     let (slot, slots) = match lanes {
@@ -145,16 +132,12 @@ pub unsafe fn run<C: ChunkKernels>(kernel: Kernel, args: &BatchArgs) {
         let chunk = unsafe { chunk_at(args, index, slot) };
         let result = unsafe {
             match kernel {
-                Kernel::Compress => Some(C::compress(&warp, &chunk, args)),
-                Kernel::Decompress => Some(C::decompress(&warp, &chunk, args)),
-                Kernel::DecompressedSizes => Some(C::decompressed_size(&warp, &chunk, args)),
-                Kernel::DecompressPrologue => {
-                    C::decompress_prologue(&warp, &chunk, args);
-                    None
-                }
+                Kernel::Compress => C::compress(&warp, &chunk, args),
+                Kernel::Decompress => C::decompress(&warp, &chunk, args),
+                Kernel::DecompressedSizes => C::decompressed_size(&warp, &chunk, args),
             }
         };
-        if records && let Some(result) = result {
+        if records {
             unsafe { finish(args, index, result) };
         }
         index += slots;
@@ -209,21 +192,14 @@ pub unsafe fn scratch_slot<'a, T>(args: &BatchArgs, slot: usize) -> &'a mut T {
     unsafe { &mut *(args.scratch as *mut T).add(slot) }
 }
 
-/// This thread's share of the block's dynamic shared memory, taken as `T`s of `per_thread` each.
-#[inline(always)]
-pub fn thread_shared<T>(per_thread: usize) -> *mut T {
-    unsafe { crate::gpu::dynamic_shared_memory::<T>().add(thread::thread_idx_x() as usize * per_thread) }
-}
-
 /// This warp's share of the block's dynamic shared memory, taken as `T`s of `per_warp` each.
 #[inline(always)]
 pub fn warp_shared<T>(per_warp: usize) -> *mut T {
     unsafe { crate::gpu::dynamic_shared_memory::<T>().add(HardwareWarp::index_in_block() as usize * per_warp) }
 }
 
-/// Defines a codec's batched kernels, `$compress`, `$decompress`, `$sizes` and, if named, the
-/// decompress prologue, each taking one [`BatchArgs`] and running the codec's [`ChunkKernels`]
-/// impl `$codec` over the batch.
+/// Defines a codec's batched kernels, `$compress`, `$decompress` and `$sizes`, each taking one
+/// [`BatchArgs`] and running the codec's [`ChunkKernels`] impl `$codec` over the batch.
 #[macro_export]
 macro_rules! batch_kernels {
     ($codec:ty: $compress:ident, $decompress:ident, $sizes:ident) => {
@@ -243,15 +219,6 @@ macro_rules! batch_kernels {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $sizes(args: ferrocomp_format::BatchArgs) {
             unsafe { $crate::batch::run::<$codec>($crate::batch::Kernel::DecompressedSizes, &args) }
-        }
-    };
-    ($codec:ty: $compress:ident, $decompress:ident, $sizes:ident, $prologue:ident) => {
-        $crate::batch_kernels!($codec: $compress, $decompress, $sizes);
-
-        /// The pass over the batch the decompress kernel needs first.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $prologue(args: ferrocomp_format::BatchArgs) {
-            unsafe { $crate::batch::run::<$codec>($crate::batch::Kernel::DecompressPrologue, &args) }
         }
     };
 }

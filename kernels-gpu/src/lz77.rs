@@ -378,6 +378,35 @@ pub unsafe fn copy<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: u32) {
     warp.for_each_strided((n - base) as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
 }
 
+/// [`copy`] where `dst` may lie below `src` within `n` bytes (a memmove down, as Zstd's literals
+/// move from the end of a block's room to their place): where they overlap, each step's bytes
+/// are all read before any is written.
+///
+/// # Safety
+/// As [`copy`], with `dst <= src`.
+pub unsafe fn copy_down<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: u32) {
+    const STEP: u32 = 4 * WARP_SIZE;
+    match src as usize - dst as usize {
+        0 => return,
+        distance if distance >= n as usize => return unsafe { copy(warp, src, dst, n) },
+        _ => {}
+    }
+    let mut base = 0;
+    while base < n {
+        let i = base + 4 * warp.lane();
+        let take = n.saturating_sub(i).min(4) as usize;
+        let mut bytes = [0u8; 4];
+        for (k, byte) in bytes.iter_mut().enumerate().take(take) {
+            *byte = unsafe { *src.add(i as usize + k) };
+        }
+        warp.sync(); // the step's bytes are read before any is overwritten
+        for (k, &byte) in bytes.iter().enumerate().take(take) {
+            unsafe { *dst.add(i as usize + k) = byte };
+        }
+        base += STEP;
+    }
+}
+
 /// The 4 bytes at `at`, little-endian, from the two aligned words that hold them: two loads
 /// instead of four, at any alignment.
 ///

@@ -1,53 +1,31 @@
-//! The Zstandard decode kernel on an emulated warp (32 host threads in lockstep), after the
-//! first pass decoded the sequences: for libzstd's frames of every kind, hand-made ones and
-//! corrupt ones, it must write exactly the bytes and report exactly the status of the format
-//! crate's scalar decoder.
+//! The Zstandard decode kernel on an emulated warp (32 host threads in lockstep): for libzstd's
+//! frames of every kind, hand-made ones and corrupt ones, it must write exactly the bytes and
+//! report exactly the status of the format crate's scalar decoder.
 
 use std::io::Write;
 
 use ferrocomp_format::Status;
-use ferrocomp_format::zstd::ahead;
-use ferrocomp_format::zstd::{self, DecodeTables, MAGIC, SequenceTables};
+use ferrocomp_format::zstd::{self, DecodeTables, MAGIC};
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::decode::{
-    Ahead, DECODE_SCRATCH_BYTES_PER_WARP, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP, decompress_chunk,
-    decompressed_size,
+    DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP, decompress_chunk, decompressed_size,
 };
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
-/// Shared memory (as much as either kernel takes) and scratch of one warp, full of garbage as a
-/// reused slot would be.
-fn warp_memory() -> (Vec<u32>, Vec<u8>) {
+/// Shared memory of one warp (as much as either kernel takes), full of garbage as a reused
+/// block's would be.
+fn warp_shared() -> Vec<u32> {
     let bytes = DECODE_SHARED_BYTES_PER_WARP.max(SIZES_SHARED_BYTES_PER_WARP);
-    let shared = (0..bytes.div_ceil(4)).map(|i| (i as u32).wrapping_mul(2_654_435_761)).collect();
-    (shared, vec![0x5A; DECODE_SCRATCH_BYTES_PER_WARP])
+    (0..bytes.div_ceil(4)).map(|i| (i as u32).wrapping_mul(2_654_435_761)).collect()
 }
 
-/// The first pass over `frames` into a slot of `words` (garbage before); returns the slot.
-fn decode_ahead(frames: &[u8], words: usize) -> Vec<u64> {
-    let mut slot: Vec<u64> = (0..words as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
-    let mut tables: Box<SequenceTables> = unsafe { Box::new_zeroed().assume_init() };
-    let stop = ahead::decode_sequences(frames, &mut tables, &mut slot[1..]);
-    slot[0] = stop.to_word();
-    slot
-}
-
+/// The kernel's result with room for `capacity` bytes.
 fn warp_decompress(frames: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
-    warp_decompress_in(frames, capacity, ahead::slot_words(capacity))
-}
-
-/// The kernel's result with a first-pass slot of `words`.
-fn warp_decompress_in(frames: &[u8], capacity: usize, words: usize) -> Result<Vec<u8>, Status> {
-    let (mut shared, mut scratch) = warp_memory();
-    let slot = decode_ahead(frames, words);
+    let mut shared = warp_shared();
     let mut out = vec![0xA5u8; capacity];
-    let (i, o) = (frames.as_ptr() as usize, out.as_mut_ptr() as usize);
-    let (s, x) = (shared.as_mut_ptr() as usize, scratch.as_mut_ptr() as usize);
-    let (sequences, stop) = (slot[1..].as_ptr() as usize, ahead::Stop::from_word(slot[0]));
+    let (i, o, s) = (frames.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
     let result = agreed(emulated::run(|warp| unsafe {
-        let ahead = Ahead { sequences: sequences as *const u64, stop };
-        let (input, out) = (i as *const u8, o as *mut u8);
-        decompress_chunk(warp, input, frames.len(), out, capacity, s as *mut u8, x as *mut u8, ahead)
+        decompress_chunk(warp, i as *const u8, frames.len(), o as *mut u8, capacity, s as *mut u8)
     }));
     result.map(|n| {
         out.truncate(n);
@@ -56,11 +34,9 @@ fn warp_decompress_in(frames: &[u8], capacity: usize, words: usize) -> Result<Ve
 }
 
 fn warp_size(frames: &[u8]) -> Result<usize, Status> {
-    let (mut shared, mut scratch) = warp_memory();
-    let (i, s, x) = (frames.as_ptr() as usize, shared.as_mut_ptr() as usize, scratch.as_mut_ptr() as usize);
-    agreed(emulated::run(|warp| unsafe {
-        decompressed_size(warp, i as *const u8, frames.len(), s as *mut u8, x as *mut u8)
-    }))
+    let mut shared = warp_shared();
+    let (i, s) = (frames.as_ptr() as usize, shared.as_mut_ptr() as usize);
+    agreed(emulated::run(|warp| unsafe { decompressed_size(warp, i as *const u8, frames.len(), s as *mut u8) }))
 }
 
 fn scalar_decompress(frames: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
@@ -199,20 +175,26 @@ fn large_blocks_and_long_matches() {
 }
 
 #[test]
-fn a_slot_short_of_the_sequences_fails_where_they_run_out() {
-    // Two frames with several blocks each: the sequences run on across blocks and frames.
-    let data = text_bytes(3000, 9);
-    let one = libzstd(&data, 19, false, true, Some(10));
-    let frames = [one.clone(), one].concat();
-    let stop_with_room = |n: usize| ahead::Stop::from_word(decode_ahead(&frames, 1 + n)[0]);
-    let needed = (0..frames.len() * 8).find(|&n| stop_with_room(n) == ahead::Stop::No).unwrap();
-    assert!(needed > 100, "{needed} sequences");
-    assert_eq!(stop_with_room(needed - 1), ahead::Stop::Unstored { at: needed as u32 - 1 });
-    let room = |n: usize| warp_decompress_in(&frames, 2 * data.len(), 1 + n);
-    assert_eq!(room(needed - 1), Err(Status::ChunkTooLarge));
-    assert_eq!(room(needed), Ok([&data[..], &data[..]].concat()));
-    // Room for fewer sequences than a too-small output takes: the output's status comes first.
-    assert_eq!(warp_decompress_in(&frames, data.len(), 1 + needed / 2), Err(Status::OutputTooSmall));
+fn literals_wait_in_the_room_the_output_has_left() {
+    // Two frames of many blocks, with and without a content size (whose room ends at the frame's
+    // end): each block's literals are decoded at the end of its room, as close to their place as
+    // the output allows (exactly), a few bytes on, or a block on; the sequences run on in batches
+    // across blocks and frames. Text, and numbers and periods (short offsets, matches reading
+    // the bytes just written).
+    for (name, generate) in KINDS.into_iter().filter(|(name, _)| ["text", "numbers", "periods"].contains(name)) {
+        let data = generate(2500, 9);
+        for content_size in [false, true] {
+            let one = libzstd(&data, 19, false, content_size, Some(10));
+            let frames = [one.clone(), one].concat();
+            let both = [&data[..], &data[..]].concat();
+            for spare in [0, 3, 5000] {
+                let what = format!("{name}, content size {content_size}, {spare} bytes spare");
+                assert_eq!(check_same(&frames, both.len() + spare, &what).as_deref(), Ok(&both[..]), "{what}");
+            }
+            let what = format!("{name}, content size {content_size}, a byte short");
+            assert_eq!(check_same(&frames, both.len() - 1, &what), Err(Status::OutputTooSmall), "{what}");
+        }
+    }
 }
 
 /// A skippable frame with `payload`.

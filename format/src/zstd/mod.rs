@@ -3,8 +3,9 @@
 //!
 //! The decoder is split in the phases the GPU kernels share out: frame and block headers
 //! ([`frame`]), the literals section (its Huffman streams decoded one per lane, [`huffman`]), the
-//! sequences section (FSE tables and sequences, [`sequences`], decoded ahead of the rest a lane
-//! per chunk, [`ahead`]), and the execution of the sequences into the output ([`decode`]).
+//! sequences section (FSE tables and sequences, [`sequences`], decoded a batch at a time by one
+//! lane while the warp writes the batch before), and the execution of the sequences into the
+//! output ([`decode`]).
 //!
 //! [`decompress`] reads any frame libzstd writes, without a dictionary: every frame header option,
 //! skippable frames, raw, RLE and compressed blocks, all literal and sequence modes, and the
@@ -16,7 +17,6 @@
 //! - `OutputTooSmall`: the output (or a frame's stated content size) does not fit `out`;
 //! - `DictionaryRequired`: a frame names a dictionary; `BadChecksum`: the XXH64 does not match.
 
-pub mod ahead;
 pub mod bits;
 pub mod decode;
 pub mod encode;

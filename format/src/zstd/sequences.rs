@@ -296,6 +296,35 @@ impl<'a> SequenceDecoder<'a> {
     pub fn finished(&self) -> bool {
         self.bits.finished()
     }
+
+    /// Decodes `out.len()` sequences as (literal length, match length, offset), their offsets
+    /// resolved through `reps`; the last of them is the block's last if `ends_block`. Each is
+    /// stored while the next one's cells load: a GPU lane issues in order, and the store's work
+    /// (the repeat offsets) fills the loads' latency.
+    #[inline(always)]
+    pub fn decode_resolved(
+        &mut self,
+        tables: &SequenceTables,
+        reps: &mut RepeatOffsets,
+        out: &mut [[u32; 3]],
+        ends_block: bool,
+    ) {
+        let Some((last, body)) = out.split_last_mut() else { return };
+        let mut store = |slot: &mut [u32; 3], sequence: Sequence| {
+            let offset = reps.resolve(sequence.offset_value, sequence.literals);
+            *slot = [sequence.literals, sequence.match_len, offset];
+        };
+        if let Some((first, rest)) = body.split_first_mut() {
+            let (mut pending, mut pending_slot) = (self.next(tables, false), first);
+            for slot in rest {
+                let cells = self.cells(tables);
+                store(pending_slot, pending);
+                (pending, pending_slot) = (self.next_from(cells, false), slot);
+            }
+            store(pending_slot, pending);
+        }
+        store(last, self.next(tables, ends_block));
+    }
 }
 
 /// The three most recent offsets, most recent first.

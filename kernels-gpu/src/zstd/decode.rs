@@ -1,68 +1,56 @@
 //! Zstandard decompression on the GPU, a warp per chunk, its lanes sharing each phase of the
-//! format crate's decoder (`ferrocomp_format::zstd`), with its statuses and bytes:
+//! format crate's decoder (`ferrocomp_format::zstd`), with its statuses and bytes. It needs no
+//! memory but the output and the warp's shared memory:
 //!
 //! - frame, block and section headers: every lane reads them (the same bytes, the same result);
 //! - raw and RLE blocks, raw literals, the literals left after a block's sequences: warp copies;
 //! - a Huffman tree: lane 0 reads the weights, the warp fills the decode table's cells; the four
 //!   literal streams: lanes 0..4, each with the format crate's one-stream decoder, into the
-//!   warp's scratch;
-//! - sequences: decoded before, by the first pass (`ferrocomp_format::zstd::ahead`, a lane per
-//!   chunk, as FSE is serial); the warp reads 32 at a time, each lane checks one as
-//!   `Cursor::advance` would, placed by prefix sums, and the warp writes them: runs of short
-//!   sequences whose matches read bytes written before them, 32 output bytes a step; any other
-//!   sequence alone, with warp copies;
+//!   output itself, at the end of the room the block may fill (see [`literals_end`]);
+//! - sequences: lane 0 reads the FSE tables and decodes 32 at a time (FSE is serial) into
+//!   shared memory; each lane checks one as `Cursor::advance` would, placed by prefix sums, and
+//!   the warp writes them: runs of short sequences whose matches read bytes written before them,
+//!   32 output bytes a step; any other sequence alone, with warp copies;
 //! - the XXH64 checksum: lanes 0..4 each keep one accumulator over the frame's stripes.
 //!
 //! The sizes kernel runs the format crate's `decompressed_size` in lane 0: it reads headers and,
 //! for frames without a content size, sequences, all serial work.
 
-use crate::lz77::{SHORT_SEQUENCE, copy, copy_match, last_starting_by, scan_add};
+use crate::lz77::{SHORT_SEQUENCE, copy, copy_down, copy_match, last_starting_by, scan_add};
 use crate::raw::bytes;
 use crate::warp::{WARP_SIZE, Warp, first_lane};
 use ferrocomp_format::Status;
-use ferrocomp_format::zstd::ahead::{self, Stop};
 use ferrocomp_format::zstd::frame::{
-    BlockKind, FrameHeader, LiteralsHeader, LiteralsKind, MAX_BLOCK_SIZE, for_each_frame, little_endian,
-    read_block_header, read_literals_header,
+    BlockKind, FrameHeader, LiteralsHeader, LiteralsKind, for_each_frame, little_endian, read_block_header,
+    read_literals_header,
 };
-use ferrocomp_format::zstd::sequences::{self, Cursor, Sequence};
-use ferrocomp_format::zstd::{DecodeTables, HuffmanTables, huffman, xxh64};
+use ferrocomp_format::zstd::sequences::{self, Cursor, RepeatOffsets, Sequence, SequenceDecoder, SequencesHeader};
+use ferrocomp_format::zstd::{DecodeTables, HuffmanTables, SequenceTables, huffman, xxh64};
 
 /// Sequences the warp writes at a time.
 const BATCH: usize = WARP_SIZE as usize;
 
-/// What a warp keeps in shared memory: the literals' tables.
+/// What a warp keeps in shared memory: the literals' and the sequences' tables, and the batch of
+/// sequences lane 0 decoded for the warp to write.
 #[repr(C)]
 struct WarpShared {
     literals: HuffmanTables,
+    sequences: SequenceTables,
+    batch: [[u32; 3]; BATCH],
 }
 
 /// Bytes of shared memory each warp of the decompress kernel needs (4-byte aligned).
 pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<WarpShared>();
 /// Bytes of shared memory each warp of the sizes kernel needs (4-byte aligned): all the tables.
 pub const SIZES_SHARED_BYTES_PER_WARP: usize = size_of::<DecodeTables>();
-/// Bytes of global scratch each warp needs: a block's decoded literals.
-pub const DECODE_SCRATCH_BYTES_PER_WARP: usize = MAX_BLOCK_SIZE;
 
-/// A chunk's sequences as the first pass left them ([`ahead::decode_sequences`]).
-#[derive(Clone, Copy)]
-pub struct Ahead {
-    /// The stored sequences, in the chunk's order.
-    pub sequences: *const u64,
-    /// Where the pass stopped short.
-    pub stop: Stop,
-}
-
-/// Decodes every frame of the chunk `input[..n]` into `out[..capacity]`, with its sequences
-/// from `ahead`; returns the decoded size, in every lane: the format crate's `zstd::decompress`,
-/// warp-wide.
+/// Decodes every frame of the chunk `input[..n]` into `out[..capacity]`; returns the decoded
+/// size, in every lane: the format crate's `zstd::decompress`, warp-wide. Bytes of `out` past
+/// the decoded size may be overwritten (with literals on their way to their place).
 ///
 /// # Safety
-/// `input` must be readable for `n` bytes, `out` writable for `capacity`, `shared` (4-byte
-/// aligned) for [`DECODE_SHARED_BYTES_PER_WARP`], `scratch` for
-/// [`DECODE_SCRATCH_BYTES_PER_WARP`] and `ahead.sequences` for the sequences its stop says are
-/// stored, none written by anyone else meanwhile.
-#[allow(clippy::too_many_arguments)]
+/// `input` must be readable for `n` bytes, `out` writable for `capacity` and `shared` (4-byte
+/// aligned) for [`DECODE_SHARED_BYTES_PER_WARP`], none written by anyone else meanwhile.
 pub unsafe fn decompress_chunk<W: Warp>(
     warp: &W,
     input: *const u8,
@@ -70,25 +58,22 @@ pub unsafe fn decompress_chunk<W: Warp>(
     out: *mut u8,
     capacity: usize,
     shared: *mut u8,
-    scratch: *mut u8,
-    ahead: Ahead,
 ) -> Result<usize, Status> {
     let input = unsafe { bytes(input, n) };
-    let mut chunk = Job { input, out, capacity, shared: shared as *mut WarpShared, scratch, ahead, next_sequence: 0 };
-    for_each_frame(input, |ip, op, header| unsafe { decode_frame(warp, &mut chunk, ip, op, header) })
+    let chunk = Job { input, out, capacity, shared: shared as *mut WarpShared };
+    for_each_frame(input, |ip, op, header| unsafe { decode_frame(warp, &chunk, ip, op, header) })
 }
 
 /// The size the chunk `input[..n]` decodes to, in every lane: the format crate's
 /// `zstd::decompressed_size`, run by lane 0.
 ///
 /// # Safety
-/// As [`decompress_chunk`], with `shared` of [`SIZES_SHARED_BYTES_PER_WARP`] (`scratch` is unused).
+/// As [`decompress_chunk`], with `shared` of [`SIZES_SHARED_BYTES_PER_WARP`].
 pub unsafe fn decompressed_size<W: Warp>(
     warp: &W,
     input: *const u8,
     n: usize,
     shared: *mut u8,
-    _scratch: *mut u8,
 ) -> Result<usize, Status> {
     first_lane(warp, || {
         let tables = unsafe { &mut *(shared as *mut DecodeTables) };
@@ -102,10 +87,6 @@ struct Job<'a> {
     out: *mut u8,
     capacity: usize,
     shared: *mut WarpShared,
-    scratch: *mut u8,
-    ahead: Ahead,
-    /// Index (in the chunk) of the next block's first sequence.
-    next_sequence: u32,
 }
 
 impl Job<'_> {
@@ -121,24 +102,28 @@ impl Job<'_> {
     }
 }
 
-/// What a frame's blocks leave for the next: where they got to, and the Huffman table's log
-/// (for treeless literals), if there is one.
+/// What a frame's blocks leave for the next: where they got to, the Huffman table's log (for
+/// treeless literals), if there is one, and the repeat offsets (lane 0's).
 struct FrameState {
     cursor: Cursor,
     huffman_log: Option<u32>,
+    reps: RepeatOffsets,
 }
 
 /// Decodes the blocks and checksum of the frame with `header`, from input position `ip` and
 /// output position `op`; returns both after it.
 unsafe fn decode_frame<W: Warp>(
     warp: &W,
-    chunk: &mut Job,
+    chunk: &Job,
     mut ip: usize,
     op: usize,
     header: &FrameHeader,
 ) -> Result<(usize, usize), Status> {
     let cursor = Cursor::for_frame(header, op, chunk.capacity, Status::OutputTooSmall)?;
-    let mut frame = FrameState { cursor, huffman_log: None };
+    let mut frame = FrameState { cursor, huffman_log: None, reps: RepeatOffsets::START };
+    if warp.lane() == 0 {
+        unsafe { (*chunk.shared).sequences.repeatable = 0 }; // read by lane 0 alone
+    }
     loop {
         let block = read_block_header(chunk.input.get(ip..).unwrap_or(&[]), frame.cursor.block_max)?;
         let content = chunk.input.get(ip + 3..ip + 3 + block.content_len()).ok_or(Status::Truncated)?;
@@ -188,10 +173,19 @@ unsafe fn fill<W: Warp>(warp: &W, dst: *mut u8, byte: u8, n: usize) {
     warp.for_each_strided(n, |i| unsafe { *dst.add(i) = byte });
 }
 
+/// Where in the output a block's decoded literals end: at the end of the room the block may
+/// fill (its size limit, the frame's). Every sequence that passes `Cursor::advance` leaves the
+/// output position plus the literals still to come within that room, so the sequences write
+/// below the literals they have not taken yet; a sequence's own literals move down to it (see
+/// [`copy_down`]).
+fn literals_end(cursor: &Cursor) -> usize {
+    cursor.limit.min(cursor.block_start + cursor.block_max)
+}
+
 /// Decodes a compressed block's `content` at the frame's cursor.
 unsafe fn decode_compressed<W: Warp>(
     warp: &W,
-    chunk: &mut Job,
+    chunk: &Job,
     content: &[u8],
     frame: &mut FrameState,
 ) -> Result<(), Status> {
@@ -204,43 +198,40 @@ unsafe fn decode_compressed<W: Warp>(
         return Err(cursor.limit_status);
     }
     let section = content.get(header.len..header.len + header.stored).ok_or(Status::Malformed)?;
-    let literals = unsafe { read_literals(warp, chunk, &header, section, &mut frame.huffman_log)? };
-    let cursor = &mut frame.cursor;
-    cursor.literals_left = header.regenerated;
+    let decoded_at = unsafe { chunk.out.add(literals_end(cursor) - header.regenerated) };
+    let literals = unsafe { read_literals(warp, chunk, &header, section, &mut frame.huffman_log, decoded_at)? };
+    frame.cursor.literals_left = header.regenerated;
     let sequences = content.get(header.len + header.stored..).unwrap_or(&[]);
     let seq_header = sequences::read_header(sequences)?;
     let mut literal_at = 0;
     if seq_header.count > 0 {
-        let (first, end) = (chunk.next_sequence, chunk.next_sequence.wrapping_add(seq_header.count));
-        chunk.ahead.stop.before(first)?;
-        literal_at = unsafe { run_sequences(warp, chunk, seq_header.count, literals, &mut frame.cursor)? };
-        chunk.ahead.stop.after(end)?;
-        chunk.next_sequence = end;
+        literal_at = unsafe { run_sequences(warp, chunk, sequences, &seq_header, literals, frame)? };
     }
     let cursor = &mut frame.cursor;
     let dst = unsafe { chunk.out.add(cursor.op) };
-    unsafe { copy(warp, literals.add(literal_at), dst, cursor.literals_left as u32) };
+    unsafe { copy_down(warp, literals.add(literal_at), dst, cursor.literals_left as u32) };
     warp.sync(); // the block is visible to every lane
     cursor.op += cursor.literals_left;
     cursor.literals_left = 0;
     Ok(())
 }
 
-/// Where the block's literals are: raw ones in the input, RLE and Huffman-coded ones decoded into
-/// the scratch. Reads (and keeps, in `huffman_log`) a Huffman tree.
+/// Where the block's literals are: raw ones in the input, RLE and Huffman-coded ones decoded at
+/// `decoded_at`. Reads (and keeps, in `huffman_log`) a Huffman tree.
 unsafe fn read_literals<W: Warp>(
     warp: &W,
     chunk: &Job,
     header: &LiteralsHeader,
     section: &[u8],
     huffman_log: &mut Option<u32>,
+    decoded_at: *mut u8,
 ) -> Result<*const u8, Status> {
     let streams = match header.kind {
         LiteralsKind::Raw => return Ok(section.as_ptr()),
         LiteralsKind::Rle => {
-            unsafe { fill(warp, chunk.scratch, section.first().copied().unwrap_or(0), header.regenerated) };
+            unsafe { fill(warp, decoded_at, section.first().copied().unwrap_or(0), header.regenerated) };
             warp.sync();
-            return Ok(chunk.scratch);
+            return Ok(decoded_at);
         }
         LiteralsKind::Compressed => {
             let (log, used) = unsafe { read_huffman_table(warp, chunk, section)? };
@@ -251,8 +242,8 @@ unsafe fn read_literals<W: Warp>(
         LiteralsKind::Treeless => return Err(Status::Malformed),
     };
     let log = huffman_log.unwrap_or(0);
-    unsafe { decode_huffman_literals(warp, chunk, streams, header, log)? };
-    Ok(chunk.scratch)
+    unsafe { decode_huffman_literals(warp, chunk, streams, header, log, decoded_at)? };
+    Ok(decoded_at)
 }
 
 /// Reads a Huffman tree description at the start of `section`: lane 0 its weights, then the warp
@@ -327,13 +318,14 @@ unsafe fn fill_huffman_table<W: Warp>(warp: &W, chunk: &Job, symbols: usize) -> 
     Ok(log)
 }
 
-/// Decodes Huffman-coded literals (1 stream in lane 0, or 4 in lanes 0..4) into the scratch.
+/// Decodes Huffman-coded literals (1 stream in lane 0, or 4 in lanes 0..4) at `decoded_at`.
 unsafe fn decode_huffman_literals<W: Warp>(
     warp: &W,
     chunk: &Job,
     streams: &[u8],
     header: &LiteralsHeader,
     log: u32,
+    decoded_at: *mut u8,
 ) -> Result<(), Status> {
     let lane = warp.lane() as usize;
     let literals = header.regenerated;
@@ -348,7 +340,7 @@ unsafe fn decode_huffman_literals<W: Warp>(
         let size = sizes.get(lane).copied().unwrap_or(0);
         let stream = streams.get(from..from + size).ok_or(Status::Malformed);
         let len = if lane == 3 || !header.four_streams { literals - lane * segment } else { segment };
-        let out = unsafe { core::slice::from_raw_parts_mut(chunk.scratch.add(lane * segment), len) };
+        let out = unsafe { core::slice::from_raw_parts_mut(decoded_at.add(lane * segment), len) };
         stream.and_then(|stream| huffman::decode_stream(&unsafe { chunk.tables() }.cells, log, stream, out))
     } else {
         Ok(())
@@ -358,19 +350,33 @@ unsafe fn decode_huffman_literals<W: Warp>(
     if failed { Err(Status::Malformed) } else { Ok(()) }
 }
 
-/// Writes the block's `count` sequences (the chunk's next), a batch at a time, with the literals
-/// at `literals`; returns how many literals they took.
+/// Decodes and writes the block's sequences (`section`, with `header`), a batch at a time: lane
+/// 0 reads the tables and decodes each batch into shared memory, the warp checks and writes it,
+/// with the literals at `literals`. Returns how many literals they took.
 unsafe fn run_sequences<W: Warp>(
     warp: &W,
     chunk: &Job,
-    count: u32,
+    section: &[u8],
+    header: &SequencesHeader,
     literals: *const u8,
-    cursor: &mut Cursor,
+    frame: &mut FrameState,
 ) -> Result<usize, Status> {
+    let tables_at = section.get(header.len..).unwrap_or(&[]);
+    let tables: *mut SequenceTables = unsafe { &raw mut (*chunk.shared).sequences };
+    let used = first_lane(warp, || sequences::read_tables(header.modes, tables_at, unsafe { &mut *tables }))?;
+    let tables = unsafe { &*tables };
+    // Every lane starts the decoder (the same bytes, the same result); lane 0 runs it.
+    let mut decoder = SequenceDecoder::new(tables_at.get(used..).unwrap_or(&[]), tables)?;
+    let batch = unsafe { &mut (*chunk.shared).batch };
+    let (count, cursor) = (header.count, &mut frame.cursor);
     let (mut written, mut literal_at) = (0, 0);
     while written < count {
         let len = (count - written).min(BATCH as u32);
-        let me = unsafe { place(warp, chunk, chunk.next_sequence.wrapping_add(written), len) };
+        if warp.lane() == 0 {
+            decoder.decode_resolved(tables, &mut frame.reps, &mut batch[..len as usize], written + len == count);
+        }
+        warp.sync(); // the batch is visible to every lane
+        let me = place(warp, batch, len);
         check(warp, cursor, &me, len)?;
         let (bytes, taken) = unsafe { write_batch(warp, chunk, literals.add(literal_at), cursor.op, len, &me) };
         cursor.op += bytes;
@@ -378,12 +384,14 @@ unsafe fn run_sequences<W: Warp>(
         literal_at += taken;
         written += len;
     }
+    if warp.ballot(warp.lane() == 0 && !decoder.finished()) != 0 {
+        return Err(Status::Malformed); // the bitstream has bits left
+    }
     Ok(literal_at)
 }
 
 /// One sequence of a batch as its lane holds it: output position and literals position
-/// (relative to the batch's), literal and match lengths, offset, and whether the first pass had
-/// no room to store it.
+/// (relative to the batch's), literal and match lengths, and offset.
 #[derive(Clone, Copy)]
 struct Placed {
     start: u32,
@@ -391,30 +399,23 @@ struct Placed {
     literals: u32,
     match_len: u32,
     offset: u32,
-    unstored: bool,
 }
 
-/// Lane i's sequence of the `len` from the chunk's sequence `first` on (none past them), placed
-/// by prefix sums.
-unsafe fn place<W: Warp>(warp: &W, chunk: &Job, first: u32, len: u32) -> Placed {
+/// Lane i's sequence of the `len` in `batch` (none past them), placed by prefix sums.
+fn place<W: Warp>(warp: &W, batch: &[[u32; 3]; BATCH], len: u32) -> Placed {
     let lane = warp.lane();
-    let index = first.wrapping_add(lane);
-    let stored = lane < len && index < chunk.ahead.stop.stored();
-    let word = if stored { unsafe { *chunk.ahead.sequences.add(index as usize) } } else { 0 };
-    let [literals, match_len, offset] = ahead::unpack(word);
+    let [literals, match_len, offset] = if lane < len { batch[lane as usize] } else { [0; 3] };
     let bytes = literals + match_len;
     let start = scan_add(warp, bytes) - bytes;
     let literal_at = scan_add(warp, literals) - literals;
-    Placed { start, literal_at, literals, match_len, offset, unstored: lane < len && !stored }
+    Placed { start, literal_at, literals, match_len, offset }
 }
 
 /// Checks the batch's `len` sequences at `cursor` as the format crate's `Cursor::advance` does
-/// one after another: each lane its own, from where the sequences before it leave the cursor
-/// (one the first pass did not store fails). The status is the first failing sequence's.
+/// one after another: each lane its own, from where the sequences before it leave the cursor.
+/// The status is the first failing sequence's.
 fn check<W: Warp>(warp: &W, cursor: &Cursor, me: &Placed, len: u32) -> Result<(), Status> {
-    let status = if me.unstored {
-        Stop::UNSTORED_STATUS as u32
-    } else if warp.lane() < len {
+    let status = if warp.lane() < len {
         let mut at = *cursor;
         at.op += me.start as usize;
         // Past the literals left, a sequence before this one fails first.
@@ -453,7 +454,8 @@ unsafe fn write_batch<W: Warp>(
             let one = shuffle_placed(warp, me, next_alone);
             let match_at = op + (one.start + one.literals) as usize;
             unsafe {
-                copy(warp, literals.add(one.literal_at as usize), chunk.out.add(op + one.start as usize), one.literals);
+                let literal = literals.add(one.literal_at as usize);
+                copy_down(warp, literal, chunk.out.add(op + one.start as usize), one.literals);
                 warp.sync(); // the literals may be the match's source
                 // Addressed from the match's source, which the checks keep within the frame.
                 let source = chunk.out.add(match_at - one.offset as usize);
@@ -474,7 +476,6 @@ fn shuffle_placed<W: Warp>(warp: &W, placed: &Placed, from: u32) -> Placed {
         literals: warp.shuffle(placed.literals, from),
         match_len: warp.shuffle(placed.match_len, from),
         offset: warp.shuffle(placed.offset, from),
-        unstored: false,
     }
 }
 
@@ -549,6 +550,7 @@ impl Run {
                     };
                 }
             }
+            warp.sync(); // every literal read before its place (which may hold a later one) is written
             for (i, &byte) in bytes.iter().enumerate() {
                 let at = step + i as u32 * WARP_SIZE + lane;
                 if at < self.total {

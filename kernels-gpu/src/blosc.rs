@@ -1,26 +1,40 @@
 //! Blosc 1 chunks on the GPU: a block of threads (CTA) per chunk.
 //!
 //! Decompression: the CTA's warps take the chunk's streams (every stream of every block) in
-//! turns; a warp decodes LZ4/LZ4HC and Snappy streams with the warp decoder LZ4 uses
-//! (`crate::lz77`), copies raw ones across its lanes, and runs BloscLZ, zlib and zstd streams in
-//! its first lane (the format crate's decoders: zstd's warp decoder needs a sequence pass and
-//! 128 KiB of literals per warp, more scratch than a CTA of 16 warps per chunk can keep). Shuffled chunks decode into the chunk's scratch
-//! slot, and after a barrier every thread of the CTA unshuffles a share of the elements into the
-//! output; unshuffled chunks decode straight into the output.
+//! turns; a warp decodes each with the warp decoder of its codec, LZ4/LZ4HC and Snappy with the
+//! one LZ4 uses (`crate::lz77`), zstd and zlib with Zstd's and Deflate's (their tables in the
+//! warp's shared memory), copies raw ones across its lanes, and runs BloscLZ, which has no warp
+//! decoder, in its first lane (the format crate's). Shuffled chunks decode into the chunk's
+//! scratch slot, and after a barrier every thread of the CTA unshuffles a share of the elements
+//! into the output; unshuffled chunks decode straight into the output.
 
+use crate::deflate::decode::Output;
 use crate::raw::{bytes, bytes_mut};
 use crate::warp::{Warp, first_lane};
 use ferrocomp_format::Status;
 use ferrocomp_format::blosc::shuffle::{bit_plane_index, byte_shuffled_index, transpose_bits};
-use ferrocomp_format::blosc::{Compressor, Shuffle, Stream, StreamTables, blosclz};
+use ferrocomp_format::blosc::{Compressor, Shuffle, Stream, blosclz};
 use ferrocomp_format::deflate::{self, Wrapper};
 use ferrocomp_format::lz4::HASH_ENTRIES;
 
 /// Most warps per CTA of the decompress kernel (the host launches fewer for small chunks, which
 /// have fewer streams to share out).
 pub const DECOMPRESS_WARPS: usize = 16;
-/// Shared memory per CTA of the decompress kernel: per warp, its first failing stream and status.
-pub const DECOMPRESS_SHARED_BYTES: usize = DECOMPRESS_WARPS * 8;
+/// Shared memory each warp of the decompress kernel decodes a stream with: Zstd's tables or
+/// Deflate's, whichever are larger.
+pub const STREAM_SHARED_BYTES_PER_WARP: usize = {
+    let (zstd, deflate) =
+        (crate::zstd::decode::DECODE_SHARED_BYTES_PER_WARP, crate::deflate::DECODE_SHARED_BYTES_PER_WARP);
+    if zstd > deflate { zstd } else { deflate }
+};
+/// Where the warps' tables start in a decompress CTA's shared memory: after each warp's first
+/// failing stream and status.
+const STREAM_SHARED_AT: usize = DECOMPRESS_WARPS * 8;
+
+/// Shared memory of a decompress CTA of `warps` warps.
+pub const fn decompress_shared_bytes(warps: u32) -> usize {
+    STREAM_SHARED_AT + warps as usize * STREAM_SHARED_BYTES_PER_WARP
+}
 /// Warps per CTA of the compress kernel.
 pub const COMPRESS_WARPS: usize = 4;
 /// Shared memory per CTA of the compress kernel: an LZ4 hash table per warp, then the chunk's
@@ -28,9 +42,9 @@ pub const COMPRESS_WARPS: usize = 4;
 pub const COMPRESS_SHARED_BYTES: usize = COMPRESS_WARPS * HASH_ENTRIES * 2 + 16;
 
 /// Bytes of decompress scratch a chunk of at most `max_chunk_bytes` needs: the chunk before it
-/// is unshuffled (rounded up to 16), then a [`StreamTables`] per warp.
+/// is unshuffled (rounded up to 16).
 pub const fn decompress_slot_bytes(max_chunk_bytes: usize) -> usize {
-    max_chunk_bytes.next_multiple_of(16) + DECOMPRESS_WARPS * size_of::<StreamTables>()
+    max_chunk_bytes.next_multiple_of(16)
 }
 
 /// Most streams a chunk of `n` bytes is cut into by the encoder: a block is at least 64 KiB less
@@ -57,19 +71,20 @@ pub fn unpack_options(options: u32) -> (usize, Shuffle) {
 }
 
 /// Decodes `stream` of `chunk` into the `stream.decoded_len` bytes at `dest`, with the warp; a
-/// stream that is not raw needs a `compressor`. `tables` serves zlib and zstd streams (the first
-/// lane's). The same checks and statuses as `ferrocomp_format::blosc::decompress_block`.
+/// stream that is not raw needs a `compressor`. `shared`, the warp's, holds zstd's and zlib's
+/// tables. The same checks and statuses as `ferrocomp_format::blosc::decompress_block`.
 ///
 /// # Safety
 /// `chunk` must be readable for the stream's bytes, `dest` writable for `stream.decoded_len`
-/// bytes and `tables` for one [`StreamTables`], none of them written by others meanwhile.
+/// bytes and `shared` (4-byte aligned) for [`STREAM_SHARED_BYTES_PER_WARP`], none of them
+/// written by others meanwhile.
 pub unsafe fn decode_stream<W: Warp>(
     warp: &W,
     compressor: Option<Compressor>,
     stream: &Stream,
     chunk: *const u8,
     dest: *mut u8,
-    tables: *mut StreamTables,
+    shared: *mut u8,
 ) -> Result<(), Status> {
     let input = unsafe { chunk.add(stream.at) };
     if stream.is_raw() {
@@ -84,15 +99,16 @@ pub unsafe fn decode_stream<W: Warp>(
         Some(Compressor::Snappy) => unsafe {
             crate::snappy::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len)
         },
-        Some(compressor @ (Compressor::BloscLz | Compressor::Zlib | Compressor::Zstd)) => first_lane(warp, || {
-            let input = unsafe { bytes(input, stream.len) };
-            let out = unsafe { bytes_mut(dest, stream.decoded_len) };
-            let tables = unsafe { &mut *tables };
-            match compressor {
-                Compressor::Zlib => deflate::decompress(input, Wrapper::Zlib, out, &mut tables.zlib),
-                Compressor::Zstd => ferrocomp_format::zstd::decompress(input, out, &mut tables.zstd),
-                _ => blosclz::decompress(input, out),
-            }
+        Some(Compressor::Zstd) => unsafe {
+            crate::zstd::decode::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len, shared)
+        },
+        Some(Compressor::Zlib) => unsafe {
+            let tables = shared as *mut deflate::DecodeTables;
+            let output = Output::to(dest, stream.decoded_len);
+            crate::deflate::decode::decompress_chunk(warp, input, stream.len, Wrapper::Zlib, output, tables)
+        },
+        Some(Compressor::BloscLz) => first_lane(warp, || {
+            blosclz::decompress(unsafe { bytes(input, stream.len) }, unsafe { bytes_mut(dest, stream.decoded_len) })
         }),
         None => Err(Status::Unsupported),
     };
@@ -245,15 +261,16 @@ mod kernels {
             let stride = (args.scratch_len as usize / slots) & !15;
             let slot = args.scratch as *mut u8;
             let slot = unsafe { slot.add(chunk.slot * stride) };
-            let tables_at = stride.saturating_sub(DECOMPRESS_WARPS * size_of::<StreamTables>());
             let shuffle = header.shuffle();
-            if shuffle != Shuffle::None && n > tables_at {
+            if shuffle != Shuffle::None && n > stride {
                 return Err(Status::OutputTooSmall); // the host sized the scratch for smaller chunks
             }
             let target = if shuffle == Shuffle::None { chunk.output } else { slot };
             let (warp_index, warps) = (HardwareWarp::index_in_block() as usize, HardwareWarp::per_block() as usize);
-            let tables = unsafe { (slot.add(tables_at) as *mut StreamTables).add(warp_index) };
-            let failure = unsafe { decode_streams(warp, &header, input, target, tables, warp_index, warps) };
+            let shared = unsafe {
+                dynamic_shared_memory::<u8>().add(STREAM_SHARED_AT + warp_index * STREAM_SHARED_BYTES_PER_WARP)
+            };
+            let failure = unsafe { decode_streams(warp, &header, input, target, shared, warp_index, warps) };
             // The chunk's status is that of its first failing stream, as the CPU decoder finds it.
             let failures = dynamic_shared_memory::<(u32, u32)>();
             if warp.lane() == 0 {
@@ -297,7 +314,7 @@ mod kernels {
         header: &Header,
         input: &[u8],
         target: *mut u8,
-        tables: *mut StreamTables,
+        shared: *mut u8,
         warp_index: usize,
         warps: usize,
     ) -> Option<(usize, Status)> {
@@ -313,7 +330,7 @@ mod kernels {
             // A leftover last block has fewer streams than the others.
             let Some(stream) = streams.as_slice().get(item % per_block) else { continue };
             let dest = unsafe { target.add(header.block_start(block) + stream.decoded_at) };
-            if let Err(status) = unsafe { decode_stream(warp, compressor, stream, input.as_ptr(), dest, tables) } {
+            if let Err(status) = unsafe { decode_stream(warp, compressor, stream, input.as_ptr(), dest, shared) } {
                 return Some((item, status));
             }
         }

@@ -5,7 +5,9 @@
 use ferrocomp_format::Status;
 use ferrocomp_format::blosc::{self, Header, Shuffle, StreamTables, shuffle};
 use ferrocomp_format::lz4::HASH_ENTRIES;
-use ferrocomp_kernels_gpu::blosc::{Direction, decode_stream, transpose_unit, transpose_units};
+use ferrocomp_kernels_gpu::blosc::{
+    Direction, STREAM_SHARED_BYTES_PER_WARP, decode_stream, transpose_unit, transpose_units,
+};
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_tests::{c_blosc, random_bytes, text_bytes};
 
@@ -34,8 +36,10 @@ fn kernel_decompress(chunk: &[u8]) -> Result<Vec<u8>, Status> {
         return Ok(out);
     }
     let mut scratch = vec![0u8; header.nbytes()];
-    let mut tables: Box<StreamTables> = unsafe { Box::new_zeroed().assume_init() };
-    let tables_at = tables.as_mut() as *mut StreamTables as usize;
+    // The warp's shared memory, garbage first as a reused CTA's would be.
+    let mut shared: Vec<u32> =
+        (0..STREAM_SHARED_BYTES_PER_WARP.div_ceil(4) as u32).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
+    let shared_at = shared.as_mut_ptr() as usize;
     for block in 0..header.block_count() {
         if header.compressor().is_none() {
             return Err(Status::Unsupported);
@@ -52,7 +56,7 @@ fn kernel_decompress(chunk: &[u8]) -> Result<Vec<u8>, Status> {
                     stream,
                     input as *const u8,
                     dest as *mut u8,
-                    tables_at as *mut _,
+                    shared_at as *mut u8,
                 )
             });
             assert!(lanes.iter().all(|lane| *lane == lanes[0]), "lanes disagree");

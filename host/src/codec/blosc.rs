@@ -1,7 +1,7 @@
 //! Blosc: one Blosc 1 chunk per chunk, as c-blosc and numcodecs write them (LZ4, LZ4HC, BloscLZ,
-//! Snappy or zlib inside, byte or bit shuffle, any element size). On the GPU a block of threads
-//! codes a chunk, its warps taking the chunk's streams in turns; scratch holds each chunk
-//! shuffled. Chunks are written with LZ4 inside.
+//! Snappy, zlib or zstd inside, byte or bit shuffle, any element size). On the GPU a block of
+//! threads codes a chunk, its warps taking the chunk's streams in turns, each with its codec's
+//! warp decoder; scratch holds each chunk shuffled. Chunks are written with LZ4 inside.
 
 use super::{Deflate, Lz4, Snappy, Zstd, zeroed};
 use crate::batch::{BatchCodec, Launch, Shape};
@@ -10,7 +10,7 @@ use ferrocomp_format::deflate::Wrapper;
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::blosc::{
-    COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECOMPRESS_SHARED_BYTES, DECOMPRESS_WARPS, compress_slot_bytes,
+    COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECOMPRESS_WARPS, compress_slot_bytes, decompress_shared_bytes,
     decompress_slot_bytes,
 };
 use std::cell::RefCell;
@@ -18,9 +18,9 @@ use std::cell::RefCell;
 /// Most blocks of threads a Blosc kernel runs (each with a scratch slot); more chunks are taken
 /// in turns.
 const SLOTS: usize = 1024;
-/// Warps of the decompress kernel an H100 or H200 holds at once: 132 SMs of 32 (64 registers a
-/// thread, the launch bounds' two CTAs of 16 warps).
-const RESIDENT_WARPS: usize = 132 * 32;
+/// Warps of the decompress kernel an H100 or H200 holds at once: 132 SMs of 16 (each warp keeps
+/// Zstd's or Deflate's tables in shared memory: an SM holds one CTA of 16 warps, two of 8).
+const RESIDENT_WARPS: usize = 132 * 16;
 
 /// Blosc with the options its compressor takes (its decoder reads them from each chunk).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +91,7 @@ impl BatchCodec for Blosc {
     /// decode 64 KiB float32 chunks at 68 GB/s, 8 at 46; 1 MiB ones at 21 and 40, 256 to a batch).
     /// But no more than let a batch of `count` chunks decode in one wave of `RESIDENT_WARPS`:
     /// 1024 chunks of 1 MiB in CTAs of 16 warps took four waves, and a chunk of zstd frames (one
-    /// per 256 KiB block, decoded in a warp's first lane) kept four of its warps busy.
+    /// per 256 KiB block) keeps four of its warps busy.
     fn decompress_shape(&self, count: usize, max_chunk_bytes: usize) -> Shape {
         let by_size: u32 = match max_chunk_bytes {
             0..=0x20000 => 4,
@@ -100,7 +100,7 @@ impl BatchCodec for Blosc {
         };
         let one_wave = (RESIDENT_WARPS / count.max(1)).clamp(4, DECOMPRESS_WARPS) as u32;
         let warps = by_size.min(1 << one_wave.ilog2());
-        Shape::Blocks { warps, shared_bytes: DECOMPRESS_SHARED_BYTES, max_blocks: SLOTS }
+        Shape::Blocks { warps, shared_bytes: decompress_shared_bytes(warps), max_blocks: SLOTS }
     }
 
     fn launch(&self) -> Launch {

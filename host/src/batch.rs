@@ -80,6 +80,22 @@ pub trait BatchCodec: Send + Sync {
     /// How the codec's kernels are launched.
     fn launch(&self) -> Launch;
 
+    /// Enqueues what the decompress kernel leaves to later kernels, for a codec that has such
+    /// (Blosc's unshuffle), over the batch `args` it decoded with scratch for chunks of at most
+    /// `max_chunk_bytes`. By default, nothing.
+    ///
+    /// # Safety
+    /// As [`BatchCodec::decompress_async`].
+    unsafe fn finish_decompress(
+        &self,
+        _gpu: &Gpu,
+        _args: &BatchArgs,
+        _max_chunk_bytes: usize,
+        _stream: &Stream,
+    ) -> Result<()> {
+        Ok(())
+    }
+
     /// Compresses one chunk on the CPU into `out`; returns the compressed size.
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status>;
 
@@ -196,7 +212,10 @@ pub trait BatchCodec: Send + Sync {
             first_failure: first_failure.map_or(0, |f| f.address()),
             ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
         };
-        unsafe { launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream) }
+        unsafe {
+            launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream)?;
+            self.finish_decompress(gpu, &args, low, stream)
+        }
     }
 }
 

@@ -39,6 +39,7 @@ pub(crate) struct Kernels {
     pub crc32: cu::CUfunction,
     pub gather: cu::CUfunction,
     pub scatter: cu::CUfunction,
+    pub blosc_unshuffle: cu::CUfunction,
 }
 
 /// Dynamic shared memory a block may have without opting in.
@@ -110,6 +111,7 @@ impl Gpu {
             crc32: function("crc32")?,
             gather: function("gather")?,
             scatter: function("scatter")?,
+            blosc_unshuffle: function("blosc_unshuffle")?,
         };
         let inner = Arc::new(GpuInner {
             name: device.name()?,

@@ -145,8 +145,11 @@ pub unsafe fn run<C: ChunkKernels>(kernel: Kernel, args: &BatchArgs) {
 }
 
 /// Chunk `index` of the batch, coded by the owner of scratch slot `slot`.
+///
+/// # Safety
+/// `args` must describe valid device arrays of more than `index` entries.
 #[inline(always)]
-unsafe fn chunk_at(args: &BatchArgs, index: usize, slot: usize) -> Chunk {
+pub unsafe fn chunk_at(args: &BatchArgs, index: usize, slot: usize) -> Chunk {
     unsafe {
         let at = |array: u64| *(array as *const u64).add(index);
         let (output, capacity) = match (args.outputs, args.output_capacities) {
@@ -163,6 +166,14 @@ unsafe fn chunk_at(args: &BatchArgs, index: usize, slot: usize) -> Chunk {
             slot,
         }
     }
+}
+
+/// Records that chunk `index` failed with `status`, after its kernel recorded its outcome.
+///
+/// # Safety
+/// As [`chunk_at`]; no other thread records the chunk's outcome meanwhile.
+pub unsafe fn fail(args: &BatchArgs, index: usize, status: Status) {
+    unsafe { finish(args, index, Err(status)) }
 }
 
 /// Records one chunk's outcome (size 0 on failure) and lowers `first_failure` when it failed.

@@ -2,11 +2,13 @@
 //!
 //! Decompression: the CTA's warps take the chunk's streams (every stream of every block) in
 //! turns; a warp decodes each with the warp decoder of its codec, LZ4/LZ4HC and Snappy with the
-//! one LZ4 uses (`crate::lz77`), zstd and zlib with Zstd's and Deflate's (their tables in the
-//! warp's shared memory), copies raw ones across its lanes, and runs BloscLZ, which has no warp
-//! decoder, in its first lane (the format crate's). Shuffled chunks decode into the chunk's
-//! scratch slot, and after a barrier every thread of the CTA unshuffles a share of the elements
-//! into the output; unshuffled chunks decode straight into the output.
+//! one LZ4 uses (`crate::lz77`), zstd and zlib with Zstd's and Deflate's (their tables in shared
+//! memory, room for [`TABLE_WARPS`] warps' only: the first warps take a chunk of those streams),
+//! copies raw ones across its lanes, and runs BloscLZ, which has no warp decoder, in its first
+//! lane (the format crate's). Every chunk decodes straight into the output; a shuffled one is
+//! then unshuffled in place by a second kernel (`blosc_unshuffle`), a round of chunks at a time:
+//! each block is copied into the round's scratch and its elements moved back. The scratch holds
+//! a round's chunks, not the batch's (see [`UNSHUFFLE_STAGING_BYTES`]).
 
 use crate::deflate::decode::Output;
 use crate::raw::{bytes, bytes_mut};
@@ -20,30 +22,36 @@ use ferrocomp_format::lz4::HASH_ENTRIES;
 /// Most warps per CTA of the decompress kernel (the host launches fewer for small chunks, which
 /// have fewer streams to share out).
 pub const DECOMPRESS_WARPS: usize = 16;
-/// Shared memory each warp of the decompress kernel decodes a stream with: Zstd's tables or
-/// Deflate's, whichever are larger.
+/// Shared memory a warp of the decompress kernel decodes a zstd or zlib stream with: Zstd's
+/// tables or Deflate's, whichever are larger.
 pub const STREAM_SHARED_BYTES_PER_WARP: usize = {
     let (zstd, deflate) =
         (crate::zstd::decode::DECODE_SHARED_BYTES_PER_WARP, crate::deflate::DECODE_SHARED_BYTES_PER_WARP);
     if zstd > deflate { zstd } else { deflate }
 };
-/// Where the warps' tables start in a decompress CTA's shared memory: after each warp's first
-/// failing stream and status.
+/// Warps of a decompress CTA with room for those tables: two keep a CTA of 4 warps small
+/// enough that an SM holds 8 (32 warps) for the LZ4 streams most chunks hold.
+pub const TABLE_WARPS: usize = 2;
+/// Where the tables start in a decompress CTA's shared memory: after each warp's first failing
+/// stream and status.
 const STREAM_SHARED_AT: usize = DECOMPRESS_WARPS * 8;
-
-/// Shared memory of a decompress CTA of `warps` warps.
-pub const fn decompress_shared_bytes(warps: u32) -> usize {
-    STREAM_SHARED_AT + warps as usize * STREAM_SHARED_BYTES_PER_WARP
-}
+/// Shared memory per CTA of the decompress kernel.
+pub const DECOMPRESS_SHARED_BYTES: usize = STREAM_SHARED_AT + TABLE_WARPS * STREAM_SHARED_BYTES_PER_WARP;
+/// Scratch the unshuffle rounds take turns in, at most (or one chunk, where a chunk is larger).
+pub const UNSHUFFLE_STAGING_BYTES: usize = 16 << 20;
+/// Warps per CTA of the unshuffle kernel.
+pub const UNSHUFFLE_WARPS: u32 = 8;
+/// CTAs of the unshuffle kernel per chunk of a round, each taking every such block of it.
+pub const UNSHUFFLE_CTAS_PER_CHUNK: u32 = 8;
 /// Warps per CTA of the compress kernel.
 pub const COMPRESS_WARPS: usize = 4;
 /// Shared memory per CTA of the compress kernel: an LZ4 hash table per warp, then the chunk's
 /// size as laid out.
 pub const COMPRESS_SHARED_BYTES: usize = COMPRESS_WARPS * HASH_ENTRIES * 2 + 16;
 
-/// Bytes of decompress scratch a chunk of at most `max_chunk_bytes` needs: the chunk before it
-/// is unshuffled (rounded up to 16).
-pub const fn decompress_slot_bytes(max_chunk_bytes: usize) -> usize {
+/// Bytes of an unshuffle round's scratch a chunk of at most `max_chunk_bytes` takes (rounded up
+/// to 16).
+pub const fn unshuffle_slot_bytes(max_chunk_bytes: usize) -> usize {
     max_chunk_bytes.next_multiple_of(16)
 }
 
@@ -242,7 +250,7 @@ mod kernels {
             unsafe { compress_chunk(warp, chunk, args) }
         }
 
-        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
             let input = unsafe { chunk.input() };
             // Every thread reads the header (the loads broadcast), so all take the same branches.
             let header = Header::parse(input)?;
@@ -257,20 +265,11 @@ mod kernels {
                 }
                 return Ok(n);
             }
-            let slots = thread::grid_dim_x() as usize;
-            let stride = (args.scratch_len as usize / slots) & !15;
-            let slot = args.scratch as *mut u8;
-            let slot = unsafe { slot.add(chunk.slot * stride) };
-            let shuffle = header.shuffle();
-            if shuffle != Shuffle::None && n > stride {
-                return Err(Status::OutputTooSmall); // the host sized the scratch for smaller chunks
-            }
-            let target = if shuffle == Shuffle::None { chunk.output } else { slot };
             let (warp_index, warps) = (HardwareWarp::index_in_block() as usize, HardwareWarp::per_block() as usize);
-            let shared = unsafe {
-                dynamic_shared_memory::<u8>().add(STREAM_SHARED_AT + warp_index * STREAM_SHARED_BYTES_PER_WARP)
-            };
-            let failure = unsafe { decode_streams(warp, &header, input, target, shared, warp_index, warps) };
+            // Past TABLE_WARPS no warp uses it.
+            let shared = dynamic_shared_memory::<u8>()
+                .wrapping_add(STREAM_SHARED_AT + warp_index.min(TABLE_WARPS - 1) * STREAM_SHARED_BYTES_PER_WARP);
+            let failure = unsafe { decode_streams(warp, &header, input, chunk.output, shared, warp_index, warps) };
             // The chunk's status is that of its first failing stream, as the CPU decoder finds it.
             let failures = dynamic_shared_memory::<(u32, u32)>();
             if warp.lane() == 0 {
@@ -285,19 +284,6 @@ mod kernels {
             {
                 return Err(Status::from_code(code));
             }
-            if shuffle != Shuffle::None {
-                for block in 0..header.block_count() {
-                    let (start, len) = (header.block_start(block), header.block_len(block));
-                    let (src, dst) = unsafe { (slot.add(start), chunk.output.add(start)) };
-                    let units = transpose_units(shuffle, header.typesize(), len);
-                    for unit in (thread..units).step_by(threads) {
-                        unsafe {
-                            transpose_unit(Direction::Unshuffle, shuffle, header.typesize(), src, dst, len, unit)
-                        };
-                    }
-                }
-                thread::sync_threads(); // the scratch slot is free again
-            }
             Ok(n)
         }
 
@@ -307,8 +293,9 @@ mod kernels {
     }
 
     /// This warp's share of the chunk's streams (warp `warp_index` of `warps` takes every
-    /// `warps`-th), decoded into `target` at their blocks' places; its first failing stream's
-    /// index in the chunk and status.
+    /// `warps`-th; of zstd and zlib streams, the first [`TABLE_WARPS`] alone), decoded into
+    /// `target` at their blocks' places; its first failing stream's index in the chunk and
+    /// status.
     unsafe fn decode_streams(
         warp: &HardwareWarp,
         header: &Header,
@@ -319,6 +306,10 @@ mod kernels {
         warps: usize,
     ) -> Option<(usize, Status)> {
         let compressor = header.compressor();
+        let warps = match compressor {
+            Some(Compressor::Zstd | Compressor::Zlib) => warps.min(TABLE_WARPS),
+            _ => warps,
+        };
         let per_block = header.streams_per_block(0);
         for item in (warp_index..header.block_count() * per_block).step_by(warps) {
             let block = item / per_block;
@@ -476,4 +467,56 @@ mod kernels {
     }
 
     crate::batch_kernels!(Blosc: blosc_compress, blosc_decompress, blosc_decompressed_sizes);
+
+    /// Unshuffles in place the chunks `first..` of a batch `blosc_decompress` decoded,
+    /// [`UNSHUFFLE_CTAS_PER_CHUNK`] CTAs a chunk, each taking every such block of it: copies the
+    /// block into the chunk's slot of the scratch (`stride` bytes a chunk), then moves its units
+    /// back into the output. Chunks that failed, decoded to nothing or are not shuffled are left
+    /// as they are; one larger than its slot fails (`ChunkTooLarge`: the scratch was sized for
+    /// smaller chunks).
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn blosc_unshuffle(args: BatchArgs, first: u64, stride: u64) {
+        let per_chunk = UNSHUFFLE_CTAS_PER_CHUNK as usize;
+        let cta = thread::block_idx_x() as usize;
+        let (slot, part, index) = (cta / per_chunk, cta % per_chunk, first as usize + cta / per_chunk);
+        if index >= args.count as usize || unsafe { *(args.result_sizes as *const usize).add(index) } == 0 {
+            return;
+        }
+        let chunk = unsafe { crate::batch::chunk_at(&args, index, slot) };
+        let Ok(header) = Header::parse(unsafe { chunk.input() }) else { return };
+        let shuffle = header.shuffle();
+        if shuffle == Shuffle::None || header.is_memcpyed() {
+            return;
+        }
+        let stride = stride as usize;
+        if header.nbytes() > stride {
+            if part == 0 && thread::thread_idx_x() == 0 {
+                unsafe { crate::batch::fail(&args, index, Status::ChunkTooLarge) };
+            }
+            return;
+        }
+        let (thread, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
+        let staging = unsafe { (args.scratch as *mut u8).add(slot * stride) };
+        for block in (part..header.block_count()).step_by(per_chunk) {
+            let (start, len) = (header.block_start(block), header.block_len(block));
+            let (staged, out) = unsafe { (staging.add(start), chunk.output.add(start)) };
+            unsafe { copy_block(out, staged, len, thread, threads) };
+            thread::sync_threads(); // the block is staged
+            for unit in (thread..transpose_units(shuffle, header.typesize(), len)).step_by(threads) {
+                unsafe { transpose_unit(Direction::Unshuffle, shuffle, header.typesize(), staged, out, len, unit) };
+            }
+        }
+    }
+
+    /// Copies `len` bytes from `src` to `dst`, a share per thread (`thread` of `threads`): words
+    /// where both are aligned to them.
+    unsafe fn copy_block(src: *const u8, dst: *mut u8, len: usize, thread: usize, threads: usize) {
+        let words = if (src as usize | dst as usize).is_multiple_of(4) { len / 4 } else { 0 };
+        for word in (thread..words).step_by(threads) {
+            unsafe { *(dst as *mut u32).add(word) = *(src as *const u32).add(word) };
+        }
+        for byte in (4 * words + thread..len).step_by(threads) {
+            unsafe { *dst.add(byte) = *src.add(byte) };
+        }
+    }
 }

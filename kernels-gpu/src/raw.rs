@@ -63,6 +63,8 @@ impl SharedBytes {
         #[cfg(target_arch = "nvptx64")]
         {
             let base: u32;
+            // The address is converted, not read through.
+            #[allow(clippy::pointers_in_nomem_asm_block)]
             unsafe {
                 core::arch::asm!(
                     "{{ .reg .u64 a; cvta.to.shared.u64 a, {at}; cvt.u32.u64 {base}, a; }}",

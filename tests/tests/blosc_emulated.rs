@@ -26,8 +26,9 @@ fn transpose(direction: Direction, shuffle: Shuffle, typesize: usize, src: &[u8]
     dst
 }
 
-/// Decodes `chunk` as the kernel does: each stream by an emulated warp into scratch (or the
-/// output), then the unshuffle unit by unit; the first failing stream's status.
+/// Decodes `chunk` as the kernels do: each stream by an emulated warp into the output, then
+/// (`blosc_unshuffle`) each block staged and unshuffled back unit by unit; the first failing
+/// stream's status.
 fn kernel_decompress(chunk: &[u8]) -> Result<Vec<u8>, Status> {
     let header = Header::parse(chunk)?;
     let mut out = vec![0u8; header.nbytes()];
@@ -35,7 +36,6 @@ fn kernel_decompress(chunk: &[u8]) -> Result<Vec<u8>, Status> {
         out.copy_from_slice(&chunk[blosc::HEADER_LEN..blosc::HEADER_LEN + header.nbytes()]);
         return Ok(out);
     }
-    let mut scratch = vec![0u8; header.nbytes()];
     // The warp's shared memory, garbage first as a reused CTA's would be.
     let mut shared: Vec<u32> =
         (0..STREAM_SHARED_BYTES_PER_WARP.div_ceil(4) as u32).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
@@ -46,8 +46,7 @@ fn kernel_decompress(chunk: &[u8]) -> Result<Vec<u8>, Status> {
         }
         for stream in header.block_streams(chunk, block)?.as_slice() {
             let at = header.block_start(block) + stream.decoded_at;
-            let target = if header.shuffle() == Shuffle::None { &mut out } else { &mut scratch };
-            let dest = target[at..].as_mut_ptr() as usize;
+            let dest = out[at..].as_mut_ptr() as usize;
             let input = chunk.as_ptr() as usize;
             let lanes = emulated::run(|warp| unsafe {
                 decode_stream(
@@ -66,9 +65,8 @@ fn kernel_decompress(chunk: &[u8]) -> Result<Vec<u8>, Status> {
     if header.shuffle() != Shuffle::None {
         for block in 0..header.block_count() {
             let range = header.block_start(block)..header.block_start(block) + header.block_len(block);
-            let unshuffled =
-                transpose(Direction::Unshuffle, header.shuffle(), header.typesize(), &scratch[range.clone()]);
-            out[range].copy_from_slice(&unshuffled);
+            let staged = out[range.clone()].to_vec();
+            out[range].copy_from_slice(&transpose(Direction::Unshuffle, header.shuffle(), header.typesize(), &staged));
         }
     }
     Ok(out)

@@ -432,6 +432,34 @@ fn gpu_blosc_keeps_a_chunk_exactly_as_long_as_a_memcpyed_one_laid_out() {
     assert!(decoded[0].0 == Status::Success && decoded[0].1 == chunk);
 }
 
+#[test]
+fn gpu_blosc_fails_a_shuffled_chunk_its_scratch_has_no_room_for_and_decodes_the_rest() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = mixed_bytes(16 * CHUNK, 22);
+    let shuffled = Blosc { typesize: 4, shuffle: Shuffle::Byte };
+    let plain = Blosc { typesize: 4, shuffle: Shuffle::None };
+    let (small, large) = (&data[..CHUNK], &data[..]);
+    let chunks = [cpu_compress(&shuffled, small), cpu_compress(&shuffled, large), cpu_compress(&plain, large)];
+    let streams: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+    let inputs = DeviceChunks::upload(&gpu, &streams);
+    let outputs = DeviceChunks::slots(&gpu, &[large.len(); 3]);
+    let (mut sizes, mut statuses) = (gpu.alloc::<usize>(3).unwrap(), gpu.alloc::<u32>(3).unwrap());
+    // Scratch for chunks of CHUNK bytes: the unshuffle has no room to stage the large one.
+    let mut scratch = scratch(&gpu, shuffled.decompress_scratch_size(3, CHUNK));
+    let results = Results { sizes: sizes.view_mut(), statuses: statuses.view_mut() };
+    unsafe {
+        shuffled.decompress_async(&gpu, inputs.chunks(), outputs.chunks(), scratch.view_mut(), results, None, &stream)
+    }
+    .unwrap();
+    stream.synchronize().unwrap();
+    let statuses: Vec<Status> = gpu.download(statuses.view()).unwrap().into_iter().map(Status::from_code).collect();
+    assert_eq!(statuses, [Status::Success, Status::ChunkTooLarge, Status::Success]);
+    let sizes = gpu.download(sizes.view()).unwrap();
+    assert_eq!(sizes, [small.len(), 0, large.len()]);
+    assert!(outputs.download(&gpu, 0, sizes[0]) == small && outputs.download(&gpu, 2, sizes[2]) == large);
+}
+
 /// Zstd on the GPU writes the CPU's frames at every level for chunks of a whole number of words,
 /// the last ending where its buffer ends: under memcheck (`scripts/gpu-check.sh`), the search's
 /// loads near a chunk's end stay inside it.

@@ -5,22 +5,25 @@
 
 use super::{Deflate, Lz4, Snappy, Zstd, zeroed};
 use crate::batch::{BatchCodec, Launch, Shape};
+use crate::error::Result as GpuResult;
+use crate::gpu::{Gpu, Stream};
 use ferrocomp_format::blosc::{self, Compressor, MAX_BUFFERSIZE, Shuffle};
 use ferrocomp_format::deflate::Wrapper;
 use ferrocomp_format::lz4::HASH_ENTRIES;
-use ferrocomp_format::{Algorithm, Status};
+use ferrocomp_format::{Algorithm, BatchArgs, Status};
 use ferrocomp_kernels_gpu::blosc::{
-    COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECOMPRESS_WARPS, compress_slot_bytes, decompress_shared_bytes,
-    decompress_slot_bytes,
+    COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECOMPRESS_SHARED_BYTES, DECOMPRESS_WARPS, UNSHUFFLE_CTAS_PER_CHUNK,
+    UNSHUFFLE_STAGING_BYTES, UNSHUFFLE_WARPS, compress_slot_bytes, unshuffle_slot_bytes,
 };
 use std::cell::RefCell;
+use std::ffi::c_void;
 
 /// Most blocks of threads a Blosc kernel runs (each with a scratch slot); more chunks are taken
 /// in turns.
 const SLOTS: usize = 1024;
-/// Warps of the decompress kernel an H100 or H200 holds at once: 132 SMs of 16 (each warp keeps
-/// Zstd's or Deflate's tables in shared memory: an SM holds one CTA of 16 warps, two of 8).
-const RESIDENT_WARPS: usize = 132 * 16;
+/// Warps of the decompress kernel an H100 or H200 holds at once: 132 SMs of 32 (64 registers a
+/// thread, the launch bounds' two CTAs of 16 warps).
+const RESIDENT_WARPS: usize = 132 * 32;
 
 /// Blosc with the options its compressor takes (its decoder reads them from each chunk).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,8 +85,11 @@ impl BatchCodec for Blosc {
         count.min(SLOTS) * compress_slot_bytes(max_chunk_bytes)
     }
 
+    /// The unshuffle rounds' scratch: every chunk's slot, or as many as
+    /// [`UNSHUFFLE_STAGING_BYTES`] holds (at least one).
     fn decompress_scratch_size(&self, count: usize, max_chunk_bytes: usize) -> usize {
-        count.min(SLOTS) * decompress_slot_bytes(max_chunk_bytes)
+        let slot = unshuffle_slot_bytes(max_chunk_bytes);
+        count.saturating_mul(slot).min(UNSHUFFLE_STAGING_BYTES.max(slot))
     }
 
     /// A warp per stream a chunk of `max_chunk_bytes` may hold, about: 64 KiB chunks of 4-byte
@@ -100,7 +106,32 @@ impl BatchCodec for Blosc {
         };
         let one_wave = (RESIDENT_WARPS / count.max(1)).clamp(4, DECOMPRESS_WARPS) as u32;
         let warps = by_size.min(1 << one_wave.ilog2());
-        Shape::Blocks { warps, shared_bytes: decompress_shared_bytes(warps), max_blocks: SLOTS }
+        Shape::Blocks { warps, shared_bytes: DECOMPRESS_SHARED_BYTES, max_blocks: SLOTS }
+    }
+
+    /// Unshuffles the decoded chunks in place, in rounds of as many as the scratch has slots for.
+    unsafe fn finish_decompress(
+        &self,
+        gpu: &Gpu,
+        args: &BatchArgs,
+        max_chunk_bytes: usize,
+        stream: &Stream,
+    ) -> GpuResult<()> {
+        let count = args.count as usize;
+        let slot = unshuffle_slot_bytes(max_chunk_bytes).max(16);
+        let per_round = (args.scratch_len as usize / slot).clamp(1, count.max(1));
+        let stride = (args.scratch_len / per_round as u64) & !15;
+        for first in (0..count).step_by(per_round) {
+            let ctas = (per_round.min(count - first) as u32) * UNSHUFFLE_CTAS_PER_CHUNK;
+            let first = first as u64;
+            let params = [
+                args as *const BatchArgs as *mut c_void,
+                &first as *const u64 as *mut c_void,
+                &stride as *const u64 as *mut c_void,
+            ];
+            unsafe { gpu.launch(gpu.kernels().blosc_unshuffle, ctas, UNSHUFFLE_WARPS * 32, 0, stream, &params)? };
+        }
+        Ok(())
     }
 
     fn launch(&self) -> Launch {

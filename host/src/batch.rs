@@ -81,18 +81,11 @@ pub trait BatchCodec: Send + Sync {
     fn launch(&self) -> Launch;
 
     /// Enqueues what the decompress kernel leaves to later kernels, for a codec that has such
-    /// (Blosc's unshuffle), over the batch `args` it decoded with scratch for chunks of at most
-    /// `max_chunk_bytes`. By default, nothing.
+    /// (Blosc's unshuffle), over the batch `args` it decoded. By default, nothing.
     ///
     /// # Safety
     /// As [`BatchCodec::decompress_async`].
-    unsafe fn finish_decompress(
-        &self,
-        _gpu: &Gpu,
-        _args: &BatchArgs,
-        _max_chunk_bytes: usize,
-        _stream: &Stream,
-    ) -> Result<()> {
+    unsafe fn finish_decompress(&self, _gpu: &Gpu, _args: &BatchArgs, _stream: &Stream) -> Result<()> {
         Ok(())
     }
 
@@ -214,7 +207,7 @@ pub trait BatchCodec: Send + Sync {
         };
         unsafe {
             launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream)?;
-            self.finish_decompress(gpu, &args, low, stream)
+            self.finish_decompress(gpu, &args, stream)
         }
     }
 }

@@ -6,9 +6,9 @@
 //! memory, room for [`TABLE_WARPS`] warps' only: the first warps take a chunk of those streams),
 //! copies raw ones across its lanes, and runs BloscLZ, which has no warp decoder, in its first
 //! lane (the format crate's). Every chunk decodes straight into the output; a shuffled one is
-//! then unshuffled in place by a second kernel (`blosc_unshuffle`), a round of chunks at a time:
-//! each block is copied into the round's scratch and its elements moved back. The scratch holds
-//! a round's chunks, not the batch's (see [`UNSHUFFLE_STAGING_BYTES`]).
+//! then unshuffled in place by a second kernel (`blosc_unshuffle`): CTAs take the batch's
+//! blocks in turns, each copying a block into its slot of the scratch and moving the elements
+//! back. The scratch holds [`UNSHUFFLE_STAGING_BYTES`] of blocks, not the batch.
 
 use crate::deflate::decode::Output;
 use crate::raw::{bytes, bytes_mut};
@@ -37,22 +37,29 @@ pub const TABLE_WARPS: usize = 2;
 const STREAM_SHARED_AT: usize = DECOMPRESS_WARPS * 8;
 /// Shared memory per CTA of the decompress kernel.
 pub const DECOMPRESS_SHARED_BYTES: usize = STREAM_SHARED_AT + TABLE_WARPS * STREAM_SHARED_BYTES_PER_WARP;
-/// Scratch the unshuffle rounds take turns in, at most (or one chunk, where a chunk is larger).
+/// Scratch the unshuffle stages blocks in: as many slots of the batch's largest block as fit
+/// (and one more).
 pub const UNSHUFFLE_STAGING_BYTES: usize = 16 << 20;
-/// Warps per CTA of the unshuffle kernel.
-pub const UNSHUFFLE_WARPS: u32 = 8;
-/// CTAs of the unshuffle kernel per chunk of a round, each taking every such block of it.
-pub const UNSHUFFLE_CTAS_PER_CHUNK: u32 = 8;
+/// Most CTAs of the unshuffle kernel: two an SM.
+pub const UNSHUFFLE_CTAS: usize = 2 * 132;
+/// Threads per CTA of the unshuffle kernel.
+pub const UNSHUFFLE_THREADS: u32 = 512;
+/// Shared memory per CTA of the unshuffle kernel: each warp's share of a reduction.
+pub const UNSHUFFLE_SHARED_BYTES: usize = UNSHUFFLE_THREADS as usize / 32 * 8;
 /// Warps per CTA of the compress kernel.
 pub const COMPRESS_WARPS: usize = 4;
 /// Shared memory per CTA of the compress kernel: an LZ4 hash table per warp, then the chunk's
 /// size as laid out.
 pub const COMPRESS_SHARED_BYTES: usize = COMPRESS_WARPS * HASH_ENTRIES * 2 + 16;
 
-/// Bytes of an unshuffle round's scratch a chunk of at most `max_chunk_bytes` takes (rounded up
-/// to 16).
-pub const fn unshuffle_slot_bytes(max_chunk_bytes: usize) -> usize {
-    max_chunk_bytes.next_multiple_of(16)
+/// Bytes of decompress scratch (the unshuffle's) for `count` chunks of at most
+/// `max_chunk_bytes`: a slot of a chunk (rounded up to 16) for each, up to
+/// [`UNSHUFFLE_STAGING_BYTES`] and one more.
+pub const fn decompress_scratch_bytes(count: usize, max_chunk_bytes: usize) -> usize {
+    let slot = max_chunk_bytes.next_multiple_of(16);
+    let all = count.saturating_mul(slot);
+    let most = UNSHUFFLE_STAGING_BYTES + slot;
+    if all < most { all } else { most }
 }
 
 /// Most streams a chunk of `n` bytes is cut into by the encoder: a block is at least 64 KiB less
@@ -310,6 +317,9 @@ mod kernels {
             Some(Compressor::Zstd | Compressor::Zlib) => warps.min(TABLE_WARPS),
             _ => warps,
         };
+        if warp_index >= warps {
+            return None; // the streams need tables this warp has no room for
+        }
         let per_block = header.streams_per_block(0);
         for item in (warp_index..header.block_count() * per_block).step_by(warps) {
             let block = item / per_block;
@@ -468,55 +478,110 @@ mod kernels {
 
     crate::batch_kernels!(Blosc: blosc_compress, blosc_decompress, blosc_decompressed_sizes);
 
-    /// Unshuffles in place the chunks `first..` of a batch `blosc_decompress` decoded,
-    /// [`UNSHUFFLE_CTAS_PER_CHUNK`] CTAs a chunk, each taking every such block of it: copies the
-    /// block into the chunk's slot of the scratch (`stride` bytes a chunk), then moves its units
-    /// back into the output. Chunks that failed, decoded to nothing or are not shuffled are left
-    /// as they are; one larger than its slot fails (`ChunkTooLarge`: the scratch was sized for
-    /// smaller chunks).
+    /// Unshuffles in place the chunks of a batch `blosc_decompress` decoded: the CTAs find the
+    /// largest block and the most blocks of a chunk to unshuffle, give each of as many CTAs as
+    /// the scratch has room for a slot of that block (or of all the scratch), and take the
+    /// blocks in turns (block `b` of chunk `i` is item `i * most + b`): each copies its block
+    /// into its slot, then moves the units back into the output. Chunks that failed, decoded to
+    /// nothing or are not shuffled are left as they are; one with a block larger than a slot
+    /// fails (`ChunkTooLarge`: the scratch was sized for smaller chunks).
     #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn blosc_unshuffle(args: BatchArgs, first: u64, stride: u64) {
-        let per_chunk = UNSHUFFLE_CTAS_PER_CHUNK as usize;
-        let cta = thread::block_idx_x() as usize;
-        let (slot, part, index) = (cta / per_chunk, cta % per_chunk, first as usize + cta / per_chunk);
-        if index >= args.count as usize || unsafe { *(args.result_sizes as *const usize).add(index) } == 0 {
-            return;
-        }
-        let chunk = unsafe { crate::batch::chunk_at(&args, index, slot) };
-        let Ok(header) = Header::parse(unsafe { chunk.input() }) else { return };
-        let shuffle = header.shuffle();
-        if shuffle == Shuffle::None || header.is_memcpyed() {
-            return;
-        }
-        let stride = stride as usize;
-        if header.nbytes() > stride {
-            if part == 0 && thread::thread_idx_x() == 0 {
-                unsafe { crate::batch::fail(&args, index, Status::ChunkTooLarge) };
-            }
-            return;
-        }
+    pub unsafe extern "ptx-kernel" fn blosc_unshuffle(args: BatchArgs) {
+        let (cta, ctas) = (thread::block_idx_x() as usize, thread::grid_dim_x() as usize);
         let (thread, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
-        let staging = unsafe { (args.scratch as *mut u8).add(slot * stride) };
-        for block in (part..header.block_count()).step_by(per_chunk) {
-            let (start, len) = (header.block_start(block), header.block_len(block));
-            let (staged, out) = unsafe { (staging.add(start), chunk.output.add(start)) };
-            unsafe { copy_block(out, staged, len, thread, threads) };
-            thread::sync_threads(); // the block is staged
-            for unit in (thread..transpose_units(shuffle, header.typesize(), len)).step_by(threads) {
-                unsafe { transpose_unit(Direction::Unshuffle, shuffle, header.typesize(), staged, out, len, unit) };
+        let count = args.count as usize;
+        let (largest, most) = unsafe { block_extent(&args, thread, threads) };
+        let stride = largest.next_multiple_of(16).min(args.scratch_len as usize & !15);
+        let usable = (args.scratch_len as usize).checked_div(stride).unwrap_or(0).min(ctas);
+        if cta >= usable.max(1) {
+            return;
+        }
+        let slot = unsafe { (args.scratch as *mut u8).add(cta * stride) };
+        for item in (cta..count * most).step_by(usable.max(1)) {
+            // Every thread reads the same sizes and header, so all take the same branches.
+            let (index, block) = (item / most, item % most);
+            let Some((chunk, header)) = (unsafe { to_unshuffle(&args, index) }) else { continue };
+            if block >= header.block_count() {
+                continue;
             }
+            let (start, len) = (header.block_start(block), header.block_len(block));
+            if len > stride {
+                if thread == 0 {
+                    unsafe { crate::batch::fail(&args, index, Status::ChunkTooLarge) };
+                }
+                continue;
+            }
+            let out = unsafe { chunk.output.add(start) };
+            unsafe { copy_block(out, slot, len, thread, threads) };
+            thread::sync_threads(); // the block is staged
+            for unit in (thread..transpose_units(header.shuffle(), header.typesize(), len)).step_by(threads) {
+                unsafe {
+                    transpose_unit(Direction::Unshuffle, header.shuffle(), header.typesize(), slot, out, len, unit)
+                };
+            }
+            thread::sync_threads(); // the slot is free again
         }
     }
 
-    /// Copies `len` bytes from `src` to `dst`, a share per thread (`thread` of `threads`): words
-    /// where both are aligned to them.
-    unsafe fn copy_block(src: *const u8, dst: *mut u8, len: usize, thread: usize, threads: usize) {
-        let words = if (src as usize | dst as usize).is_multiple_of(4) { len / 4 } else { 0 };
-        for word in (thread..words).step_by(threads) {
-            unsafe { *(dst as *mut u32).add(word) = *(src as *const u32).add(word) };
+    /// Chunk `index` of the batch, with its header, if it decoded to something shuffled.
+    unsafe fn to_unshuffle(args: &BatchArgs, index: usize) -> Option<(Chunk, Header)> {
+        if unsafe { *(args.result_sizes as *const usize).add(index) } == 0 {
+            return None;
         }
-        for byte in (4 * words + thread..len).step_by(threads) {
-            unsafe { *dst.add(byte) = *src.add(byte) };
+        let chunk = unsafe { crate::batch::chunk_at(args, index, 0) };
+        let header = Header::parse(unsafe { chunk.input() }).ok()?;
+        (header.shuffle() != Shuffle::None).then_some((chunk, header))
+    }
+
+    /// The largest block and the most blocks of a chunk to unshuffle, in every thread of the
+    /// CTA: each thread takes every `threads`-th chunk, then the warps, then the CTA, reduce.
+    unsafe fn block_extent(args: &BatchArgs, thread: usize, threads: usize) -> (usize, usize) {
+        let (mut largest, mut most) = (0u32, 0u32);
+        for index in (thread..args.count as usize).step_by(threads) {
+            if let Some((_, header)) = unsafe { to_unshuffle(args, index) } {
+                largest = largest.max(header.blocksize().min(header.nbytes()) as u32);
+                most = most.max(header.block_count() as u32);
+            }
+        }
+        let warp = HardwareWarp;
+        for shift in [16, 8, 4, 2, 1] {
+            largest = largest.max(warp.shuffle(largest, warp.lane() ^ shift));
+            most = most.max(warp.shuffle(most, warp.lane() ^ shift));
+        }
+        let partial = dynamic_shared_memory::<[u32; 2]>();
+        if warp.lane() == 0 {
+            unsafe { *partial.add(HardwareWarp::index_in_block() as usize) = [largest, most] };
+        }
+        thread::sync_threads();
+        let warps = HardwareWarp::per_block() as usize;
+        let [largest, most] = (0..warps).fold([0, 0], |[l, m], w| {
+            let [wl, wm] = unsafe { *partial.add(w) };
+            [l.max(wl), m.max(wm)]
+        });
+        (largest as usize, most as usize)
+    }
+
+    /// Copies `len` bytes from `src` to `dst`, a share per thread (`thread` of `threads`): in
+    /// the widest units both are aligned to (16 bytes, 4, or 1), the rest byte by byte.
+    unsafe fn copy_block(src: *const u8, dst: *mut u8, len: usize, thread: usize, threads: usize) {
+        let alignment = src as usize | dst as usize;
+        let done = if alignment.is_multiple_of(16) {
+            unsafe { copy_units::<u128>(src, dst, len / 16, thread, threads) };
+            len / 16 * 16
+        } else if alignment.is_multiple_of(4) {
+            unsafe { copy_units::<u32>(src, dst, len / 4, thread, threads) };
+            len / 4 * 4
+        } else {
+            0
+        };
+        unsafe { copy_units::<u8>(src.add(done), dst.add(done), len - done, thread, threads) };
+    }
+
+    /// Copies `units` `T`s from `src` to `dst`, every `threads`-th from `thread` on.
+    unsafe fn copy_units<T: Copy>(src: *const u8, dst: *mut u8, units: usize, thread: usize, threads: usize) {
+        let (src, dst) = (src as *const T, dst as *mut T);
+        for unit in (thread..units).step_by(threads) {
+            unsafe { *dst.add(unit) = *src.add(unit) };
         }
     }
 }

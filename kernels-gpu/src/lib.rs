@@ -71,6 +71,7 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("bitcomp_compress", bitcomp::WARPS * 32, bitcomp::BLOCKS_PER_SM),
     ("bitcomp_decompress", bitcomp::WARPS * 32, bitcomp::BLOCKS_PER_SM),
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),
+    ("blosc_unshuffle", blosc::UNSHUFFLE_THREADS, 2),
     (
         "cascaded_compress",
         cascaded::WARPS * 32,

@@ -103,8 +103,8 @@ fn warps_decode_c_blosc_chunks_of_every_compressor() {
     let mut data = ramp(60_000);
     data.extend(text_bytes(20_000, 12));
     let every_shuffle = [(4, Shuffle::Byte), (8, Shuffle::Bit), (2, Shuffle::None), (24, Shuffle::Byte)];
-    // zstd runs in the first lane (the format crate's decoder), which the emulated warp's 31 other threads leave
-    // little of two cores: one case of 12 KiB in 4 KiB blocks.
+    // zstd's warp decoder meets at the emulated warp's barrier for every batch of sequences: one case of 12 KiB in
+    // 4 KiB blocks.
     let cases = ["lz4", "lz4hc", "blosclz", "zlib", "snappy"].map(|c| (c, &every_shuffle[..], &data[..], 0));
     let zstd = ("zstd", &every_shuffle[1..2], &data[50_000..62_288], 4096);
     for (compressor, shuffles, data, blocksize) in cases.into_iter().chain([zstd]) {
@@ -118,7 +118,7 @@ fn warps_decode_c_blosc_chunks_of_every_compressor() {
 #[test]
 fn warps_report_the_scalar_status_for_corrupt_chunks() {
     let mut damaged = Vec::new();
-    // zstd's frames decode in the first lane, slow under emulation (above): a smaller chunk, fewer places.
+    // zstd's frames are slow under emulation (above): a smaller chunk, fewer places.
     for (compressor, data, blocksize, places) in [("lz4", ramp(70_000), 0, 23), ("zstd", ramp(12_000), 4096, 6)] {
         let chunk = c_blosc::compress(&data, 4, Shuffle::Byte, compressor, 5, blocksize);
         for at in (blosc::HEADER_LEN..chunk.len()).step_by(chunk.len() / places) {

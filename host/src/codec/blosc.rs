@@ -12,8 +12,8 @@ use ferrocomp_format::deflate::Wrapper;
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::{Algorithm, BatchArgs, Status};
 use ferrocomp_kernels_gpu::blosc::{
-    COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECOMPRESS_SHARED_BYTES, DECOMPRESS_WARPS, UNSHUFFLE_CTAS_PER_CHUNK,
-    UNSHUFFLE_STAGING_BYTES, UNSHUFFLE_WARPS, compress_slot_bytes, unshuffle_slot_bytes,
+    COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECOMPRESS_SHARED_BYTES, DECOMPRESS_WARPS, UNSHUFFLE_CTAS,
+    UNSHUFFLE_SHARED_BYTES, UNSHUFFLE_THREADS, compress_slot_bytes, decompress_scratch_bytes,
 };
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -85,11 +85,9 @@ impl BatchCodec for Blosc {
         count.min(SLOTS) * compress_slot_bytes(max_chunk_bytes)
     }
 
-    /// The unshuffle rounds' scratch: every chunk's slot, or as many as
-    /// [`UNSHUFFLE_STAGING_BYTES`] holds (at least one).
+    /// The unshuffle's scratch: a chunk's slot for each chunk, up to 16 MiB and one more.
     fn decompress_scratch_size(&self, count: usize, max_chunk_bytes: usize) -> usize {
-        let slot = unshuffle_slot_bytes(max_chunk_bytes);
-        count.saturating_mul(slot).min(UNSHUFFLE_STAGING_BYTES.max(slot))
+        decompress_scratch_bytes(count, max_chunk_bytes)
     }
 
     /// A warp per stream a chunk of `max_chunk_bytes` may hold, about: 64 KiB chunks of 4-byte
@@ -109,29 +107,12 @@ impl BatchCodec for Blosc {
         Shape::Blocks { warps, shared_bytes: DECOMPRESS_SHARED_BYTES, max_blocks: SLOTS }
     }
 
-    /// Unshuffles the decoded chunks in place, in rounds of as many as the scratch has slots for.
-    unsafe fn finish_decompress(
-        &self,
-        gpu: &Gpu,
-        args: &BatchArgs,
-        max_chunk_bytes: usize,
-        stream: &Stream,
-    ) -> GpuResult<()> {
-        let count = args.count as usize;
-        let slot = unshuffle_slot_bytes(max_chunk_bytes).max(16);
-        let per_round = (args.scratch_len as usize / slot).clamp(1, count.max(1));
-        let stride = (args.scratch_len / per_round as u64) & !15;
-        for first in (0..count).step_by(per_round) {
-            let ctas = (per_round.min(count - first) as u32) * UNSHUFFLE_CTAS_PER_CHUNK;
-            let first = first as u64;
-            let params = [
-                args as *const BatchArgs as *mut c_void,
-                &first as *const u64 as *mut c_void,
-                &stride as *const u64 as *mut c_void,
-            ];
-            unsafe { gpu.launch(gpu.kernels().blosc_unshuffle, ctas, UNSHUFFLE_WARPS * 32, 0, stream, &params)? };
-        }
-        Ok(())
+    /// Unshuffles the decoded chunks in place.
+    unsafe fn finish_decompress(&self, gpu: &Gpu, args: &BatchArgs, stream: &Stream) -> GpuResult<()> {
+        let ctas = (args.count as usize).min(UNSHUFFLE_CTAS) as u32;
+        let params = [args as *const BatchArgs as *mut c_void];
+        let shared = UNSHUFFLE_SHARED_BYTES as u32;
+        unsafe { gpu.launch(gpu.kernels().blosc_unshuffle, ctas, UNSHUFFLE_THREADS, shared, stream, &params) }
     }
 
     fn launch(&self) -> Launch {

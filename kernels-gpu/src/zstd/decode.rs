@@ -6,7 +6,7 @@
 //! - raw and RLE blocks, raw literals, the literals left after a block's sequences: warp copies;
 //! - a Huffman tree: lane 0 reads the weights, the warp fills the decode table's cells; the four
 //!   literal streams: lanes 0..4, each with the format crate's one-stream decoder, into the
-//!   output itself, at the end of the room the block may fill (see [`literals_end`]);
+//!   output itself, at the end of the room the block may fill (see `literals_end`);
 //! - sequences: lane 0 reads the FSE tables and decodes 32 at a time (FSE is serial) into
 //!   shared memory; each lane checks one as `Cursor::advance` would, placed by prefix sums, and
 //!   the warp writes them: runs of short sequences whose matches read bytes written before them,

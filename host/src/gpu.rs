@@ -42,9 +42,6 @@ pub(crate) struct Kernels {
     pub blosc_unshuffle: cu::CUfunction,
 }
 
-/// Dynamic shared memory a block may have without opting in.
-const DEFAULT_SHARED_BYTES: u32 = 48 << 10;
-
 /// One codec's batched kernels, named `{codec}_compress`, `{codec}_decompress` and
 /// `{codec}_decompressed_sizes` in the PTX.
 #[derive(Clone, Copy)]
@@ -237,11 +234,6 @@ impl Gpu {
             return Ok(());
         }
         self.make_current()?;
-        if shared_bytes > DEFAULT_SHARED_BYTES {
-            // Past 48 KiB a kernel's dynamic shared memory is opted into, per function.
-            let attribute = cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-            check("cuFuncSetAttribute", unsafe { cu::cuFuncSetAttribute(function, attribute, shared_bytes as i32) })?;
-        }
         check("cuLaunchKernel", unsafe {
             cu::cuLaunchKernel(
                 function,

@@ -37,6 +37,7 @@ pub const TABLE_WARPS: usize = 2;
 const STREAM_SHARED_AT: usize = DECOMPRESS_WARPS * 8;
 /// Shared memory per CTA of the decompress kernel.
 pub const DECOMPRESS_SHARED_BYTES: usize = STREAM_SHARED_AT + TABLE_WARPS * STREAM_SHARED_BYTES_PER_WARP;
+const _: () = assert!(DECOMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
 /// Scratch the unshuffle stages blocks in: as many slots of the batch's largest block as fit
 /// (and one more).
 pub const UNSHUFFLE_STAGING_BYTES: usize = 16 << 20;

@@ -18,8 +18,8 @@ use ferrocomp_kernels_gpu::blosc::{
 use std::cell::RefCell;
 use std::ffi::c_void;
 
-/// Most blocks of threads a Blosc kernel runs (each with a scratch slot); more chunks are taken
-/// in turns.
+/// Most blocks of threads a Blosc kernel runs (compressing, each with a scratch slot); more
+/// chunks are taken in turns.
 const SLOTS: usize = 1024;
 /// Warps of the decompress kernel an H100 or H200 holds at once: 132 SMs of 32 (64 registers a
 /// thread, the launch bounds' two CTAs of 16 warps).

@@ -378,18 +378,20 @@ pub unsafe fn copy<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: u32) {
     warp.for_each_strided((n - base) as usize, |i| unsafe { *dst.add(i) = *src.add(i) });
 }
 
-/// [`copy`] where `dst` may lie below `src` within `n` bytes (a memmove down, as Zstd's literals
-/// move from the end of a block's room to their place): where they overlap, each step's bytes
-/// are all read before any is written.
+/// [`copy`] where `dst` may also lie below `src` within `n` bytes (a memmove down, as Zstd's
+/// literals move from the end of a block's room to their place): where they overlap so, each
+/// step's bytes are all read before any is written.
 ///
 /// # Safety
-/// As [`copy`], with `dst <= src`.
+/// As [`copy`], but for that overlap.
 pub unsafe fn copy_down<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: u32) {
     const STEP: u32 = 4 * WARP_SIZE;
-    match src as usize - dst as usize {
-        0 => return,
-        distance if distance >= n as usize => return unsafe { copy(warp, src, dst, n) },
-        _ => {}
+    let (from, to) = (src as usize, dst as usize);
+    if from == to {
+        return;
+    }
+    if from < to || from - to >= n as usize {
+        return unsafe { copy(warp, src, dst, n) }; // no overlap (raw literals are in the input)
     }
     let mut base = 0;
     while base < n {

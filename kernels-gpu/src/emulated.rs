@@ -1,43 +1,68 @@
-//! A warp emulated by 32 host threads meeting at a barrier: the kernels' test double.
+//! A warp emulated by 32 coroutines on the calling thread, switched at every barrier: the kernels'
+//! test double. Between two barriers each lane runs alone, in lane order, one interleaving of those
+//! the hardware may choose; a race-free kernel decodes the same under any of them. (32 OS threads
+//! at a barrier cost the test suite minutes of context switches on a two-core machine.)
 
 use crate::warp::{WARP_SIZE, Warp};
-use core::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Barrier;
+use core::cell::Cell;
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::vec::Vec;
+
+/// Each lane's stack: as much as a test thread gets (the decoders keep their tables on it).
+const LANE_STACK: usize = 8 << 20;
 
 /// One lane of an emulated warp.
 pub struct EmulatedWarp<'a> {
     lane: u32,
-    shared: &'a Exchange,
+    yielder: &'a Yielder<(), ()>,
+    slots: &'a [Cell<u32>; WARP_SIZE as usize],
 }
 
-struct Exchange {
-    barrier: Barrier,
-    slots: [AtomicU32; WARP_SIZE as usize],
-}
-
-/// Runs `body` as a warp: once per lane, on 32 threads; returns each lane's result in order.
-pub fn run<T: Send, F: Fn(&EmulatedWarp) -> T + Sync>(body: F) -> Vec<T> {
-    let shared =
-        Exchange { barrier: Barrier::new(WARP_SIZE as usize), slots: core::array::from_fn(|_| AtomicU32::new(0)) };
-    std::thread::scope(|scope| {
-        let lanes: Vec<_> = (0..WARP_SIZE)
-            .map(|lane| {
-                let (shared, body) = (&shared, &body);
-                scope.spawn(move || body(&EmulatedWarp { lane, shared }))
-            })
-            .collect();
-        lanes.into_iter().map(|lane| lane.join().expect("emulated lane panicked")).collect()
-    })
+/// Runs `body` as a warp: once per lane, each on a coroutine, switching at every barrier; returns
+/// each lane's result in order. Panics (rather than hangs) when lanes disagree on the barriers.
+pub fn run<T, F: Fn(&EmulatedWarp) -> T>(body: F) -> Vec<T> {
+    let slots: [Cell<u32>; WARP_SIZE as usize] = core::array::from_fn(|_| Cell::new(0));
+    let (body, slots) = (&body, &slots);
+    let mut lanes: Vec<_> = (0..WARP_SIZE)
+        .map(|lane| {
+            let stack = DefaultStack::new(LANE_STACK).expect("a stack for an emulated lane");
+            let lane_body = move |yielder: &Yielder<(), ()>, ()| body(&EmulatedWarp { lane, yielder, slots });
+            // SAFETY: the coroutines borrow `body` and `slots`, which outlive them: every one is
+            // dropped (run to its end, or unwound) before this function returns.
+            unsafe { Coroutine::with_stack_unchecked(stack, lane_body) }
+        })
+        .collect();
+    let mut results: Vec<Option<T>> = (0..WARP_SIZE).map(|_| None).collect();
+    loop {
+        let mut at_barrier = 0;
+        for (lane, coroutine) in lanes.iter_mut().enumerate() {
+            if coroutine.done() {
+                continue;
+            }
+            match coroutine.resume(()) {
+                CoroutineResult::Yield(()) => at_barrier += 1,
+                CoroutineResult::Return(result) => results[lane] = Some(result),
+            }
+        }
+        let finished = results.iter().filter(|result| result.is_some()).count();
+        match (at_barrier, finished) {
+            (0, _) => break,
+            (_, 0) => continue,
+            _ => panic!("emulated warp: {finished} lanes returned while {at_barrier} wait at a barrier"),
+        }
+    }
+    drop(lanes);
+    results.into_iter().map(|result| result.expect("every lane returned")).collect()
 }
 
 impl EmulatedWarp<'_> {
     /// Every lane's `value`.
     fn exchange(&self, value: u32) -> [u32; WARP_SIZE as usize] {
-        self.shared.slots[self.lane as usize].store(value, Ordering::Relaxed);
-        self.shared.barrier.wait();
-        let all = core::array::from_fn(|i| self.shared.slots[i].load(Ordering::Relaxed));
-        self.shared.barrier.wait();
+        self.slots[self.lane as usize].set(value);
+        self.sync();
+        let all = core::array::from_fn(|i| self.slots[i].get());
+        self.sync();
         all
     }
 }
@@ -48,7 +73,7 @@ impl Warp for EmulatedWarp<'_> {
     }
 
     fn sync(&self) {
-        self.shared.barrier.wait();
+        self.yielder.suspend(());
     }
 
     fn ballot(&self, predicate: bool) -> u32 {

@@ -5,8 +5,9 @@
 //! constants the host launches them with.
 //!
 //! Each kernel body is a function generic over [`Warp`]: on the GPU that is the hardware warp
-//! (`gpu::HardwareWarp`); on the host it is `emulated::EmulatedWarp`, 32 threads in lockstep,
-//! so the very code that runs on the GPU is tested on machines without one.
+//! (`gpu::HardwareWarp`); on the host, with the `emulated` feature, it is
+//! `emulated::EmulatedWarp`, 32 coroutines meeting at every barrier, so the very code that runs on
+//! the GPU is tested on machines without one.
 #![no_std]
 #![deny(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
@@ -25,7 +26,7 @@ pub mod cascaded;
 pub mod copy;
 pub mod crc32;
 pub mod deflate;
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(all(feature = "emulated", not(target_arch = "nvptx64")))]
 pub mod emulated;
 pub mod entropy;
 pub mod gdeflate;

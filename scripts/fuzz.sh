@@ -27,7 +27,7 @@ done
 
 bin=${FUZZ_BIN:-}
 if [ -z "$bin" ]; then
-    eval "$(scripts/setup.sh)"
+    scripts/setup.sh
     command -v cargo-fuzz >/dev/null || cargo install --locked --quiet cargo-fuzz@0.13.2
     cargo fuzz build --fuzz-dir fuzz --sanitizer none --debug-assertions >&2
     bin=target/x86_64-unknown-linux-gnu/release

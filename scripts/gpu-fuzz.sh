@@ -18,7 +18,7 @@ if [ $# -lt 2 ] || [ $# -gt 3 ] || [[ ! ${3:-memcheck} =~ ^(memcheck|racecheck)$
 fi
 bin=.gpu/differential
 if [ ! -x "$bin" ]; then
-    eval "$(scripts/setup.sh)"
+    scripts/setup.sh
     cargo build --release -p ferrocomp-tests --bin differential
     bin=target/release/differential
 fi

@@ -3,7 +3,7 @@
 # which has no Rust toolchain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-eval "$(scripts/setup.sh)"
+scripts/setup.sh
 rm -rf .gpu && mkdir -p .gpu/tests
 collect() { # copies the executables cargo reports into $1, but binaries (copied by name below)
     python3 -c '

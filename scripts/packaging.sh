@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-eval "$(scripts/setup.sh)"
+scripts/setup.sh
 # The shipped PTX, never a rebuild: that is what a dependent gets.
 unset FERROCOMP_REBUILD_PTX FERROCOMP_PTX_ARCH
 crates=(-p ferrocomp-format -p ferrocomp-kernels-gpu -p ferrocomp -p ferrocomp-cli)

@@ -4,7 +4,7 @@
 # built into .venv and its tests (GPU tests skip, saying so, without a device; FERROCOMP_REQUIRE_GPU=1 makes them fail).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-eval "$(scripts/setup.sh)"
+scripts/setup.sh
 cargo fmt --all --check
 cargo clippy --quiet --workspace --all-targets -- -D warnings
 # The shipped PTX is what the kernels' source builds to; the API docs build, warning-free.

@@ -67,7 +67,8 @@ fn kernels(c: &mut Criterion) {
     let count = input.count();
     let mut decompressed = Chunked::new(&gpu, LEN, CHUNK_SIZE).unwrap();
     let mut crcs = gpu.alloc::<u32>(count).unwrap();
-    let (stream, timer) = (BenchStream::new(&gpu).unwrap(), Timer::new().unwrap());
+    let stream = BenchStream::new(&gpu).unwrap();
+    let timer = Timer::new(&stream).unwrap();
     // `iters` calls between two events.
     let time = |iters: u64, enqueue: &mut dyn FnMut()| {
         let seconds = timer.time(&stream, || {

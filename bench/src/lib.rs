@@ -3,9 +3,10 @@
 
 pub mod nvcomp;
 
-use anyhow::{Result, ensure};
-use cust::event::{Event, EventFlags};
+use anyhow::Result;
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, sys};
 use ferrocomp::{Algorithm, Chunks, DeviceBuffer, Gpu, Options};
+use std::sync::Arc;
 
 /// The data sets `make_datasets.py` writes: file name, and the name the nvCOMP anchor gives it.
 pub const DATASETS: [(&str, &str); 4] = [
@@ -153,8 +154,8 @@ impl Chunked {
     /// Zeroes the buffer, so that a decode that writes nothing cannot pass for a right one.
     pub fn clear(&mut self, gpu: &Gpu) -> Result<()> {
         gpu.make_current()?;
-        let result = unsafe { cust::sys::cuMemsetD8_v2(self.buffer.address(), 0, self.buffer.len()) };
-        ensure!(result == cust::sys::CUresult::CUDA_SUCCESS, "cuMemsetD8 failed: {result:?}");
+        let result = unsafe { sys::cuMemsetD8_v2(self.buffer.address(), 0, self.buffer.len()) };
+        anyhow::ensure!(result == sys::CUresult::CUDA_SUCCESS, "cuMemsetD8 failed: {result:?}");
         Ok(())
     }
 }
@@ -164,19 +165,19 @@ pub fn chunk_sizes(len: usize, chunk_size: usize) -> Vec<usize> {
     (0..len.div_ceil(chunk_size)).map(|i| chunk_size.min(len - i * chunk_size)).collect()
 }
 
-/// A CUDA stream seen both as cust's (for events and nvCOMP) and as ferrocomp's.
+/// A CUDA stream seen both as cudarc's (for events and nvCOMP) and as ferrocomp's.
 pub struct BenchStream {
     // Declared first so it is dropped before the stream it borrows.
     view: ferrocomp::Stream,
-    owned: cust::stream::Stream,
+    owned: Arc<CudaStream>,
 }
 
 impl BenchStream {
-    /// A new non-blocking stream on `gpu`'s (primary) context.
+    /// A new non-blocking stream on device 0's primary context (`Gpu::new(0)`'s).
     pub fn new(gpu: &Gpu) -> Result<Self> {
         gpu.make_current()?;
-        let owned = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None)?;
-        let view = unsafe { ferrocomp::Stream::borrow_raw(owned.as_inner()) };
+        let owned = CudaContext::new(0)?.new_stream()?;
+        let view = unsafe { ferrocomp::Stream::borrow_raw(owned.cu_stream()) };
         Ok(Self { view, owned })
     }
 
@@ -186,8 +187,8 @@ impl BenchStream {
     }
 
     /// The raw handle, as nvCOMP takes it (`cudaStream_t` is `CUstream`).
-    pub fn raw(&self) -> cust::sys::CUstream {
-        self.owned.as_inner()
+    pub fn raw(&self) -> sys::CUstream {
+        self.owned.cu_stream()
     }
 
     /// Waits for all work enqueued on the stream.
@@ -198,14 +199,16 @@ impl BenchStream {
 
 /// Times work on a stream with a pair of CUDA events.
 pub struct Timer {
-    start: Event,
-    stop: Event,
+    start: CudaEvent,
+    stop: CudaEvent,
 }
 
 impl Timer {
-    /// Two new events.
-    pub fn new() -> Result<Self> {
-        Ok(Self { start: Event::new(EventFlags::DEFAULT)?, stop: Event::new(EventFlags::DEFAULT)? })
+    /// Two new timing events on `stream`'s context.
+    pub fn new(stream: &BenchStream) -> Result<Self> {
+        let context = stream.owned.context();
+        let timed = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        Ok(Self { start: context.new_event(timed)?, stop: context.new_event(timed)? })
     }
 
     /// Seconds the GPU spends on what `enqueue` puts on `stream`; returns once that work is done.
@@ -213,7 +216,6 @@ impl Timer {
         self.start.record(&stream.owned)?;
         enqueue()?;
         self.stop.record(&stream.owned)?;
-        self.stop.synchronize()?;
-        Ok(f64::from(self.stop.elapsed_time_f32(&self.start)?) / 1e3)
+        Ok(f64::from(self.start.elapsed_ms(&self.stop)?) / 1e3)
     }
 }

@@ -164,9 +164,10 @@ fn run() -> Result<bool> {
         }
         gpu => gpu?,
     };
+    let stream = BenchStream::new(&gpu)?;
     let bench = Bench {
-        stream: BenchStream::new(&gpu)?,
-        timer: Timer::new()?,
+        timer: Timer::new(&stream)?,
+        stream,
         gpu: gpu.clone(),
         chunk_size: args.chunk_size,
         reps: args.reps,

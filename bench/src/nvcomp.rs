@@ -8,7 +8,7 @@
 
 use crate::{BenchStream, Chunked, Codec, codec_name};
 use anyhow::{Context, Result, bail};
-use cust::sys::CUstream;
+use cudarc::driver::sys::CUstream;
 use ferrocomp::{AnsDataType, DataType, DeviceBuffer, Options, Wrapper};
 use libloading::Library;
 use std::ffi::{CStr, c_char, c_void};

@@ -1,6 +1,7 @@
 //! ferrocomp on the caller's terms: work enqueued on a CUDA stream the caller created (and
 //! keeps), and device memory taken from the caller's allocator, here one that counts. Needs a GPU.
-use ferrocomp::alloc::{CudaDeviceAllocator, DeviceAllocator};
+use ferrocomp::alloc::DeviceAllocator;
+use ferrocomp::gpu::CudaDeviceAllocator;
 use ferrocomp::{BufferCodec, Config, Gpu, Options, Stream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,11 +33,10 @@ fn main() -> ferrocomp::Result<()> {
     let counting = Arc::new(Counting::default());
     gpu.set_device_allocator(counting.clone());
 
-    // The caller's stream, from cust here (any CUDA stream of the device's primary context does).
-    gpu.make_current()?;
-    let own = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None)?;
+    // The caller's stream, from cudarc here (any CUDA stream of the device's primary context does).
+    let own = cudarc::driver::CudaContext::new(0).and_then(|context| context.new_stream()).expect("a CUDA stream");
     // Safety: `own` is a stream of this context and outlives `stream`.
-    let stream = unsafe { Stream::borrow_raw(own.as_inner()) };
+    let stream = unsafe { Stream::borrow_raw(own.cu_stream()) };
 
     let codec = BufferCodec::new(Options::default(), Config::default(), Some(gpu.clone()))?;
     let data = b"caller-owned streams and memory. ".repeat(65_536);

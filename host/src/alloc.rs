@@ -1,9 +1,8 @@
-//! Allocators for device, pinned-host and host memory, with defaults on the CUDA driver and a
-//! way to plug in the caller's own (as nvCOMP's `set_device_allocator` and friends), plus the
-//! owning buffer types built on them.
+//! Allocators for device, pinned-host and host memory, a way to plug in the caller's own (as
+//! nvCOMP's `set_device_allocator` and friends), and the owning buffer types built on them. The
+//! defaults on the CUDA driver are the `gpu` module's.
 
-use crate::error::{Result, check};
-use cust::sys as cu;
+use crate::error::Result;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -40,38 +39,6 @@ pub trait HostAllocator: Send + Sync {
     unsafe fn free(&self, ptr: *mut u8, bytes: usize);
 }
 
-/// The default device allocator: `cuMemAlloc`.
-#[derive(Debug, Default)]
-pub struct CudaDeviceAllocator;
-
-impl DeviceAllocator for CudaDeviceAllocator {
-    fn allocate(&self, bytes: usize) -> Result<u64> {
-        let mut address = 0;
-        check("cuMemAlloc", unsafe { cu::cuMemAlloc_v2(&mut address, bytes) })?;
-        Ok(address)
-    }
-
-    unsafe fn free(&self, address: u64) {
-        unsafe { cu::cuMemFree_v2(address) };
-    }
-}
-
-/// The default pinned allocator: `cuMemAllocHost`.
-#[derive(Debug, Default)]
-pub struct CudaPinnedAllocator;
-
-impl PinnedAllocator for CudaPinnedAllocator {
-    fn allocate(&self, bytes: usize) -> Result<*mut u8> {
-        let mut ptr = std::ptr::null_mut();
-        check("cuMemAllocHost", unsafe { cu::cuMemAllocHost_v2(&mut ptr, bytes) })?;
-        Ok(ptr.cast())
-    }
-
-    unsafe fn free(&self, ptr: *mut u8) {
-        unsafe { cu::cuMemFreeHost(ptr.cast()) };
-    }
-}
-
 /// The default host allocator: Rust's global allocator.
 #[derive(Debug, Default)]
 pub struct SystemHostAllocator;
@@ -89,27 +56,6 @@ impl HostAllocator for SystemHostAllocator {
 
     unsafe fn free(&self, ptr: *mut u8, bytes: usize) {
         unsafe { std::alloc::dealloc(ptr, std::alloc::Layout::from_size_align_unchecked(bytes, 16)) };
-    }
-}
-
-/// The three allocators a [`crate::Gpu`] uses.
-#[derive(Clone)]
-pub struct Allocators {
-    /// For device buffers: scratch, compressed and decompressed buffers.
-    pub device: Arc<dyn DeviceAllocator>,
-    /// For the arrays staged between host and device.
-    pub pinned: Arc<dyn PinnedAllocator>,
-    /// For host-side working buffers (container headers read back from the device).
-    pub host: Arc<dyn HostAllocator>,
-}
-
-impl Default for Allocators {
-    fn default() -> Self {
-        Self {
-            device: Arc::new(CudaDeviceAllocator),
-            pinned: Arc::new(CudaPinnedAllocator),
-            host: Arc::new(SystemHostAllocator),
-        }
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::alloc::{DeviceView, DeviceViewMut};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Stream, blocks};
+use crate::gpu::{Gpu, Kernel, Stream, blocks};
 use ferrocomp_format::{Algorithm, BatchArgs, Status};
 use std::ffi::c_void;
 
@@ -210,18 +210,6 @@ pub trait BatchCodec: Send + Sync {
             self.finish_decompress(gpu, &args, stream)
         }
     }
-}
-
-/// The kernels of a codec: `{algorithm}_compress`, `{algorithm}_decompress` and
-/// `{algorithm}_decompressed_sizes` in the PTX.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kernel {
-    /// Compresses each chunk.
-    Compress,
-    /// Decompresses each chunk.
-    Decompress,
-    /// Finds each chunk's decompressed size.
-    DecompressedSizes,
 }
 
 /// How a codec's kernels are spread over the GPU: what differs between codecs' launches.

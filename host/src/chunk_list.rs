@@ -16,9 +16,8 @@ use crate::batch::{Chunks, Results};
 use crate::buffer_codec::parallel_map;
 use crate::codec::Options;
 use crate::container::{Bitstream, Frame};
-use crate::error::{Error, Result, check};
+use crate::error::{Error, Result};
 use crate::gpu::{Event, Gpu, Stream, blocks};
-use cust::sys as cu;
 use ferrocomp_format::Status;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -302,7 +301,7 @@ impl ChunkListCodec {
                 }
                 Op::Sizes if prefix > 0 => {
                     let statuses = results.statuses.address();
-                    check("cuMemsetD32Async", cu::cuMemsetD32Async(statuses, 0, count, stream.as_raw()))?;
+                    stream.fill_u32(statuses, 0, count)?;
                 }
                 Op::Sizes => codec.decompressed_sizes_async(gpu, inputs, results, stream)?,
                 Op::Decompress => {

@@ -8,9 +8,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A cust call failed.
-    #[error("CUDA: {0}")]
-    Cuda(#[from] cust::error::CudaError),
     /// A raw CUDA driver call failed.
     #[error("CUDA driver call {call} failed with error {code}")]
     Driver {
@@ -81,14 +78,5 @@ impl std::fmt::Display for ChecksumPart {
             Self::Uncompressed => "uncompressed",
             Self::Compressed => "compressed",
         })
-    }
-}
-
-/// Turns a raw driver result into a [`Result`], naming the call.
-pub(crate) fn check(call: &'static str, result: cust::sys::CUresult) -> Result<()> {
-    match result {
-        cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
-        cust::sys::CUresult::CUDA_ERROR_NO_DEVICE => Err(Error::NoDevice),
-        other => Err(Error::Driver { call, code: other as u32 }),
     }
 }

@@ -1,7 +1,8 @@
 //! # ferrocomp
 //!
 //! GPU compression in Rust. Kernels are written in Rust (`kernels-gpu`, compiled to PTX by
-//! rustc's NVPTX backend) and launched through cust. Every codec has:
+//! rustc's NVPTX backend) and launched through the CUDA driver, which is loaded at first GPU use
+//! (cudarc's dynamic loading), so the CPU path runs where there is none. Every codec has:
 //! - a batched API in nvCOMP's shape ([`BatchCodec`]): device arrays of chunk addresses and
 //!   sizes in, compressed chunks, sizes and a status per chunk out, all asynchronous on a stream;
 //! - a one-buffer codec over it ([`BufferCodec`]): chunking, the native container with
@@ -27,9 +28,9 @@
 //! `stream_allocator` (the caller's CUDA stream and allocator) and `cpu` (the CPU path, streams
 //! and a standard .zst frame).
 //!
-//! The crate builds with stable Rust (see `rust-version`) and needs no CUDA toolkit: the kernels'
-//! PTX comes compiled with the `ferrocomp-kernels-gpu` crate, and linking needs only the driver's
-//! `libcuda`.
+//! The crate builds with stable Rust (see `rust-version`) and needs neither a CUDA toolkit nor a
+//! driver: the kernels' PTX comes compiled with the `ferrocomp-kernels-gpu` crate, and the driver's
+//! `libcuda` is opened when a [`Gpu`] is first asked for.
 
 #![deny(missing_docs)]
 
@@ -60,5 +61,5 @@ pub use ferrocomp_format::blosc::Shuffle;
 pub use ferrocomp_format::deflate::Wrapper;
 pub use ferrocomp_format::{Algorithm, DataType, Status};
 pub use file_ranges::{FileRange, RangeReader};
-pub use gpu::{Gpu, Stream};
+pub use gpu::{Gpu, RawStream, Stream};
 pub use pipeline::{DEFAULT_SEGMENT_SIZE, Totals};

@@ -6,9 +6,8 @@
 
 use crate::array::Keep;
 use crate::device::{self, CudaStream};
-use ferrocomp::alloc::{
-    CudaDeviceAllocator, CudaPinnedAllocator, DeviceAllocator, HostAllocator, PinnedAllocator, SystemHostAllocator,
-};
+use ferrocomp::alloc::{DeviceAllocator, HostAllocator, PinnedAllocator, SystemHostAllocator};
+use ferrocomp::gpu::{CudaDeviceAllocator, CudaPinnedAllocator};
 use ferrocomp::{Error, Gpu, Result};
 use pyo3::prelude::*;
 use std::collections::HashMap;

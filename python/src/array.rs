@@ -339,7 +339,7 @@ impl Array {
         let buffer = gpu.alloc::<u8>(nbytes).map_err(device_error)?;
         let (dst, src) = (buffer.address(), self.ptr);
         py.detach(|| {
-            device::copy_to_device(&gpu, dst, src, nbytes, raw)?;
+            device::copy_async(&gpu, dst, src, nbytes, raw)?;
             if synchronize { device::synchronize(&gpu, raw) } else { Ok(()) }
         })
         .map_err(device_error)?;

@@ -746,7 +746,7 @@ impl Codec {
             Backend::Cpu => unsafe { out.host_bytes_mut()[..size].copy_from_slice(encoded.host_bytes()) },
             Backend::Gpu { gpu, stream, .. } => py
                 .detach(|| {
-                    device::copy_on_device(gpu, out.ptr, encoded.ptr, size, stream.raw())?;
+                    device::copy_async(gpu, out.ptr, encoded.ptr, size, stream.raw())?;
                     stream.stream().synchronize()
                 })
                 .map_err(device_error)?,

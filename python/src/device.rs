@@ -3,23 +3,13 @@
 //! host waiting, and plain copies. `FERROCOMP_CPU=1` hides every device.
 
 use crate::alloc;
-use cust::sys as cu;
-use ferrocomp::{Error, Gpu, Result, Stream};
+use ferrocomp::{DeviceView, Error, Gpu, RawStream, Result, Stream};
 use pyo3::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The stream handle CUDA reads as the legacy default stream.
 pub const LEGACY_STREAM: u64 = 1;
-
-/// Turns a raw driver result into a [`Result`], naming the call.
-pub fn check(call: &'static str, result: cu::CUresult) -> Result<()> {
-    match result {
-        cu::CUresult::CUDA_SUCCESS => Ok(()),
-        cu::CUresult::CUDA_ERROR_NO_DEVICE => Err(Error::NoDevice),
-        other => Err(Error::Driver { call, code: other as u32 }),
-    }
-}
 
 /// The loaded devices, by ordinal. They live as long as the module, so allocator settings stick.
 fn gpus() -> &'static Mutex<HashMap<u32, Gpu>> {
@@ -64,9 +54,7 @@ pub fn device_count() -> usize {
     if default_gpu().is_none() {
         return 0;
     }
-    let mut count = 0;
-    let counted = unsafe { cu::cuDeviceGetCount(&mut count) };
-    if counted == cu::CUresult::CUDA_SUCCESS { count as usize } else { 0 }
+    Gpu::count().unwrap_or(0)
 }
 
 /// A CUDA stream the bindings use: one of ours, or the caller's, borrowed by its handle.
@@ -80,8 +68,7 @@ unsafe impl Sync for StreamRef {}
 impl StreamRef {
     /// The caller's stream with handle `raw` (1: the legacy default stream, 2: per-thread).
     pub fn borrowed(raw: u64) -> Self {
-        // SAFETY: the handle is the caller's; CUDA rejects a stale one with an error.
-        Self { stream: unsafe { Stream::borrow_raw(raw as cu::CUstream) } }
+        Self { stream: borrowed(raw) }
     }
 
     /// A stream ferrocomp owns, destroyed with the last reference.
@@ -100,37 +87,32 @@ impl StreamRef {
     }
 }
 
+/// The caller's stream `raw`, borrowed for one call.
+fn borrowed(raw: u64) -> Stream {
+    // SAFETY: the handle is the caller's; CUDA rejects a stale one with an error.
+    unsafe { Stream::borrow_raw(raw as RawStream) }
+}
+
 /// Makes `consumer` wait (on the device, not the host) for the work queued on `producer` so far.
 pub fn wait_for(gpu: &Gpu, consumer: u64, producer: u64) -> Result<()> {
-    if consumer == producer {
-        return Ok(());
-    }
     gpu.make_current()?;
-    let mut event = std::ptr::null_mut();
-    let flags = cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-    check("cuEventCreate", unsafe { cu::cuEventCreate(&mut event, flags) })?;
-    let waited = check("cuEventRecord", unsafe { cu::cuEventRecord(event, producer as cu::CUstream) }).and_then(|()| {
-        check("cuStreamWaitEvent", unsafe { cu::cuStreamWaitEvent(consumer as cu::CUstream, event, 0) })
-    });
-    // The wait holds on to the recorded work; the event itself can go now.
-    unsafe { cu::cuEventDestroy_v2(event) };
-    waited
+    borrowed(consumer).wait_for(&borrowed(producer))
 }
 
 /// Waits on the host for the work queued on stream `raw`.
 pub fn synchronize(gpu: &Gpu, raw: u64) -> Result<()> {
     gpu.make_current()?;
-    check("cuStreamSynchronize", unsafe { cu::cuStreamSynchronize(raw as cu::CUstream) })
+    borrowed(raw).synchronize()
 }
 
-/// Enqueues copying `bytes` bytes from host `src` to device `dst` on stream `raw`.
-pub fn copy_to_device(gpu: &Gpu, dst: u64, src: u64, bytes: usize, raw: u64) -> Result<()> {
+/// Enqueues copying `bytes` bytes from `src` to `dst` (host or device addresses) on stream `raw`.
+pub fn copy_async(gpu: &Gpu, dst: u64, src: u64, bytes: usize, raw: u64) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
     gpu.make_current()?;
-    let (src, stream) = (src as *const std::ffi::c_void, raw as cu::CUstream);
-    check("cuMemcpyHtoDAsync", unsafe { cu::cuMemcpyHtoDAsync_v2(dst, src, bytes, stream) })
+    // SAFETY: the addresses come from the caller's arrays, which the call keeps alive.
+    unsafe { borrowed(raw).copy_async(dst, src, bytes) }
 }
 
 /// Copies `bytes` bytes from device `src` to host `dst`, complete when this returns.
@@ -138,36 +120,20 @@ pub fn copy_to_host(gpu: &Gpu, dst: u64, src: u64, bytes: usize) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
-    gpu.make_current()?;
-    check("cuMemcpyDtoH", unsafe { cu::cuMemcpyDtoH_v2(dst as *mut std::ffi::c_void, src, bytes) })
-}
-
-/// Enqueues copying `bytes` bytes between device addresses on stream `raw`.
-pub fn copy_on_device(gpu: &Gpu, dst: u64, src: u64, bytes: usize, raw: u64) -> Result<()> {
-    if bytes == 0 {
-        return Ok(());
-    }
-    gpu.make_current()?;
-    check("cuMemcpyDtoDAsync", unsafe { cu::cuMemcpyDtoDAsync_v2(dst, src, bytes, raw as cu::CUstream) })
+    // SAFETY: the addresses come from the caller's arrays, which the call keeps alive.
+    let (src, dst) =
+        unsafe { (DeviceView::<u8>::from_raw(src, bytes), std::slice::from_raw_parts_mut(dst as *mut u8, bytes)) };
+    gpu.copy_to_host_sync(src, dst)
 }
 
 /// The device that owns memory at `address`, if the driver knows it.
 pub fn device_of(address: u64) -> Option<u32> {
-    let mut ordinal: i32 = -1;
-    let attribute = cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL;
-    let asked = unsafe { cu::cuPointerGetAttribute((&mut ordinal as *mut i32).cast(), attribute, address) };
-    (asked == cu::CUresult::CUDA_SUCCESS && ordinal >= 0).then_some(ordinal as u32)
+    ferrocomp::gpu::device_of(address)
 }
 
 /// The device of a non-special stream, asked of its context.
 fn device_of_stream(raw: u64) -> Result<u32> {
-    let mut context = std::ptr::null_mut();
-    check("cuStreamGetCtx", unsafe { cu::cuStreamGetCtx(raw as cu::CUstream, &mut context) })?;
-    check("cuCtxPushCurrent", unsafe { cu::cuCtxPushCurrent_v2(context) })?;
-    let mut device = 0;
-    let asked = check("cuCtxGetDevice", unsafe { cu::cuCtxGetDevice(&mut device) });
-    unsafe { cu::cuCtxPopCurrent_v2(&mut context) };
-    asked.map(|()| device as u32)
+    borrowed(raw).device()
 }
 
 /// A stream handle from a Python argument: an `int`, or anything with an integer `ptr` (a

@@ -2,7 +2,8 @@
 //! libraries both ways, checksums, decoding into slices of one buffer, and per-chunk statuses
 //! for corrupt chunks. Each test says it skipped and passes where the machine has no GPU.
 
-use ferrocomp::alloc::{CudaDeviceAllocator, DeviceAllocator, HostAllocator, SystemHostAllocator};
+use ferrocomp::alloc::{DeviceAllocator, HostAllocator, SystemHostAllocator};
+use ferrocomp::gpu::CudaDeviceAllocator;
 use ferrocomp::{
     BatchCodec, Bitstream, BufferCodec, ChecksumPart, ChecksumPolicy, Config, DataType, DeviceViewMut, Error, Gpu, Lz4,
     Options, Results, Status, Stream,
@@ -333,8 +334,8 @@ fn caller_streams_and_allocators_are_used() {
     let Some(gpu) = gpu() else { return };
     let counting = Arc::new(CountingAllocator(AtomicUsize::new(0), std::thread::current().id()));
     gpu.make_current().unwrap();
-    let own = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None).unwrap();
-    let stream = unsafe { Stream::borrow_raw(own.as_inner()) };
+    let own = cudarc::driver::CudaContext::new(0).unwrap().new_stream().unwrap();
+    let stream = unsafe { Stream::borrow_raw(own.cu_stream()) };
     let codec = codec(&gpu, Bitstream::Native, ChecksumPolicy::default());
     let data = text_bytes(2 * CHUNK + 9, 50);
     let input = gpu.upload(&data).unwrap();

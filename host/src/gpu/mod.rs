@@ -1,17 +1,21 @@
-//! The device: context, the kernel module (loaded once per context and cached), streams
-//! (new, or the caller's borrowed), copies and launches.
+//! The device, the one part of the crate that calls the CUDA driver: the driver itself (loaded
+//! at first use), a device's primary context and the kernel module (loaded once per device and
+//! shared), streams (new, or the caller's borrowed), memory, copies and launches.
 
-use crate::alloc::{
-    Allocators, DeviceAllocator, DeviceBuffer, DeviceView, DeviceViewMut, HostAllocator, PinnedAllocator,
-};
-use crate::batch::Kernel;
-use crate::error::{Error, Result, check};
-use cust::context::Context;
-use cust::device::Device;
-use cust::module::Module;
-use cust::sys as cu;
+mod driver;
+mod memory;
+mod stream;
+
+pub use memory::{Allocators, CudaDeviceAllocator, CudaPinnedAllocator};
+pub(crate) use stream::Event;
+pub use stream::{RawStream, Stream, device_of};
+
+use crate::alloc::{DeviceAllocator, DeviceBuffer, DeviceView, DeviceViewMut, HostAllocator, PinnedAllocator};
+use crate::error::{Error, Result};
+use driver::{Module, PrimaryContext, check, cu};
 use ferrocomp_format::Algorithm;
 use ferrocomp_kernels_gpu as kernels;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
@@ -26,7 +30,7 @@ struct GpuInner {
     // Kept loaded while the kernel handles are used; field order is drop order, so the
     // module goes before the context it lives in.
     _module: Module,
-    context: Context,
+    context: PrimaryContext,
     kernels: Kernels,
     name: String,
     allocators: RwLock<Allocators>,
@@ -64,38 +68,28 @@ impl Gpu {
         if let Some(inner) = loaded.get(&ordinal).and_then(Weak::upgrade) {
             return Ok(Self { inner });
         }
-        cust::init(cust::CudaFlags::empty()).map_err(|e| match e {
-            cust::error::CudaError::NoDevice => Error::NoDevice,
-            e => e.into(),
-        })?;
-        if cust::device::Device::num_devices()? <= ordinal {
-            return Err(Error::NoDevice);
-        }
-        let device = Device::get_device(ordinal)?;
-        let context = Context::new(device)?;
+        let context = PrimaryContext::retain(ordinal)?;
+        context.make_current()?;
         // FERROCOMP_MAX_REGISTERS caps registers per thread when the driver compiles the PTX.
-        let jit: Vec<_> = std::env::var("FERROCOMP_MAX_REGISTERS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map(cust::module::ModuleJitOption::MaxRegisters)
-            .into_iter()
-            .collect();
+        let max_registers = std::env::var("FERROCOMP_MAX_REGISTERS").ok().and_then(|v| v.parse().ok());
         // FERROCOMP_PTX loads the kernels from that PTX file (rustc's output, as the shipped
         // one) instead, to try a kernel variant without rebuilding the host.
         let ptx = match std::env::var_os("FERROCOMP_PTX") {
-            Some(path) => std::fs::read_to_string(&path)
-                .map_err(|e| Error::InvalidArgument(format!("FERROCOMP_PTX {}: {e}", path.to_string_lossy())))?,
-            None => kernels::PTX.to_owned(),
+            Some(path) => Cow::Owned(
+                std::fs::read_to_string(&path)
+                    .map_err(|e| Error::InvalidArgument(format!("FERROCOMP_PTX {}: {e}", path.to_string_lossy())))?,
+            ),
+            None => Cow::Borrowed(kernels::PTX),
         };
         let ptx = kernels::with_launch_bounds(&ptx);
-        let module = Module::from_ptx(&ptx, &jit)?;
+        let module = Module::from_ptx(ptx, max_registers)?;
         // Compiling the PTX (when the driver's cache lacks it) leaves a few hundred MB the C heap
         // keeps though they are free; hand them back so a process's footprint is its own.
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         unsafe {
             libc::malloc_trim(0)
         };
-        let function = |name: &str| module.get_function(name).map(|f| f.to_raw());
+        let function = |name: &str| module.function(name);
         let codec = |name: &str| -> Result<CodecKernels> {
             Ok(CodecKernels {
                 compress: function(&format!("{name}_compress"))?,
@@ -111,7 +105,7 @@ impl Gpu {
             blosc_unshuffle: function("blosc_unshuffle")?,
         };
         let inner = Arc::new(GpuInner {
-            name: device.name()?,
+            name: context.device_name()?,
             _module: module,
             context,
             kernels,
@@ -130,6 +124,11 @@ impl Gpu {
         }
     }
 
+    /// The number of CUDA devices (0 without a driver).
+    pub fn count() -> Result<usize> {
+        driver::device_count()
+    }
+
     /// The device's name, e.g. "NVIDIA H200".
     pub fn name(&self) -> &str {
         &self.inner.name
@@ -137,14 +136,13 @@ impl Gpu {
 
     /// Makes this device's context current on the calling thread.
     pub fn make_current(&self) -> Result<()> {
-        check("cuCtxSetCurrent", unsafe { cu::cuCtxSetCurrent(self.inner.context.as_raw()) })
+        self.inner.context.make_current()
     }
 
     /// A new non-blocking stream, destroyed on drop.
     pub fn stream(&self) -> Result<Stream> {
         self.make_current()?;
-        let owned = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None)?;
-        Ok(Stream { raw: owned.as_inner(), _owned: Some(owned) })
+        Stream::new()
     }
 
     /// Routes device allocations to `allocator` (as nvCOMP's `set_device_allocator`).
@@ -244,7 +242,7 @@ impl Gpu {
                 1,
                 1,
                 shared_bytes,
-                stream.raw,
+                stream.as_raw(),
                 args.as_ptr() as *mut _,
                 std::ptr::null_mut(),
             )
@@ -252,97 +250,19 @@ impl Gpu {
     }
 }
 
-/// A CUDA stream: one of ferrocomp's own, or the caller's, borrowed.
-pub struct Stream {
-    raw: cu::CUstream,
-    _owned: Option<cust::stream::Stream>,
-}
-
-unsafe impl Send for Stream {}
-
-impl Stream {
-    /// Wraps the caller's stream; ferrocomp enqueues work on it and never destroys it.
-    ///
-    /// # Safety
-    /// `raw` must be a valid stream of the device's primary context (or null, the legacy
-    /// default stream) that outlives the returned value.
-    pub unsafe fn borrow_raw(raw: cu::CUstream) -> Self {
-        Self { raw, _owned: None }
-    }
-
-    /// The raw driver handle.
-    pub fn as_raw(&self) -> cu::CUstream {
-        self.raw
-    }
-
-    /// Waits for all work enqueued on the stream.
-    pub fn synchronize(&self) -> Result<()> {
-        check("cuStreamSynchronize", unsafe { cu::cuStreamSynchronize(self.raw) })
-    }
-
-    /// Enqueues a copy of `src` into the start of `dst`. `src` is pinned so the copy is
-    /// asynchronous; it must not be dropped before the stream reaches the copy.
-    pub(crate) fn copy_to_device<T: Copy>(&self, src: &[T], dst: u64) -> Result<()> {
-        check("cuMemcpyHtoDAsync", unsafe {
-            cu::cuMemcpyHtoDAsync_v2(dst, src.as_ptr().cast(), size_of_val(src), self.raw)
-        })
-    }
-
-    /// Enqueues a copy of `len` bytes from device `src` to device `dst`.
-    pub(crate) fn copy_on_device(&self, src: u64, dst: u64, len: usize) -> Result<()> {
-        check("cuMemcpyDtoDAsync", unsafe { cu::cuMemcpyDtoDAsync_v2(dst, src, len, self.raw) })
-    }
-
-    /// Enqueues a copy from device `src` into `dst` (pinned; read it after synchronizing).
-    pub(crate) fn copy_to_host<T: Copy>(&self, src: u64, dst: &mut [T]) -> Result<()> {
-        check("cuMemcpyDtoHAsync", unsafe {
-            cu::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src, size_of_val(dst), self.raw)
-        })
-    }
-}
-
-/// A CUDA event without timing, destroyed on drop.
-pub(crate) struct Event(cu::CUevent);
-
-// An event handle may be recorded, queried and waited on from any thread.
-unsafe impl Send for Event {}
-unsafe impl Sync for Event {}
-
-impl Event {
-    /// A new event; it reads as done until first recorded.
-    pub(crate) fn new() -> Result<Self> {
-        let mut event = std::ptr::null_mut();
-        let flags = cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-        check("cuEventCreate", unsafe { cu::cuEventCreate(&mut event, flags) })?;
-        Ok(Self(event))
-    }
-
-    /// Marks the point `stream` has reached in its queue.
-    pub(crate) fn record(&self, stream: &Stream) -> Result<()> {
-        check("cuEventRecord", unsafe { cu::cuEventRecord(self.0, stream.as_raw()) })
-    }
-
-    /// Whether the stream has passed the recorded point, asked without waiting.
-    pub(crate) fn is_done(&self) -> Result<bool> {
-        match unsafe { cu::cuEventQuery(self.0) } {
-            cu::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-            other => check("cuEventQuery", other).map(|()| true),
-        }
-    }
-
-    /// Waits on the host until the stream has passed the recorded point.
-    pub(crate) fn synchronize(&self) -> Result<()> {
-        check("cuEventSynchronize", unsafe { cu::cuEventSynchronize(self.0) })
-    }
-}
-
-impl Drop for Event {
-    fn drop(&mut self) {
-        unsafe { cu::cuEventDestroy_v2(self.0) };
-    }
-}
-
 /// Blocks for `count` warps (or groups of 32 threads) at `per_block` per block.
 pub(crate) fn blocks(count: usize, per_block: u32) -> u32 {
     count.div_ceil(per_block as usize) as u32
+}
+
+/// The kernels of a codec: `{algorithm}_compress`, `{algorithm}_decompress` and
+/// `{algorithm}_decompressed_sizes` in the PTX.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// Compresses each chunk.
+    Compress,
+    /// Decompresses each chunk.
+    Decompress,
+    /// Finds each chunk's decompressed size.
+    DecompressedSizes,
 }

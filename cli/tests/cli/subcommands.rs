@@ -1,6 +1,7 @@
 //! `ferrocomp info` and `ferrocomp bench`.
 
 use crate::support::{TempDir, assert_failed, assert_ok, sample};
+use ferrocomp::{BufferCodec, Config, Options};
 
 /// `info` describes a native file field by field, and reports a file that is not one.
 #[test]
@@ -24,6 +25,23 @@ fn info_describes_a_native_file() {
     let stderr = assert_failed(&result, &["info"]);
     assert_eq!(stderr, "ferrocomp: reading in: invalid container: not a ferrocomp native stream (bad magic)\n");
     assert!(String::from_utf8(result.stdout).unwrap().starts_with("in.fcmp\n"));
+}
+
+/// `info` gives a streamed (version 2) file's blocks, and no blocks line for a version-1 file, which
+/// has one chunk table and no blocks.
+#[test]
+fn info_gives_blocks_for_streamed_files_only() {
+    let dir = TempDir::new("info-versions");
+    let data = sample(300_000);
+    dir.file("in", &data);
+    dir.ok(&["in"]);
+    let codec = BufferCodec::new(Options::default(), Config::default(), None).unwrap();
+    dir.file("whole.fcmp", &codec.compress(&data).unwrap());
+    let info = |name: &str| String::from_utf8(dir.run(&["info", name]).stdout).unwrap();
+    let (streamed, whole) = (info("in.fcmp"), info("whole.fcmp"));
+    assert!(streamed.contains("\n  container version: 2\n") && streamed.contains("\n  blocks: 1\n"), "{streamed}");
+    assert!(whole.contains("\n  container version: 1\n") && whole.contains("\n  chunks: 5\n"), "{whole}");
+    assert!(!whole.contains("blocks"), "{whole}");
 }
 
 /// `bench` prints a Markdown row for each codec and level asked for.

@@ -50,17 +50,22 @@ fn format(path: &Path, description: &Description) -> String {
         (false, false) => "none",
     };
     let ratio = *uncompressed as f64 / (*compressed).max(1) as f64;
-    let fields = [
+    let mut fields = vec![
         ("container version", version.to_string()),
         ("algorithm", describe(options)),
         ("chunk size", format!("{chunk_size} bytes")),
         ("chunks", chunks.to_string()),
-        ("blocks", blocks.to_string()),
+    ];
+    // Version 1 holds one chunk table, no blocks.
+    if *version != container::VERSION {
+        fields.push(("blocks", blocks.to_string()));
+    }
+    fields.extend([
         ("uncompressed", format!("{uncompressed} bytes")),
         ("compressed", format!("{compressed} bytes")),
         ("ratio", format!("{ratio:.3}")),
         ("checksums", checksums.to_string()),
-    ];
+    ]);
     let lines = fields.iter().map(|(field, value)| format!("  {field}: {value}\n"));
     format!("{}\n{}", path.display(), lines.collect::<String>())
 }

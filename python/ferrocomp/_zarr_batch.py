@@ -166,6 +166,23 @@ def codec_for(
         return _codecs[key]
 
 
+@contextmanager
+def ordered_on(stream: dict[str, Any]) -> Iterator[None]:
+    """With a GPU codec's stream: CuPy's work in the block goes to that stream, which first waits for zarr's (the
+    legacy default stream, where `out` was made), so every step of a batch is ordered after the one before."""
+    if not stream:
+        yield
+        return
+    import cupy
+
+    ours = cupy.cuda.ExternalStream(stream["cuda_stream"])
+    zarrs = cupy.cuda.Event(disable_timing=True)
+    zarrs.record(cupy.cuda.Stream.null)
+    ours.wait_event(zarrs)
+    with ours:
+        yield
+
+
 def decode_into(stream_format: StreamFormat, streams: Sequence[Any], outputs: Sequence[Any], declared: str) -> None:
     """Decode `streams` into the caller's `outputs` in one call; each must fill its output exactly, else a
     `ferrocomp.DecodeError` names the first that does not (`declared` says who gave the output's size)."""

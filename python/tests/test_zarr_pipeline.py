@@ -309,12 +309,12 @@ def test_gds_store_reads_through_kvikio_where_gds_is(tmp_path: Path, cupy, monke
     kvikio_zarr = pytest.importorskip("kvikio.zarr", reason="kvikio is not installed (an optional dependency)")
     import kvikio.defaults
 
-    from ferrocomp import _zarr_pipeline
+    from ferrocomp import _zarr_fetch
 
     expected = write_store(tmp_path / "k.zarr", "v3-zstd", "<f4", fill=7)
     reads = []
-    read_with_kvikio = _zarr_pipeline._read_with_kvikio
-    monkeypatch.setattr(_zarr_pipeline, "_read_with_kvikio", lambda *a: reads.append(1) or read_with_kvikio(*a))
+    read_with_kvikio = _zarr_fetch._read_with_kvikio
+    monkeypatch.setattr(_zarr_fetch, "_read_with_kvikio", lambda *a: reads.append(1) or read_with_kvikio(*a))
     for compat, through_kvikio in [(True, []), (False, [1])]:
         reads.clear()
         monkeypatch.setattr(kvikio.defaults, "is_compat_mode_preferred", lambda compat=compat: compat)

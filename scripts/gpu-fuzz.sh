@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU-vs-CPU differential fuzzing of every decoder (tests/src/bin/differential.rs): batches of
+# GPU-vs-CPU differential fuzzing of every decoder (tests/src/bin/differential/): batches of
 # mutated chunks decoded by the GPU's batched calls and by the CPU path, which must agree exactly
 # and never write past an output room; optionally under compute-sanitizer memcheck or racecheck.
 # Runs .gpu/differential (from scripts/gpu-pack.sh) where present, else builds it with cargo.

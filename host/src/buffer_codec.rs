@@ -3,10 +3,9 @@
 //! Host data (slices, and streams from a `Read` to a `Write`) moves through the pipeline of
 //! [`crate::pipeline`] in segments; its slots and scratch are kept and reused from call to call.
 
-use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, HostBuffer, PinnedBuffer};
+use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, HostBuffer};
 use crate::batch::{Chunks, Results};
 use crate::checksum::{ChecksumPolicy, crc32_async};
-use crate::chunk_list::gather_async;
 use crate::codec::Options;
 use crate::container::{
     Bitstream, Checksums, FIXED_HEADER_LEN, Frame, MAX_BLOCK_BYTES, MAX_BLOCK_CHUNKS, NativeReader, describe,
@@ -15,7 +14,10 @@ use crate::container::{
 use crate::error::{ChecksumPart, Error, Result};
 use crate::file_ranges::{FileRange, RangeReader, in_file};
 use crate::gpu::{Gpu, Stream};
+use crate::parallel::parallel_map;
 use crate::pipeline::{self, DEFAULT_SEGMENT_SIZE, GPU_WORKERS, Slot, Staging, Totals};
+use crate::scatter::gather_async;
+use crate::scratch::Scratch;
 use ferrocomp_format::Status;
 use ferrocomp_format::crc32::crc32;
 use rayon::prelude::*;
@@ -1005,97 +1007,10 @@ fn chunks_of(data: &[u8], chunk_size: usize) -> Vec<&[u8]> {
     if data.is_empty() { vec![data] } else { data.chunks(chunk_size).collect() }
 }
 
-/// `f` over `items` on all cores (rayon's pool, so no threads start per call), results in
-/// order; of the items that fail, the first one's error.
-pub(crate) fn parallel_map<T: Sync, R: Send>(
-    items: &[T],
-    f: impl Fn(usize, &T) -> Result<R> + Sync + Send,
-) -> Result<Vec<R>> {
-    let results: Vec<Result<R>> = items.par_iter().enumerate().map(|(i, item)| f(i, item)).collect();
-    results.into_iter().collect()
-}
-
 /// The address array as written for a call of `count` chunks: inputs, then outputs.
 fn halves(addresses: &DeviceBuffer<u64>, count: usize) -> (DeviceView<'_, u64>, DeviceView<'_, u64>) {
     let all = addresses.view();
     (all.slice(0, count), all.slice(count, count))
-}
-
-/// Device and pinned arrays reused across calls, grown when a call needs more.
-pub(crate) struct Scratch {
-    chunks: usize,
-    staging_bytes: usize,
-    /// Chunk addresses: inputs in the first half, outputs in the second.
-    addresses: DeviceBuffer<u64>,
-    /// Chunk sizes: inputs in the first half, output capacities in the second.
-    sizes: DeviceBuffer<usize>,
-    result_sizes: DeviceBuffer<usize>,
-    statuses: DeviceBuffer<u32>,
-    crcs_uncompressed: DeviceBuffer<u32>,
-    crcs_compressed: DeviceBuffer<u32>,
-    first_failure: DeviceBuffer<u32>,
-    /// Where compressed chunks land, one bound apart.
-    staging: DeviceBuffer<u8>,
-    /// Where compressed chunks are packed before going to the host.
-    packed: DeviceBuffer<u8>,
-    /// The codec's own scratch.
-    codec_bytes: usize,
-    codec: DeviceBuffer<u8>,
-    host_addresses: PinnedBuffer<u64>,
-    host_sizes: PinnedBuffer<usize>,
-    host_result_sizes: PinnedBuffer<usize>,
-    host_statuses: PinnedBuffer<u32>,
-    host_crcs: PinnedBuffer<u32>,
-    host_first_failure: PinnedBuffer<u32>,
-}
-
-impl Scratch {
-    /// The scratch, grown to hold `chunks` chunks, `staging_bytes` of compressed staging and
-    /// `packed_bytes` of packed output, and `codec_bytes` of the codec's scratch.
-    fn ensure<'s>(
-        gpu: &Gpu,
-        slot: &'s mut Option<Scratch>,
-        chunks: usize,
-        staging_bytes: usize,
-        packed_bytes: usize,
-        codec_bytes: usize,
-    ) -> Result<&'s mut Scratch> {
-        let fits = slot.as_ref().is_some_and(|s| {
-            s.chunks >= chunks && s.staging_bytes >= staging_bytes.max(packed_bytes) && s.codec_bytes >= codec_bytes
-        });
-        if !fits {
-            // Free the old arrays before allocating larger ones.
-            let (old_chunks, old_staging, old_codec) = match slot.take() {
-                Some(Scratch { chunks, staging_bytes, codec_bytes, .. }) => (chunks, staging_bytes, codec_bytes),
-                None => (0, 0, 0),
-            };
-            let (chunks, staging_bytes) = (chunks.max(old_chunks), staging_bytes.max(packed_bytes).max(old_staging));
-            let codec_bytes = codec_bytes.max(old_codec);
-            let pinned = gpu.allocators().pinned;
-            *slot = Some(Scratch {
-                chunks,
-                staging_bytes,
-                addresses: gpu.alloc(2 * chunks)?,
-                sizes: gpu.alloc(2 * chunks)?,
-                result_sizes: gpu.alloc(chunks)?,
-                statuses: gpu.alloc(chunks)?,
-                crcs_uncompressed: gpu.alloc(chunks)?,
-                crcs_compressed: gpu.alloc(chunks)?,
-                first_failure: gpu.alloc(1)?,
-                staging: gpu.alloc(staging_bytes)?,
-                packed: gpu.alloc(staging_bytes)?,
-                codec_bytes,
-                codec: gpu.alloc(codec_bytes)?,
-                host_addresses: PinnedBuffer::new(&pinned, 2 * chunks)?,
-                host_sizes: PinnedBuffer::new(&pinned, 2 * chunks)?,
-                host_result_sizes: PinnedBuffer::new(&pinned, chunks)?,
-                host_statuses: PinnedBuffer::new(&pinned, chunks)?,
-                host_crcs: PinnedBuffer::new(&pinned, 2 * chunks)?,
-                host_first_failure: PinnedBuffer::new(&pinned, 1)?,
-            });
-        }
-        Ok(slot.as_mut().unwrap())
-    }
 }
 
 /// Where a decompressed stream goes.

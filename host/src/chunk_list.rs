@@ -13,21 +13,19 @@
 
 use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, PinnedBuffer};
 use crate::batch::{Chunks, Results};
-use crate::buffer_codec::parallel_map;
 use crate::codec::Options;
 use crate::container::{Bitstream, Frame};
 use crate::error::{Error, Result};
-use crate::gpu::{Event, Gpu, Stream, blocks};
+use crate::gpu::{Event, Gpu, Stream};
+use crate::parallel::parallel_map;
+use crate::scatter::gather_async;
 use ferrocomp_format::Status;
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 /// Bytes of the size prefix before each `WithUncompressedSize` block.
 pub const SIZE_PREFIX_LEN: usize = 8;
 /// Slots a pool keeps; past that a call waits (on the host) for the oldest busy one.
 const MAX_SLOTS: usize = 8;
-/// Warps per block of the gather kernel (one warp per chunk).
-const GATHER_WARPS_PER_BLOCK: u32 = 8;
 
 // Device sizes are `usize` and share the one u64 table with the addresses.
 const _: () = assert!(size_of::<usize>() == size_of::<u64>());
@@ -516,31 +514,6 @@ impl Drop for ChunkResults {
             self.pool.give_back(slot);
         }
     }
-}
-
-/// Enqueues copying `sizes[i]` bytes from device address `srcs[i]` to `dsts[i]` for every `i`,
-/// one warp per chunk.
-///
-/// # Safety
-/// Every address must be valid device memory of its stated size until the stream has run the
-/// call; destinations must not overlap sources or each other.
-pub(crate) unsafe fn gather_async(
-    gpu: &Gpu,
-    srcs: DeviceView<'_, u64>,
-    dsts: DeviceView<'_, u64>,
-    sizes: DeviceView<'_, usize>,
-    stream: &Stream,
-) -> Result<()> {
-    let count = srcs.len();
-    let (srcs, dsts, sizes) = (srcs.address(), dsts.address(), sizes.address());
-    let args = [
-        &srcs as *const _ as *mut c_void,
-        &dsts as *const _ as *mut _,
-        &sizes as *const _ as *mut _,
-        &count as *const _ as *mut _,
-    ];
-    let (blocks, threads) = (blocks(count, GATHER_WARPS_PER_BLOCK), GATHER_WARPS_PER_BLOCK * 32);
-    unsafe { gpu.launch(gpu.kernels().gather, blocks, threads, 0, stream, &args) }
 }
 
 /// The slots of one codec that no call holds.

@@ -5,9 +5,9 @@
 //! writes them out in order and hands them back to the reader; memory stays that of the slots.
 
 use crate::alloc::{DeviceBuffer, PinnedBuffer};
-use crate::buffer_codec::Scratch;
 use crate::error::Result;
 use crate::gpu::{Gpu, Stream};
+use crate::scratch::Scratch;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Mutex;

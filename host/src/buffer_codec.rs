@@ -15,7 +15,7 @@ use crate::error::{ChecksumPart, Error, Result};
 use crate::file_ranges::{FileRange, RangeReader, in_file};
 use crate::gpu::{Gpu, Stream};
 use crate::parallel::parallel_map;
-use crate::pipeline::{self, DEFAULT_SEGMENT_SIZE, GPU_WORKERS, Slot, Staging, Totals};
+use crate::pipeline::{self, DEFAULT_SEGMENT_SIZE, GPU_WORKERS, SegmentSlot, Staging, Totals};
 use crate::scatter::gather_async;
 use crate::scratch::Scratch;
 use ferrocomp_format::Status;
@@ -74,7 +74,7 @@ pub struct BufferCodec {
     /// Scratch of the device-memory calls.
     scratch: Mutex<Option<Scratch>>,
     /// Pipeline slots kept between host-memory calls.
-    slots: Mutex<Vec<Slot>>,
+    slots: Mutex<Vec<SegmentSlot>>,
     /// Reads files' chunks to the device, for [`Self::decompress_file`].
     range_reader: OnceLock<RangeReader>,
     /// Last, so that the memory above is freed while its context lives.
@@ -478,18 +478,18 @@ impl BufferCodec {
         &self,
         workers: usize,
         overlap: bool,
-        fill: impl FnMut(&mut Slot) -> Result<Option<T>> + Send,
-        process: impl Fn(&mut Slot, &T) -> Result<D> + Sync,
-        drain: impl FnMut(&Slot, T, D) -> Result<()>,
+        fill: impl FnMut(&mut SegmentSlot) -> Result<Option<T>> + Send,
+        process: impl Fn(&mut SegmentSlot, &T) -> Result<D> + Sync,
+        drain: impl FnMut(&SegmentSlot, T, D) -> Result<()>,
     ) -> Result<()> {
         let wanted = if overlap { workers + 2 } else { 1 };
-        let mut slots: Vec<Slot> = {
+        let mut slots: Vec<SegmentSlot> = {
             let mut kept = self.slots.lock().unwrap();
             let keep = kept.len().saturating_sub(wanted);
             kept.split_off(keep)
         };
         while slots.len() < wanted {
-            slots.push(Slot::new(self.gpu.as_ref())?);
+            slots.push(SegmentSlot::new(self.gpu.as_ref())?);
         }
         let (slots, result) = pipeline::run(slots, workers, overlap, fill, process, drain);
         self.slots.lock().unwrap().extend(slots);
@@ -497,11 +497,11 @@ impl BufferCodec {
     }
 
     /// Compresses the first `len` bytes of a slot's input into its output.
-    fn compress_slot(&self, slot: &mut Slot, len: usize, chunk_size: usize) -> Result<Compressed> {
+    fn compress_slot(&self, slot: &mut SegmentSlot, len: usize, chunk_size: usize) -> Result<Compressed> {
         match &self.gpu {
             Some(gpu) => self.compress_segment_gpu(gpu, slot, len, chunk_size),
             None => {
-                let Slot { input, output, .. } = slot;
+                let SegmentSlot { input, output, .. } = slot;
                 let mut data = Vec::new();
                 let compressed = self.compress_segment_cpu(&input.bytes()[..len], chunk_size, &mut data)?;
                 output.resize(data.len())?.copy_from_slice(&data);
@@ -512,11 +512,11 @@ impl BufferCodec {
 
     /// Decodes the chunks of `block` (numbered from `first_chunk`), held in a slot's input, into
     /// its output.
-    fn decompress_slot(&self, slot: &mut Slot, first_chunk: usize, block: &Frame) -> Result<()> {
+    fn decompress_slot(&self, slot: &mut SegmentSlot, first_chunk: usize, block: &Frame) -> Result<()> {
         match &self.gpu {
             Some(gpu) => self.decompress_segment_gpu(gpu, slot, first_chunk, block),
             None => {
-                let Slot { input, output, .. } = slot;
+                let SegmentSlot { input, output, .. } = slot;
                 let out = output.resize(block.total_size)?;
                 self.decompress_segment_cpu(block, first_chunk, input.bytes(), out)
             }
@@ -727,16 +727,22 @@ impl BufferCodec {
 
     /// Compresses the first `len` bytes of a slot's input on its stream: uploaded, compressed,
     /// packed and downloaded into its output.
-    fn compress_segment_gpu(&self, gpu: &Gpu, slot: &mut Slot, len: usize, chunk_size: usize) -> Result<Compressed> {
+    fn compress_segment_gpu(
+        &self,
+        gpu: &Gpu,
+        slot: &mut SegmentSlot,
+        len: usize,
+        chunk_size: usize,
+    ) -> Result<Compressed> {
         gpu.make_current()?;
-        let Slot { input, output, lane } = slot;
-        let lane = lane.as_mut().expect("a GPU slot has a lane");
-        let stream = &lane.stream;
-        let address = lane.device_input.ensure(gpu, len)?;
+        let SegmentSlot { input, output, device } = slot;
+        let device = device.as_mut().expect("a GPU slot has a device side");
+        let stream = &device.stream;
+        let address = device.input.ensure(gpu, len)?;
         stream.copy_to_device(&input.bytes()[..len], address)?;
         let device_input = unsafe { DeviceView::from_raw(address, len) };
-        let compressed = self.compress_chunks_gpu(gpu, &mut lane.scratch, device_input, chunk_size, stream)?;
-        let scratch = lane.scratch.as_mut().expect("scratch was prepared");
+        let compressed = self.compress_chunks_gpu(gpu, &mut device.scratch, device_input, chunk_size, stream)?;
+        let scratch = device.scratch.as_mut().expect("scratch was prepared");
         let packed = scratch.packed.address();
         self.pack_gpu(gpu, scratch, &compressed.sizes, packed, stream)?;
         stream.copy_to_host(packed, output.resize(compressed.sizes.iter().sum())?)?;
@@ -745,7 +751,13 @@ impl BufferCodec {
     }
 
     /// Decodes the chunks of `block` in a slot's input on its stream into its output.
-    fn decompress_segment_gpu(&self, gpu: &Gpu, slot: &mut Slot, first_chunk: usize, block: &Frame) -> Result<()> {
+    fn decompress_segment_gpu(
+        &self,
+        gpu: &Gpu,
+        slot: &mut SegmentSlot,
+        first_chunk: usize,
+        block: &Frame,
+    ) -> Result<()> {
         let len = slot.input.bytes().len();
         self.decompress_uploaded_gpu(gpu, slot, first_chunk, block, len, |input, device, stream| {
             stream.copy_to_device(input.bytes(), device.address())
@@ -757,22 +769,22 @@ impl BufferCodec {
     fn decompress_uploaded_gpu(
         &self,
         gpu: &Gpu,
-        slot: &mut Slot,
+        slot: &mut SegmentSlot,
         first_chunk: usize,
         block: &Frame,
         len: usize,
         upload: impl FnOnce(&Staging, DeviceViewMut<'_, u8>, &Stream) -> Result<()>,
     ) -> Result<()> {
         gpu.make_current()?;
-        let Slot { input, output, lane } = slot;
-        let lane = lane.as_mut().expect("a GPU slot has a lane");
-        let (stream, total) = (&lane.stream, block.total_size);
-        let input_address = lane.device_input.ensure(gpu, len)?;
-        let output_address = lane.device_output.ensure(gpu, total)?;
+        let SegmentSlot { input, output, device } = slot;
+        let device = device.as_mut().expect("a GPU slot has a device side");
+        let (stream, total) = (&device.stream, block.total_size);
+        let input_address = device.input.ensure(gpu, len)?;
+        let output_address = device.output.ensure(gpu, total)?;
         upload(input, unsafe { DeviceViewMut::from_raw(input_address, len) }, stream)?;
         let (compressed, decoded) =
             unsafe { (DeviceView::from_raw(input_address, len), DeviceViewMut::from_raw(output_address, total)) };
-        self.decompress_frame_gpu(gpu, &mut lane.scratch, block, first_chunk, compressed, decoded, stream)?;
+        self.decompress_frame_gpu(gpu, &mut device.scratch, block, first_chunk, compressed, decoded, stream)?;
         stream.copy_to_host(output_address, output.resize(total)?)?;
         stream.synchronize()
     }

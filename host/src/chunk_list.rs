@@ -250,7 +250,7 @@ impl ChunkListCodec {
         &self,
         gpu: &Gpu,
         op: Op,
-        slot: &mut Slot,
+        slot: &mut TableSlot,
         inputs: &[DeviceView<'_, u8>],
         outputs: &[DeviceViewMut<'_, u8>],
         stream: &Stream,
@@ -445,7 +445,7 @@ fn too_large(chunk: usize, len: usize, max: usize) -> Error {
 /// The results of a batched GPU call: per-chunk sizes and statuses, on the device while the
 /// call runs. Holds its slot of the codec's pool until dropped; drop it so the slot can be reused.
 pub struct ChunkResults {
-    slot: Option<Slot>,
+    slot: Option<TableSlot>,
     pool: Arc<Pool>,
     gpu: Gpu,
     layout: Layout,
@@ -524,7 +524,7 @@ struct Pool {
 
 #[derive(Default)]
 struct PoolState {
-    free: Vec<Slot>,
+    free: Vec<TableSlot>,
     /// Slots in existence, free or held.
     total: usize,
 }
@@ -532,7 +532,7 @@ struct PoolState {
 impl Pool {
     /// A slot for `count` chunks and `scratch_bytes` of codec scratch whose last call is done:
     /// a free one if one fits, else a new one (or, at [`MAX_SLOTS`], the oldest, waited for).
-    fn take(&self, gpu: &Gpu, count: usize, scratch_bytes: usize) -> Result<Slot> {
+    fn take(&self, gpu: &Gpu, count: usize, scratch_bytes: usize) -> Result<TableSlot> {
         let mut state = self.state.lock().unwrap();
         let mut fits_and_done = None;
         for (i, slot) in state.free.iter().enumerate() {
@@ -563,18 +563,18 @@ impl Pool {
             }
             None => {}
         }
-        let slot = Slot::new(gpu, count.next_power_of_two(), scratch_bytes)?;
+        let slot = TableSlot::new(gpu, count.next_power_of_two(), scratch_bytes)?;
         state.total += 1;
         Ok(slot)
     }
 
-    fn give_back(&self, slot: Slot) {
+    fn give_back(&self, slot: TableSlot) {
         self.state.lock().unwrap().free.push(slot);
     }
 }
 
 /// Pinned and device memory for one call of up to `capacity` chunks, and its event.
-struct Slot {
+struct TableSlot {
     capacity: usize,
     event: Event,
     /// The tables as filled on the host: [`SECTIONS`] sections of the call's chunk count.
@@ -589,9 +589,9 @@ struct Slot {
 }
 
 // A slot is written only through `&mut` (while a call fills it); shared, it is only read.
-unsafe impl Sync for Slot {}
+unsafe impl Sync for TableSlot {}
 
-impl Slot {
+impl TableSlot {
     fn new(gpu: &Gpu, capacity: usize, scratch_bytes: usize) -> Result<Self> {
         let pinned = gpu.allocators().pinned;
         Ok(Self {

@@ -122,11 +122,11 @@ pub unsafe fn decode_ranges_cpu(
 /// Reads ranges of files into device memory, through pinned slots it keeps between calls.
 pub struct RangeReader {
     gpu: Gpu,
-    slots: Mutex<[Slot; 2]>,
+    slots: Mutex<[UploadSlot; 2]>,
 }
 
 /// A pinned segment and the event after its upload.
-struct Slot {
+struct UploadSlot {
     staging: PinnedBuffer<u8>,
     uploaded: Event,
 }
@@ -135,8 +135,8 @@ impl RangeReader {
     /// A reader for `gpu`; its slots are allocated at first use.
     pub fn new(gpu: &Gpu) -> Result<Self> {
         gpu.make_current()?;
-        let slot = || -> Result<Slot> {
-            Ok(Slot { staging: PinnedBuffer::new(&gpu.allocators().pinned, 0)?, uploaded: Event::new()? })
+        let slot = || -> Result<UploadSlot> {
+            Ok(UploadSlot { staging: PinnedBuffer::new(&gpu.allocators().pinned, 0)?, uploaded: Event::new()? })
         };
         Ok(Self { gpu: gpu.clone(), slots: Mutex::new([slot()?, slot()?]) })
     }

@@ -8,6 +8,7 @@
 
 use crate::codec::Options;
 use crate::error::{Error, Result};
+use crate::io::read_full;
 use ferrocomp_format::Algorithm;
 use std::io::{Read, Seek, SeekFrom};
 
@@ -555,18 +556,7 @@ impl<R: Read> NativeReader<R> {
     pub(crate) fn read_data(&mut self, first_chunk: usize, block: &Frame, into: Option<&mut [u8]>) -> Result<()> {
         let len: usize = block.compressed_sizes.iter().sum();
         let got = match into {
-            Some(buffer) => {
-                let mut got = 0;
-                while got < len {
-                    match self.input.read(&mut buffer[got..len]) {
-                        Ok(0) => break,
-                        Ok(n) => got += n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                got
-            }
+            Some(buffer) => read_full(&mut self.input, &mut buffer[..len])?,
             None => std::io::copy(&mut (&mut self.input).take(len as u64), &mut std::io::sink())? as usize,
         };
         if got < len {

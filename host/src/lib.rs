@@ -44,6 +44,7 @@ pub mod container;
 pub mod error;
 pub mod file_ranges;
 pub mod gpu;
+mod io;
 mod parallel;
 pub mod pipeline;
 pub mod scatter;

@@ -7,6 +7,7 @@
 use crate::alloc::{DeviceBuffer, PinnedBuffer};
 use crate::error::Result;
 use crate::gpu::{Gpu, Stream};
+use crate::io::read_full;
 use crate::scratch::Scratch;
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -72,16 +73,7 @@ impl Staging {
             vec.clear();
             return Ok(input.take(max as u64).read_to_end(vec)?);
         }
-        let buffer = self.resize(max)?;
-        let mut got = 0;
-        while got < max {
-            match input.read(&mut buffer[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let got = read_full(input, self.resize(max)?)?;
         self.resize(got)?;
         Ok(got)
     }

@@ -501,11 +501,11 @@ impl BufferCodec {
         match &self.gpu {
             Some(gpu) => self.compress_segment_gpu(gpu, slot, len, chunk_size),
             None => {
-                let SegmentSlot { input, output, .. } = slot;
-                let mut data = Vec::new();
-                let compressed = self.compress_segment_cpu(&input.bytes()[..len], chunk_size, &mut data)?;
-                output.resize(data.len())?.copy_from_slice(&data);
-                Ok(compressed)
+                let SegmentSlot { input, output: Staging::Heap(data), .. } = slot else {
+                    unreachable!("a CPU slot stages on the heap")
+                };
+                data.clear();
+                self.compress_segment_cpu(&input.bytes()[..len], chunk_size, data)
             }
         }
     }

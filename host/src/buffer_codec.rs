@@ -132,13 +132,13 @@ impl BufferCodec {
         let per_block = self.chunks_per_block(chunk_size);
         let mut blocks = (0..count)
             .step_by(per_block)
-            .map(|first| first * chunk_size..((first + per_block) * chunk_size).min(input.len()));
+            .map(|first| (first, first * chunk_size..((first + per_block) * chunk_size).min(input.len())));
         let mut data = Vec::with_capacity(input.len() / 2);
         let mut compressed = Compressed { sizes: Vec::with_capacity(count), checksums: self.new_checksums(count) };
         match &self.gpu {
             None => {
-                for range in blocks {
-                    let part = self.compress_segment_cpu(&input[range.clone()], chunk_size, &mut data)?;
+                for (first, range) in blocks {
+                    let part = self.compress_segment_cpu(&input[range.clone()], first, chunk_size, &mut data)?;
                     compressed.append(part);
                     progress(range.end);
                 }
@@ -147,12 +147,12 @@ impl BufferCodec {
                 self.workers(),
                 count > per_block,
                 |slot| {
-                    let Some(range) = blocks.next() else { return Ok(None) };
+                    let Some((first, range)) = blocks.next() else { return Ok(None) };
                     slot.input.resize(range.len())?.copy_from_slice(&input[range.clone()]);
-                    Ok(Some(range))
+                    Ok(Some((first, range)))
                 },
-                |slot, range| self.compress_slot(slot, range.len(), chunk_size),
-                |slot, range, part| {
+                |slot, (first, range)| self.compress_slot(slot, *first, range.len(), chunk_size),
+                |slot, (_, range), part| {
                     data.extend_from_slice(slot.output.bytes());
                     compressed.append(part);
                     progress(range.end);
@@ -189,15 +189,18 @@ impl BufferCodec {
         let header = self.frame_for(0, chunk_size, &empty).stream_header();
         output.write_all(&header)?;
         let mut totals = Totals { uncompressed: 0, compressed: header.len() as u64 };
+        let mut next_chunk = 0;
         self.pipeline(
             self.workers(),
             true,
             |slot| {
                 let len = slot.input.read_from(&mut input, block_bytes)?;
-                Ok((len > 0).then_some(len))
+                let first = next_chunk;
+                next_chunk += len.div_ceil(chunk_size);
+                Ok((len > 0).then_some((first, len)))
             },
-            |slot, &len| self.compress_slot(slot, len, chunk_size),
-            |slot, len, part| {
+            |slot, &(first, len)| self.compress_slot(slot, first, len, chunk_size),
+            |slot, (_, len), part| {
                 let block = self.frame_for(len, chunk_size, &part).block_header();
                 output.write_all(&block)?;
                 output.write_all(slot.output.bytes())?;
@@ -496,8 +499,15 @@ impl BufferCodec {
         result
     }
 
-    /// Compresses the first `len` bytes of a slot's input into its output.
-    fn compress_slot(&self, slot: &mut SegmentSlot, len: usize, chunk_size: usize) -> Result<Compressed> {
+    /// Compresses the first `len` bytes of a slot's input (chunks numbered from `first_chunk`)
+    /// into its output.
+    fn compress_slot(
+        &self,
+        slot: &mut SegmentSlot,
+        first_chunk: usize,
+        len: usize,
+        chunk_size: usize,
+    ) -> Result<Compressed> {
         match &self.gpu {
             Some(gpu) => self.compress_segment_gpu(gpu, slot, len, chunk_size),
             None => {
@@ -505,7 +515,7 @@ impl BufferCodec {
                     unreachable!("a CPU slot stages on the heap")
                 };
                 data.clear();
-                self.compress_segment_cpu(&input.bytes()[..len], chunk_size, data)
+                self.compress_segment_cpu(&input.bytes()[..len], first_chunk, chunk_size, data)
             }
         }
     }
@@ -660,13 +670,21 @@ impl BufferCodec {
 
     // ---- CPU ----
 
-    fn compress_segment_cpu(&self, segment: &[u8], chunk_size: usize, data: &mut Vec<u8>) -> Result<Compressed> {
+    /// Compresses `segment`, whose chunks are numbered from `first_chunk`, appending them to `data`.
+    fn compress_segment_cpu(
+        &self,
+        segment: &[u8],
+        first_chunk: usize,
+        chunk_size: usize,
+        data: &mut Vec<u8>,
+    ) -> Result<Compressed> {
         let codec = self.options.codec();
         let inputs: Vec<&[u8]> = chunks_of(segment, chunk_size);
         let (uncompressed_crcs, compressed_crcs) = (self.stores_uncompressed_checksums(), self.stores_checksums());
         let outputs = parallel_map(&inputs, |i, input| {
             let mut out = vec![0u8; codec.max_compressed_chunk_size(input.len())];
-            let size = codec.compress_cpu(input, &mut out).map_err(|status| Error::Chunk { chunk: i, status })?;
+            let chunk = first_chunk + i;
+            let size = codec.compress_cpu(input, &mut out).map_err(|status| Error::Chunk { chunk, status })?;
             out.truncate(size);
             let crcs = (uncompressed_crcs.then(|| crc32(input)), compressed_crcs.then(|| crc32(&out)));
             Ok((out, crcs))

@@ -509,7 +509,7 @@ impl BufferCodec {
         chunk_size: usize,
     ) -> Result<Compressed> {
         match &self.gpu {
-            Some(gpu) => self.compress_segment_gpu(gpu, slot, len, chunk_size),
+            Some(gpu) => self.compress_segment_gpu(gpu, slot, len, chunk_size).map_err(|e| e.renumbered(first_chunk)),
             None => {
                 let SegmentSlot { input, output: Staging::Heap(data), .. } = slot else {
                     unreachable!("a CPU slot stages on the heap")

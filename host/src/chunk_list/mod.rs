@@ -10,6 +10,9 @@
 //! results on the caller's stream. Once the pool is warm nothing is allocated per call.
 //!
 //! The same calls run on the CPU over host slices, on all cores.
+//!
+//! Here: the codec; `layout` says how chunks lie and how their outcomes read, `pool` holds the
+//! slots and the [`ChunkResults`] that hold one, and `gpu` and `cpu` make the calls.
 
 mod cpu;
 mod gpu;

@@ -5,6 +5,9 @@
 //! The native container has two versions: 1, one chunk table for the whole buffer, written when
 //! the whole input is at hand; and 2, the streamed form, a table per block of chunks ahead of
 //! them and an end marker, written and read block by block in bounded memory.
+//!
+//! `frame` holds the header's layout and [`Frame`], which writes and parses it; `reader` reads a
+//! container from a `Read`, block by block.
 
 mod frame;
 mod reader;

@@ -63,6 +63,17 @@ pub enum Error {
     InvalidArgument(String),
 }
 
+impl Error {
+    /// This error about chunk `i` of a segment as one about chunk `first + i` of the whole call.
+    pub(crate) fn renumbered(self, first: usize) -> Error {
+        match self {
+            Error::Chunk { chunk, status } => Error::Chunk { chunk: first + chunk, status },
+            Error::ChunkSize { chunk, expected, actual } => Error::ChunkSize { chunk: first + chunk, expected, actual },
+            other => other,
+        }
+    }
+}
+
 /// Which bytes of a chunk a checksum covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChecksumPart {

@@ -106,7 +106,7 @@ pub unsafe fn decode_ranges_cpu(
                 read.resize(ranges[i].len, 0);
                 decoded.resize(expected[i], 0);
                 read_one(&files, &ranges[i], read)?;
-                let size = codec.decompress_cpu(&[read], &mut [decoded]).remove(0).map_err(|e| renumbered(e, i))?;
+                let size = codec.decompress_cpu(&[read], &mut [decoded]).remove(0).map_err(|e| e.renumbered(i))?;
                 if size != expected[i] {
                     return Err(Error::ChunkSize { chunk: i, expected: expected[i], actual: size });
                 }
@@ -122,11 +122,11 @@ pub unsafe fn decode_ranges_cpu(
 /// Reads ranges of files into device memory, through pinned slots it keeps between calls.
 pub struct RangeReader {
     gpu: Gpu,
-    slots: Mutex<[Slot; 2]>,
+    slots: Mutex<[UploadSlot; 2]>,
 }
 
 /// A pinned segment and the event after its upload.
-struct Slot {
+struct UploadSlot {
     staging: PinnedBuffer<u8>,
     uploaded: Event,
 }
@@ -135,8 +135,8 @@ impl RangeReader {
     /// A reader for `gpu`; its slots are allocated at first use.
     pub fn new(gpu: &Gpu) -> Result<Self> {
         gpu.make_current()?;
-        let slot = || -> Result<Slot> {
-            Ok(Slot { staging: PinnedBuffer::new(&gpu.allocators().pinned, 0)?, uploaded: Event::new()? })
+        let slot = || -> Result<UploadSlot> {
+            Ok(UploadSlot { staging: PinnedBuffer::new(&gpu.allocators().pinned, 0)?, uploaded: Event::new()? })
         };
         Ok(Self { gpu: gpu.clone(), slots: Mutex::new([slot()?, slot()?]) })
     }
@@ -229,7 +229,7 @@ impl RangeReader {
         enqueued?;
         let mut sizes = Vec::with_capacity(ranges.len());
         for (first, results) in segments {
-            sizes.extend(results.wait().map_err(|error| renumbered(error, first))?);
+            sizes.extend(results.wait().map_err(|error| error.renumbered(first))?);
         }
         Ok(sizes)
     }
@@ -267,15 +267,6 @@ fn read_one(files: &HashMap<&Path, File>, range: &FileRange<'_>, piece: &mut [u8
         let end = range.offset + range.len as u64;
         in_file(range.path, std::io::Error::new(e.kind(), format!("bytes {}..{end}: {e}", range.offset)))
     })
-}
-
-/// `error` about chunk `i` of a segment as one about chunk `first + i` of the whole call.
-fn renumbered(error: Error, first: usize) -> Error {
-    match error {
-        Error::Chunk { chunk, status } => Error::Chunk { chunk: first + chunk, status },
-        Error::ChunkSize { chunk, expected, actual } => Error::ChunkSize { chunk: first + chunk, expected, actual },
-        other => other,
-    }
 }
 
 /// `error` about the file at `path`, naming it.

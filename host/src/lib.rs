@@ -44,8 +44,11 @@ pub mod container;
 pub mod error;
 pub mod file_ranges;
 pub mod gpu;
+mod io;
+mod parallel;
 pub mod pipeline;
 pub mod scatter;
+mod scratch;
 
 pub use alloc::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use batch::{BatchCodec, Chunks, Results};

@@ -5,9 +5,10 @@
 //! writes them out in order and hands them back to the reader; memory stays that of the slots.
 
 use crate::alloc::{DeviceBuffer, PinnedBuffer};
-use crate::buffer_codec::Scratch;
 use crate::error::Result;
 use crate::gpu::{Gpu, Stream};
+use crate::io::read_full;
+use crate::scratch::Scratch;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Mutex;
@@ -72,16 +73,7 @@ impl Staging {
             vec.clear();
             return Ok(input.take(max as u64).read_to_end(vec)?);
         }
-        let buffer = self.resize(max)?;
-        let mut got = 0;
-        while got < max {
-            match input.read(&mut buffer[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let got = read_full(input, self.resize(max)?)?;
         self.resize(got)?;
         Ok(got)
     }
@@ -96,37 +88,39 @@ impl Staging {
 }
 
 /// One segment's buffers, reused segment after segment.
-pub(crate) struct Slot {
+pub(crate) struct SegmentSlot {
     /// What was read: uncompressed bytes to compress, or compressed chunks to decode.
     pub(crate) input: Staging,
     /// What processing made, to be written out.
     pub(crate) output: Staging,
     /// On a GPU: the stream and device memory this slot is processed with.
-    pub(crate) lane: Option<Lane>,
+    pub(crate) device: Option<DeviceSide>,
 }
 
-impl Slot {
+impl SegmentSlot {
     pub(crate) fn new(gpu: Option<&Gpu>) -> Result<Self> {
-        let lane = match gpu {
-            Some(gpu) => Some(Lane {
+        let device = match gpu {
+            Some(gpu) => Some(DeviceSide {
                 stream: gpu.stream()?,
                 scratch: None,
-                device_input: Growing::default(),
-                device_output: Growing::default(),
+                input: Growing::default(),
+                output: Growing::default(),
                 _gpu: gpu.clone(),
             }),
             None => None,
         };
-        Ok(Self { input: Staging::new(gpu)?, output: Staging::new(gpu)?, lane })
+        Ok(Self { input: Staging::new(gpu)?, output: Staging::new(gpu)?, device })
     }
 }
 
-/// A slot's stream and device memory.
-pub(crate) struct Lane {
+/// A slot's device side: the stream it is processed on, and the device memory it uses there.
+pub(crate) struct DeviceSide {
     pub(crate) stream: Stream,
     pub(crate) scratch: Option<Scratch>,
-    pub(crate) device_input: Growing,
-    pub(crate) device_output: Growing,
+    /// The slot's input, uploaded.
+    pub(crate) input: Growing,
+    /// The slot's output, before it is downloaded.
+    pub(crate) output: Growing,
     /// Last, so that the stream and memory above go while their context lives.
     _gpu: Gpu,
 }
@@ -147,7 +141,7 @@ impl Growing {
 }
 
 /// A segment read and waiting, or done, with its sequence number.
-type Job<T> = (usize, Slot, T);
+type Job<T> = (usize, SegmentSlot, T);
 
 /// Runs segments through `fill` (a reader thread), `process` (`workers` threads) and `drain`
 /// (the calling thread, in order) with `slots`, and returns the slots for reuse, whatever
@@ -155,13 +149,13 @@ type Job<T> = (usize, Slot, T);
 /// Without `overlap` (or with one slot) the three take turns on the calling thread, which spares
 /// small inputs the threads.
 pub(crate) fn run<T: Send, D: Send>(
-    mut slots: Vec<Slot>,
+    mut slots: Vec<SegmentSlot>,
     workers: usize,
     overlap: bool,
-    mut fill: impl FnMut(&mut Slot) -> Result<Option<T>> + Send,
-    process: impl Fn(&mut Slot, &T) -> Result<D> + Sync,
-    mut drain: impl FnMut(&Slot, T, D) -> Result<()>,
-) -> (Vec<Slot>, Result<()>) {
+    mut fill: impl FnMut(&mut SegmentSlot) -> Result<Option<T>> + Send,
+    process: impl Fn(&mut SegmentSlot, &T) -> Result<D> + Sync,
+    mut drain: impl FnMut(&SegmentSlot, T, D) -> Result<()>,
+) -> (Vec<SegmentSlot>, Result<()>) {
     if !overlap || slots.len() == 1 {
         slots.truncate(1);
         let slot = &mut slots[0];
@@ -185,7 +179,7 @@ pub(crate) fn run<T: Send, D: Send>(
     // Set once a segment fails: the reader stops and the slots come home.
     let failed = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let (free_tx, free_rx) = channel::<Slot>();
+        let (free_tx, free_rx) = channel::<SegmentSlot>();
         let (done_tx, done_rx) = channel::<(Job<T>, Result<D>)>();
         slots.into_iter().for_each(|slot| free_tx.send(slot).expect("the receiver is here"));
         let failed = &failed;
@@ -236,9 +230,9 @@ pub(crate) fn run<T: Send, D: Send>(
 /// the first failure (returned), only hands them back, with `failed` set.
 fn drain_in_order<T, D>(
     done: Receiver<(Job<T>, Result<D>)>,
-    free: &Sender<Slot>,
+    free: &Sender<SegmentSlot>,
     failed: &AtomicBool,
-    drain: &mut impl FnMut(&Slot, T, D) -> Result<()>,
+    drain: &mut impl FnMut(&SegmentSlot, T, D) -> Result<()>,
 ) -> Result<()> {
     let mut pending = BTreeMap::new();
     let mut next = 0;

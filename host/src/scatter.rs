@@ -1,9 +1,11 @@
-//! Scattering decoded chunks to their places in an array: a batch of strided boxes
+//! Batched copies, as the kernels' `copy` module makes them: gathering device chunks to
+//! addresses of their own (packing compressed chunks, moving size prefixes), and scattering
+//! decoded chunks to their places in an array, a batch of strided boxes
 //! (`ferrocomp_format::strided`) copied in one kernel launch on the GPU, or on all cores.
 
 use crate::alloc::{DeviceView, DeviceViewMut};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, Stream};
+use crate::gpu::{Gpu, Stream, blocks};
 use ferrocomp_format::strided::MAX_DIMS;
 use ferrocomp_kernels_gpu::copy::SCATTER_THREADS;
 use rayon::prelude::*;
@@ -18,6 +20,8 @@ const MAX_BLOCKS_PER_COPY: u64 = 64;
 const COPY_PIECE: usize = 1 << 20;
 /// Units each thread of the scatter kernel copies, at least, before a box gets another block.
 const UNITS_PER_THREAD: u64 = 8;
+/// Warps per block of the gather kernel (one warp per chunk).
+const GATHER_WARPS_PER_BLOCK: u32 = 8;
 
 /// Copies every box from `src` to `dst` (`unit` bytes at a time, as [`Plan::widen`] chose) on
 /// all cores, the boxes in parallel.
@@ -161,6 +165,31 @@ unsafe fn launch(
         &per_copy as *const _ as *mut _,
     ];
     unsafe { gpu.launch(gpu.kernels().scatter, blocks, SCATTER_THREADS, 0, stream, &args) }
+}
+
+/// Enqueues copying `sizes[i]` bytes from device address `srcs[i]` to `dsts[i]` for every `i`,
+/// one warp per chunk.
+///
+/// # Safety
+/// Every address must be valid device memory of its stated size until the stream has run the
+/// call; destinations must not overlap sources or each other.
+pub(crate) unsafe fn gather_async(
+    gpu: &Gpu,
+    srcs: DeviceView<'_, u64>,
+    dsts: DeviceView<'_, u64>,
+    sizes: DeviceView<'_, usize>,
+    stream: &Stream,
+) -> Result<()> {
+    let count = srcs.len();
+    let (srcs, dsts, sizes) = (srcs.address(), dsts.address(), sizes.address());
+    let args = [
+        &srcs as *const _ as *mut c_void,
+        &dsts as *const _ as *mut _,
+        &sizes as *const _ as *mut _,
+        &count as *const _ as *mut _,
+    ];
+    let (blocks, threads) = (blocks(count, GATHER_WARPS_PER_BLOCK), GATHER_WARPS_PER_BLOCK * 32);
+    unsafe { gpu.launch(gpu.kernels().gather, blocks, threads, 0, stream, &args) }
 }
 
 /// Refuses a slab outside `data_len` or longer than `staging_len`, boxes outside the batch, and

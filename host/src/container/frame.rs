@@ -1,15 +1,9 @@
-//! The bitstream kinds: `Native` (a header naming the algorithm, with a chunk table and
-//! optional CRC-32s; `docs/FORMAT.md` gives it byte by byte), `Raw` (one standard block, nothing
-//! else) and `WithUncompressedSize` (a u64 size, then one block).
-//!
-//! The native container has two versions: 1, one chunk table for the whole buffer, written when
-//! the whole input is at hand; and 2, the streamed form, a table per block of chunks ahead of
-//! them and an end marker, written and read block by block in bounded memory.
+//! The frame of a compressed buffer: the bitstream kinds, the native header's constants and
+//! [`Frame`], which describes a buffer's chunks and writes and parses the headers.
 
 use crate::codec::Options;
 use crate::error::{Error, Result};
 use ferrocomp_format::Algorithm;
-use std::io::{Read, Seek, SeekFrom};
 
 /// The native header's first four bytes.
 pub const MAGIC: [u8; 4] = *b"FCMP";
@@ -25,10 +19,8 @@ pub const STREAM_HEADER_LEN: usize = 24;
 pub const MAX_BLOCK_CHUNKS: usize = 1 << 20;
 /// Most uncompressed bytes in one block of a streamed container.
 pub const MAX_BLOCK_BYTES: usize = 256 << 20;
-/// Bytes of a block's header before its tables: chunk count, size of its last chunk.
-const BLOCK_HEADER_LEN: usize = 8;
-const FLAG_UNCOMPRESSED_CRCS: u8 = 1;
-const FLAG_COMPRESSED_CRCS: u8 = 2;
+pub(super) const FLAG_UNCOMPRESSED_CRCS: u8 = 1;
+pub(super) const FLAG_COMPRESSED_CRCS: u8 = 2;
 
 /// How compressed bytes are framed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -203,7 +195,7 @@ impl Frame {
     }
 
     /// Reads a whole version-1 header (exactly [`native_header_len_from_fixed`] bytes).
-    fn parse_native_header(header: &[u8]) -> Result<Self> {
+    pub(super) fn parse_native_header(header: &[u8]) -> Result<Self> {
         let fixed = Fixed::parse(header)?;
         let frame = Self::from_tables(
             fixed.options,
@@ -216,7 +208,13 @@ impl Frame {
     }
 
     /// A frame of `count = tables.len() / (4 · tables)` chunks from its tables (flags say which).
-    fn from_tables(options: Options, chunk_size: usize, total_size: usize, flags: u8, tables: &[u8]) -> Self {
+    pub(super) fn from_tables(
+        options: Options,
+        chunk_size: usize,
+        total_size: usize,
+        flags: u8,
+        tables: &[u8],
+    ) -> Self {
         let words: Vec<u32> = tables.as_chunks::<4>().0.iter().map(|b| u32::from_le_bytes(*b)).collect();
         let count = words.len() / table_count(flags);
         let mut tables = words.chunks(count.max(1));
@@ -236,7 +234,7 @@ impl Frame {
 
     /// Refuses chunks (numbered from `first_chunk` in errors) whose compressed size is 0, over
     /// the codec's bound for their uncompressed size, or too small to expand to it.
-    fn check_chunks(self, first_chunk: usize) -> Result<Self> {
+    pub(super) fn check_chunks(self, first_chunk: usize) -> Result<Self> {
         let codec = self.options.codec();
         for (i, &size) in self.compressed_sizes.iter().enumerate() {
             let uncompressed = self.uncompressed_size(i);
@@ -301,7 +299,7 @@ pub fn native_header_len_from_fixed(fixed: &[u8]) -> Result<usize> {
 
 /// The options and flags of the 16 bytes both native versions start with, which must be
 /// `version`'s.
-fn parse_prefix(prefix: &[u8], version: u8) -> Result<(Options, u8)> {
+pub(super) fn parse_prefix(prefix: &[u8], version: u8) -> Result<(Options, u8)> {
     let bad = |what: String| Err(Error::Container(what));
     if prefix[0..4] != MAGIC {
         return bad("not a ferrocomp native stream (bad magic)".into());
@@ -323,16 +321,16 @@ fn parse_prefix(prefix: &[u8], version: u8) -> Result<(Options, u8)> {
 }
 
 /// The fields of a version-1 header's first [`FIXED_HEADER_LEN`] bytes, checked.
-struct Fixed {
+pub(super) struct Fixed {
     options: Options,
-    flags: u8,
+    pub(super) flags: u8,
     total: u64,
     chunk_size: usize,
     count: usize,
 }
 
 impl Fixed {
-    fn parse(fixed: &[u8]) -> Result<Self> {
+    pub(super) fn parse(fixed: &[u8]) -> Result<Self> {
         let (options, flags) = parse_prefix(fixed, VERSION)?;
         let total = u64::from_le_bytes(fixed[16..24].try_into().unwrap());
         let chunk_size = u32::from_le_bytes(fixed[24..28].try_into().unwrap()) as usize;
@@ -346,12 +344,12 @@ impl Fixed {
         Ok(Self { options, flags, total, chunk_size, count })
     }
 
-    fn header_len(&self) -> usize {
+    pub(super) fn header_len(&self) -> usize {
         FIXED_HEADER_LEN + table_count(self.flags) * 4 * self.count
     }
 }
 
-fn check_chunk_size(options: Options, chunk_size: usize) -> Result<()> {
+pub(super) fn check_chunk_size(options: Options, chunk_size: usize) -> Result<()> {
     let max = options.codec().max_chunk_size();
     if chunk_size == 0 || chunk_size > max {
         return Err(Error::Container(format!("chunk size {chunk_size} is outside 1..={max}")));
@@ -360,269 +358,11 @@ fn check_chunk_size(options: Options, chunk_size: usize) -> Result<()> {
 }
 
 /// How many u32 tables a chunk table with `flags` has: sizes, then the CRC-32 tables.
-fn table_count(flags: u8) -> usize {
+pub(super) fn table_count(flags: u8) -> usize {
     1 + (flags & FLAG_UNCOMPRESSED_CRCS != 0) as usize + (flags & FLAG_COMPRESSED_CRCS != 0) as usize
 }
 
 fn native_header_len(count: usize, checksums: &Checksums) -> usize {
     let tables = 1 + checksums.uncompressed.is_some() as usize + checksums.compressed.is_some() as usize;
     FIXED_HEADER_LEN + tables * 4 * count
-}
-
-/// What a native container holds, from its headers (its chunks are read past, not decoded).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Description {
-    /// Container version: 1 (one chunk table) or 2 (streamed, a table per block).
-    pub version: u8,
-    /// Algorithm and options the chunks were compressed with.
-    pub options: Options,
-    /// Uncompressed size of every chunk but the last.
-    pub chunk_size: usize,
-    /// Number of chunks.
-    pub chunks: u64,
-    /// Blocks of chunks, each with its table (version 2; 0 for version 1).
-    pub blocks: u64,
-    /// Uncompressed bytes.
-    pub uncompressed: u64,
-    /// Bytes of the whole container, headers included.
-    pub compressed: u64,
-    /// Whether it stores a CRC-32 of each chunk's uncompressed bytes.
-    pub uncompressed_checksums: bool,
-    /// Whether it stores a CRC-32 of each chunk's compressed bytes.
-    pub compressed_checksums: bool,
-}
-
-/// Describes the native container `input` holds (either version), reading it to its end and
-/// checking its structure, without decoding a chunk.
-pub fn describe(input: impl Read) -> Result<Description> {
-    let mut reader = NativeReader::new(input, MAX_BLOCK_BYTES)?;
-    let (mut chunks, mut uncompressed) = (0, 0);
-    while let Some((first_chunk, block)) = reader.next_block()? {
-        reader.read_data(first_chunk, &block, None)?;
-        chunks += block.count() as u64;
-        uncompressed += block.total_size as u64;
-    }
-    Ok(Description {
-        version: reader.version,
-        options: reader.options,
-        chunk_size: reader.chunk_size,
-        chunks,
-        blocks: reader.blocks,
-        uncompressed,
-        compressed: reader.input.count,
-        uncompressed_checksums: reader.flags & FLAG_UNCOMPRESSED_CRCS != 0,
-        compressed_checksums: reader.flags & FLAG_COMPRESSED_CRCS != 0,
-    })
-}
-
-/// Reads a native container of either version from a [`Read`], handing out its chunks in blocks
-/// of about the reader's size, whatever the size of the writer's blocks, so that a version-2
-/// container is read in bounded memory (a version-1 container's chunk table is held whole: 4 to
-/// 12 bytes a chunk).
-pub(crate) struct NativeReader<R> {
-    input: Counted<R>,
-    version: u8,
-    options: Options,
-    chunk_size: usize,
-    flags: u8,
-    /// The table being handed out: version 1's whole one, or version 2's current block's.
-    table: Option<Frame>,
-    /// The next chunk of `table` to hand out.
-    in_table: usize,
-    /// Version-2 blocks read.
-    blocks: u64,
-    block_bytes: usize,
-    /// The number of the next block's first chunk.
-    next_chunk: usize,
-    /// Uncompressed bytes of the blocks handed out.
-    uncompressed: u64,
-    /// Whether a version-2 block ended with a short chunk, which only the end may follow.
-    ended_short: bool,
-}
-
-impl<R: Read> NativeReader<R> {
-    /// Reads the header; version-1 tables are handed out in blocks of about `block_bytes`.
-    pub(crate) fn new(input: R, block_bytes: usize) -> Result<Self> {
-        let mut input = Counted { inner: input, count: 0 };
-        let mut fixed = [0u8; FIXED_HEADER_LEN];
-        read_exactly(&mut input, &mut fixed[..16], "the native header")?;
-        let mut reader = Self {
-            input,
-            version: fixed[4],
-            options: Options::default(),
-            chunk_size: 0,
-            flags: 0,
-            table: None,
-            in_table: 0,
-            blocks: 0,
-            block_bytes,
-            next_chunk: 0,
-            uncompressed: 0,
-            ended_short: false,
-        };
-        if fixed[4] == STREAM_VERSION {
-            let (options, flags) = parse_prefix(&fixed, STREAM_VERSION)?;
-            read_exactly(&mut reader.input, &mut fixed[16..STREAM_HEADER_LEN], "the native header")?;
-            let chunk_size = u32::from_le_bytes(fixed[16..20].try_into().unwrap()) as usize;
-            check_chunk_size(options, chunk_size)?;
-            if fixed[20..24] != [0; 4] {
-                return Err(Error::Container(format!("reserved header bytes {:?} are not 0", &fixed[20..24])));
-            }
-            (reader.options, reader.flags, reader.chunk_size) = (options, flags, chunk_size);
-        } else {
-            parse_prefix(&fixed, VERSION)?;
-            read_exactly(&mut reader.input, &mut fixed[16..], "the native header")?;
-            let parsed = Fixed::parse(&fixed)?;
-            // Read as it arrives, so a header lying about its count costs only the bytes there are.
-            let mut header = fixed.to_vec();
-            let tables = parsed.header_len() - FIXED_HEADER_LEN;
-            if (&mut reader.input).take(tables as u64).read_to_end(&mut header)? != tables {
-                return Err(Error::Container(format!(
-                    "truncated: the stream ends inside its {tables}-byte chunk table"
-                )));
-            }
-            let frame = Frame::parse_native_header(&header)?;
-            (reader.options, reader.flags, reader.chunk_size) = (frame.options, parsed.flags, frame.chunk_size);
-            reader.table = Some(frame);
-        }
-        Ok(reader)
-    }
-
-    /// The next block of chunks, as a frame whose data starts at 0, with its first chunk's
-    /// number; `None` after the last (when the stream must end).
-    pub(crate) fn next_block(&mut self) -> Result<Option<(usize, Frame)>> {
-        loop {
-            if let Some(table) = self.table.as_ref().filter(|table| self.in_table < table.count()) {
-                let per_block = (self.block_bytes / table.chunk_size).max(1);
-                let end = (self.in_table + per_block).min(table.count());
-                let block = table.segment(self.in_table..end);
-                let first = self.next_chunk;
-                self.in_table = end;
-                self.next_chunk += block.count();
-                self.uncompressed += block.total_size as u64;
-                return Ok(Some((first, block)));
-            }
-            let next = if self.version == STREAM_VERSION { self.read_block()? } else { None };
-            let Some(table) = next else {
-                let mut byte = [0u8];
-                if self.input.read(&mut byte)? != 0 {
-                    let at = self.input.count - 1;
-                    return Err(Error::Container(format!("bytes follow the end of the stream at {at}")));
-                }
-                return Ok(None);
-            };
-            (self.table, self.in_table) = (Some(table), 0);
-            self.blocks += 1;
-        }
-    }
-
-    /// A version-2 block's header and tables, or `None` at the end marker.
-    fn read_block(&mut self) -> Result<Option<Frame>> {
-        let bad = |what: String| Err(Error::Container(what));
-        let mut head = [0u8; BLOCK_HEADER_LEN];
-        read_exactly(&mut self.input, &mut head, "a block header (the stream has no end marker)")?;
-        let count = u32::from_le_bytes(head[0..4].try_into().unwrap()) as usize;
-        let last = u32::from_le_bytes(head[4..8].try_into().unwrap()) as usize;
-        if count == 0 {
-            let mut total = [0u8; 8];
-            read_exactly(&mut self.input, &mut total, "the end marker")?;
-            let total = u64::from_le_bytes(total);
-            if last != 0 || total != self.uncompressed {
-                return bad(format!("end marker declares {total} bytes, the blocks hold {}", self.uncompressed));
-            }
-            return Ok(None);
-        }
-        let chunk_size = self.chunk_size;
-        if self.ended_short {
-            return bad(format!("a block follows chunk {}, which was shorter than a chunk", self.next_chunk - 1));
-        }
-        if count > MAX_BLOCK_CHUNKS || last == 0 || last > chunk_size {
-            return bad(format!("block at chunk {}: {count} chunks, the last of {last} bytes", self.next_chunk));
-        }
-        let bytes = (count - 1) * chunk_size + last;
-        if bytes > MAX_BLOCK_BYTES {
-            return bad(format!("block at chunk {}: {bytes} bytes is over {MAX_BLOCK_BYTES}", self.next_chunk));
-        }
-        let mut tables = vec![0u8; table_count(self.flags) * 4 * count];
-        read_exactly(&mut self.input, &mut tables, "a block's chunk table")?;
-        self.ended_short = last < chunk_size;
-        let block = Frame::from_tables(self.options, chunk_size, bytes, self.flags, &tables);
-        block.check_chunks(self.next_chunk).map(Some)
-    }
-
-    /// Reads the chunks of `block` (from [`Self::next_block`]) into `into` (as long as their
-    /// compressed sizes' sum), or past them for `None`.
-    pub(crate) fn read_data(&mut self, first_chunk: usize, block: &Frame, into: Option<&mut [u8]>) -> Result<()> {
-        let len: usize = block.compressed_sizes.iter().sum();
-        let got = match into {
-            Some(buffer) => {
-                let mut got = 0;
-                while got < len {
-                    match self.input.read(&mut buffer[got..len]) {
-                        Ok(0) => break,
-                        Ok(n) => got += n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                got
-            }
-            None => std::io::copy(&mut (&mut self.input).take(len as u64), &mut std::io::sink())? as usize,
-        };
-        if got < len {
-            return Err(truncated_in(first_chunk, block, got));
-        }
-        Ok(())
-    }
-
-    /// Bytes read so far.
-    pub(crate) fn bytes_read(&self) -> u64 {
-        self.input.count
-    }
-}
-
-impl<R: Read + Seek> NativeReader<R> {
-    /// Moves past the chunks of `block` (from [`Self::next_block`]) without reading them, in a
-    /// stream of `stream_len` bytes; returns where they start.
-    pub(crate) fn skip_data(&mut self, first_chunk: usize, block: &Frame, stream_len: u64) -> Result<u64> {
-        let (at, len) = (self.input.count, block.compressed_sizes.iter().sum::<usize>() as u64);
-        if at + len > stream_len {
-            return Err(truncated_in(first_chunk, block, stream_len.saturating_sub(at) as usize));
-        }
-        self.input.inner.seek(SeekFrom::Current(len as i64))?;
-        self.input.count += len;
-        Ok(at)
-    }
-}
-
-/// The error for a stream that ends `got` bytes into the chunks of `block`.
-fn truncated_in(first_chunk: usize, block: &Frame, got: usize) -> Error {
-    let ends = block.compressed_sizes.iter().scan(0, |end, &size| {
-        *end += size;
-        Some(*end)
-    });
-    let chunk = first_chunk + ends.take_while(|&end| end <= got).count();
-    Error::Container(format!("truncated: the stream ends inside chunk {chunk}"))
-}
-
-/// Fills `buffer` from `input`, or says the stream ended inside `what`.
-fn read_exactly(input: &mut impl Read, buffer: &mut [u8], what: &str) -> Result<()> {
-    input.read_exact(buffer).map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => Error::Container(format!("truncated: the stream ends inside {what}")),
-        _ => e.into(),
-    })
-}
-
-/// A reader that counts the bytes it has read.
-struct Counted<R> {
-    inner: R,
-    count: u64,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count += n as u64;
-        Ok(n)
-    }
 }

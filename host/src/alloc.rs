@@ -272,3 +272,9 @@ impl Drop for HostBuffer {
         unsafe { self.allocator.free(self.ptr, self.len.max(1)) };
     }
 }
+
+/// A heap value of all-zero bytes (a valid start state of the format crate's scratch types).
+pub(crate) fn zeroed<T>() -> Box<T> {
+    // SAFETY: the format crate documents any bytes, zeros included, as valid for these types.
+    unsafe { Box::<T>::new_zeroed().assume_init() }
+}

@@ -3,7 +3,8 @@
 //! threads codes a chunk, its warps taking the chunk's streams in turns, each with its codec's
 //! warp decoder; scratch holds each chunk shuffled. Chunks are written with LZ4 inside.
 
-use super::{Deflate, Lz4, Snappy, Zstd, zeroed};
+use super::{deflate::Deflate, lz4::Lz4, snappy::Snappy, zstd::Zstd};
+use crate::alloc::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};
 use crate::error::Result as GpuResult;
 use crate::gpu::{Gpu, Stream};

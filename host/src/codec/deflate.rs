@@ -3,7 +3,7 @@
 //! together, with a scratch slot of device memory per warp; a warp decodes each chunk, its
 //! decoding tables in shared memory.
 
-use super::zeroed;
+use crate::alloc::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::deflate::inflate::Decoded;
 use ferrocomp_format::deflate::{

@@ -11,7 +11,7 @@ use ferrocomp_format::{Algorithm, Status};
 /// GDeflate with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GDeflate {
-    /// nvCOMP's `algorithm_type`, 0..=5, as for [`super::Deflate`].
+    /// nvCOMP's `algorithm_type`, 0..=5, as for [`super::deflate::Deflate`].
     pub level: u8,
 }
 

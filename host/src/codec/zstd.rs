@@ -3,7 +3,7 @@
 //! every phase; each warp keeps its tables in shared memory. Decoding needs no device memory
 //! but the output; encoding, a scratch slot per warp.
 
-use super::zeroed;
+use crate::alloc::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape};
 use ::zstd::zstd_safe::DCtx;
 use ferrocomp_format::zstd::encode::{self, CompressScratch, DEFAULT_LEVEL};

@@ -6,33 +6,16 @@
 use crate::alloc::host_memory;
 use crate::buffer::HeldBuffer;
 use crate::device::{self, LEGACY_STREAM, StreamRef, stream_arg};
-use crate::dlpack::{self, DL_CPU, DL_CUDA, ImportedTensor, TensorLayout};
+use crate::dlpack::{self, DL_CPU, DL_CUDA, TensorLayout};
 use crate::dtype::DType;
 use crate::enums::ArrayBufferKind;
 use crate::errors::{device_error, value_error};
-use ferrocomp::{ChunkResults, DeviceBuffer, DeviceView, DeviceViewMut};
+use crate::keep::Keep;
+use ferrocomp::{DeviceView, DeviceViewMut};
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::sync::Arc;
-
-/// What keeps an array's memory alive.
-pub enum Keep {
-    /// A Python object: the array's source, or what an allocator returned.
-    Object(Py<PyAny>),
-    /// Device memory ferrocomp allocated.
-    Device(DeviceBuffer<u8>),
-    /// Host memory ferrocomp allocated (as words, so any element type is aligned).
-    Host(Vec<u64>),
-    /// Host bytes a ferrocomp call returned.
-    Bytes(Vec<u8>),
-    /// The results of a batched call (statuses and sizes on the device).
-    Results(Arc<ChunkResults>),
-    /// A buffer held through the buffer protocol.
-    Buffer(HeldBuffer),
-    /// A tensor taken from a DLPack capsule.
-    Tensor(ImportedTensor),
-}
 
 /// A host or device array that nvCOMP's API reads and returns: zero-copy in and out through
 /// `__cuda_array_interface__` (device), `__array_interface__` (host) and DLPack (both).

@@ -5,12 +5,13 @@
 //! `out=` arrays when given, and asynchronously with `sync=False`.
 
 use crate::alloc::host_memory;
-use crate::array::{Array, Keep};
+use crate::array::Array;
 use crate::call::{Call, Outcomes, Pending, filled, first_failure, returned};
 use crate::device::{self, StreamRef, stream_arg};
 use crate::dtype::DType;
 use crate::enums::{BitstreamKind, PyChecksumPolicy};
 use crate::errors::{Direction, device_error, to_py, value_error};
+use crate::keep::Keep;
 use ferrocomp::{Ans, AnsDataType, Bitcomp, Cascaded, ErrorBound};
 use ferrocomp::{
     Bitstream, Blosc, BufferCodec, ChecksumPolicy, ChunkListCodec, Config, DEFAULT_CHUNK_SIZE, DataType, Deflate,

@@ -13,6 +13,7 @@ mod dlpack;
 mod dtype;
 mod enums;
 mod errors;
+mod keep;
 mod read;
 
 use pyo3::prelude::*;
@@ -20,6 +21,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _ferrocomp(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    device::on_load(alloc::apply);
     module.add_class::<array::Array>()?;
     module.add_class::<codec::Codec>()?;
     module.add_class::<call::Pending>()?;

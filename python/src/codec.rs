@@ -5,7 +5,7 @@
 //! `out=` arrays when given, and asynchronously with `sync=False`.
 
 use crate::alloc::host_memory;
-use crate::array::Array;
+use crate::array::{Array, integers};
 use crate::call::{Call, Outcomes, Pending, filled, first_failure, returned};
 use crate::device::{self, StreamRef, stream_arg};
 use crate::dtype::DType;
@@ -305,11 +305,7 @@ fn backend(device_id: Option<&Bound<'_, PyAny>>, cuda_stream: Option<u64>) -> Py
 /// The byte ranges `n + 1` non-decreasing `offsets` (any integer array or list) cut from an
 /// array of `len` bytes.
 fn packed_ranges(py: Python<'_>, offsets: &Bound<'_, PyAny>, len: usize, what: &str) -> PyResult<Vec<Range<usize>>> {
-    let numpy = py.import("numpy")?;
-    let offsets = numpy.call_method1("ascontiguousarray", (offsets, "<u8"))?;
-    let values = Array::from_object(&offsets, None)?;
-    let values: &[u8] = unsafe { values.host_bytes() };
-    let offsets: Vec<usize> = values.as_chunks::<8>().0.iter().map(|&v| u64::from_le_bytes(v) as usize).collect();
+    let offsets: Vec<usize> = integers(py, offsets)?.into_iter().map(|offset| offset as usize).collect();
     if offsets.is_empty() {
         return Err(value_error(format!("{what} is empty: n chunks need n + 1 offsets")));
     }

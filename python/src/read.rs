@@ -2,7 +2,7 @@
 //! ranges of files read into one packed buffer (host memory on all cores, or device memory
 //! through reused pinned staging), and decoded chunks scattered to their places in an array.
 
-use crate::array::Array;
+use crate::array::{Array, integers};
 use crate::codec::Codec;
 use crate::device::{self, LEGACY_STREAM, StreamRef, stream_arg};
 use crate::errors::{Direction, device_error, to_py, value_error};
@@ -14,14 +14,6 @@ use pyo3::prelude::*;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// Integers (any array or list) as `u64`s.
-fn integers(py: Python<'_>, values: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-    let values = py.import("numpy")?.call_method1("ascontiguousarray", (values, "<u8"))?;
-    let array = Array::from_object(&values, None)?;
-    let bytes: &[u8] = unsafe { array.host_bytes() };
-    Ok(bytes.as_chunks::<8>().0.iter().map(|&v| u64::from_le_bytes(v)).collect())
-}
 
 /// The reader of device `ordinal`, made at first use and kept (its pinned slots with it).
 fn reader(ordinal: u32) -> PyResult<Arc<RangeReader>> {

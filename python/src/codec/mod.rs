@@ -45,8 +45,8 @@ enum Backend {
 /// size the shuffle transposes (default `data_type`'s, else 1) and the filter, as numcodecs
 /// names it (0/"noshuffle", 1/"shuffle" (default), 2/"bitshuffle"). Cascaded: `data_type` the
 /// integers its layers work in (default "<u4"; floats as the integers of their width),
-/// `num_rles` (default 2) and `num_deltas` (default 1) its layers, at most 4 each, `use_bp`
-/// (default True) bit-packing, and `search_layers` (default True) whether the layers are most, the
+/// `num_rles` (default 2) and `num_deltas` (default 1) its layers, at most 4 each, `use_bp` (or
+/// `use_bitpack`, as nvCOMP's reference spells it; default True) bit-packing, and `search_layers` (default True) whether the layers are most, the
 /// smallest coding searched per sub-block, or exact as nvCOMP 4 applied them. Bitcomp:
 /// `data_type` the numbers it packs (default "|u1", nvCOMP's), `algorithm_type` 0 (default) or 1
 /// (sparse: for data with many zeros), and `error_bound`: lossy, each element of a float32 or
@@ -125,6 +125,7 @@ impl Codec {
         num_rles = None,
         num_deltas = None,
         use_bp = None,
+        use_bitpack = None,
         search_layers = None,
         error_bound = None,
     ))]
@@ -144,6 +145,7 @@ impl Codec {
         num_rles: Option<u8>,
         num_deltas: Option<u8>,
         use_bp: Option<bool>,
+        use_bitpack: Option<bool>,
         search_layers: Option<bool>,
         error_bound: Option<f32>,
     ) -> PyResult<Self> {
@@ -156,6 +158,7 @@ impl Codec {
             num_rles,
             num_deltas,
             use_bp,
+            use_bitpack,
             search_layers,
             error_bound,
         };

@@ -3,7 +3,7 @@
 //! the command line shares ([`Settings`]).
 
 use crate::dtype::DType;
-use crate::errors::option_error;
+use crate::errors::{option_error, value_error};
 use ferrocomp::Options;
 use ferrocomp::codec::{NumberKind, NumberType, Setting, Settings};
 use pyo3::prelude::*;
@@ -18,6 +18,8 @@ pub struct OptionArgs<'a, 'py> {
     pub num_rles: Option<u8>,
     pub num_deltas: Option<u8>,
     pub use_bp: Option<bool>,
+    /// `use_bp` as nvCOMP's reference spells it.
+    pub use_bitpack: Option<bool>,
     pub search_layers: Option<bool>,
     pub error_bound: Option<f32>,
 }
@@ -34,6 +36,12 @@ impl OptionArgs<'_, '_> {
             }),
             None => None,
         };
+        let bitpack = match (self.use_bp, self.use_bitpack) {
+            (Some(use_bp), Some(use_bitpack)) if use_bp != use_bitpack => {
+                return Err(value_error("use_bp and use_bitpack (its other name) disagree; give one"));
+            }
+            (use_bp, use_bitpack) => use_bp.or(use_bitpack),
+        };
         let settings = Settings {
             level: self.algorithm_type,
             data_type,
@@ -42,7 +50,7 @@ impl OptionArgs<'_, '_> {
             shuffle: shuffle.as_deref(),
             rles: self.num_rles,
             deltas: self.num_deltas,
-            bitpack: self.use_bp,
+            bitpack,
             search_layers: self.search_layers,
             error_bound: self.error_bound,
             ..Settings::default()

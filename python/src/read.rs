@@ -2,7 +2,8 @@
 //! ranges of files read into one packed buffer (host memory on all cores, or device memory
 //! through reused pinned staging), and decoded chunks scattered to their places in an array.
 
-use crate::array::{Array, integers};
+use crate::array::Array;
+use crate::array::wrap::integers;
 use crate::codec::Codec;
 use crate::device::{self, LEGACY_STREAM, StreamRef, stream_arg};
 use crate::errors::{Direction, device_error, to_py, value_error};

@@ -3,9 +3,7 @@
 //! `__array_interface__` and DLPack; with host and device copies. A device array may carry the
 //! stream its data is produced on: consumers wait for it.
 
-mod wrap;
-
-pub use wrap::{as_array, as_arrays, from_dlpack, integers};
+pub mod wrap;
 
 use crate::alloc::host_memory;
 use crate::device::{self, LEGACY_STREAM, StreamRef, stream_arg};

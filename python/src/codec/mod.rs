@@ -7,7 +7,8 @@
 mod options;
 mod run;
 
-use crate::array::{Array, integers};
+use crate::array::Array;
+use crate::array::wrap::integers;
 use crate::call::{Call, Outcomes, Pending};
 use crate::device::{self, StreamRef, stream_arg};
 use crate::dtype::DType;

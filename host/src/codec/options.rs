@@ -386,3 +386,39 @@ fn listed<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every setting named alike, for messages the tests do not read.
+    fn unnamed(_: Setting) -> &'static str {
+        "setting"
+    }
+
+    #[test]
+    fn every_algorithm_name_reads_back() {
+        for (name, ..) in ALGORITHMS {
+            for spelled in [name.to_string(), name.to_lowercase()] {
+                let options = Settings::default().options(&spelled, unnamed).unwrap();
+                assert_eq!(algorithm_name(&options), name);
+            }
+        }
+    }
+
+    #[test]
+    fn a_setting_of_another_algorithm_is_refused() {
+        let error = Settings { rles: Some(1), ..Settings::default() }.options("lz4", unnamed).unwrap_err();
+        assert_eq!(error.to_string(), "setting, setting, setting and setting apply to Cascaded, not lz4");
+    }
+
+    #[test]
+    fn signed_bytes_change_only_bitcomps_default_element() {
+        let signed = Settings { signed_bytes: true, ..Settings::default() };
+        let Options::Bitcomp(bitcomp) = signed.options("bitcomp", unnamed).unwrap() else { unreachable!() };
+        assert_eq!(bitcomp.element, ElementType::I8);
+        let lossy = Settings { error_bound: Some(0.5), ..signed };
+        let Options::Bitcomp(bitcomp) = lossy.options("bitcomp", unnamed).unwrap() else { unreachable!() };
+        assert_eq!(bitcomp.element, ElementType::U32);
+    }
+}

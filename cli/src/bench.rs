@@ -4,7 +4,7 @@
 use crate::options::{AlgorithmArg, NumericArgs, options, parse_size};
 use anyhow::{Context, Result, bail, ensure};
 use clap::{Args, ValueEnum};
-use ferrocomp::{BufferCodec, Config, DEFAULT_CHUNK_SIZE, Gpu};
+use ferrocomp::{BufferCodec, Config, DEFAULT_CHUNK_SIZE, Gpu, Stream};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -175,26 +175,11 @@ fn measure(
 fn kernel_gpu(codec: &BufferCodec, gpu: &Gpu, input: &[u8], budget: Duration) -> Result<(usize, Duration, Duration)> {
     let stream = gpu.stream()?;
     let uploaded = gpu.upload(input)?;
-    let mut compressed = None;
-    let compress = best(budget, || {
-        let start = Instant::now();
-        let output = codec.compress_device(uploaded.view(), &stream)?;
-        stream.synchronize()?;
-        let time = start.elapsed();
-        compressed = Some(output);
-        Ok(time)
-    })?;
-    let compressed = compressed.expect("compressed at least once");
-    let mut restored = None;
-    let decompress = best(budget, || {
-        let start = Instant::now();
-        let output = codec.decompress_device(compressed.view(), &stream)?;
-        stream.synchronize()?;
-        let time = start.elapsed();
-        restored = Some(output);
-        Ok(time)
-    })?;
-    let restored = gpu.download(restored.expect("decompressed at least once").view())?;
+    let (compress, compressed) =
+        best_on_stream(budget, &stream, || Ok(codec.compress_device(uploaded.view(), &stream)?))?;
+    let (decompress, restored) =
+        best_on_stream(budget, &stream, || Ok(codec.decompress_device(compressed.view(), &stream)?))?;
+    let restored = gpu.download(restored.view())?;
     ensure!(restored == input, "the kernels' round trip differs from the input");
     Ok((compressed.len(), compress, decompress))
 }
@@ -250,6 +235,21 @@ fn best(budget: Duration, mut run: impl FnMut() -> Result<Duration>) -> Result<D
         best = best.min(run()?);
     }
     Ok(best)
+}
+
+/// The shortest time of `run` and a synchronize of `stream`, run again and again for `budget`
+/// (at least once), and what its last run returned.
+fn best_on_stream<T>(budget: Duration, stream: &Stream, mut run: impl FnMut() -> Result<T>) -> Result<(Duration, T)> {
+    let mut last = None;
+    let time = best(budget, || {
+        let start = Instant::now();
+        let output = run()?;
+        stream.synchronize()?;
+        let time = start.elapsed();
+        last = Some(output);
+        Ok(time)
+    })?;
+    Ok((time, last.expect("run at least once")))
 }
 
 /// `len` bytes of [`SAMPLE`]: lines of words, some repeating earlier lines.

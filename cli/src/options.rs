@@ -1,12 +1,13 @@
 //! The codec's arguments (algorithm, level, data type, the numeric codecs' options, bitstream,
 //! chunk and segment sizes, checksums) and what they make: [`Options`], [`Config`], a codec.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use ferrocomp::codec::options::config;
+use ferrocomp::codec::{NumberKind, NumberType, Setting, Settings};
 use ferrocomp::{
-    Ans, AnsDataType, Bitcomp, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE,
-    DEFAULT_SEGMENT_SIZE, DataType, Deflate, ElementType, ErrorBound, GDeflate, Gpu, Lz4, Options, Shuffle, Snappy,
-    Wrapper, Zstd,
+    Ans, Bitcomp, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE,
+    DEFAULT_SEGMENT_SIZE, Deflate, ElementType, GDeflate, Gpu, Lz4, Options, Snappy, Zstd,
 };
 use std::ops::RangeInclusive;
 
@@ -19,7 +20,7 @@ pub struct CodecArgs {
     pub algorithm: AlgorithmArg,
     /// Level of deflate, zlib, gzip and gdeflate (nvCOMP's algorithm_type): 0 entropy coding
     /// only, 1 fast (the default), 2-3 medium, 4 high, 5 highest ratio. Of zstd: 1 fast (the
-    /// default) to 3, higher ratio.
+    /// default) to 3, higher ratio. Other algorithms ignore it.
     #[arg(short, long)]
     pub level: Option<u8>,
     /// Element type of the input; matches align to its width (lz4, snappy), blosc shuffles its
@@ -57,15 +58,17 @@ pub struct CodecArgs {
 
 /// The numeric codecs' options: Cascaded's layers (nvCOMP's num_RLEs, num_deltas and use_bp),
 /// Bitcomp's algorithm and error bound.
-#[derive(Args)]
+#[derive(Args, Default)]
 #[command(next_help_heading = "Cascaded and Bitcomp")]
 pub struct NumericArgs {
-    /// Cascaded: run-length layers, at most 4 (searched per sub-block up to this unless --exact-layers).
-    #[arg(long, default_value_t = Cascaded::default().rles)]
-    rles: u8,
-    /// Cascaded: delta layers, at most 4 (searched per sub-block up to this unless --exact-layers).
-    #[arg(long, default_value_t = Cascaded::default().deltas)]
-    deltas: u8,
+    /// Cascaded: run-length layers, at most 4, default 2 (searched per sub-block up to this unless
+    /// --exact-layers).
+    #[arg(long)]
+    rles: Option<u8>,
+    /// Cascaded: delta layers, at most 4, default 1 (searched per sub-block up to this unless
+    /// --exact-layers).
+    #[arg(long)]
+    deltas: Option<u8>,
     /// Cascaded: store the streams' entries whole rather than bit-packed.
     #[arg(long)]
     no_bitpack: bool,
@@ -79,14 +82,6 @@ pub struct NumericArgs {
     /// within this absolute error of its value.
     #[arg(long)]
     error_bound: Option<f32>,
-}
-
-impl Default for NumericArgs {
-    /// The options' defaults.
-    fn default() -> Self {
-        let Cascaded { rles, deltas, .. } = Cascaded::default();
-        Self { rles, deltas, no_bitpack: false, exact_layers: false, sparse: false, error_bound: None }
-    }
 }
 
 /// The algorithms, as `-a` names them.
@@ -194,20 +189,19 @@ pub enum DataTypeArg {
 }
 
 impl DataTypeArg {
-    /// The numeric codecs' element type of the same width and sign.
-    fn element(self) -> ElementType {
+    /// What its numbers are, and their width.
+    fn number_type(self) -> NumberType {
+        let float = |width| NumberType { kind: NumberKind::Float, width };
         match self {
-            Self::Float16 => ElementType::U16,
-            Self::Float => ElementType::U32,
-            Self::Double => ElementType::U64,
-            _ => ElementType::ALL[self as usize], // nvCOMP's order
+            Self::Float16 => float(2),
+            Self::Float => float(4),
+            Self::Double => float(8),
+            // nvCOMP's order: the signed, then the unsigned integers of each width.
+            integer => {
+                let kind = if (integer as usize).is_multiple_of(2) { NumberKind::Signed } else { NumberKind::Unsigned };
+                NumberType { kind, width: 1 << (integer as usize / 2) }
+            }
         }
-    }
-
-    /// The width, as LZ4's and Snappy's data type.
-    fn data_type(self) -> DataType {
-        [DataType::Char, DataType::Short, DataType::Int, DataType::LongLong]
-            [self.element().width().trailing_zeros() as usize]
     }
 
     /// The name `--data-type` takes for an element type.
@@ -221,12 +215,12 @@ impl CodecArgs {
     /// The codec these arguments ask for, on `gpu` (the CPU for `None`).
     pub fn codec(&self, gpu: Option<Gpu>) -> Result<BufferCodec> {
         let options = options(self.algorithm, self.level, self.data_type, &self.numeric)?;
-        let codec = BufferCodec::new(options, self.config(), gpu).context("configuring the codec")?;
+        let codec = BufferCodec::new(options, self.config()?, gpu).context("configuring the codec")?;
         codec.with_segment_size(self.segment_size).with_context(|| format!("--segment-size {}", self.segment_size))
     }
 
     /// Chunking, framing and checksums.
-    fn config(&self) -> Config {
+    fn config(&self) -> Result<Config> {
         let bitstream = match self.bitstream {
             BitstreamArg::Native => Bitstream::Native,
             BitstreamArg::Raw => Bitstream::Raw,
@@ -239,76 +233,50 @@ impl CodecArgs {
             (_, ChecksumArg::ComputeVerifyIfPresent) => ChecksumPolicy::ComputeAndVerifyIfPresent,
             (_, ChecksumArg::ComputeVerify) => ChecksumPolicy::ComputeAndVerify,
         };
-        Config { chunk_size: self.chunk_size, bitstream, checksum }
+        Ok(config(self.chunk_size, bitstream, checksum)?)
     }
 }
 
-/// The options of `algorithm` at `level` (its default for `None`) over `data_type`.
+/// The options of `algorithm` at `level` (its default for `None`) over `data_type`, by the rules
+/// the Python bindings share.
 pub fn options(
     algorithm: AlgorithmArg,
     level: Option<u8>,
     data_type: Option<DataTypeArg>,
     numeric: &NumericArgs,
 ) -> Result<Options> {
-    let data_type_arg = data_type;
-    let element = data_type.unwrap_or(DataTypeArg::Uint).element();
-    let bitcomp_element = data_type
-        .unwrap_or(if numeric.error_bound.is_some() { DataTypeArg::Float } else { DataTypeArg::Char })
-        .element();
-    let data_type = data_type.unwrap_or(DataTypeArg::Char).data_type();
-    let default = match algorithm {
-        AlgorithmArg::Zstd => Zstd::default().level,
-        _ => Deflate::default().level,
+    let settings = Settings {
+        // -l is every algorithm's flag, as lz4's and zstd's: one without levels ignores it.
+        level: level.filter(|_| algorithm.levels().is_some()).map(i64::from),
+        data_type: data_type.map(DataTypeArg::number_type),
+        rles: numeric.rles,
+        deltas: numeric.deltas,
+        bitpack: numeric.no_bitpack.then_some(false),
+        search_layers: numeric.exact_layers.then_some(false),
+        sparse: numeric.sparse.then_some(true),
+        error_bound: numeric.error_bound,
+        signed_bytes: true, // --data-type's default, char
+        ..Settings::default()
     };
-    let levels = algorithm.levels().unwrap_or(Deflate::LEVELS);
-    let level = match level {
-        None => default,
-        Some(level) if levels.contains(&level) => level,
-        Some(level) => bail!("level {level} is outside {}..={} for this algorithm", levels.start(), levels.end()),
-    };
-    Ok(match algorithm {
-        AlgorithmArg::Lz4 => Options::Lz4(Lz4 { data_type }),
-        AlgorithmArg::Snappy => Options::Snappy(Snappy { data_type }),
-        AlgorithmArg::Deflate => Options::Deflate(Deflate { level, wrapper: Wrapper::Raw }),
-        AlgorithmArg::Zlib => Options::Deflate(Deflate { level, wrapper: Wrapper::Zlib }),
-        AlgorithmArg::Gzip => Options::Deflate(Deflate { level, wrapper: Wrapper::Gzip }),
-        AlgorithmArg::Gdeflate => Options::GDeflate(GDeflate { level }),
-        AlgorithmArg::Blosc => Options::Blosc(Blosc { typesize: data_type.width() as u8, shuffle: Shuffle::Byte }),
-        AlgorithmArg::Zstd => Options::Zstd(Zstd { level }),
-        AlgorithmArg::Cascaded => {
-            let (rles, deltas) = (numeric.rles, numeric.deltas);
-            let bitpack = !numeric.no_bitpack;
-            let cascaded = Cascaded { element, rles, deltas, bitpack, auto: !numeric.exact_layers };
-            if !cascaded.valid() {
-                bail!("--rles {rles} and --deltas {deltas}: each may be at most 4");
-            }
-            Options::Cascaded(cascaded)
-        }
-        AlgorithmArg::Bitcomp => {
-            let error_bound = match numeric.error_bound {
-                Some(bound) => Some(
-                    ErrorBound::new(bound)
-                        .with_context(|| format!("--error-bound {bound}: the bound must be finite and above 0"))?,
-                ),
-                None => None,
-            };
-            let bitcomp = Bitcomp { element: bitcomp_element, sparse: numeric.sparse, error_bound };
-            if !bitcomp.valid() {
-                bail!(
-                    "--error-bound needs 4- or 8-byte elements (float or double), not {}-byte",
-                    bitcomp_element.width()
-                );
-            }
-            Options::Bitcomp(bitcomp)
-        }
-        AlgorithmArg::Ans => Options::Ans(Ans {
-            data_type: match data_type_arg {
-                None | Some(DataTypeArg::Char | DataTypeArg::Uchar) => AnsDataType::Bytes,
-                Some(DataTypeArg::Float16) => AnsDataType::Float16,
-                Some(_) => bail!("ans codes bytes (--data-type char or uchar) or float16"),
-            },
-        }),
-    })
+    Ok(settings.options(&algorithm.name(), flag_name)?)
+}
+
+/// The command line's name for a setting, as its messages say it.
+fn flag_name(setting: Setting) -> &'static str {
+    match setting {
+        Setting::Level => "level",
+        Setting::DataType => "--data-type",
+        Setting::Rles => "--rles",
+        Setting::Deltas => "--deltas",
+        Setting::Bitpack => "--no-bitpack",
+        Setting::SearchLayers => "--exact-layers",
+        Setting::Sparse => "--sparse",
+        Setting::ErrorBound => "--error-bound",
+        // Not flags: zlib and gzip are algorithms, Blosc's element size is the data type's.
+        Setting::Wrapper => "wrapper",
+        Setting::Typesize => "typesize",
+        Setting::Shuffle => "shuffle",
+    }
 }
 
 /// The algorithm and its options in words, as the command line names them.

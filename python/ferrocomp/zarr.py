@@ -270,7 +270,11 @@ class _NumcodecsStreamCodec(_BatchedStreamCodec):
         """The wrapped numcodecs codec."""
         return self._codec
 
-    def level_options(self) -> tuple[tuple[str, Any], ...]:
+
+class _NumcodecsDeflateCodec(_NumcodecsStreamCodec):
+    """The shared part of zarr's ``numcodecs.zlib`` and ``numcodecs.gzip`` wrappers: the Deflate level."""
+
+    def encode_options(self, chunk_spec: ArraySpec) -> tuple[tuple[str, Any], ...]:
         """The Deflate level for the configured zlib/gzip level (numcodecs' default is 1)."""
         return _deflate_options(int(self.codec_config.get("level", 1)))
 
@@ -285,29 +289,21 @@ class LZ4(
 
 
 class Zlib(
-    _NumcodecsStreamCodec,
+    _NumcodecsDeflateCodec,
     zarr.codecs.numcodecs.Zlib,
     name="numcodecs.zlib",
     stream_format=ZLIB_STREAM,
 ):
     """numcodecs' zlib in zarr format 3 (one zlib stream per chunk), batched through ferrocomp."""
 
-    def encode_options(self, chunk_spec: ArraySpec) -> tuple[tuple[str, Any], ...]:
-        """The Deflate level for the configured level."""
-        return self.level_options()
-
 
 class GZip(
-    _NumcodecsStreamCodec,
+    _NumcodecsDeflateCodec,
     zarr.codecs.numcodecs.GZip,
     name="numcodecs.gzip",
     stream_format=GZIP_MEMBER,
 ):
     """numcodecs' gzip in zarr format 3 (one gzip member per chunk), batched through ferrocomp."""
-
-    def encode_options(self, chunk_spec: ArraySpec) -> tuple[tuple[str, Any], ...]:
-        """The Deflate level for the configured level."""
-        return self.level_options()
 
 
 class Blosc(

@@ -4,8 +4,8 @@
 //! `allocator(nbytes, stream)` with a `CudaStream`, and returns an object with an integer `ptr`;
 //! the memory is given back by dropping that object.
 
-use crate::array::Keep;
 use crate::device::{self, CudaStream};
+use crate::keep::Keep;
 use ferrocomp::alloc::{DeviceAllocator, HostAllocator, PinnedAllocator, SystemHostAllocator};
 use ferrocomp::gpu::{CudaDeviceAllocator, CudaPinnedAllocator};
 use ferrocomp::{Error, Gpu, Result};

@@ -2,10 +2,11 @@
 //! one exception naming the first failing chunk; and `Pending`, which an asynchronous call
 //! returns at once with the statuses and sizes (on the device for a GPU codec).
 
-use crate::array::{Array, Keep};
+use crate::array::Array;
 use crate::device::StreamRef;
 use crate::dtype::DType;
 use crate::errors::{Direction, to_py_at, value_error};
+use crate::keep::Keep;
 use ferrocomp::{ChunkResults, Error, Status};
 use pyo3::prelude::*;
 use pyo3::types::PyList;

@@ -1,8 +1,8 @@
-//! The CUDA side of the bindings: one `Gpu` per device (with the Python allocators applied),
-//! streams (the caller's, borrowed, or new ones), making one stream wait for another without the
-//! host waiting, and plain copies. `FERROCOMP_CPU=1` hides every device.
+//! The CUDA side of the bindings: one `Gpu` per device (prepared by the hook set with
+//! [`on_load`]: the Python allocators), streams (the caller's, borrowed, or new ones), making one
+//! stream wait for another without the host waiting, and plain copies. `FERROCOMP_CPU=1` hides
+//! every device.
 
-use crate::alloc;
 use ferrocomp::{DeviceView, Error, Gpu, RawStream, Result, Stream};
 use pyo3::prelude::*;
 use std::collections::HashMap;
@@ -17,12 +17,20 @@ fn gpus() -> &'static Mutex<HashMap<u32, Gpu>> {
     GPUS.get_or_init(Default::default)
 }
 
+/// What each device goes through as it loads, set once by [`on_load`].
+static ON_LOAD: OnceLock<fn(&Gpu)> = OnceLock::new();
+
+/// Has `prepare` run on each device as it loads (the first call wins).
+pub fn on_load(prepare: fn(&Gpu)) {
+    ON_LOAD.get_or_init(|| prepare);
+}
+
 /// Whether `FERROCOMP_CPU=1` hides the GPUs.
 pub fn cpu_forced() -> bool {
     std::env::var("FERROCOMP_CPU").is_ok_and(|v| v == "1")
 }
 
-/// Device `ordinal`, loaded once, with the allocators set by `set_*_allocator`.
+/// Device `ordinal`, loaded once and prepared by the [`on_load`] hook.
 pub fn gpu(ordinal: u32) -> Result<Gpu> {
     if cpu_forced() {
         return Err(Error::NoDevice);
@@ -32,7 +40,9 @@ pub fn gpu(ordinal: u32) -> Result<Gpu> {
         return Ok(gpu.clone());
     }
     let gpu = Gpu::new(ordinal)?;
-    alloc::apply(&gpu);
+    if let Some(prepare) = ON_LOAD.get() {
+        prepare(&gpu);
+    }
     gpus.insert(ordinal, gpu.clone());
     Ok(gpu)
 }

@@ -3,6 +3,7 @@
 
 use crate::enums::PyStatus;
 use ferrocomp::Error;
+use ferrocomp::codec::OptionError;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -54,6 +55,11 @@ pub fn chunk_error(direction: Direction, message: String, chunk: Option<usize>, 
 /// A `ValueError` with `message`.
 pub fn value_error(message: impl Into<String>) -> PyErr {
     PyValueError::new_err(message.into())
+}
+
+/// A `ValueError` for a codec option refused.
+pub fn option_error(err: OptionError) -> PyErr {
+    value_error(err.to_string())
 }
 
 /// The Python exception for a failure outside any chunk (device, copies, allocation).

@@ -13,6 +13,7 @@ mod dlpack;
 mod dtype;
 mod enums;
 mod errors;
+mod keep;
 mod read;
 
 use pyo3::prelude::*;
@@ -20,6 +21,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _ferrocomp(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    device::on_load(alloc::apply);
     module.add_class::<array::Array>()?;
     module.add_class::<codec::Codec>()?;
     module.add_class::<call::Pending>()?;
@@ -28,9 +30,9 @@ fn _ferrocomp(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<enums::PyChecksumPolicy>()?;
     module.add_class::<enums::ArrayBufferKind>()?;
     module.add_class::<enums::PyStatus>()?;
-    module.add_function(wrap_pyfunction!(array::as_array, module)?)?;
-    module.add_function(wrap_pyfunction!(array::as_arrays, module)?)?;
-    module.add_function(wrap_pyfunction!(array::from_dlpack, module)?)?;
+    module.add_function(wrap_pyfunction!(array::wrap::as_array, module)?)?;
+    module.add_function(wrap_pyfunction!(array::wrap::as_arrays, module)?)?;
+    module.add_function(wrap_pyfunction!(array::wrap::from_dlpack, module)?)?;
     module.add_function(wrap_pyfunction!(alloc::set_device_allocator, module)?)?;
     module.add_function(wrap_pyfunction!(alloc::set_pinned_allocator, module)?)?;
     module.add_function(wrap_pyfunction!(alloc::set_host_allocator, module)?)?;

@@ -3,6 +3,7 @@
 //! through reused pinned staging), and decoded chunks scattered to their places in an array.
 
 use crate::array::Array;
+use crate::array::wrap::integers;
 use crate::codec::Codec;
 use crate::device::{self, LEGACY_STREAM, StreamRef, stream_arg};
 use crate::errors::{Direction, device_error, to_py, value_error};
@@ -14,14 +15,6 @@ use pyo3::prelude::*;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// Integers (any array or list) as `u64`s.
-fn integers(py: Python<'_>, values: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-    let values = py.import("numpy")?.call_method1("ascontiguousarray", (values, "<u8"))?;
-    let array = Array::from_object(&values, None)?;
-    let bytes: &[u8] = unsafe { array.host_bytes() };
-    Ok(bytes.as_chunks::<8>().0.iter().map(|&v| u64::from_le_bytes(v)).collect())
-}
 
 /// The reader of device `ordinal`, made at first use and kept (its pinned slots with it).
 fn reader(ordinal: u32) -> PyResult<Arc<RangeReader>> {
@@ -69,8 +62,7 @@ pub fn read_ranges(
         }
         Some(ordinal) => {
             let reader = reader(ordinal)?;
-            let raw = stream_arg(cuda_stream)?.unwrap_or(LEGACY_STREAM);
-            let stream = StreamRef::borrowed(raw);
+            let stream = callers_stream(cuda_stream)?;
             py.detach(|| reader.read_to_device(&ranges, out.device_bytes_mut(), stream.stream())).map_err(io_error)
         }
     }
@@ -108,8 +100,7 @@ pub fn decode_ranges(
     }
     let largest = expected.iter().copied().max().unwrap_or(0) as u64;
     let plan = Plan { itemsize, src_len: largest, dst_len: output.nbytes() as u64 };
-    let mut copies = strided_copies(py, boxes, plan)?;
-    let unit = Plan::widen(&mut copies, 0, output.ptr);
+    let (copies, unit) = strided_copies(py, boxes, plan, 0, output.ptr)?;
     let out = unsafe { output.host_bytes_mut() };
     py.detach(|| unsafe { file_ranges::decode_ranges_cpu(chunks, &ranges, &expected, out, &copies, unit) }).map_err(
         |err| match err {
@@ -148,8 +139,7 @@ pub fn scatter(
 ) -> PyResult<()> {
     let (input, output) = both_in_one_place((src, "src"), (out, "out"))?;
     let plan = Plan { itemsize, src_len: input.nbytes() as u64, dst_len: output.nbytes() as u64 };
-    let mut copies = strided_copies(py, boxes, plan)?;
-    let unit = Plan::widen(&mut copies, input.ptr, output.ptr);
+    let (copies, unit) = strided_copies(py, boxes, plan, input.ptr, output.ptr)?;
     match output.device {
         None => {
             let (src, dst) = unsafe { (input.host_bytes(), output.host_bytes_mut()) };
@@ -157,7 +147,7 @@ pub fn scatter(
         }
         Some(ordinal) => {
             let gpu = device::gpu(ordinal).map_err(device_error)?;
-            let stream = StreamRef::borrowed(stream_arg(cuda_stream)?.unwrap_or(LEGACY_STREAM));
+            let stream = callers_stream(cuda_stream)?;
             py.detach(|| unsafe {
                 scatter_gpu(&gpu, input.device_bytes(), output.device_bytes_mut(), &copies, unit, stream.stream())
             })
@@ -185,8 +175,7 @@ pub fn rearrange_slabs(
     let (staging, data) = both_in_one_place((staging, "staging"), (data, "data"))?;
     staging.require_writable("staging")?;
     let plan = Plan { itemsize, src_len: staging.nbytes() as u64, dst_len: data.nbytes() as u64 };
-    let mut copies = strided_copies(py, boxes, plan)?;
-    let unit = Plan::widen(&mut copies, staging.ptr, data.ptr);
+    let (copies, unit) = strided_copies(py, boxes, plan, staging.ptr, data.ptr)?;
     let bounds = integers(py, slabs)?;
     if bounds.len() % 4 != 0 {
         return Err(value_error("slabs has rows of 4 integers: first byte, end byte, first box, end box"));
@@ -207,7 +196,7 @@ pub fn rearrange_slabs(
         }
         Some(ordinal) => {
             let gpu = device::gpu(ordinal).map_err(device_error)?;
-            let stream = StreamRef::borrowed(stream_arg(cuda_stream)?.unwrap_or(LEGACY_STREAM));
+            let stream = callers_stream(cuda_stream)?;
             py.detach(|| unsafe {
                 let (data, staging) = (data.device_bytes_mut(), staging.device_bytes_mut());
                 rearrange_slabs_gpu(&gpu, data, staging, &slabs, &copies, unit, stream.stream())
@@ -235,8 +224,20 @@ fn both_in_one_place(
     Ok((input, output))
 }
 
-/// The rows of `boxes` (see `scatter`) as copies planned by `plan`.
-fn strided_copies(py: Python<'_>, boxes: &Bound<'_, PyAny>, plan: Plan) -> PyResult<Vec<StridedCopy>> {
+/// The caller's `cuda_stream` (an argument as `stream_arg` reads it), or the legacy default stream.
+fn callers_stream(cuda_stream: Option<&Bound<'_, PyAny>>) -> PyResult<StreamRef> {
+    Ok(StreamRef::borrowed(stream_arg(cuda_stream)?.unwrap_or(LEGACY_STREAM)))
+}
+
+/// The rows of `boxes` (see `scatter`) as copies planned by `plan`, in the widest unit they and
+/// the buffers' addresses `src` and `dst` allow (returned with them).
+fn strided_copies(
+    py: Python<'_>,
+    boxes: &Bound<'_, PyAny>,
+    plan: Plan,
+    src: u64,
+    dst: u64,
+) -> PyResult<(Vec<StridedCopy>, u64)> {
     let rows: usize = boxes.getattr("shape")?.get_item(0)?.extract()?;
     let table = integers(py, boxes)?;
     let width = table.len().checked_div(rows).unwrap_or(2);
@@ -244,7 +245,7 @@ fn strided_copies(py: Python<'_>, boxes: &Bound<'_, PyAny>, plan: Plan) -> PyRes
         return Err(value_error(format!("boxes has rows of {width} integers, not 2 + 3 * ndim")));
     }
     let ndim = (width - 2) / 3;
-    table
+    let mut copies = table
         .chunks_exact(width.max(1))
         .take(rows)
         .enumerate()
@@ -254,5 +255,7 @@ fn strided_copies(py: Python<'_>, boxes: &Bound<'_, PyAny>, plan: Plan) -> PyRes
             plan.copy(row[0], row[1], shape, src_strides, dst_strides)
                 .map_err(|e| value_error(format!("box {i}: {e:?}")))
         })
-        .collect()
+        .collect::<PyResult<Vec<_>>>()?;
+    let unit = Plan::widen(&mut copies, src, dst);
+    Ok((copies, unit))
 }

@@ -98,6 +98,16 @@ def test_layer_options_belong_to_cascaded():
         fc.Codec("LZ4", device_id="cpu", num_rles=1)
 
 
+def test_use_bitpack_is_use_bp():
+    data = runs(30_000, "<u4", 2)
+    unpacked = bytes(codec(use_bp=False).encode(data))
+    assert bytes(codec(use_bitpack=False).encode(data)) == unpacked
+    assert bytes(codec(use_bp=False, use_bitpack=False).encode(data)) == unpacked
+    assert bytes(codec(use_bitpack=True).encode(data)) != unpacked
+    with pytest.raises(ValueError, match="use_bp and use_bitpack .* disagree"):
+        codec(use_bp=True, use_bitpack=False)
+
+
 def test_corrupt_streams_raise():
     block = bytearray(bytes(codec().encode(offsets(5000))))
     block[0] = 9

@@ -1,38 +1,22 @@
 //! `Array` (nvCOMP's): a view of host or device memory that some other object (or ferrocomp)
-//! owns, taken without a copy from anything with `__cuda_array_interface__`,
-//! `__array_interface__`, the buffer protocol or `__dlpack__`, and given back the same ways.
-//! A device array may carry the stream its data is produced on: consumers wait for it.
+//! owns, taken without a copy ([`wrap`]) and given back the same ways: `__cuda_array_interface__`,
+//! `__array_interface__` and DLPack; with host and device copies. A device array may carry the
+//! stream its data is produced on: consumers wait for it.
+
+pub mod wrap;
 
 use crate::alloc::host_memory;
-use crate::buffer::HeldBuffer;
 use crate::device::{self, LEGACY_STREAM, StreamRef, stream_arg};
-use crate::dlpack::{self, DL_CPU, DL_CUDA, ImportedTensor, TensorLayout};
+use crate::dlpack::{self, DL_CPU, DL_CUDA, TensorLayout};
 use crate::dtype::DType;
 use crate::enums::ArrayBufferKind;
 use crate::errors::{device_error, value_error};
-use ferrocomp::{ChunkResults, DeviceBuffer, DeviceView, DeviceViewMut};
+use crate::keep::Keep;
+use ferrocomp::{DeviceView, DeviceViewMut};
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::sync::Arc;
-
-/// What keeps an array's memory alive.
-pub enum Keep {
-    /// A Python object: the array's source, or what an allocator returned.
-    Object(Py<PyAny>),
-    /// Device memory ferrocomp allocated.
-    Device(DeviceBuffer<u8>),
-    /// Host memory ferrocomp allocated (as words, so any element type is aligned).
-    Host(Vec<u64>),
-    /// Host bytes a ferrocomp call returned.
-    Bytes(Vec<u8>),
-    /// The results of a batched call (statuses and sizes on the device).
-    Results(Arc<ChunkResults>),
-    /// A buffer held through the buffer protocol.
-    Buffer(HeldBuffer),
-    /// A tensor taken from a DLPack capsule.
-    Tensor(ImportedTensor),
-}
 
 /// A host or device array that nvCOMP's API reads and returns: zero-copy in and out through
 /// `__cuda_array_interface__` (device), `__array_interface__` (host) and DLPack (both).
@@ -149,124 +133,6 @@ impl Array {
     /// The bytes of a device array, writable.
     pub fn device_bytes_mut(&self) -> DeviceViewMut<'_, u8> {
         unsafe { DeviceViewMut::from_raw(self.ptr, self.nbytes()) }
-    }
-
-    /// Reads any array-like object without copying (see the module docs), its data ready in order
-    /// on `cuda_stream` if given.
-    pub fn from_object(obj: &Bound<'_, PyAny>, cuda_stream: Option<u64>) -> PyResult<Self> {
-        if let Ok(array) = obj.cast::<Array>() {
-            return array.get().ready_on(cuda_stream);
-        }
-        if let Some(interface) = obj.getattr_opt("__cuda_array_interface__")? {
-            return Self::from_interface(obj, &interface.cast_into::<PyDict>()?, true, cuda_stream);
-        }
-        if let Some(interface) = obj.getattr_opt("__array_interface__")? {
-            let interface = interface.cast_into::<PyDict>()?;
-            if interface.get_item("data")?.is_some_and(|data| data.is_instance_of::<PyTuple>()) {
-                return Self::from_interface(obj, &interface, false, cuda_stream);
-            }
-        }
-        if let Some((held, layout)) = HeldBuffer::get(obj) {
-            let (shape, strides) = (layout.shape, Some(layout.strides));
-            let array = Self {
-                ptr: layout.ptr,
-                shape,
-                strides,
-                dtype: layout.dtype,
-                device: None,
-                readonly: layout.readonly,
-                stream: None,
-                _owner: Arc::new(Keep::Buffer(held)),
-            };
-            return Ok(array.normalized());
-        }
-        if obj.hasattr("__dlpack__")? {
-            return Self::from_capsule(&capsule_of(obj, cuda_stream)?, cuda_stream);
-        }
-        Self::from_capsule(obj, cuda_stream).map_err(|_| {
-            PyTypeError::new_err(format!(
-                "{} has none of __cuda_array_interface__, __array_interface__, the buffer protocol or __dlpack__",
-                obj.get_type().name().map_or("the object".into(), |name| name.to_string())
-            ))
-        })
-    }
-
-    /// An array from a DLPack capsule; a device tensor is ready on `cuda_stream` (its producer
-    /// was asked to order its work before that stream, or the legacy one).
-    pub fn from_capsule(capsule: &Bound<'_, PyAny>, cuda_stream: Option<u64>) -> PyResult<Self> {
-        let (tensor, layout) = dlpack::take_capsule(capsule)?;
-        let stream = layout.device.map(|_| Arc::new(StreamRef::borrowed(cuda_stream.unwrap_or(LEGACY_STREAM))));
-        let array = Self {
-            ptr: layout.ptr,
-            shape: layout.shape,
-            strides: layout.strides,
-            dtype: layout.dtype,
-            device: layout.device,
-            readonly: layout.readonly,
-            stream,
-            _owner: Arc::new(Keep::Tensor(tensor)),
-        };
-        Ok(array.normalized())
-    }
-
-    /// An array from an `__array_interface__` or (`device`) `__cuda_array_interface__` dict.
-    fn from_interface(
-        obj: &Bound<'_, PyAny>,
-        interface: &Bound<'_, PyDict>,
-        device: bool,
-        cuda_stream: Option<u64>,
-    ) -> PyResult<Self> {
-        let name = if device { "__cuda_array_interface__" } else { "__array_interface__" };
-        let field = |key: &str| -> PyResult<Bound<'_, PyAny>> {
-            interface.get_item(key)?.ok_or_else(|| value_error(format!("{name} has no {key:?}")))
-        };
-        let optional = |key: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
-            Ok(interface.get_item(key)?.filter(|value| !value.is_none()))
-        };
-        if optional("mask")?.is_some() {
-            return Err(value_error(format!("{name} has a mask; masked arrays are not supported")));
-        }
-        let (ptr, readonly): (u64, bool) = field("data")?.extract()?;
-        let strides = optional("strides")?.map(|s| s.extract()).transpose()?;
-        let dtype = DType::parse(&field("typestr")?.extract::<String>()?)?;
-        let mut array = Self {
-            ptr,
-            shape: field("shape")?.extract()?,
-            strides,
-            dtype,
-            device: None,
-            readonly,
-            stream: None,
-            _owner: Arc::new(Keep::Object(obj.clone().unbind())),
-        };
-        if device {
-            let ordinal = device::device_of(ptr).unwrap_or(0);
-            array.device = Some(ordinal);
-            // CAI v3: no stream means ready; 1 and 2 are the legacy and per-thread default streams.
-            let producer: Option<u64> = optional("stream")?.map(|s| s.extract()).transpose()?;
-            array.stream = producer.map(|raw| Arc::new(StreamRef::borrowed(raw.max(LEGACY_STREAM))));
-            array = array.ready_on(cuda_stream)?;
-        }
-        Ok(array.normalized())
-    }
-
-    /// The array with `strides` dropped when they are C order's.
-    fn normalized(mut self) -> Self {
-        if self.is_contiguous() {
-            self.strides = None;
-        }
-        self
-    }
-
-    /// The array with its data ready in order on `cuda_stream` (which is made to wait for the
-    /// producer's stream, on the device), or as it is for `None` or a host array.
-    fn ready_on(&self, cuda_stream: Option<u64>) -> PyResult<Self> {
-        let (Some(consumer), Some(ordinal)) = (cuda_stream, self.device) else { return Ok(self.clone()) };
-        if let Some(producer) = &self.stream {
-            let gpu = device::gpu(ordinal).map_err(device_error)?;
-            device::wait_for(&gpu, consumer, producer.raw()).map_err(device_error)?;
-        }
-        Ok(self.produced_on(Some(Arc::new(StreamRef::borrowed(consumer)))))
     }
 
     /// Byte strides, given or C order's.
@@ -544,79 +410,4 @@ fn python_tuple<T: std::fmt::Display>(values: &[T]) -> String {
         [one] => format!("({one},)"),
         _ => format!("({})", items.join(", ")),
     }
-}
-
-/// Wraps an array-like object (see `Array`) without copying; `cuda_stream` is where its data must
-/// be ready for consumers.
-#[pyfunction]
-#[pyo3(signature = (source, cuda_stream = None))]
-pub fn as_array(source: &Bound<'_, PyAny>, cuda_stream: Option<&Bound<'_, PyAny>>) -> PyResult<Py<Array>> {
-    let cuda_stream = stream_arg(cuda_stream)?;
-    if let (Ok(array), None) = (source.cast::<Array>(), cuda_stream) {
-        return Ok(array.clone().unbind());
-    }
-    Py::new(source.py(), Array::from_object(source, cuda_stream)?)
-}
-
-/// `as_array` over a list; or, as nvCOMP's `as_arrays(buffer, offsets, sizes)`, byte arrays
-/// carved from one contiguous buffer (`offsets[i]` and `sizes[i]` in bytes), sharing its memory,
-/// with no Python object per piece read.
-#[pyfunction]
-#[pyo3(signature = (sources, offsets = None, sizes = None, cuda_stream = None))]
-pub fn as_arrays(
-    sources: &Bound<'_, PyAny>,
-    offsets: Option<&Bound<'_, PyAny>>,
-    sizes: Option<&Bound<'_, PyAny>>,
-    cuda_stream: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<Py<Array>>> {
-    let (offsets, sizes) = match (offsets, sizes) {
-        (None, None) => return sources.try_iter()?.map(|source| as_array(&source?, cuda_stream)).collect(),
-        (Some(offsets), Some(sizes)) => (offsets.extract::<Vec<usize>>()?, sizes.extract::<Vec<usize>>()?),
-        _ => return Err(value_error("as_arrays takes offsets and sizes together")),
-    };
-    if offsets.len() != sizes.len() {
-        return Err(value_error(format!("{} offsets but {} sizes", offsets.len(), sizes.len())));
-    }
-    let buffer = Array::from_object(sources, stream_arg(cuda_stream)?)?;
-    buffer.require_contiguous("the buffer")?;
-    let (py, len) = (sources.py(), buffer.nbytes());
-    offsets
-        .into_iter()
-        .zip(sizes)
-        .enumerate()
-        .map(|(i, (offset, size))| {
-            if offset.checked_add(size).is_none_or(|end| end > len) {
-                return Err(value_error(format!(
-                    "piece {i} ({offset} + {size} bytes) is outside the {len}-byte buffer"
-                )));
-            }
-            let piece = Array { ptr: buffer.ptr + offset as u64, ..buffer.prefix(size, DType::bytes()) };
-            Py::new(py, piece)
-        })
-        .collect()
-}
-
-/// An array from a DLPack capsule or an object with `__dlpack__`, without copying.
-#[pyfunction]
-#[pyo3(signature = (source, cuda_stream = None))]
-pub fn from_dlpack(source: &Bound<'_, PyAny>, cuda_stream: Option<&Bound<'_, PyAny>>) -> PyResult<Py<Array>> {
-    let cuda_stream = stream_arg(cuda_stream)?;
-    let array = if source.hasattr("__dlpack__")? {
-        Array::from_capsule(&capsule_of(source, cuda_stream)?, cuda_stream)?
-    } else {
-        Array::from_capsule(source, cuda_stream)?
-    };
-    Py::new(source.py(), array)
-}
-
-/// The capsule `obj.__dlpack__` gives; a device producer is asked to order its work before
-/// `cuda_stream` (default: the legacy stream).
-fn capsule_of<'py>(obj: &Bound<'py, PyAny>, cuda_stream: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
-    let (device_type, _): (i32, i32) = obj.call_method0("__dlpack_device__")?.extract()?;
-    if device_type == DL_CPU {
-        return obj.call_method0("__dlpack__");
-    }
-    let kwargs = PyDict::new(obj.py());
-    kwargs.set_item("stream", cuda_stream.unwrap_or(LEGACY_STREAM))?;
-    obj.call_method("__dlpack__", (), Some(&kwargs))
 }

@@ -3,8 +3,8 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use ferrocomp::codec::options::config;
-use ferrocomp::codec::{NumberKind, NumberType, Setting, Settings};
+use ferrocomp::settings::config;
+use ferrocomp::settings::{NumberKind, NumberType, Setting, Settings};
 use ferrocomp::{
     Ans, Bitcomp, Bitstream, Blosc, BufferCodec, Cascaded, ChecksumPolicy, Config, DEFAULT_CHUNK_SIZE,
     DEFAULT_SEGMENT_SIZE, Deflate, ElementType, GDeflate, Gpu, Lz4, Options, Snappy, Zstd,
@@ -245,8 +245,13 @@ pub fn options(
     data_type: Option<DataTypeArg>,
     numeric: &NumericArgs,
 ) -> Result<Options> {
+    // -l is every algorithm's flag, as lz4's and zstd's: one without levels ignores a level in
+    // Deflate's range.
+    if let (None, Some(level)) = (algorithm.levels(), level) {
+        let levels = Deflate::LEVELS;
+        anyhow::ensure!(levels.contains(&level), "level {level} is outside {levels:?} for this algorithm");
+    }
     let settings = Settings {
-        // -l is every algorithm's flag, as lz4's and zstd's: one without levels ignores it.
         level: level.filter(|_| algorithm.levels().is_some()).map(i64::from),
         data_type: data_type.map(DataTypeArg::number_type),
         rles: numeric.rles,

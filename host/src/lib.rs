@@ -49,6 +49,7 @@ mod parallel;
 pub mod pipeline;
 pub mod scatter;
 mod scratch;
+pub mod settings;
 
 pub use alloc::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use batch::{BatchCodec, Chunks, Results};

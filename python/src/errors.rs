@@ -3,7 +3,7 @@
 
 use crate::enums::PyStatus;
 use ferrocomp::Error;
-use ferrocomp::codec::OptionError;
+use ferrocomp::settings::OptionError;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 

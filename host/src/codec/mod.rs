@@ -9,7 +9,6 @@ pub mod cascaded;
 pub mod deflate;
 pub mod gdeflate;
 pub mod lz4;
-pub mod options;
 pub mod snappy;
 pub mod zstd;
 
@@ -25,7 +24,6 @@ use ferrocomp_format::deflate::Wrapper;
 use ferrocomp_format::{Algorithm, DataType};
 pub use gdeflate::GDeflate;
 pub use lz4::Lz4;
-pub use options::{NumberKind, NumberType, OptionError, Setting, Settings, algorithm_name};
 pub use snappy::Snappy;
 use std::ops::RangeInclusive;
 pub use zstd::Zstd;

@@ -14,7 +14,7 @@ use crate::device::{self, StreamRef, stream_arg};
 use crate::dtype::DType;
 use crate::enums::{BitstreamKind, PyChecksumPolicy};
 use crate::errors::{Direction, device_error, option_error, to_py, value_error};
-use ferrocomp::codec::{algorithm_name, options::config};
+use ferrocomp::settings::{algorithm_name, config};
 use ferrocomp::{
     Bitstream, BufferCodec, ChecksumPolicy, ChunkListCodec, DEFAULT_CHUNK_SIZE, DeviceView, DeviceViewMut, Gpu, Options,
 };

@@ -5,7 +5,7 @@
 use crate::dtype::DType;
 use crate::errors::{option_error, value_error};
 use ferrocomp::Options;
-use ferrocomp::codec::{NumberKind, NumberType, Setting, Settings};
+use ferrocomp::settings::{NumberKind, NumberType, Setting, Settings};
 use pyo3::prelude::*;
 
 /// The option arguments of `Codec(...)`, as given.

@@ -3,10 +3,11 @@
 //! which settings each algorithm takes, their ranges and defaults, and the errors, worded with
 //! each front end's names for the settings ([`Names`]).
 
-use super::{Ans, AnsDataType, Bitcomp, Blosc, Cascaded, Deflate, ElementType, ErrorBound, GDeflate, Lz4, Options};
-use super::{Snappy, Zstd};
 use crate::buffer_codec::Config;
 use crate::checksum::ChecksumPolicy;
+use crate::codec::{
+    Ans, AnsDataType, Bitcomp, Blosc, Cascaded, Deflate, ElementType, ErrorBound, GDeflate, Lz4, Options, Snappy, Zstd,
+};
 use crate::container::Bitstream;
 use ferrocomp_format::blosc::Shuffle;
 use ferrocomp_format::cascaded::MAX_LAYERS;

@@ -77,8 +77,7 @@ pub unsafe fn compress_chunk<W: Warp>(
         crate::raw::shared_add(tables.symbols.add(symbol_at(input, i, data_type) as usize), 1)
     });
     warp.sync();
-    let counts: [u32; 8] =
-        core::array::from_fn(|j| unsafe { crate::raw::shared_u32(tables.symbols.add(8 * lane + j)) });
+    let counts: [u32; 8] = core::array::from_fn(|j| unsafe { tables.count((8 * lane + j) as u32) });
     warp.sync(); // counted before the table overwrites them
     let freqs = normalize(warp, counts, count);
     let (before, present) = unsafe { set_symbols(warp, &tables, freqs) };

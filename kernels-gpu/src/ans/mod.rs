@@ -63,6 +63,12 @@ impl Tables {
         }
     }
 
+    /// Compressing, before the table is written: symbol `s`'s count.
+    #[inline(always)]
+    unsafe fn count(&self, s: u32) -> u32 {
+        unsafe { self.read.u32(4 * s) }
+    }
+
     #[inline(always)]
     unsafe fn symbol(&self, s: u32) -> Symbol {
         let entry = unsafe { self.read.u32(4 * s) };

@@ -2,7 +2,6 @@
 //! against zlib, and malformed streams.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use ferrocomp_format::Status;
@@ -10,6 +9,9 @@ use ferrocomp_format::deflate::{
     self, CompressScratch, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, compress, decompress, decompressed_size,
     max_compressed_size,
 };
+
+mod common;
+use common::source_text;
 
 const WRAPPERS: [Wrapper; 3] = [Wrapper::Raw, Wrapper::Zlib, Wrapper::Gzip];
 
@@ -29,35 +31,10 @@ fn tables() -> Box<DecodeTables> {
     unsafe { Box::new_zeroed().assume_init() }
 }
 
-/// The repository's own sources and docs, sorted by path, concatenated.
+/// 2 MiB of text like the repository's sources.
 fn text() -> &'static [u8] {
     static TEXT: OnceLock<Vec<u8>> = OnceLock::new();
-    TEXT.get_or_init(|| {
-        fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
-            for entry in std::fs::read_dir(dir).unwrap().flatten() {
-                let path = entry.path();
-                let name = entry.file_name();
-                if name.to_string_lossy().starts_with('.') || name == "target" {
-                    continue;
-                }
-                if path.is_dir() {
-                    walk(&path, files);
-                } else if path.extension().is_some_and(|e| e == "rs" || e == "md") {
-                    files.push(path);
-                }
-            }
-        }
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let mut files = Vec::new();
-        walk(root, &mut files);
-        files.sort();
-        let mut text = Vec::new();
-        for f in files {
-            text.extend(std::fs::read(f).unwrap());
-        }
-        assert!(text.len() > 200_000, "only {} bytes of text", text.len());
-        text
-    })
+    TEXT.get_or_init(|| source_text(2 << 20, 1))
 }
 
 fn random(len: usize, mut seed: u64) -> Vec<u8> {

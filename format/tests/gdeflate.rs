@@ -1,10 +1,11 @@
 //! GDeflate pages: round trips, block types, agreement with deflate, corrupt pages.
 
-use std::path::Path;
-
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::{self, CompressScratch, DecodeTables, MAX_LEVEL, Wrapper};
 use ferrocomp_format::gdeflate::{self, MAX_CHUNK_SIZE, compress, decompress, decompressed_size, max_compressed_size};
+
+mod common;
+use common::source_text;
 
 fn scratch() -> Box<CompressScratch> {
     unsafe { Box::new_zeroed().assume_init() }
@@ -14,18 +15,9 @@ fn tables() -> Box<DecodeTables> {
     unsafe { Box::new_zeroed().assume_init() }
 }
 
-/// Some of the repository's text.
+/// A page of text like the repository's sources.
 fn text() -> Vec<u8> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut text = Vec::new();
-    for f in ["src/deflate/inflate.rs", "src/deflate/block.rs", "src/gdeflate.rs", "src/lz4.rs", "src/lib.rs"] {
-        text.extend(std::fs::read(root.join(f)).unwrap());
-    }
-    while text.len() < MAX_CHUNK_SIZE {
-        text.extend_from_within(..text.len().min(MAX_CHUNK_SIZE - text.len()));
-    }
-    text.truncate(MAX_CHUNK_SIZE);
-    text
+    source_text(MAX_CHUNK_SIZE, 1)
 }
 
 fn random(len: usize, mut seed: u64) -> Vec<u8> {

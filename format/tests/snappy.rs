@@ -4,9 +4,8 @@
 
 use ferrocomp_format::snappy::{self, MAX_CHUNK_SIZE};
 use ferrocomp_format::{DataType, Status, lz4};
-use std::path::{Path, PathBuf};
 mod common;
-use common::XorShift;
+use common::{XorShift, source_text};
 
 const DATA_TYPES: [DataType; 4] = [DataType::Char, DataType::Short, DataType::Int, DataType::LongLong];
 
@@ -38,27 +37,6 @@ fn words(seed: u64, len: usize) -> Vec<u8> {
     }
     out.truncate(len);
     out
-}
-
-/// The repository's own `*.rs` and `*.md` files, sorted by path, concatenated.
-fn repo_text() -> Vec<u8> {
-    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy();
-            if path.is_dir() {
-                if !name.starts_with('.') && name != "target" {
-                    walk(&path, files);
-                }
-            } else if name.ends_with(".rs") || name.ends_with(".md") {
-                files.push(path);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")), &mut files);
-    files.sort();
-    files.iter().flat_map(|f| std::fs::read(f).unwrap()).collect()
 }
 
 fn compress(input: &[u8], data_type: DataType) -> Vec<u8> {
@@ -164,7 +142,7 @@ fn small_inputs_encode_exactly() {
 #[test]
 fn round_trips_at_every_data_type() {
     let mut rng = XorShift(0x5eed);
-    let text = repo_text();
+    let text = source_text(2 << 20, 1);
     let inputs: Vec<Vec<u8>> = vec![
         vec![],
         vec![7],
@@ -212,7 +190,7 @@ fn snap_encoder_output_decodes_with_ours() {
         words(2, 70_000),
         words(3, 5 << 20),
         rng.bytes(1 << 20),
-        repo_text(),
+        source_text(2 << 20, 1),
         mixed,
     ] {
         from_snap(&input);
@@ -467,7 +445,7 @@ fn fuzzed_streams_never_panic_and_agree_with_snap() {
 
 #[test]
 fn text_ratio_against_snap() {
-    let text = repo_text();
+    let text = source_text(2 << 20, 1);
     let ours = round_trip(&text, DataType::Char);
     let theirs = from_snap(&text);
     let chunks = |f: &dyn Fn(&[u8]) -> usize| text.chunks(1 << 16).map(f).sum::<usize>();
@@ -475,7 +453,7 @@ fn text_ratio_against_snap() {
     let theirs_64k = chunks(&|c| snap::raw::Encoder::new().compress_vec(c).unwrap().len());
     let ratio = |size: usize| text.len() as f64 / size as f64;
     eprintln!(
-        "repo text, {} bytes: ours {ours} (ratio {:.3}), snap {theirs} (ratio {:.3}); \
+        "source-like text, {} bytes: ours {ours} (ratio {:.3}), snap {theirs} (ratio {:.3}); \
          in 64 KiB chunks: ours {:.3}, snap {:.3}",
         text.len(),
         ratio(ours),

@@ -2,6 +2,7 @@
 //! and scans, frames of reference reduced over the lanes, bits ORed into shared words or written
 //! as whole words from runs laid end to end, and an input read as the aligned words that hold it.
 
+use crate::lz77::scan;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::bitpack::Extremes;
 
@@ -20,17 +21,8 @@ pub fn shuffle_value<W: Warp>(warp: &W, value: u64, lane: u32, narrow: bool) -> 
 /// Sum (wrapping) of `value` over lanes `0..=lane`; right in its low 32 bits only where
 /// `narrow`.
 #[inline(always)]
-pub fn scan_add64<W: Warp>(warp: &W, mut value: u64, narrow: bool) -> u64 {
-    let lane = warp.lane();
-    let mut distance = 1;
-    while distance < WARP_SIZE {
-        let below = shuffle_value(warp, value, lane.saturating_sub(distance), narrow);
-        if lane >= distance {
-            value = value.wrapping_add(below);
-        }
-        distance *= 2;
-    }
-    value
+pub fn scan_add64<W: Warp>(warp: &W, value: u64, narrow: bool) -> u64 {
+    scan(warp, value, |value, lane| shuffle_value(warp, value, lane, narrow), u64::wrapping_add)
 }
 
 /// Every lane's extremes merged, in every lane; `narrow` where every value (read signed too)

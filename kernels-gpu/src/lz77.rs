@@ -332,13 +332,20 @@ pub fn last_starting_by<W: Warp>(warp: &W, start: u32, at: u32) -> u32 {
 
 /// Sum of `value` over lanes `0..=lane`.
 #[inline(always)]
-pub fn scan_add<W: Warp>(warp: &W, mut value: u32) -> u32 {
+pub fn scan_add<W: Warp>(warp: &W, value: u32) -> u32 {
+    scan(warp, value, |value, lane| warp.shuffle(value, lane), |sum, below| sum + below)
+}
+
+/// `value` summed by `add` over lanes `0..=lane`, for values of any width: `shuffle(v, l)` is
+/// lane `l`'s `v`.
+#[inline(always)]
+pub fn scan<W: Warp, T: Copy>(warp: &W, mut value: T, shuffle: impl Fn(T, u32) -> T, add: impl Fn(T, T) -> T) -> T {
     let lane = warp.lane();
     let mut distance = 1;
     while distance < WARP_SIZE {
-        let below = warp.shuffle(value, lane.saturating_sub(distance));
+        let below = shuffle(value, lane.saturating_sub(distance));
         if lane >= distance {
-            value += below;
+            value = add(value, below);
         }
         distance *= 2;
     }

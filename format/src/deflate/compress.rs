@@ -2,7 +2,8 @@
 //! token stream into blocks, which [`block`](super::block) writes through any [`BitSink`].
 
 use super::MAX_CHUNK_SIZE;
-use super::block::{BitSink, BlockPlan, Estimate, Freqs, StreamKind, token, write_block};
+use super::block::{BitSink, BlockPlan, Freqs, StreamKind, token, write_block};
+use super::estimate::Estimate;
 use super::tables::{MAX_MATCH, MIN_MATCH, WINDOW};
 use crate::lz4::{self, MatchRules, SequenceSink};
 use crate::{DataType, Status};

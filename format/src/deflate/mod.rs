@@ -14,6 +14,7 @@
 
 pub mod block;
 pub mod compress;
+pub mod estimate;
 pub mod huffman;
 pub mod inflate;
 pub mod tables;

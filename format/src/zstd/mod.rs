@@ -18,6 +18,7 @@
 //! - `DictionaryRequired`: a frame names a dictionary; `BadChecksum`: the XXH64 does not match.
 
 pub mod bits;
+pub mod check;
 pub mod decode;
 pub mod encode;
 pub mod frame;

@@ -24,10 +24,11 @@ use crate::warp::{WARP_SIZE, Warp, first_lane};
 use crate::{SHARED_BYTES_PER_BLOCK, blocks_per_sm};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::block::{
-    BitSink, BlockKind, BlockPlan, Estimate, Freqs, NUM_SYMBOLS, StreamKind, block_type, choose_block, stored_cost,
+    BitSink, BlockKind, BlockPlan, Freqs, NUM_SYMBOLS, StreamKind, block_type, choose_block, stored_cost,
     stored_pieces, symbol_bits, token, write_stored_header,
 };
 use ferrocomp_format::deflate::compress::{Blocks, CompressScratch, FAST_RULES, SEGMENT, match_pieces};
+use ferrocomp_format::deflate::estimate::Estimate;
 use ferrocomp_format::deflate::huffman::{LengthWork, MAX_CODE_LEN, lengths_of_sorted, sort_key};
 use ferrocomp_format::deflate::tables::{
     FIXED_DIST_LENS, FIXED_LITLEN_LENS, NUM_DIST, NUM_LITLEN, dist_slot, length_slot_in,

@@ -1,0 +1,107 @@
+//! Cascaded on the GPU: a warp per chunk, a sub-block at a time, the format crate's bytes written
+//! and read (`ferrocomp_format::cascaded`).
+//!
+//! Compressing, the lanes take 32 entries a step: a run-length layer compares each entry with
+//! the one before (a shuffle), ballots the run starts into a bitmap and compacts the runs' values
+//! with a population count; a delta layer is a shuffle and a subtraction; frames of reference are
+//! warp reductions; packing ORs each entry's bits into the coded sub-block with shared-memory
+//! atomics. The run lengths are read back from the bitmaps, so only two layers' values are ever
+//! held. Decoding needs no shared memory: the lanes unpack 32 entries a step from the input's
+//! aligned words, undo the deltas with warp scans, and expand each run-length layer in place in
+//! the output: 32 runs a step, their starts a scan, each entry finding its run by a binary search
+//! over the lanes.
+
+mod decode;
+mod encode;
+
+pub use decode::decompress_chunk;
+pub use encode::compress_chunk;
+
+use ferrocomp_format::cascaded::{MAX_LAYERS, SUB_BLOCK};
+
+/// Words of a coded sub-block in shared memory: room for the largest (stored, `1 + SUB_BLOCK`
+/// bytes).
+const CODED_WORDS: usize = (1 + SUB_BLOCK).div_ceil(4);
+/// Bytes of a run-start bitmap (a bit per entry of the layer before).
+const STARTS_BYTES: usize = SUB_BLOCK / 8;
+/// Shared memory of each compressing warp: two layers' values, the bitmaps, the coded sub-block;
+/// a multiple of 8 bytes, so that every warp's 64-bit values are aligned.
+pub const COMPRESS_SHARED_BYTES_PER_WARP: usize =
+    (2 * SUB_BLOCK + MAX_LAYERS * STARTS_BYTES + 4 * CODED_WORDS).next_multiple_of(8);
+const _: () = assert!(COMPRESS_SHARED_BYTES_PER_WARP.is_multiple_of(8) && SUB_BLOCK.is_multiple_of(8));
+/// Warps per block of both kernels.
+pub const WARPS: u32 = 2;
+/// Blocks of the decompress kernel an SM must hold at once: 32 warps, which 64-KiB chunks fill in
+/// one wave (as LZ4's decoder).
+pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 32 / WARPS;
+
+/// Entry `i` of the `width`-byte entries at `at` (aligned to `width`).
+#[inline(always)]
+unsafe fn get(at: *const u8, i: usize, width: usize) -> u64 {
+    unsafe {
+        match width {
+            1 => *at.add(i) as u64,
+            2 => *(at as *const u16).add(i) as u64,
+            4 => *(at as *const u32).add(i) as u64,
+            _ => *(at as *const u64).add(i),
+        }
+    }
+}
+
+/// Sets entry `i` of the `width`-byte entries at `at` (aligned to `width`) to `value`.
+#[inline(always)]
+unsafe fn set(at: *mut u8, i: usize, width: usize, value: u64) {
+    unsafe {
+        match width {
+            1 => *at.add(i) = value as u8,
+            2 => *(at as *mut u16).add(i) = value as u16,
+            4 => *(at as *mut u32).add(i) = value as u32,
+            _ => *(at as *mut u64).add(i) = value,
+        }
+    }
+}
+
+/// Element `i` of the input at `at`, read whole where the input is aligned to `width`.
+#[inline(always)]
+unsafe fn load(at: *const u8, i: usize, width: usize, aligned: bool) -> u64 {
+    if aligned {
+        return unsafe { get(at, i, width) };
+    }
+    (0..width).rev().fold(0, |value, k| value << 8 | unsafe { *at.add(i * width + k) } as u64)
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use super::{COMPRESS_SHARED_BYTES_PER_WARP, compress_chunk, decompress_chunk};
+    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::gpu::HardwareWarp;
+    use ferrocomp_format::cascaded::{self, Options};
+    use ferrocomp_format::{BatchArgs, Status};
+
+    /// Cascaded's kernels: a warp per chunk both ways, a thread per chunk for the sizes.
+    pub struct Cascaded;
+
+    impl ChunkKernels for Cascaded {
+        const COMPRESS: Lanes = Lanes::Warp;
+        const DECOMPRESS: Lanes = Lanes::Warp;
+        const SIZES: Lanes = Lanes::Thread;
+
+        unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let options = Options::from_word(args.options as u32).ok_or(Status::Unsupported)?;
+            let shared = warp_shared::<u8>(COMPRESS_SHARED_BYTES_PER_WARP);
+            unsafe {
+                compress_chunk(warp, chunk.input, chunk.input_len, &options, shared, chunk.output, chunk.capacity)
+            }
+        }
+
+        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity) }
+        }
+
+        unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            cascaded::decompressed_size(unsafe { chunk.input() })
+        }
+    }
+
+    crate::batch_kernels!(Cascaded: cascaded_compress, cascaded_decompress, cascaded_decompressed_sizes);
+}

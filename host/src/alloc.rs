@@ -59,6 +59,27 @@ impl HostAllocator for SystemHostAllocator {
     }
 }
 
+/// `address`, `len` and `is_empty` of the device-memory types ([`DeviceBuffer`], [`DeviceView`],
+/// [`DeviceViewMut`]), each a range of `len` values at `address`.
+macro_rules! device_range_accessors {
+    () => {
+        /// Device address of the first value.
+        pub fn address(&self) -> u64 {
+            self.address
+        }
+
+        /// Number of values.
+        pub fn len(&self) -> usize {
+            self.len
+        }
+
+        /// Whether it holds no values.
+        pub fn is_empty(&self) -> bool {
+            self.len == 0
+        }
+    };
+}
+
 /// Device memory holding `len` values of `T`, returned to its allocator on drop.
 pub struct DeviceBuffer<T: Copy = u8> {
     address: u64,
@@ -75,20 +96,7 @@ impl<T: Copy> DeviceBuffer<T> {
         Ok(Self { address, len, allocator: allocator.clone(), _type: PhantomData })
     }
 
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no values.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Device address of the first value.
-    pub fn address(&self) -> u64 {
-        self.address
-    }
+    device_range_accessors!();
 
     /// The whole buffer as a view.
     pub fn view(&self) -> DeviceView<'_, T> {
@@ -124,20 +132,7 @@ impl<T> DeviceView<'_, T> {
         Self { address, len, _borrow: PhantomData }
     }
 
-    /// Device address of the first value.
-    pub fn address(&self) -> u64 {
-        self.address
-    }
-
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no values.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
+    device_range_accessors!();
 
     /// The values `start..start + len`. Panics when out of range.
     pub fn slice(&self, start: usize, len: usize) -> Self {
@@ -163,20 +158,7 @@ impl<'a, T> DeviceViewMut<'a, T> {
         Self { address, len, _borrow: PhantomData }
     }
 
-    /// Device address of the first value.
-    pub fn address(&self) -> u64 {
-        self.address
-    }
-
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it holds no values.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
+    device_range_accessors!();
 
     /// The values `..mid` and `mid..`, as two views that can be written at once (the outputs
     /// of a batch as slices of one buffer, say). Panics when `mid` is past the end.

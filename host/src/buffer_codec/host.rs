@@ -163,11 +163,7 @@ impl BufferCodec {
         self.pipeline(
             FILE_WORKERS,
             true,
-            |_| {
-                let Some((first_chunk, block)) = reader.next_block()? else { return Ok(None) };
-                let at = reader.skip_data(first_chunk, &block, file_len)?;
-                Ok(Some((first_chunk, block, at)))
-            },
+            |_| reader.skip_block(file_len),
             |slot, (first_chunk, block, at)| {
                 let len = block.compressed_sizes.iter().sum();
                 let chunks: Vec<FileRange<'_>> = block

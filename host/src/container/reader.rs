@@ -214,16 +214,17 @@ impl<R: Read> NativeReader<R> {
 }
 
 impl<R: Read + Seek> NativeReader<R> {
-    /// Moves past the chunks of `block` (from [`Self::next_block`]) without reading them, in a
-    /// stream of `stream_len` bytes; returns where they start.
-    pub(crate) fn skip_data(&mut self, first_chunk: usize, block: &Frame, stream_len: u64) -> Result<u64> {
+    /// The next block as [`Self::next_block`] gives it, and where its chunks start in a stream
+    /// of `stream_len` bytes; they are moved past without being read.
+    pub(crate) fn skip_block(&mut self, stream_len: u64) -> Result<Option<(usize, Frame, u64)>> {
+        let Some((first_chunk, block)) = self.next_block()? else { return Ok(None) };
         let (at, len) = (self.input.count, block.compressed_sizes.iter().sum::<usize>() as u64);
         if at + len > stream_len {
-            return Err(truncated_in(first_chunk, block, stream_len.saturating_sub(at) as usize));
+            return Err(truncated_in(first_chunk, &block, stream_len.saturating_sub(at) as usize));
         }
         self.input.inner.seek(SeekFrom::Current(len as i64))?;
         self.input.count += len;
-        Ok(at)
+        Ok(Some((first_chunk, block, at)))
     }
 }
 

@@ -16,6 +16,14 @@ pub(crate) fn check(call: &'static str, result: cu::CUresult) -> Result<()> {
     }
 }
 
+/// The value the driver call `call` (named so in errors) writes through its out-parameter,
+/// which starts as `start`.
+pub(crate) fn written<T>(call: &'static str, start: T, driver_call: impl FnOnce(&mut T) -> cu::CUresult) -> Result<T> {
+    let mut value = start;
+    check(call, driver_call(&mut value))?;
+    Ok(value)
+}
+
 /// Loads and initialises the driver, once per process. Without a driver library (or a device),
 /// [`Error::NoDevice`]; every other entry point of this module may be called only after a success.
 pub(crate) fn init() -> Result<()> {
@@ -104,9 +112,9 @@ impl Module {
     /// The kernel `name`.
     pub(crate) fn function(&self, name: &str) -> Result<cu::CUfunction> {
         let name = CString::new(name).expect("kernel names have no NUL");
-        let mut function = std::ptr::null_mut();
-        check("cuModuleGetFunction", unsafe { cu::cuModuleGetFunction(&mut function, self.0, name.as_ptr()) })?;
-        Ok(function)
+        written("cuModuleGetFunction", std::ptr::null_mut(), |function| unsafe {
+            cu::cuModuleGetFunction(function, self.0, name.as_ptr())
+        })
     }
 }
 

@@ -1,7 +1,7 @@
 //! CUDA streams (ferrocomp's own, or the caller's borrowed), the copies queued on them, and the
 //! events that order them.
 
-use super::driver::{self, check, cu};
+use super::driver::{self, check, cu, written};
 use crate::error::Result;
 
 /// A raw `CUstream` handle, as cudarc's `CudaStream::cu_stream` and CuPy's `Stream.ptr` give it.
@@ -18,9 +18,8 @@ unsafe impl Send for Stream {}
 impl Stream {
     /// A new non-blocking stream in the current context, destroyed on drop.
     pub(crate) fn new() -> Result<Self> {
-        let mut raw = std::ptr::null_mut();
         let flags = cu::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
-        check("cuStreamCreate", unsafe { cu::cuStreamCreate(&mut raw, flags) })?;
+        let raw = written("cuStreamCreate", std::ptr::null_mut(), |raw| unsafe { cu::cuStreamCreate(raw, flags) })?;
         Ok(Self { raw, owned: true })
     }
 
@@ -129,10 +128,8 @@ unsafe impl Sync for Event {}
 impl Event {
     /// A new event in the current context; it reads as done until first recorded.
     pub(crate) fn new() -> Result<Self> {
-        let mut event = std::ptr::null_mut();
         let flags = cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-        check("cuEventCreate", unsafe { cu::cuEventCreate(&mut event, flags) })?;
-        Ok(Self(event))
+        written("cuEventCreate", std::ptr::null_mut(), |event| unsafe { cu::cuEventCreate(event, flags) }).map(Self)
     }
 
     /// Marks the point `stream` has reached in its queue.

@@ -5,16 +5,14 @@ use pyo3::prelude::*;
 
 /// How a buffer is framed (nvCOMP's `BitstreamKind`).
 #[pyclass(module = "ferrocomp", eq, eq_int, frozen, from_py_object)]
+#[pyo3(rename_all = "SCREAMING_SNAKE_CASE")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BitstreamKind {
     /// Chunked, with a header naming the algorithm, sizes and optional checksums.
-    #[pyo3(name = "NVCOMP_NATIVE")]
     NvcompNative,
     /// One standard block per array, nothing else: what the algorithm's CPU library reads.
-    #[pyo3(name = "RAW")]
     Raw,
     /// The uncompressed size (u64, little-endian), then one standard block per array.
-    #[pyo3(name = "WITH_UNCOMPRESSED_SIZE")]
     WithUncompressedSize,
 }
 
@@ -30,22 +28,18 @@ impl From<BitstreamKind> for Bitstream {
 
 /// When checksums are computed and verified (nvCOMP's `ChecksumPolicy`).
 #[pyclass(name = "ChecksumPolicy", module = "ferrocomp", eq, eq_int, frozen, from_py_object)]
+#[pyo3(rename_all = "SCREAMING_SNAKE_CASE")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PyChecksumPolicy {
     /// Neither compute nor verify (the default).
-    #[pyo3(name = "NO_COMPUTE_NO_VERIFY")]
     NoComputeNoVerify,
     /// Compute when compressing; do not verify.
-    #[pyo3(name = "COMPUTE_AND_NO_VERIFY")]
     ComputeAndNoVerify,
     /// Compute none; verify those a stream has.
-    #[pyo3(name = "NO_COMPUTE_AND_VERIFY_IF_PRESENT")]
     NoComputeAndVerifyIfPresent,
     /// Compute; verify those a stream has.
-    #[pyo3(name = "COMPUTE_AND_VERIFY_IF_PRESENT")]
     ComputeAndVerifyIfPresent,
     /// Compute; require and verify them.
-    #[pyo3(name = "COMPUTE_AND_VERIFY")]
     ComputeAndVerify,
 }
 
@@ -63,46 +57,37 @@ impl From<PyChecksumPolicy> for ChecksumPolicy {
 
 /// Where an array's bytes live (nvCOMP's `ArrayBufferKind`).
 #[pyclass(module = "ferrocomp", eq, eq_int, frozen, from_py_object)]
+#[pyo3(rename_all = "SCREAMING_SNAKE_CASE")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArrayBufferKind {
     /// GPU memory.
-    #[pyo3(name = "STRIDED_DEVICE")]
     StridedDevice,
     /// Host memory.
-    #[pyo3(name = "STRIDED_HOST")]
     StridedHost,
 }
 
 /// The outcome of one chunk, as the statuses of an asynchronous call hold them (`uint32`).
 #[pyclass(name = "Status", module = "ferrocomp", eq, eq_int, frozen, from_py_object)]
+#[pyo3(rename_all = "SCREAMING_SNAKE_CASE")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PyStatus {
     /// The chunk was processed.
-    #[pyo3(name = "SUCCESS")]
     Success = 0,
     /// The compressed stream ended in the middle of a sequence.
-    #[pyo3(name = "TRUNCATED")]
     Truncated = 1,
     /// A match referred to bytes before the start of the output.
-    #[pyo3(name = "BAD_OFFSET")]
     BadOffset = 2,
     /// The output buffer is too small for the chunk.
-    #[pyo3(name = "OUTPUT_TOO_SMALL")]
     OutputTooSmall = 3,
     /// The chunk is larger than the algorithm's maximum chunk size.
-    #[pyo3(name = "CHUNK_TOO_LARGE")]
     ChunkTooLarge = 4,
     /// The compressed stream is malformed.
-    #[pyo3(name = "MALFORMED")]
     Malformed = 5,
     /// A checksum does not match the data.
-    #[pyo3(name = "BAD_CHECKSUM")]
     BadChecksum = 6,
     /// The chunk uses a compressor (or format version) this build does not decode.
-    #[pyo3(name = "UNSUPPORTED")]
     Unsupported = 7,
     /// The frame needs a dictionary that was not given.
-    #[pyo3(name = "DICTIONARY_REQUIRED")]
     DictionaryRequired = 8,
 }
 

@@ -279,39 +279,19 @@ class _NumcodecsDeflateCodec(_NumcodecsStreamCodec):
         return _deflate_options(int(self.codec_config.get("level", 1)))
 
 
-class LZ4(
-    _NumcodecsStreamCodec,
-    zarr.codecs.numcodecs.LZ4,
-    name="numcodecs.lz4",
-    stream_format=NUMCODECS_LZ4,
-):
+class LZ4(_NumcodecsStreamCodec, zarr.codecs.numcodecs.LZ4, name="numcodecs.lz4", stream_format=NUMCODECS_LZ4):
     """numcodecs' LZ4 in zarr format 3 (a 4-byte size, then an LZ4 block), batched through ferrocomp."""
 
 
-class Zlib(
-    _NumcodecsDeflateCodec,
-    zarr.codecs.numcodecs.Zlib,
-    name="numcodecs.zlib",
-    stream_format=ZLIB_STREAM,
-):
+class Zlib(_NumcodecsDeflateCodec, zarr.codecs.numcodecs.Zlib, name="numcodecs.zlib", stream_format=ZLIB_STREAM):
     """numcodecs' zlib in zarr format 3 (one zlib stream per chunk), batched through ferrocomp."""
 
 
-class GZip(
-    _NumcodecsDeflateCodec,
-    zarr.codecs.numcodecs.GZip,
-    name="numcodecs.gzip",
-    stream_format=GZIP_MEMBER,
-):
+class GZip(_NumcodecsDeflateCodec, zarr.codecs.numcodecs.GZip, name="numcodecs.gzip", stream_format=GZIP_MEMBER):
     """numcodecs' gzip in zarr format 3 (one gzip member per chunk), batched through ferrocomp."""
 
 
-class Blosc(
-    _NumcodecsStreamCodec,
-    zarr.codecs.numcodecs.Blosc,
-    name="numcodecs.blosc",
-    stream_format=BLOSC_CHUNK,
-):
+class Blosc(_NumcodecsStreamCodec, zarr.codecs.numcodecs.Blosc, name="numcodecs.blosc", stream_format=BLOSC_CHUNK):
     """numcodecs' Blosc in zarr format 3, batched through ferrocomp (see `BloscCodec` for what it writes)."""
 
     def encode_options(self, chunk_spec: ArraySpec) -> tuple[tuple[str, Any], ...] | None:
@@ -324,12 +304,7 @@ class Blosc(
         )
 
 
-class Zstd(
-    _NumcodecsStreamCodec,
-    zarr.codecs.numcodecs.Zstd,
-    name="numcodecs.zstd",
-    stream_format=ZSTD_FRAME,
-):
+class Zstd(_NumcodecsStreamCodec, zarr.codecs.numcodecs.Zstd, name="numcodecs.zstd", stream_format=ZSTD_FRAME):
     """numcodecs' Zstd in zarr format 3, batched through ferrocomp."""
 
     def encode_options(self, chunk_spec: ArraySpec) -> tuple[tuple[str, Any], ...] | None:

@@ -100,3 +100,11 @@ def native_chunks(stream: bytes) -> tuple[int, int, int, list[bytes]]:
         at += size
     assert at == len(stream)
     return algorithm_id, total, chunk_size, chunks
+
+
+def assert_native_stream_names(encoder: fc.Codec, data: np.ndarray, algorithm_id: int) -> None:
+    """`encoder`'s native stream of `data` starts with the magic and names `algorithm_id` (docs/FORMAT.md), and a codec
+    given no algorithm takes it from the stream and decodes `data` back."""
+    stream = bytes(encoder.encode(data))
+    assert stream[:4] == b"FCMP" and stream[5] == algorithm_id
+    assert bytes(fc.Codec(device_id="cpu").decode(stream)) == data.tobytes()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from codec_helpers import assert_native_stream_names
 
 import ferrocomp as fc
 
@@ -71,9 +72,7 @@ def test_the_raw_block_starts_with_the_documented_header():
 
 def test_native_stream_names_cascaded():
     data = offsets(10_000)
-    stream = bytes(codec(fc.BitstreamKind.NVCOMP_NATIVE).encode(data))
-    assert stream[:4] == b"FCMP" and stream[5] == 7
-    assert bytes(fc.Codec(device_id="cpu").decode(stream)) == data.tobytes()
+    assert_native_stream_names(codec(fc.BitstreamKind.NVCOMP_NATIVE), data, 7)
 
 
 @pytest.mark.parametrize(
@@ -91,11 +90,6 @@ def test_options_are_checked(options, message):
         return
     with pytest.raises(ValueError, match=message):
         codec(**options)
-
-
-def test_layer_options_belong_to_cascaded():
-    with pytest.raises(ValueError, match="apply to Cascaded"):
-        fc.Codec("LZ4", device_id="cpu", num_rles=1)
 
 
 def test_use_bitpack_is_use_bp():

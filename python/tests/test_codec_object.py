@@ -26,6 +26,8 @@ import ferrocomp as fc
         (("zlib",), {"wrapper": "gzip"}, "does not fit"),
         (("LZ4",), {"shuffle": 1}, "apply to Blosc"),
         (("LZ4",), {"typesize": 4}, "apply to Blosc"),
+        (("LZ4",), {"error_bound": 0.1}, "apply to Bitcomp|applies to Bitcomp"),
+        (("LZ4",), {"num_rles": 1}, "apply to Cascaded"),
         (("Blosc",), {"shuffle": 3}, "bitshuffle"),
         (("Blosc",), {"shuffle": "byteshuffle"}, "bitshuffle"),
         (("Blosc",), {"typesize": 0}, "outside 1..=255"),

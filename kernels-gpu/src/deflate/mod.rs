@@ -12,7 +12,7 @@ pub mod decode;
 
 use crate::SHARED_BYTES_PER_BLOCK;
 use crate::lz77::{last_starting_by, scan_add};
-use crate::raw::SharedBytes;
+use crate::raw::shared_u32;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{
@@ -174,8 +174,7 @@ pub unsafe fn lengths_at<W: Warp, T: Copy + Into<u32>>(
 /// `table` must hold a table built with `root` root bits, in shared memory.
 #[inline(always)]
 pub unsafe fn lookup_shared(table: *const u32, root: u32, bits: u64) -> u32 {
-    let table = unsafe { SharedBytes::new(table as *const u8) };
-    lookup_with(|i| unsafe { table.u32(4 * i as u32) }, root, bits)
+    lookup_with(|i| unsafe { shared_u32(table.add(i)) }, root, bits)
 }
 
 /// The fixed code's lengths, where its tables are built from.

@@ -9,15 +9,23 @@ use crate::gpu::Gpu;
 pub(crate) struct Scratch {
     chunks: usize,
     staging_bytes: usize,
-    /// Chunk addresses: inputs in the first half, outputs in the second.
+    /// Chunk addresses: inputs in the first half, outputs in the second; each table beside the
+    /// pinned copy it is uploaded from or downloaded to.
     pub(crate) addresses: DeviceBuffer<u64>,
+    pub(crate) host_addresses: PinnedBuffer<u64>,
     /// Chunk sizes: inputs in the first half, output capacities in the second.
     pub(crate) sizes: DeviceBuffer<usize>,
+    pub(crate) host_sizes: PinnedBuffer<usize>,
     pub(crate) result_sizes: DeviceBuffer<usize>,
+    pub(crate) host_result_sizes: PinnedBuffer<usize>,
     pub(crate) statuses: DeviceBuffer<u32>,
+    pub(crate) host_statuses: PinnedBuffer<u32>,
+    pub(crate) first_failure: DeviceBuffer<u32>,
+    pub(crate) host_first_failure: PinnedBuffer<u32>,
     pub(crate) crcs_uncompressed: DeviceBuffer<u32>,
     pub(crate) crcs_compressed: DeviceBuffer<u32>,
-    pub(crate) first_failure: DeviceBuffer<u32>,
+    /// Both CRC tables on the host, uncompressed first.
+    pub(crate) host_crcs: PinnedBuffer<u32>,
     /// Where compressed chunks land, one bound apart.
     pub(crate) staging: DeviceBuffer<u8>,
     /// Where compressed chunks are packed before going to the host.
@@ -25,12 +33,6 @@ pub(crate) struct Scratch {
     /// The codec's own scratch.
     codec_bytes: usize,
     pub(crate) codec: DeviceBuffer<u8>,
-    pub(crate) host_addresses: PinnedBuffer<u64>,
-    pub(crate) host_sizes: PinnedBuffer<usize>,
-    pub(crate) host_result_sizes: PinnedBuffer<usize>,
-    pub(crate) host_statuses: PinnedBuffer<u32>,
-    pub(crate) host_crcs: PinnedBuffer<u32>,
-    pub(crate) host_first_failure: PinnedBuffer<u32>,
 }
 
 impl Scratch {
@@ -60,22 +62,22 @@ impl Scratch {
                 chunks,
                 staging_bytes,
                 addresses: gpu.alloc(2 * chunks)?,
+                host_addresses: PinnedBuffer::new(&pinned, 2 * chunks)?,
                 sizes: gpu.alloc(2 * chunks)?,
+                host_sizes: PinnedBuffer::new(&pinned, 2 * chunks)?,
                 result_sizes: gpu.alloc(chunks)?,
+                host_result_sizes: PinnedBuffer::new(&pinned, chunks)?,
                 statuses: gpu.alloc(chunks)?,
+                host_statuses: PinnedBuffer::new(&pinned, chunks)?,
+                first_failure: gpu.alloc(1)?,
+                host_first_failure: PinnedBuffer::new(&pinned, 1)?,
                 crcs_uncompressed: gpu.alloc(chunks)?,
                 crcs_compressed: gpu.alloc(chunks)?,
-                first_failure: gpu.alloc(1)?,
+                host_crcs: PinnedBuffer::new(&pinned, 2 * chunks)?,
                 staging: gpu.alloc(staging_bytes)?,
                 packed: gpu.alloc(staging_bytes)?,
                 codec_bytes,
                 codec: gpu.alloc(codec_bytes)?,
-                host_addresses: PinnedBuffer::new(&pinned, 2 * chunks)?,
-                host_sizes: PinnedBuffer::new(&pinned, 2 * chunks)?,
-                host_result_sizes: PinnedBuffer::new(&pinned, chunks)?,
-                host_statuses: PinnedBuffer::new(&pinned, chunks)?,
-                host_crcs: PinnedBuffer::new(&pinned, 2 * chunks)?,
-                host_first_failure: PinnedBuffer::new(&pinned, 1)?,
             });
         }
         Ok(slot.as_mut().unwrap())

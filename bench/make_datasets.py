@@ -1,11 +1,17 @@
 """Writes the four data sets of the nvCOMP anchor (shared/anchors/nvcomp_bench.py) as raw files into the
 directory argv[1]: text.bin, binary.bin, float32.bin, int32.bin. The data set functions are the anchor's,
 unchanged, so the bytes are the same on the same machine. ANCHOR_MB sets the size (default 256).
-Needs numpy only. Without PyTorch's libraries (the binary data set's source), binary.bin is skipped."""
+Needs numpy only. Without PyTorch's libraries (the binary data set's source), binary.bin is skipped.
+
+A fifth, real text nobody here wrote or generated: realtext.bin, the Linux kernel's C sources and headers
+(*.c, *.h) in the order Debian's linux-source-6.1 tarball lists them, ANCHOR_MB of them, never repeated. Get the
+tarball with `apt-get download linux-source-6.1 && dpkg -x linux-source-6.1_*.deb DIR` and name it in
+LINUX_SOURCE (DIR/usr/src/linux-source-6.1.tar.xz); without it, realtext.bin is skipped."""
 
 import glob
 import os
 import sys
+import tarfile
 
 import numpy as np
 
@@ -53,7 +59,26 @@ def int_offsets():
     return np.cumsum(rng.integers(0, 50, n), dtype=np.int64).astype(np.int32).view(np.uint8)
 
 
-DATA = {"text.bin": text_data, "binary.bin": binary_data, "float32.bin": float_field, "int32.bin": int_offsets}
+def real_text():
+    buf = bytearray()
+    with tarfile.open(os.environ["LINUX_SOURCE"], "r|xz") as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith((".c", ".h")):
+                buf += tar.extractfile(member).read()
+                if len(buf) >= SIZE:
+                    break
+    if len(buf) < SIZE:
+        sys.exit(f"LINUX_SOURCE has {len(buf)} bytes of C sources, fewer than ANCHOR_MB")
+    return np.frombuffer(bytes(buf[:SIZE]), dtype=np.uint8)
+
+
+DATA = {
+    "text.bin": text_data,
+    "binary.bin": binary_data,
+    "float32.bin": float_field,
+    "int32.bin": int_offsets,
+    "realtext.bin": real_text,
+}
 
 
 def main():
@@ -64,6 +89,9 @@ def main():
     for name, make in DATA.items():
         if name == "binary.bin" and not glob.glob("/opt/torch/.venv/lib/python3*/site-packages/torch/lib/*.so*"):
             print(f"{name}: skipped (no PyTorch libraries under /opt/torch)", file=sys.stderr)
+            continue
+        if name == "realtext.bin" and not os.environ.get("LINUX_SOURCE"):
+            print(f"{name}: skipped (LINUX_SOURCE names no linux-source tarball)", file=sys.stderr)
             continue
         data = make()
         with open(os.path.join(out, name), "wb") as fh:

@@ -8,12 +8,14 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, sys};
 use ferrocomp::{Algorithm, Chunks, DeviceBuffer, Gpu, Options};
 use std::sync::Arc;
 
-/// The data sets `make_datasets.py` writes: file name, and the name the nvCOMP anchor gives it.
-pub const DATASETS: [(&str, &str); 4] = [
+/// The data sets `make_datasets.py` writes: file name, and the name the nvCOMP anchor gives it (the
+/// fifth, real text, is not the anchor's).
+pub const DATASETS: [(&str, &str); 5] = [
     ("text.bin", "text(py-src)"),
     ("binary.bin", "binary(libtorch)"),
     ("float32.bin", "float32-field"),
     ("int32.bin", "int32-offsets"),
+    ("realtext.bin", "text(linux-src)"),
 ];
 
 /// A batched codec under test, in nvCOMP's shape.

@@ -18,8 +18,9 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: ferrocomp-bench --data DIR [--nvcomp PATH/libnvcomp.so.6] \
                      [--codecs lz4,snappy,deflate,gdeflate,blosc,zstd,cascaded] [--levels 1,4] [--zstd-levels 1,2,3] [--chunk-size 65536] \
-                     [--reps 10] [--out FILE] [--keep DIR]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
-                     `algorithm` option), default 1; --zstd-levels: the Zstd levels, default all; --keep: write each codec's compressed chunks \
+                     [--reps 10] [--batch-mib 1,4,16,64,256] [--out FILE] [--keep DIR]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
+                     `algorithm` option), default 1; --zstd-levels: the Zstd levels, default all; --batch-mib: \
+                     each data set's first N MiB as a batch of its own, for each N (default: the whole set in one batch); --keep: write each codec's compressed chunks \
                      of each data set to DIR/DATASET.CODEC.bin, back to back (for Zstd, one multi-frame stream)";
 
 /// Every algorithm, in table order.
@@ -47,6 +48,8 @@ struct Args {
     zstd_levels: Vec<u8>,
     chunk_size: usize,
     reps: usize,
+    /// Batch sizes in MiB, each a batch of every data set's first bytes; empty: the whole set.
+    batch_mib: Vec<usize>,
     out: Option<PathBuf>,
     keep: Option<PathBuf>,
 }
@@ -56,7 +59,7 @@ impl Args {
         let (mut data, mut nvcomp, mut out, mut keep) = (None, None, None, None);
         let (mut algorithms, mut levels) = (ALGORITHMS.to_vec(), vec![Deflate::default().level]);
         let mut zstd_levels = Zstd::LEVELS.collect();
-        let (mut chunk_size, mut reps) = (65536, 10);
+        let (mut chunk_size, mut reps, mut batch_mib) = (65536, 10, Vec::new());
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
             let mut value = || args.next().with_context(|| format!("{flag} needs a value\n{USAGE}"));
@@ -68,6 +71,10 @@ impl Args {
                 "--zstd-levels" => zstd_levels = value()?.split(',').map(parse_zstd_level).collect::<Result<_>>()?,
                 "--chunk-size" => chunk_size = value()?.parse().context("--chunk-size")?,
                 "--reps" => reps = value()?.parse().context("--reps")?,
+                "--batch-mib" => {
+                    batch_mib =
+                        value()?.split(',').map(|mib| mib.parse().context("--batch-mib")).collect::<Result<_>>()?
+                }
                 "--out" => out = Some(PathBuf::from(value()?)),
                 "--keep" => keep = Some(PathBuf::from(value()?)),
                 "-h" | "--help" => {
@@ -77,10 +84,19 @@ impl Args {
                 _ => bail!("unknown argument {flag}\n{USAGE}"),
             }
         }
-        if chunk_size == 0 || chunk_size % CHUNK_ALIGN != 0 || reps == 0 {
-            bail!("--chunk-size must be a positive multiple of {CHUNK_ALIGN}, and --reps positive");
+        if chunk_size == 0 || chunk_size % CHUNK_ALIGN != 0 || reps == 0 || batch_mib.contains(&0) {
+            bail!("--chunk-size must be a positive multiple of {CHUNK_ALIGN}, and --reps and --batch-mib positive");
         }
-        Ok(Self { data: data.context(USAGE)?, nvcomp, algorithms, levels, zstd_levels, chunk_size, reps, out, keep })
+        let data = data.context(USAGE)?;
+        Ok(Self { data, nvcomp, algorithms, levels, zstd_levels, chunk_size, reps, batch_mib, out, keep })
+    }
+
+    /// The batches of a data set named `name` of `len` bytes: each a label and a length.
+    fn batches(&self, name: &str, len: usize) -> Vec<(String, usize)> {
+        if self.batch_mib.is_empty() {
+            return vec![(name.to_owned(), len)];
+        }
+        self.batch_mib.iter().map(|&mib| (format!("{name}, {mib} MiB"), len.min(mib << 20))).collect()
     }
 
     /// The codecs of `algorithm` to run: for Deflate and GDeflate one per level of `--levels` (raw deflate
@@ -181,38 +197,12 @@ fn run() -> Result<bool> {
             eprintln!("{}: not found, skipped", path.display());
             continue;
         }
-        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        eprintln!("{name}: {} bytes", bytes.len());
-        dataset_bytes.insert(bytes.len());
-        let zlib = zlib_levels
-            .iter()
-            .map(|&level| Ok((level, zlib_ratio(&bytes, args.chunk_size, level)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let data = Dataset {
-            name,
-            sizes: chunk_sizes(bytes.len(), args.chunk_size),
-            input: Chunked::upload(&gpu, &bytes, args.chunk_size)?,
-            bytes,
-        };
-        for table in &mut tables {
-            if is_deflate(table.algorithm) {
-                table.lines.extend(zlib.iter().map(|&(level, ratio)| Line::Cpu {
-                    dataset: name,
-                    codec: format!("zlib-rs level {level} (CPU)"),
-                    ratio,
-                }));
-            }
-            for &options in &table.codecs {
-                let ours =
-                    Ferrocomp { gpu: gpu.clone(), options, label: format!("ferrocomp {}", codec_name(&options)) };
-                let theirs = match &nvcomp {
-                    Some(nvcomp) if table.algorithm != Algorithm::Blosc => Some(nvcomp.codec(options)?),
-                    _ => None, // nvCOMP has no Blosc
-                };
-                // ferrocomp's Cascaded, Bitcomp and ANS layouts are its own
-                let cross = !matches!(table.algorithm, Algorithm::Cascaded | Algorithm::Bitcomp | Algorithm::Ans);
-                table.lines.extend(bench.compare(&data, &ours, theirs.as_deref(), cross)?.into_iter().map(Line::Gpu));
-            }
+        let all = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        for (name, len) in args.batches(name, all.len()) {
+            let bytes = all[..len].to_vec();
+            eprintln!("{name}: {} bytes", bytes.len());
+            dataset_bytes.insert(bytes.len());
+            measure(&args, &bench, &mut tables, nvcomp.as_ref(), zlib_levels, name, bytes)?;
         }
     }
     if dataset_bytes.is_empty() {
@@ -233,6 +223,49 @@ fn run() -> Result<bool> {
         std::fs::write(out, &report).with_context(|| format!("writing {}", out.display()))?;
     }
     Ok(tables.iter().flat_map(|table| &table.lines).all(Line::ok))
+}
+
+/// Measures every table's codecs on the data set `name` (a batch of `bytes`), ours beside nvCOMP's.
+fn measure(
+    args: &Args,
+    bench: &Bench,
+    tables: &mut [Table],
+    nvcomp: Option<&Nvcomp>,
+    zlib_levels: &[u32],
+    name: String,
+    bytes: Vec<u8>,
+) -> Result<()> {
+    let zlib = zlib_levels
+        .iter()
+        .map(|&level| Ok((level, zlib_ratio(&bytes, args.chunk_size, level)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let data = Dataset {
+        name,
+        sizes: chunk_sizes(bytes.len(), args.chunk_size),
+        input: Chunked::upload(&bench.gpu, &bytes, args.chunk_size)?,
+        bytes,
+    };
+    for table in tables {
+        if is_deflate(table.algorithm) {
+            table.lines.extend(zlib.iter().map(|&(level, ratio)| Line::Cpu {
+                dataset: data.name.clone(),
+                codec: format!("zlib-rs level {level} (CPU)"),
+                ratio,
+            }));
+        }
+        for &options in &table.codecs {
+            let ours =
+                Ferrocomp { gpu: bench.gpu.clone(), options, label: format!("ferrocomp {}", codec_name(&options)) };
+            let theirs = match nvcomp {
+                Some(nvcomp) if table.algorithm != Algorithm::Blosc => Some(nvcomp.codec(options)?),
+                _ => None, // nvCOMP has no Blosc
+            };
+            // ferrocomp's Cascaded, Bitcomp and ANS layouts are its own
+            let cross = !matches!(table.algorithm, Algorithm::Cascaded | Algorithm::Bitcomp | Algorithm::Ans);
+            table.lines.extend(bench.compare(&data, &ours, theirs.as_deref(), cross)?.into_iter().map(Line::Gpu));
+        }
+    }
+    Ok(())
 }
 
 /// Ratio of zlib at `level` (zlib-rs through flate2, on all host cores) on `bytes` cut into chunks of
@@ -339,7 +372,7 @@ impl Codec for Ferrocomp {
 
 /// One data set: its bytes on the host and, cut into chunks, on the device.
 struct Dataset {
-    name: &'static str,
+    name: String,
     bytes: Vec<u8>,
     /// Host copy of the chunk sizes.
     sizes: Vec<usize>,
@@ -375,7 +408,7 @@ struct Timing {
 
 /// One codec's results on one data set.
 struct Row {
-    dataset: &'static str,
+    dataset: String,
     codec: String,
     ratio: f64,
     bytes: usize,
@@ -392,7 +425,7 @@ struct Row {
 /// A line of a table: a codec measured on the GPU, or a CPU reference's ratio.
 enum Line {
     Gpu(Row),
-    Cpu { dataset: &'static str, codec: String, ratio: f64 },
+    Cpu { dataset: String, codec: String, ratio: f64 },
 }
 
 impl Line {
@@ -472,7 +505,7 @@ impl Bench {
             self.time(|| unsafe { codec.decompress(compressed, &data.input.sizes, decompressed, temp, &self.stream) })?;
         let round_trip = self.holds(data, decompressed, &format!("{what} round trip"))? && compressed_ok;
         Ok(Row {
-            dataset: data.name,
+            dataset: data.name.clone(),
             codec: codec.label().to_owned(),
             ratio: data.bytes.len() as f64 / compressed_bytes as f64,
             bytes: data.bytes.len(),
@@ -533,14 +566,15 @@ fn report(header: &str, tables: &[Table]) -> String {
     let yes_no = |ok: bool| if ok { "yes" } else { "NO" };
     for table in tables {
         let _ = write!(out, "\n## {}\n\n", title(table.algorithm));
-        out += "| dataset | codec | ratio | compress GB/s | decompress GB/s | compress median GB/s \
-                | decompress median GB/s | decompress other's chunks GB/s | round trip | interop ok |\n";
-        out += "|---|---|---|---|---|---|---|---|---|---|\n";
+        out += "| dataset | codec | ratio | compress GB/s | decompress GB/s | decompress µs per call \
+                | compress median GB/s | decompress median GB/s | decompress other's chunks GB/s | round trip \
+                | interop ok |\n";
+        out += "|---|---|---|---|---|---|---|---|---|---|---|\n";
         for line in &table.lines {
             let row = match line {
                 Line::Gpu(row) => row,
                 Line::Cpu { dataset, codec, ratio } => {
-                    let _ = writeln!(out, "| {dataset} | {codec} | {ratio:.3} | - | - | - | - | - | - | - |");
+                    let _ = writeln!(out, "| {dataset} | {codec} | {ratio:.3} | - | - | - | - | - | - | - | - |");
                     continue;
                 }
             };
@@ -551,12 +585,13 @@ fn report(header: &str, tables: &[Table]) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.3} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {:.3} | {} | {} | {:.1} | {} | {} | {} | {} | {} |",
                 row.dataset,
                 row.codec,
                 row.ratio,
                 gbps(row.compress.best),
                 gbps(row.decompress.best),
+                row.decompress.best * 1e6,
                 gbps(row.compress.median),
                 gbps(row.decompress.median),
                 row.cross_decompress.as_ref().map_or("-".to_owned(), |t| gbps(t.best)),
@@ -566,7 +601,7 @@ fn report(header: &str, tables: &[Table]) -> String {
         }
     }
     out += "\nratio: uncompressed bytes / sum of compressed chunk sizes. GB/s: uncompressed bytes (1e9) per second \
-            of GPU time (best; median as marked). decompress other's chunks: this codec decoding the other library's \
+            of GPU time (best; median as marked). decompress µs per call: the best decompression call's GPU time. decompress other's chunks: this codec decoding the other library's \
             compressed chunks of the same data. interop ok: the other library decodes this row's compressed chunks to \
             the input (not for Cascaded, whose layouts differ). Deflate and GDeflate levels are nvCOMP's `algorithm` option, the same for both libraries; \
             Deflate is raw deflate. zlib-rs level N (CPU): zlib-rs (through flate2) compressing each chunk on its \

@@ -3,6 +3,7 @@
 //! Huffman-coded literals section decoded again, its symbols dropped, to check that its streams
 //! end with their last symbols.
 
+use super::decode::huffman_streams;
 use super::frame::{BlockKind, FrameHeader, LiteralsKind, read_block_header, read_literals_header};
 use super::huffman::{self, HUFFMAN_CELLS};
 use super::tables::MAX_HUFFMAN_BITS;
@@ -40,13 +41,7 @@ fn check_literals(content: &[u8], tables: &mut DecodeTables) -> Result<(), Statu
     let section = content.get(header.len..header.len + header.stored).ok_or(Status::Malformed)?;
     let streams = match header.kind {
         LiteralsKind::Raw | LiteralsKind::Rle => return Ok(()),
-        LiteralsKind::Compressed => {
-            let tree = huffman::read_table(section, &mut tables.literals)?;
-            tables.literals.present = 1;
-            section.get(tree..).unwrap_or(&[])
-        }
-        LiteralsKind::Treeless if tables.literals.present != 0 => section,
-        LiteralsKind::Treeless => return Err(Status::Malformed),
+        LiteralsKind::Compressed | LiteralsKind::Treeless => huffman_streams(header.kind, section, tables)?,
     };
     check_huffman(streams, header.four_streams, header.regenerated, &tables.literals)
 }

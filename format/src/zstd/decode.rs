@@ -164,6 +164,24 @@ fn decode_compressed<const WRITE: bool>(
     Ok(())
 }
 
+/// The Huffman streams of a compressed literals section `section` (its tree read into
+/// `tables.literals`) or of a treeless one (the frame's last tree reused; none yet is malformed).
+pub(super) fn huffman_streams<'a>(
+    kind: LiteralsKind,
+    section: &'a [u8],
+    tables: &mut DecodeTables,
+) -> Result<&'a [u8], Status> {
+    if kind == LiteralsKind::Compressed {
+        let tree = huffman::read_table(section, &mut tables.literals)?;
+        tables.literals.present = 1;
+        return Ok(section.get(tree..).unwrap_or(&[]));
+    }
+    if tables.literals.present == 0 {
+        return Err(Status::Malformed);
+    }
+    Ok(section)
+}
+
 /// Reads the literals section `section`: raw and RLE literals stay where they are; Huffman-coded
 /// ones are decoded (when writing) into the end of the room left for the frame.
 fn read_literals<'a, const WRITE: bool>(
@@ -176,13 +194,7 @@ fn read_literals<'a, const WRITE: bool>(
     let streams = match header.kind {
         LiteralsKind::Raw => return Ok(Literals::Raw(section)),
         LiteralsKind::Rle => return Ok(Literals::Rle(section.first().copied().unwrap_or(0))),
-        LiteralsKind::Compressed => {
-            let tree = huffman::read_table(section, &mut tables.literals)?;
-            tables.literals.present = 1;
-            section.get(tree..).unwrap_or(&[])
-        }
-        LiteralsKind::Treeless if tables.literals.present != 0 => section,
-        LiteralsKind::Treeless => return Err(Status::Malformed),
+        LiteralsKind::Compressed | LiteralsKind::Treeless => huffman_streams(header.kind, section, tables)?,
     };
     if !WRITE {
         return Ok(Literals::Uncounted);

@@ -2,7 +2,7 @@
 //! chunks, and recording each chunk's outcome. A codec states only what it does with one chunk
 //! ([`ChunkKernels`]) and names its entry points with [`batch_kernels!`].
 
-use crate::gpu::{HardwareWarp, atomic_min_u32, thread};
+use crate::gpu::{HardwareBlock, HardwareWarp, atomic_min_u32, thread};
 use crate::raw::{bytes, bytes_mut};
 use crate::warp::Warp;
 use ferrocomp_format::{BatchArgs, Status};
@@ -111,6 +111,46 @@ pub unsafe fn run<C: ChunkKernels>(kernel: Kernel, args: &BatchArgs) {
         Kernel::Decompress => C::DECOMPRESS,
         Kernel::DecompressedSizes => C::SIZES,
     };
+    unsafe {
+        for_each_chunk(lanes, args, |warp, chunk| match kernel {
+            Kernel::Compress => C::compress(warp, chunk, args),
+            Kernel::Decompress => C::decompress(warp, chunk, args),
+            Kernel::DecompressedSizes => C::decompressed_size(warp, chunk, args),
+        })
+    }
+}
+
+/// A codec's decoder that spreads each chunk over a block of threads, for batches with too few
+/// chunks to fill the GPU a warp each: its kernel is `{codec}_decompress_blocks`.
+pub trait BlockDecompress {
+    /// Decompresses `chunk` with the whole block, its shared memory the block's dynamic shared
+    /// memory; the result in thread 0.
+    ///
+    /// # Safety
+    /// As [`ChunkKernels::compress`].
+    unsafe fn decompress(block: &HardwareBlock, warp: &HardwareWarp, chunk: &Chunk) -> Result<usize, Status>;
+}
+
+/// Runs `C`'s block decoder over the batch `args`, a block per chunk.
+///
+/// # Safety
+/// As [`run`].
+#[inline(always)]
+pub unsafe fn run_blocks<C: BlockDecompress>(args: &BatchArgs) {
+    unsafe { for_each_chunk(Lanes::Block, args, |warp, chunk| C::decompress(&HardwareBlock, warp, chunk)) }
+}
+
+/// Codes each chunk of the batch `args` with `code` in the threads of `lanes`; the first of them
+/// records the result.
+///
+/// # Safety
+/// As [`run`].
+#[inline(always)]
+unsafe fn for_each_chunk(
+    lanes: Lanes,
+    args: &BatchArgs,
+    mut code: impl FnMut(&HardwareWarp, &Chunk) -> Result<usize, Status>,
+) {
     let warp = HardwareWarp;
     let (slot, slots) = match lanes {
         Lanes::Thread => (thread::index_1d() as usize, (thread::block_dim_x() * thread::grid_dim_x()) as usize),
@@ -130,13 +170,7 @@ pub unsafe fn run<C: ChunkKernels>(kernel: Kernel, args: &BatchArgs) {
     let mut index = slot;
     while index < args.count as usize {
         let chunk = unsafe { chunk_at(args, index, slot) };
-        let result = unsafe {
-            match kernel {
-                Kernel::Compress => C::compress(&warp, &chunk, args),
-                Kernel::Decompress => C::decompress(&warp, &chunk, args),
-                Kernel::DecompressedSizes => C::decompressed_size(&warp, &chunk, args),
-            }
-        };
+        let result = code(&warp, &chunk);
         if records {
             unsafe { finish(args, index, result) };
         }
@@ -230,6 +264,19 @@ macro_rules! batch_kernels {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $sizes(args: ferrocomp_format::BatchArgs) {
             unsafe { $crate::batch::run::<$codec>($crate::batch::Kernel::DecompressedSizes, &args) }
+        }
+    };
+}
+
+/// Defines a codec's block decoder kernel `$name`, taking one [`BatchArgs`] and running the
+/// codec's [`BlockDecompress`] impl `$codec` over the batch.
+#[macro_export]
+macro_rules! block_decompress_kernel {
+    ($codec:ty: $name:ident) => {
+        /// Decompresses each chunk of the batch with a block of threads, with a status per chunk.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: ferrocomp_format::BatchArgs) {
+            unsafe { $crate::batch::run_blocks::<$codec>(&args) }
         }
     };
 }

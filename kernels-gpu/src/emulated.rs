@@ -1,79 +1,133 @@
-//! A warp emulated by 32 coroutines on the calling thread, switched at every barrier: the kernels'
-//! test double. Between two barriers each lane runs alone, in lane order, one interleaving of those
-//! the hardware may choose; a race-free kernel decodes the same under any of them. (32 OS threads
-//! at a barrier cost the test suite minutes of context switches on a two-core machine.)
+//! A block of threads emulated by coroutines on the calling thread, switched at every barrier:
+//! the kernels' test double. Between two barriers each thread runs alone, in thread order, one
+//! interleaving of those the hardware may choose; a race-free kernel decodes the same under any of
+//! them. Threads form warps of 32 ([`Warp`]) and a block ([`Block`]); [`run`] emulates one warp.
+//! (32 OS threads at a barrier cost the test suite minutes of context switches on two cores.)
 
+use crate::block::Block;
 use crate::warp::{WARP_SIZE, Warp};
 use core::cell::Cell;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::vec;
 use std::vec::Vec;
 
-/// Each lane's stack: as much as a test thread gets (the decoders keep their tables on it).
-const LANE_STACK: usize = 8 << 20;
+/// Each thread's stack when it is one of a warp: as much as a test thread gets (the warp
+/// decoders keep their tables on it).
+const WARP_THREAD_STACK: usize = 8 << 20;
+/// Each thread's stack when it is one of a larger block.
+const BLOCK_THREAD_STACK: usize = 256 << 10;
 
-/// One lane of an emulated warp.
-pub struct EmulatedWarp<'a> {
-    lane: u32,
-    yielder: &'a Yielder<(), ()>,
-    slots: &'a [Cell<u32>; WARP_SIZE as usize],
+/// The barrier a thread waits at.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Barrier {
+    /// Its warp's: every lane of the warp.
+    Warp,
+    /// The block's: every thread.
+    Block,
 }
 
-/// Runs `body` as a warp: once per lane, each on a coroutine, switching at every barrier; returns
-/// each lane's result in order. Panics (rather than hangs) when lanes disagree on the barriers.
+/// One thread of an emulated block: a lane of its warp, too.
+pub struct EmulatedThread<'a> {
+    index: u32,
+    threads: u32,
+    yielder: &'a Yielder<(), Barrier>,
+    slots: &'a [Cell<u32>],
+}
+
+/// A lane of an emulated warp (a thread of a block of 32).
+pub type EmulatedWarp<'a> = EmulatedThread<'a>;
+
+/// Runs `body` as a warp: [`run_block`] with 32 threads.
 pub fn run<T, F: Fn(&EmulatedWarp) -> T>(body: F) -> Vec<T> {
-    let slots: [Cell<u32>; WARP_SIZE as usize] = core::array::from_fn(|_| Cell::new(0));
-    let (body, slots) = (&body, &slots);
-    let mut lanes: Vec<_> = (0..WARP_SIZE)
-        .map(|lane| {
-            let stack = DefaultStack::new(LANE_STACK).expect("a stack for an emulated lane");
-            let lane_body = move |yielder: &Yielder<(), ()>, ()| body(&EmulatedWarp { lane, yielder, slots });
-            // SAFETY: the coroutines borrow `body` and `slots`, which outlive them: every one is
-            // dropped (run to its end, or unwound) before this function returns.
-            unsafe { Coroutine::with_stack_unchecked(stack, lane_body) }
+    run_block(WARP_SIZE, body)
+}
+
+/// Runs `body` as a block of `threads` threads (a multiple of 32): once per thread, each on a
+/// coroutine, switching at every barrier; returns each thread's result in order. Panics (rather
+/// than hangs) when threads disagree on the barriers.
+pub fn run_block<T, F: Fn(&EmulatedThread) -> T>(threads: u32, body: F) -> Vec<T> {
+    assert!(threads > 0 && threads.is_multiple_of(WARP_SIZE), "a block is whole warps");
+    let slots: Vec<Cell<u32>> = (0..threads).map(|_| Cell::new(0)).collect();
+    let (body, slots) = (&body, &slots[..]);
+    let stack_size = if threads == WARP_SIZE { WARP_THREAD_STACK } else { BLOCK_THREAD_STACK };
+    let mut coroutines: Vec<_> = (0..threads)
+        .map(|index| {
+            let stack = DefaultStack::new(stack_size).expect("a stack for an emulated thread");
+            let thread_body =
+                move |yielder: &Yielder<(), Barrier>, ()| body(&EmulatedThread { index, threads, yielder, slots });
+            // SAFETY: the coroutines borrow `body` and `slots`, which outlive them: every
+            // one is dropped (run to its end, or unwound) before this function returns.
+            unsafe { Coroutine::with_stack_unchecked(stack, thread_body) }
         })
         .collect();
-    let mut results: Vec<Option<T>> = (0..WARP_SIZE).map(|_| None).collect();
+    let n = threads as usize;
+    let mut results: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    let mut waiting: Vec<Option<Barrier>> = vec![None; n];
+    let mut runnable = vec![true; n];
     loop {
-        let mut at_barrier = 0;
-        for (lane, coroutine) in lanes.iter_mut().enumerate() {
-            if coroutine.done() {
+        for i in 0..n {
+            if !runnable[i] {
                 continue;
             }
-            match coroutine.resume(()) {
-                CoroutineResult::Yield(()) => at_barrier += 1,
-                CoroutineResult::Return(result) => results[lane] = Some(result),
+            runnable[i] = false;
+            match coroutines[i].resume(()) {
+                CoroutineResult::Yield(barrier) => waiting[i] = Some(barrier),
+                CoroutineResult::Return(result) => results[i] = Some(result),
             }
         }
-        let finished = results.iter().filter(|result| result.is_some()).count();
-        match (at_barrier, finished) {
-            (0, _) => break,
-            (_, 0) => continue,
-            _ => panic!("emulated warp: {finished} lanes returned while {at_barrier} wait at a barrier"),
+        // Release every warp whose lanes all wait at the warp barrier; else the block, if every
+        // thread still running waits at the block barrier.
+        let mut released = false;
+        for warp in (0..n).step_by(WARP_SIZE as usize) {
+            let lanes = warp..warp + WARP_SIZE as usize;
+            if waiting[lanes.clone()].iter().all(|&w| w == Some(Barrier::Warp)) {
+                lanes.for_each(|i| (waiting[i], runnable[i]) = (None, true));
+                released = true;
+            } else if waiting[lanes.clone()].contains(&Some(Barrier::Warp))
+                && results[lanes].iter().any(Option::is_some)
+            {
+                panic!("emulated warp {}: lanes returned while others wait at a warp barrier", warp / 32);
+            }
         }
+        let running = results.iter().filter(|result| result.is_none()).count();
+        if released {
+            continue;
+        }
+        if running == 0 {
+            break;
+        }
+        if waiting.iter().filter(|&&w| w == Some(Barrier::Block)).count() == running {
+            for (wait, run) in waiting.iter_mut().zip(&mut runnable).filter(|(wait, _)| wait.is_some()) {
+                (*wait, *run) = (None, true);
+            }
+            continue;
+        }
+        panic!("emulated block: {running} threads wait at barriers that cannot all be reached");
     }
-    drop(lanes);
-    results.into_iter().map(|result| result.expect("every lane returned")).collect()
+    drop(coroutines);
+    results.into_iter().map(|result| result.expect("every thread returned")).collect()
 }
 
-impl EmulatedWarp<'_> {
-    /// Every lane's `value`.
+impl EmulatedThread<'_> {
+    /// Every lane's `value`, in this thread's warp.
     fn exchange(&self, value: u32) -> [u32; WARP_SIZE as usize] {
-        self.slots[self.lane as usize].set(value);
-        self.sync();
-        let all = core::array::from_fn(|i| self.slots[i].get());
-        self.sync();
+        let warp = (self.index - self.lane()) as usize;
+        self.slots[self.index as usize].set(value);
+        Warp::sync(self);
+        let all = core::array::from_fn(|i| self.slots[warp + i].get());
+        Warp::sync(self);
         all
     }
 }
 
-impl Warp for EmulatedWarp<'_> {
+impl Warp for EmulatedThread<'_> {
     fn lane(&self) -> u32 {
-        self.lane
+        self.index % WARP_SIZE
     }
 
     fn sync(&self) {
-        self.yielder.suspend(());
+        self.yielder.suspend(Barrier::Warp);
     }
 
     fn ballot(&self, predicate: bool) -> u32 {
@@ -88,5 +142,19 @@ impl Warp for EmulatedWarp<'_> {
     fn match_any(&self, value: u32) -> u32 {
         let all = self.exchange(value);
         (0..WARP_SIZE).filter(|&i| all[i as usize] == value).fold(0, |m, i| m | 1 << i)
+    }
+}
+
+impl Block for EmulatedThread<'_> {
+    fn thread(&self) -> u32 {
+        self.index
+    }
+
+    fn threads(&self) -> u32 {
+        self.threads
+    }
+
+    fn sync_threads(&self) {
+        self.yielder.suspend(Barrier::Block);
     }
 }

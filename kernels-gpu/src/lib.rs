@@ -21,6 +21,7 @@ pub mod ans;
 pub mod batch;
 pub mod bitcomp;
 pub mod bitpack;
+pub mod block;
 pub mod blosc;
 pub mod cascaded;
 pub mod copy;
@@ -85,6 +86,8 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("gdeflate_decompress", deflate::DECODE_WARPS * 32, deflate::DECOMPRESS_BLOCKS_PER_SM),
     ("lz4_decompress", lz77::DECOMPRESS_WARPS * 32, lz77::DECOMPRESS_BLOCKS_PER_SM),
     ("snappy_decompress", lz77::DECOMPRESS_WARPS * 32, lz77::DECOMPRESS_BLOCKS_PER_SM),
+    ("lz4_decompress_blocks", lz77::block::BLOCK_THREADS, 1),
+    ("snappy_decompress_blocks", lz77::block::BLOCK_THREADS, 1),
     ("zstd_decompress", zstd::DECOMPRESS_WARPS * 32, zstd::DECOMPRESS_BLOCKS_PER_SM),
     ("zstd_decompressed_sizes", zstd::SIZES_WARPS * 32, ZSTD_SIZES_BLOCKS),
     ("zstd_compress", zstd::COMPRESS_WARPS * 32, zstd::COMPRESS_BLOCKS_PER_SM),

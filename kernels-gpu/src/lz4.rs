@@ -5,6 +5,7 @@
 //! in every lane (the loads broadcast), with the checks and statuses of the format crate's
 //! decoder, and copies literals and matches 32 bytes at a time.
 
+use crate::block::Block;
 use crate::lz77::{self, Parsed, SHORT_SEQUENCE, Stream, Syntax, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use core::slice;
@@ -268,12 +269,35 @@ pub unsafe fn decompress_chunk<W: Warp>(
     out: *mut u8,
     capacity: usize,
 ) -> Result<usize, Status> {
+    let stream = stream(block, in_len, out, capacity)?;
+    unsafe { lz77::decode(warp, &Lz4Syntax, &stream, 0, 0).map(|op| op as usize) }
+}
+
+/// [`decompress_chunk`] by a block of threads ([`lz77::block`]), for batches too small to fill
+/// the GPU a warp per chunk: the result in thread 0.
+///
+/// # Safety
+/// As [`decompress_chunk`], and as [`lz77::block::decode`] for the block and `shared`.
+pub unsafe fn decompress_chunk_in_block<B: Block, W: Warp>(
+    threads: &B,
+    warp: &W,
+    block: *const u8,
+    in_len: usize,
+    out: *mut u8,
+    capacity: usize,
+    shared: *mut u8,
+) -> Result<usize, Status> {
+    let stream = stream(block, in_len, out, capacity)?;
+    unsafe { lz77::block::decode(threads, warp, &Lz4Syntax, &stream, 0, shared).map(|op| op as usize) }
+}
+
+/// The block of `in_len` bytes at `block` to decode into `out`.
+fn stream(block: *const u8, in_len: usize, out: *mut u8, capacity: usize) -> Result<Stream, Status> {
     if in_len > u32::MAX as usize {
         return Err(Status::ChunkTooLarge);
     }
     // No block decodes to 4 GiB or more here, so a larger capacity changes nothing.
-    let stream = Stream { block, end: in_len as u32, out, capacity: capacity.min(u32::MAX as usize) as u32 };
-    unsafe { lz77::decode(warp, &Lz4Syntax, &stream, 0, 0).map(|op| op as usize) }
+    Ok(Stream { block, end: in_len as u32, out, capacity: capacity.min(u32::MAX as usize) as u32 })
 }
 
 /// LZ4's sequences: a token, literal length bytes, literals, offset, match length bytes.
@@ -282,6 +306,31 @@ struct Lz4Syntax;
 impl Syntax for Lz4Syntax {
     /// A sequence's offset lies past its literals, mostly beyond the 8 bytes of a head.
     const READS_HEAD: bool = false;
+    const FILLS_CAPACITY: bool = false;
+
+    #[inline(always)]
+    fn sequence_at(&self, stream: &Stream, p: u32) -> Option<Parsed> {
+        let end = stream.end;
+        let token = stream.byte(p);
+        let mut at = p + 1;
+        let literals = bounded_length(stream, token >> 4, &mut at)?;
+        let literals_at = at;
+        if literals > end - literals_at {
+            return None;
+        }
+        at = literals_at + literals;
+        if at == end {
+            return Some(Parsed { literals_at, literals, offset: 0, len: 0, next: end });
+        }
+        if end - at < 2 {
+            return None;
+        }
+        let offset = stream.byte(at) | stream.byte(at + 1) << 8;
+        at += 2;
+        let len = bounded_length(stream, token & 15, &mut at)? + lz4::MIN_MATCH as u32;
+        // A sequence with a match is never the last.
+        (at < end).then_some(Parsed { literals_at, literals, offset, len, next: at })
+    }
 
     #[inline(always)]
     fn short_sequence(&self, stream: &Stream, p: u32, _: u64) -> Option<Parsed> {
@@ -378,6 +427,36 @@ fn short_length(stream: &Stream, nibble: u32, at: &mut u32) -> u32 {
     len
 }
 
+/// A length field read from `at` on, as [`extend_length`] does, but `None` where the block
+/// ends within it or it is spelled in more than [`lz77::block::MAX_LENGTH_BYTES`] bytes.
+#[inline(always)]
+fn bounded_length(stream: &Stream, nibble: u32, at: &mut u32) -> Option<u32> {
+    let mut len = nibble;
+    if nibble == 15 {
+        let limit = (*at + lz77::block::MAX_LENGTH_BYTES).min(stream.end);
+        loop {
+            if *at >= limit {
+                return None;
+            }
+            // A run of 255s a word at a time where the input holds the whole aligned word.
+            if (stream.block as usize + *at as usize).is_multiple_of(4) && limit - *at >= 4 {
+                let word = unsafe { *(stream.block.add(*at as usize) as *const u32) };
+                if word == u32::MAX {
+                    (*at, len) = (*at + 4, len + 4 * 255);
+                    continue;
+                }
+            }
+            let b = stream.byte(*at);
+            *at += 1;
+            len += b;
+            if b != 255 {
+                break;
+            }
+        }
+    }
+    Some(len)
+}
+
 /// A length field: the token's `nibble`, plus the bytes that follow it when it is 15.
 #[inline(always)]
 fn extend_length(nibble: u32, ip: &mut u32, end: u32, byte: impl Fn(u32) -> u32) -> Result<u32, Status> {
@@ -402,8 +481,8 @@ fn extend_length(nibble: u32, ip: &mut u32, end: u32, byte: impl Fn(u32) -> u32)
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
-    use crate::gpu::HardwareWarp;
+    use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::BatchArgs;
 
     /// A warp per chunk compresses (its hash table in shared memory) and decompresses; a thread
@@ -433,4 +512,13 @@ mod kernels {
     }
 
     crate::batch_kernels!(Lz4: lz4_compress, lz4_decompress, lz4_decompressed_sizes);
+
+    impl BlockDecompress for Lz4 {
+        unsafe fn decompress(block: &HardwareBlock, warp: &HardwareWarp, chunk: &Chunk) -> Result<usize, Status> {
+            let (input, output, shared) = (chunk.input, chunk.output, dynamic_shared_memory::<u8>());
+            unsafe { decompress_chunk_in_block(block, warp, input, chunk.input_len, output, chunk.capacity, shared) }
+        }
+    }
+
+    crate::block_decompress_kernel!(Lz4: lz4_decompress_blocks);
 }

@@ -3,6 +3,7 @@
 //! `ferrocomp_format::snappy::compress` writes them. Decompression is the warp decoder LZ4 uses
 //! (`crate::lz77`) reading Snappy's elements, with the format crate's checks and statuses.
 
+use crate::block::Block;
 use crate::lz4::{SequenceEncoder, parse_chunk};
 use crate::lz77::{self, Parsed, SHORT_SEQUENCE, Stream, Syntax};
 use crate::warp::Warp;
@@ -112,6 +113,33 @@ pub unsafe fn decompress_chunk<W: Warp>(
     out: *mut u8,
     capacity: usize,
 ) -> Result<usize, Status> {
+    let (stream, start) = unsafe { stream(input, in_len, out, capacity)? };
+    unsafe { lz77::decode(warp, &SnappySyntax, &stream, start, 0).map(|op| op as usize) }
+}
+
+/// [`decompress_chunk`] by a block of threads ([`lz77::block`]), for batches too small to fill
+/// the GPU a warp per chunk: the result in thread 0.
+///
+/// # Safety
+/// As [`decompress_chunk`], and as [`lz77::block::decode`] for the block and `shared`.
+pub unsafe fn decompress_chunk_in_block<B: Block, W: Warp>(
+    block: &B,
+    warp: &W,
+    input: *const u8,
+    in_len: usize,
+    out: *mut u8,
+    capacity: usize,
+    shared: *mut u8,
+) -> Result<usize, Status> {
+    let (stream, start) = unsafe { stream(input, in_len, out, capacity)? };
+    unsafe { lz77::block::decode(block, warp, &SnappySyntax, &stream, start, shared).map(|op| op as usize) }
+}
+
+/// The stream of `in_len` bytes at `input` to decode into `out`, and where its elements start.
+///
+/// # Safety
+/// `input` must be readable for `in_len` bytes.
+unsafe fn stream(input: *const u8, in_len: usize, out: *mut u8, capacity: usize) -> Result<(Stream, u32), Status> {
     if in_len > u32::MAX as usize {
         return Err(Status::ChunkTooLarge);
     }
@@ -121,8 +149,7 @@ pub unsafe fn decompress_chunk<W: Warp>(
         return Err(Status::OutputTooSmall);
     }
     // The preamble's size is the output's: writing past it is `Malformed`, as in the scalar decoder.
-    let stream = Stream { block: input, end: in_len as u32, out, capacity: n as u32 };
-    unsafe { lz77::decode(warp, &SnappySyntax, &stream, start as u32, 0).map(|op| op as usize) }
+    Ok((Stream { block: input, end: in_len as u32, out, capacity: n as u32 }, start as u32))
 }
 
 /// Snappy's elements: a literal run, or one copy.
@@ -176,6 +203,21 @@ impl SnappySyntax {
 
 impl Syntax for SnappySyntax {
     const READS_HEAD: bool = true;
+    const FILLS_CAPACITY: bool = true;
+
+    #[inline(always)]
+    fn sequence_at(&self, stream: &Stream, p: u32) -> Option<Parsed> {
+        let tag = stream.byte(p);
+        let (kind, code) = (tag & 3, tag >> 2);
+        if kind == LITERAL {
+            let (literals_at, len) = Self::literal(stream, p, code).ok()?;
+            let len = (len <= (stream.end - literals_at) as u64).then_some(len as u32)?;
+            Some(Parsed { literals_at, literals: len, offset: 0, len: 0, next: literals_at + len })
+        } else {
+            let (offset, len, size) = Self::copy(stream, p, kind, code).ok()?;
+            Some(Parsed { literals_at: 0, literals: 0, offset, len, next: p + size })
+        }
+    }
 
     /// Every element kind from its first five bytes, without branches: a literal with a one-
     /// or two-byte header, or a copy.
@@ -244,8 +286,8 @@ impl Syntax for SnappySyntax {
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::*;
-    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
-    use crate::gpu::HardwareWarp;
+    use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::BatchArgs;
     use ferrocomp_format::lz4::HASH_ENTRIES;
 
@@ -277,4 +319,13 @@ mod kernels {
     }
 
     crate::batch_kernels!(Snappy: snappy_compress, snappy_decompress, snappy_decompressed_sizes);
+
+    impl BlockDecompress for Snappy {
+        unsafe fn decompress(block: &HardwareBlock, warp: &HardwareWarp, chunk: &Chunk) -> Result<usize, Status> {
+            let (input, output, shared) = (chunk.input, chunk.output, dynamic_shared_memory::<u8>());
+            unsafe { decompress_chunk_in_block(block, warp, input, chunk.input_len, output, chunk.capacity, shared) }
+        }
+    }
+
+    crate::block_decompress_kernel!(Snappy: snappy_decompress_blocks);
 }

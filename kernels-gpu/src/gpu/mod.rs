@@ -2,6 +2,7 @@
 //! shared memory, warp votes and shuffles, and gpu-scope atomics. A small cuda_std on rustc's
 //! own NVPTX backend.
 
+use crate::block::Block;
 use crate::warp::{WARP_SIZE, Warp};
 use core::arch::{asm, global_asm, nvptx};
 
@@ -140,5 +141,25 @@ impl Warp for HardwareWarp {
                  mask = out(reg32) mask, value = in(reg32) value, options(nomem, nostack))
         };
         mask
+    }
+}
+
+/// The block (CTA) this thread belongs to.
+pub struct HardwareBlock;
+
+impl Block for HardwareBlock {
+    #[inline(always)]
+    fn thread(&self) -> u32 {
+        thread::thread_idx_x()
+    }
+
+    #[inline(always)]
+    fn threads(&self) -> u32 {
+        thread::block_dim_x()
+    }
+
+    #[inline(always)]
+    fn sync_threads(&self) {
+        thread::sync_threads()
     }
 }

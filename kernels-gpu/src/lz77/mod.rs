@@ -7,6 +7,11 @@
 //! them, and the output is written 32 bytes a step, a match byte whose source the same step
 //! writes following that byte back to its own source. Any other sequence goes through
 //! [`Syntax::decode_one`], which checks everything as the format crate's scalar decoder does.
+//!
+//! Where a batch has too few chunks to fill the GPU a warp each, a block of threads decodes each
+//! chunk instead ([`block`]).
+
+pub mod block;
 
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -61,6 +66,16 @@ pub struct Parsed {
 pub trait Syntax {
     /// Whether [`Syntax::short_sequence`] reads its `head` (when not, the warp skips loading it).
     const READS_HEAD: bool;
+    /// Whether a stream decodes to exactly its capacity (Snappy's preamble states the size), not
+    /// to at most that.
+    const FILLS_CAPACITY: bool;
+
+    /// The sequence starting at input `p` (below `stream.end`), of any length, if the scalar
+    /// decoder reads it without error and it is not the block's end where the format needs one
+    /// more; `next` is `stream.end` only for a sequence the stream may end with. `None` also for
+    /// a length spelled in more than [`block::MAX_LENGTH_BYTES`] bytes, more than any output the
+    /// block decoder takes; the warp decoder then gives the stream's result.
+    fn sequence_at(&self, stream: &Stream, p: u32) -> Option<Parsed>;
 
     /// The sequence that would start at input `p`, if it is short (at most [`SHORT_SEQUENCE`]
     /// output bytes, all its input before `stream.end`) and may be batched. `head` holds the

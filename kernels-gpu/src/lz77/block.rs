@@ -1,0 +1,445 @@
+//! The block decoder: a block of threads decodes one chunk of at most [`MAX_OUTPUT`] bytes in
+//! shared memory, for batches with too few chunks to fill the GPU a warp each. Nothing in it is
+//! serial over the chunk:
+//!
+//! 1. **Parse.** The input is cut into segments, one per thread (32 bytes or more). Each thread
+//!    walks the sequences from its segment's first byte as if one started there, marking where
+//!    they start, then on past its segment's end until it lands on a start another segment
+//!    marked (from there on the two walks agree) or the input ends. Walks from a wrong start
+//!    fall into step with the right ones within a few sequences.
+//! 2. **Which walks are real.** Each segment's walk leads to the segment it lands in: pointer
+//!    jumping over those links (binary lifting) tells every segment whether the walk from the
+//!    input's start passes through it, and where it enters.
+//! 3. **Place.** Each real walk is followed again to find where it enters the segments beyond
+//!    its own; then every segment sums the output of the sequences starting in it, a prefix sum
+//!    places them, and a third walk writes the literals into shared memory and, for every output
+//!    byte, the output position it copies (itself for a literal, before its match for a match);
+//!    runs longer than 64 bytes go in pieces to a list the warps share.
+//! 4. **Resolve.** The output is written in order, a byte per thread a step: a byte whose source
+//!    lies in an earlier step finds its literal in one read; within the step, sources are
+//!    followed back to a literal.
+//!
+//! A chunk that is mostly one run of literals (incompressible data, a few sequences) is decoded
+//! one sequence after another instead, all threads copying each.
+//!
+//! Anything out of the ordinary (a malformed sequence on the real walk, a bad offset, an output
+//! too large or too small, an input too long) makes the first warp decode the chunk with the
+//! warp decoder instead, whose result and status are the scalar decoder's: nothing reaches the
+//! output before the block decoder has checked the whole chunk.
+
+use super::{Parsed, Stream, Syntax, decode as warp_decode};
+use crate::block::Block;
+use crate::warp::{WARP_SIZE, Warp};
+use core::sync::atomic::{AtomicU32, Ordering};
+use ferrocomp_format::Status;
+
+/// Threads of a block that decodes one chunk.
+pub const BLOCK_THREADS: u32 = 1024;
+/// Most output the block decoder takes (positions fit in `u16`); larger chunks go to the warp
+/// decoder.
+pub const MAX_OUTPUT: u32 = 1 << 16;
+/// Most input it takes.
+pub const MAX_INPUT: u32 = 80 << 10;
+/// Most bytes a length may be spelled in: LZ4's 255-runs of more describe more than
+/// [`MAX_OUTPUT`] bytes.
+pub const MAX_LENGTH_BYTES: u32 = MAX_OUTPUT / 255 + 2;
+/// Most sequences of a chunk that is mostly one run of literals, decoded in turn.
+const FEW_SEQUENCES: u32 = 64;
+/// Literal runs and matches longer than this are written by a whole warp, not their thread.
+const LONG_RUN: u32 = 64;
+/// Long runs are shared out in pieces of at most this many bytes.
+const PIECE: u32 = 512;
+/// Room for those pieces.
+const MAX_LONG_RUNS: u32 = MAX_OUTPUT / (LONG_RUN + 1) + MAX_OUTPUT / PIECE + 1;
+/// A segment no real walk enters.
+const NONE: u32 = u32::MAX;
+/// Marks a long run of literals (its input position) from a match (its offset).
+const LITERALS: u32 = 1 << 31;
+/// Levels of jump tables: 2^(LEVELS - 1) links reach past any chain of segments.
+const LEVELS: u32 = 12;
+const _: () = assert!(1 << (LEVELS - 1) > BLOCK_THREADS + 2);
+
+/// The shared memory's layout, in bytes. During the parse the positions' room holds the marks,
+/// the jump tables and the prefix sum's scratch.
+const OUTPUT_AT: usize = 0;
+const ORIGINS_AT: usize = OUTPUT_AT + MAX_OUTPUT as usize;
+const MARKS_AT: usize = ORIGINS_AT;
+const JUMPS_AT: usize = MARKS_AT + MAX_INPUT as usize / 8;
+const SCAN_AT: usize = JUMPS_AT + (LEVELS * (BLOCK_THREADS + 2)) as usize * 2;
+const INPUT_AT: usize = SCAN_AT + 4 * 65;
+const ENTRIES_AT: usize = ORIGINS_AT + 2 * MAX_OUTPUT as usize;
+const RUNS_AT: usize = ENTRIES_AT + 4 * BLOCK_THREADS as usize;
+const RUN_COUNT_AT: usize = RUNS_AT + 16 * MAX_LONG_RUNS as usize;
+const FAILED_AT: usize = RUN_COUNT_AT + 4;
+/// Shared memory a block needs: within the 227 KiB a block of an H100 or H200 may have.
+pub const SHARED_BYTES: usize = FAILED_AT + 4;
+const _: () = assert!(SHARED_BYTES <= 227 << 10);
+const _: () = assert!(INPUT_AT.is_multiple_of(4) && INPUT_AT + MAX_INPUT as usize + 3 <= ENTRIES_AT);
+
+/// Where a segment's walk leads: past the input's end, or to a malformed sequence.
+const fn end_node(threads: u32) -> u32 {
+    threads
+}
+const fn broken_node(threads: u32) -> u32 {
+    threads + 1
+}
+
+/// Decodes `stream` from input `ip`: the output size (or status), in thread 0. Where the block
+/// decodes the chunk every thread returns its size; where it leaves the chunk to the warp
+/// decoder ([`super::decode`], in the first warp), the other warps return `Ok(0)`.
+///
+/// # Safety
+/// As [`super::decode`]; `shared` must be the block's [`SHARED_BYTES`] of shared memory, and
+/// the block [`BLOCK_THREADS`] threads or fewer.
+pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
+    block: &B,
+    warp: &W,
+    syntax: &S,
+    stream: &Stream,
+    ip: u32,
+    shared: *mut u8,
+) -> Result<u32, Status> {
+    let len = stream.end.saturating_sub(ip);
+    let first = if len == 0 { None } else { syntax.sequence_at(stream, ip) };
+    let decoded = match first {
+        None => None,
+        // Mostly one run of literals (incompressible data): a few sequences, each copied by all.
+        Some(first) if first.literals >= len / 2 => unsafe { decode_in_turn(block, syntax, stream, ip) },
+        Some(_) if len > MAX_INPUT => None,
+        Some(_) => unsafe { decode_here(block, warp, syntax, stream, ip, shared) },
+    };
+    match decoded {
+        Some(total) => Ok(total),
+        None if block.thread() < WARP_SIZE => unsafe { warp_decode(warp, syntax, stream, ip, 0) },
+        None => Ok(0),
+    }
+}
+
+/// Decodes a stream of at most [`FEW_SEQUENCES`] sequences one after the other, every thread
+/// copying a share of each: `None` (nothing written) where it has more, or is not valid.
+///
+/// # Safety
+/// As [`decode`].
+#[inline(always)]
+unsafe fn decode_in_turn<B: Block, S: Syntax>(block: &B, syntax: &S, stream: &Stream, ip: u32) -> Option<u32> {
+    // Every thread walks the sequences (the loads are the same in all) and checks them first.
+    let (mut p, mut op, mut count) = (ip, 0u32, 0);
+    while p < stream.end {
+        let Parsed { literals, offset, len, next, .. } = syntax.sequence_at(stream, p)?;
+        count += 1;
+        op = op.checked_add(literals)?;
+        if count > FEW_SEQUENCES || (len > 0 && (offset == 0 || offset > op)) {
+            return None;
+        }
+        (op, p) = (op.checked_add(len)?, next);
+    }
+    let fits = if S::FILLS_CAPACITY { op == stream.capacity } else { op <= stream.capacity };
+    if !fits {
+        return None;
+    }
+    let (me, threads) = (block.thread(), block.threads());
+    (p, op) = (ip, 0);
+    while p < stream.end {
+        let Parsed { literals_at, literals, offset, len, next } = syntax.sequence_at(stream, p)?;
+        let mut i = me;
+        while i < literals {
+            unsafe { *stream.out.add((op + i) as usize) = *stream.block.add((literals_at + i) as usize) };
+            i += threads;
+        }
+        op += literals;
+        if len > 0 {
+            block.sync_threads(); // the output before the match is written
+            let mut i = me;
+            while i < len {
+                // Byte i repeats byte i % offset of the `offset` bytes before the match.
+                let k = if i < offset { i } else { i % offset };
+                unsafe { *stream.out.add((op + i) as usize) = *stream.out.add((op - offset + k) as usize) };
+                i += threads;
+            }
+            op += len;
+        }
+        p = next;
+    }
+    Some(op)
+}
+
+/// The block decoder proper: `None` where it leaves the chunk to the warp decoder.
+#[inline(always)]
+unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
+    block: &B,
+    warp: &W,
+    syntax: &S,
+    stream: &Stream,
+    ip: u32,
+    shared: *mut u8,
+) -> Option<u32> {
+    let (me, threads) = (block.thread(), block.threads());
+    let at = |offset: usize| unsafe { shared.add(offset) };
+    let (marks, jumps, scan) = (at(MARKS_AT) as *mut u32, at(JUMPS_AT) as *mut u16, at(SCAN_AT) as *mut u32);
+    let entries = at(ENTRIES_AT) as *mut u32;
+    let (output, origins, runs) = (at(OUTPUT_AT), at(ORIGINS_AT) as *mut u16, at(RUNS_AT) as *mut [u32; 4]);
+    let (run_count, failed) = unsafe { (AtomicU32::from_ptr(at(RUN_COUNT_AT).cast()), at(FAILED_AT) as *mut u32) };
+
+    // The input, copied where the parse reads it (until the positions are written) in shared
+    // memory: the walks are chains of dependent loads.
+    let staged = at(INPUT_AT + stream.block as usize % 4); // words aligned as the input's
+    unsafe { stage(block, stream, staged) };
+    let parsed = &Stream { block: staged, ..*stream };
+
+    // 1. Each segment's walk, marking the starts in its own words of the marks.
+    let len = stream.end - ip;
+    let span = len.div_ceil(threads).next_multiple_of(32);
+    let segments = len.div_ceil(span);
+    let (start, end) = (ip + me * span, (ip + (me + 1) * span).min(stream.end));
+    let mut p = start;
+    if me < segments {
+        for word in (me * span / 32)..((me + 1) * span).min(len).div_ceil(32) {
+            unsafe { *marks.add(word as usize) = 0 };
+        }
+        while p < end {
+            let bit = p - ip;
+            unsafe { *marks.add((bit / 32) as usize) |= 1 << (bit % 32) };
+            match syntax.sequence_at(parsed, p) {
+                Some(sequence) => p = sequence.next,
+                None => {
+                    p = u32::MAX;
+                    break;
+                }
+            }
+        }
+    }
+    let exit = p;
+    unsafe { *entries.add(me as usize) = NONE };
+    if me == 0 {
+        run_count.store(0, Ordering::Relaxed);
+        unsafe { *failed = 0 };
+    }
+    block.sync_threads();
+
+    // ... and on until it lands on another segment's start, or the end.
+    let marked = |p: u32| {
+        let bit = p - ip;
+        unsafe { *marks.add((bit / 32) as usize) >> (bit % 32) & 1 != 0 }
+    };
+    let link = if me >= segments {
+        end_node(threads)
+    } else {
+        loop {
+            if p == u32::MAX {
+                break broken_node(threads);
+            }
+            if p == stream.end {
+                break end_node(threads);
+            }
+            if marked(p) {
+                break (p - ip) / span;
+            }
+            p = syntax.sequence_at(parsed, p).map_or(u32::MAX, |sequence| sequence.next);
+        }
+    };
+
+    // 2. Binary lifting over the links: jumps[k][v] is where 2^k links from segment v lead.
+    let nodes = threads + 2;
+    let jump = |level: u32, node: u32| unsafe { jumps.add((level * nodes + node) as usize) };
+    unsafe { *jump(0, me) = link as u16 };
+    if me == 0 {
+        unsafe { *jump(0, end_node(threads)) = end_node(threads) as u16 };
+        unsafe { *jump(0, broken_node(threads)) = broken_node(threads) as u16 };
+    }
+    block.sync_threads();
+    for level in 1..LEVELS {
+        let mut node = me;
+        while node < nodes {
+            unsafe { *jump(level, node) = *jump(level - 1, *jump(level - 1, node) as u32) };
+            node += threads;
+        }
+        block.sync_threads();
+    }
+    if unsafe { *jump(LEVELS - 1, 0) } as u32 == broken_node(threads) {
+        return None; // the walk from the start meets a malformed sequence
+    }
+    let mut reached = 0;
+    for level in (0..LEVELS).rev() {
+        let next = unsafe { *jump(level, reached) } as u32;
+        if next <= me {
+            reached = next;
+        }
+    }
+    // Each real segment's walk from where it is entered up to its end, and the segments it
+    // passes through beyond, entered where it first reaches them: the sequences starting in each
+    // segment are then that segment's to write, wherever the walk that found them began.
+    if me < segments && reached == me {
+        let mut q = exit;
+        let mut last = me;
+        while q < stream.end {
+            let segment = (q - ip) / span;
+            if segment != last {
+                unsafe { *entries.add(segment as usize) = q };
+                last = segment;
+            }
+            if q == p {
+                break;
+            }
+            q = syntax.sequence_at(parsed, q).map_or(stream.end, |sequence| sequence.next);
+        }
+    }
+    if me == 0 {
+        unsafe { *entries = ip };
+    }
+    block.sync_threads();
+
+    // 3. Place each segment's sequences.
+    let (entry, stop) = if me < segments { (unsafe { *entries.add(me as usize) }, end) } else { (NONE, 0) };
+    let bytes = walk(syntax, parsed, entry, stop, |_| {}).min(MAX_OUTPUT + 1);
+    let (first, total) = unsafe { block.scan_add(warp, bytes, scan) };
+    let fits = if S::FILLS_CAPACITY { total == stream.capacity } else { total <= stream.capacity };
+    if !fits || total > MAX_OUTPUT {
+        return None;
+    }
+
+    // The literals in shared memory, and each byte's source: a match's byte k copies byte
+    // `k % offset` of the `offset` bytes before the match, which precede it. Long runs go to the
+    // shared list in pieces of at most PIECE bytes: (output position, the literals' input or the
+    // match's offset, length, bytes of the run before the piece).
+    let share = |to: u32, from: u32, len: u32| {
+        let first = run_count.fetch_add(len.div_ceil(PIECE), Ordering::Relaxed);
+        let mut done = 0;
+        while done < len {
+            let from = if from & LITERALS != 0 { from + done } else { from };
+            let piece = first + done / PIECE;
+            unsafe { *runs.add(piece as usize) = [to + done, from, (len - done).min(PIECE), done] };
+            done += PIECE;
+        }
+    };
+    let mut op = first;
+    let mut bad = false;
+    walk(syntax, stream, entry, stop, |sequence| {
+        let Parsed { literals_at, literals, offset, len, .. } = sequence;
+        if literals > LONG_RUN {
+            share(op, literals_at | LITERALS, literals);
+        } else {
+            for i in 0..literals {
+                unsafe { *output.add((op + i) as usize) = *stream.block.add((literals_at + i) as usize) };
+                unsafe { *origins.add((op + i) as usize) = (op + i) as u16 };
+            }
+        }
+        op += literals;
+        bad |= len > 0 && (offset == 0 || offset > op);
+        if bad || len == 0 {
+            return;
+        }
+        if len > LONG_RUN {
+            share(op, offset, len);
+        } else {
+            let mut k = 0;
+            for i in 0..len {
+                unsafe { *origins.add((op + i) as usize) = (op - offset + k) as u16 };
+                k = if k + 1 == offset { 0 } else { k + 1 };
+            }
+        }
+        op += len;
+    });
+    if bad {
+        unsafe { *failed = 1 };
+    }
+    block.sync_threads();
+    if unsafe { *failed } != 0 {
+        return None;
+    }
+    let (lane, warps) = (me % WARP_SIZE, threads / WARP_SIZE);
+    let mut run = me / WARP_SIZE;
+    while run < run_count.load(Ordering::Relaxed) {
+        let [to, from, len, done] = unsafe { *runs.add(run as usize) };
+        if from & LITERALS != 0 {
+            let mut i = lane;
+            while i < len {
+                unsafe { *output.add((to + i) as usize) = *stream.block.add(((from & !LITERALS) + i) as usize) };
+                unsafe { *origins.add((to + i) as usize) = (to + i) as u16 };
+                i += WARP_SIZE;
+            }
+        } else {
+            let (source, offset) = (to - done - from, from);
+            let (mut i, mut k, step) = (lane, (done + lane) % offset, WARP_SIZE % offset);
+            while i < len {
+                unsafe { *origins.add((to + i) as usize) = (source + k) as u16 };
+                k += step;
+                if k >= offset {
+                    k -= offset;
+                }
+                i += WARP_SIZE;
+            }
+        }
+        run += warps;
+    }
+    block.sync_threads();
+
+    // 4. The output in order, a byte per thread a step: a byte's source before the step is
+    // final (a literal's position); one within it is followed back, each hop to an earlier
+    // sequence, until it is a literal or before the step.
+    let mut base = 0;
+    while base < total {
+        let b = base + me;
+        if b < total {
+            let mut root = unsafe { *origins.add(b as usize) } as u32;
+            if root != b {
+                while root >= base {
+                    let next = unsafe { *origins.add(root as usize) } as u32;
+                    if next == root {
+                        break;
+                    }
+                    root = next;
+                }
+                if root < base {
+                    root = unsafe { *origins.add(root as usize) } as u32;
+                }
+                unsafe { *origins.add(b as usize) = root as u16 };
+            }
+            unsafe { *stream.out.add(b as usize) = *output.add(root as usize) };
+        }
+        block.sync_threads();
+        base += threads;
+    }
+    Some(total)
+}
+
+/// Copies the input into `staged` (shared memory, at the input's alignment modulo 4): whole
+/// aligned words where the input covers them, the bytes at either end alone; then waits for the
+/// block.
+///
+/// # Safety
+/// As [`decode`]; `staged` must have room for the input.
+#[inline(always)]
+unsafe fn stage<B: Block>(block: &B, stream: &Stream, staged: *mut u8) {
+    let (me, threads, n) = (block.thread() as usize, block.threads() as usize, stream.end as usize);
+    let lead = (stream.block as usize).wrapping_neg() % 4; // bytes before the first whole word
+    let (lead, words) = (lead.min(n), n.saturating_sub(lead) / 4);
+    let tail = lead + 4 * words;
+    if me < lead {
+        unsafe { *staged.add(me) = *stream.block.add(me) };
+    }
+    if me < n - tail {
+        unsafe { *staged.add(tail + me) = *stream.block.add(tail + me) };
+    }
+    let (from, to) = unsafe { (stream.block.add(lead) as *const u32, staged.add(lead)) };
+    let mut word = me;
+    while word < words {
+        let value = unsafe { *from.add(word) };
+        unsafe { *(to as *mut u32).add(word) = value };
+        word += threads;
+    }
+    block.sync_threads();
+}
+
+/// Walks the sequences from input `entry` to `stop`, handing each to `each`; returns the output
+/// bytes they describe (saturating).
+#[inline(always)]
+fn walk<S: Syntax>(syntax: &S, stream: &Stream, entry: u32, stop: u32, mut each: impl FnMut(Parsed)) -> u32 {
+    let (mut p, mut bytes) = (entry, 0u32);
+    while p < stop {
+        let Some(sequence) = syntax.sequence_at(stream, p) else { break };
+        bytes = bytes.saturating_add(sequence.literals).saturating_add(sequence.len);
+        each(sequence);
+        p = sequence.next;
+    }
+    bytes
+}

@@ -8,6 +8,7 @@ use crate::alloc::{DeviceView, DeviceViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Kernel, Stream, blocks};
 use ferrocomp_format::{Algorithm, BatchArgs, Status};
+use ferrocomp_kernels_gpu::lz77::block::{self, BLOCK_THREADS};
 use std::ffi::c_void;
 
 /// Device arrays describing `len` chunks: their addresses and byte counts.
@@ -63,6 +64,13 @@ pub trait BatchCodec: Send + Sync {
     /// the call's scratch has room for); by default the one [`BatchCodec::launch`] states.
     fn decompress_shape(&self, _count: usize, _max_chunk_bytes: usize) -> Shape {
         self.launch().decompress
+    }
+
+    /// Whether a batch of `count` chunks decodes faster with a block of threads per chunk (the
+    /// `{codec}_decompress_blocks` kernel, for the codecs that have one) on a GPU of
+    /// `multiprocessors` SMs than in [`BatchCodec::decompress_shape`]; by default, no.
+    fn decodes_in_blocks(&self, _count: usize, _multiprocessors: u32) -> bool {
+        false
     }
 
     /// Device scratch bytes [`BatchCodec::compress_async`] needs for `count` chunks of at most
@@ -206,11 +214,19 @@ pub trait BatchCodec: Send + Sync {
             ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
         };
         unsafe {
-            launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream)?;
+            match self.decodes_in_blocks(count, gpu.multiprocessors()) {
+                true => launch.run(gpu, Kernel::DecompressBlocks, BLOCK_DECODER_SHAPE, &args, stream)?,
+                false => launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream)?,
+            }
             self.finish_decompress(gpu, &args, stream)
         }
     }
 }
+
+/// The block decoders' shape: a block of [`BLOCK_THREADS`] threads and all of an SM's shared
+/// memory per chunk.
+const BLOCK_DECODER_SHAPE: Shape =
+    Shape::Blocks { warps: BLOCK_THREADS / 32, shared_bytes: block::SHARED_BYTES, max_blocks: usize::MAX };
 
 /// How a codec's kernels are spread over the GPU: what differs between codecs' launches.
 #[derive(Clone, Copy, Debug)]
@@ -289,7 +305,7 @@ impl Launch {
     /// `args` must describe device memory valid until the stream has run the kernel.
     unsafe fn run(&self, gpu: &Gpu, kernel: Kernel, shape: Shape, args: &BatchArgs, stream: &Stream) -> Result<()> {
         let (blocks, threads, shared_bytes) = shape.grid(args.count as usize);
-        let function = gpu.kernel(self.algorithm, kernel);
+        let function = gpu.kernel(self.algorithm, kernel)?;
         let params = [args as *const BatchArgs as *mut c_void];
         unsafe { gpu.launch(function, blocks, threads, shared_bytes, stream, &params) }
     }

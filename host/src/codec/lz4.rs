@@ -1,10 +1,12 @@
-//! LZ4: standard LZ4 blocks, one per chunk, on the GPU (one warp per chunk) or the CPU.
+//! LZ4: standard LZ4 blocks, one per chunk, on the GPU (a warp per chunk, or a block of threads
+//! where the batch is small) or the CPU.
 
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::lz4::{self, HASH_ENTRIES, MAX_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, DataType, Status};
 use ferrocomp_kernels_gpu::lz4::COMPRESS_SHARED_BYTES_PER_WARP;
 use ferrocomp_kernels_gpu::lz77::DECOMPRESS_WARPS;
+use std::sync::OnceLock;
 
 /// The compress kernel's shape: a warp per chunk, four to a block, each with its 8 KiB hash
 /// table in shared memory (Snappy's compressor shares it).
@@ -21,6 +23,24 @@ pub struct Lz4 {
     pub data_type: DataType,
 }
 
+/// Batches of at most this many chunks per SM decode with a block of threads per chunk (the
+/// block decoder, `ferrocomp_kernels_gpu::lz77::block`), larger ones with a warp per chunk. On an
+/// H200 with 64 KiB chunks, text, binary and float data, blocks decode 1,024 chunks (64 MiB) at
+/// 63-76 GB/s where warps take 27-35, and 4,096 at 58-98 where warps take 93-119; near-random
+/// literals (the int32 set) favour warps from 256 chunks on (bench/RESULTS.md, issue 48).
+/// `FERROCOMP_BLOCK_DECODE_WAVES=N` overrides it, to measure where one overtakes the other.
+const BLOCK_DECODE_WAVES: usize = 8;
+
+/// Whether LZ4's and Snappy's decoders take `count` chunks a block each on `multiprocessors`
+/// SMs: a block takes a whole SM, so a batch that is a few of them deep.
+pub(crate) fn decodes_in_blocks(count: usize, multiprocessors: u32) -> bool {
+    static WAVES: OnceLock<usize> = OnceLock::new();
+    let waves = *WAVES.get_or_init(|| {
+        std::env::var("FERROCOMP_BLOCK_DECODE_WAVES").ok().and_then(|v| v.parse().ok()).unwrap_or(BLOCK_DECODE_WAVES)
+    });
+    count <= waves * multiprocessors as usize
+}
+
 impl BatchCodec for Lz4 {
     fn max_chunk_size(&self) -> usize {
         MAX_CHUNK_SIZE
@@ -32,6 +52,10 @@ impl BatchCodec for Lz4 {
 
     fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize {
         lz4::max_compressed_size(chunk_bytes)
+    }
+
+    fn decodes_in_blocks(&self, count: usize, multiprocessors: u32) -> bool {
+        decodes_in_blocks(count, multiprocessors)
     }
 
     fn launch(&self) -> Launch {

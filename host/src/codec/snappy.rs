@@ -1,7 +1,8 @@
 //! Snappy: raw Snappy streams, one per chunk. On the GPU it runs in LZ4's shapes: the
-//! compressor is LZ4's warp parse writing Snappy elements, the decoder LZ4's warp decoder.
+//! compressor is LZ4's warp parse writing Snappy elements, the decoders LZ4's (a warp, or a block
+//! where the batch is small).
 
-use super::lz4::{COMPRESS_SHAPE, DECOMPRESS_SHAPE, SIZES_SHAPE};
+use super::lz4::{COMPRESS_SHAPE, DECOMPRESS_SHAPE, SIZES_SHAPE, decodes_in_blocks};
 use crate::batch::{BatchCodec, Launch};
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::snappy::{self, MAX_CHUNK_SIZE};
@@ -25,6 +26,10 @@ impl BatchCodec for Snappy {
 
     fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize {
         snappy::max_compressed_size(chunk_bytes)
+    }
+
+    fn decodes_in_blocks(&self, count: usize, multiprocessors: u32) -> bool {
+        decodes_in_blocks(count, multiprocessors)
     }
 
     fn launch(&self) -> Launch {

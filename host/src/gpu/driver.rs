@@ -73,6 +73,15 @@ impl PrimaryContext {
         Ok(unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned())
     }
 
+    /// The device's streaming multiprocessors.
+    pub(crate) fn multiprocessors(&self) -> Result<u32> {
+        let attribute = cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+        let count = written("cuDeviceGetAttribute", 0, |count| unsafe {
+            cu::cuDeviceGetAttribute(count, attribute, self.device)
+        })?;
+        Ok(count as u32)
+    }
+
     /// Makes the context current on the calling thread.
     pub(crate) fn make_current(&self) -> Result<()> {
         check("cuCtxSetCurrent", unsafe { cu::cuCtxSetCurrent(self.raw) })
@@ -115,6 +124,17 @@ impl Module {
         written("cuModuleGetFunction", std::ptr::null_mut(), |function| unsafe {
             cu::cuModuleGetFunction(function, self.0, name.as_ptr())
         })
+    }
+}
+
+impl Module {
+    /// The kernel `name`, allowed `shared_bytes` of dynamic shared memory (past the 48 KiB any
+    /// kernel may use without asking).
+    pub(crate) fn function_with_shared(&self, name: &str, shared_bytes: usize) -> Result<cu::CUfunction> {
+        let function = self.function(name)?;
+        let attribute = cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        check("cuFuncSetAttribute", unsafe { cu::cuFuncSetAttribute(function, attribute, shared_bytes as i32) })?;
+        Ok(function)
     }
 }
 

@@ -33,6 +33,7 @@ struct GpuInner {
     context: PrimaryContext,
     kernels: Kernels,
     name: String,
+    multiprocessors: u32,
     allocators: RwLock<Allocators>,
 }
 
@@ -53,6 +54,8 @@ struct CodecKernels {
     compress: cu::CUfunction,
     decompress: cu::CUfunction,
     decompressed_sizes: cu::CUfunction,
+    /// `{codec}_decompress_blocks`, for the codecs with a block decoder.
+    decompress_blocks: Option<cu::CUfunction>,
 }
 
 // The handles are plain driver handles, usable from any thread once the context is current.
@@ -91,10 +94,16 @@ impl Gpu {
         };
         let function = |name: &str| module.function(name);
         let codec = |name: &str| -> Result<CodecKernels> {
+            let blocks = format!("{name}_decompress_blocks");
+            let decompress_blocks = match kernels::LAUNCH_BOUNDS.iter().any(|&(kernel, ..)| kernel == blocks) {
+                true => Some(module.function_with_shared(&blocks, kernels::lz77::block::SHARED_BYTES)?),
+                false => None,
+            };
             Ok(CodecKernels {
                 compress: function(&format!("{name}_compress"))?,
                 decompress: function(&format!("{name}_decompress"))?,
                 decompressed_sizes: function(&format!("{name}_decompressed_sizes"))?,
+                decompress_blocks,
             })
         };
         let kernels = Kernels {
@@ -106,6 +115,7 @@ impl Gpu {
         };
         let inner = Arc::new(GpuInner {
             name: context.device_name()?,
+            multiprocessors: context.multiprocessors()?,
             _module: module,
             context,
             kernels,
@@ -132,6 +142,12 @@ impl Gpu {
     /// The device's name, e.g. "NVIDIA H200".
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The device's streaming multiprocessors (132 on an H100 or H200): how many blocks of a
+    /// kernel that takes a whole SM run at once.
+    pub fn multiprocessors(&self) -> u32 {
+        self.inner.multiprocessors
     }
 
     /// Makes this device's context current on the calling thread.
@@ -204,13 +220,16 @@ impl Gpu {
     }
 
     /// The handle of `algorithm`'s `kernel`.
-    pub(crate) fn kernel(&self, algorithm: Algorithm, kernel: Kernel) -> cu::CUfunction {
+    pub(crate) fn kernel(&self, algorithm: Algorithm, kernel: Kernel) -> Result<cu::CUfunction> {
         let index = Algorithm::ALL.iter().position(|&a| a == algorithm).expect("every algorithm is in ALL");
         let codec = &self.inner.kernels.codecs[index];
         match kernel {
-            Kernel::Compress => codec.compress,
-            Kernel::Decompress => codec.decompress,
-            Kernel::DecompressedSizes => codec.decompressed_sizes,
+            Kernel::Compress => Ok(codec.compress),
+            Kernel::Decompress => Ok(codec.decompress),
+            Kernel::DecompressedSizes => Ok(codec.decompressed_sizes),
+            Kernel::DecompressBlocks => codec
+                .decompress_blocks
+                .ok_or_else(|| Error::InvalidArgument(format!("{} has no block decoder", algorithm.name()))),
         }
     }
 
@@ -265,4 +284,6 @@ pub enum Kernel {
     Decompress,
     /// Finds each chunk's decompressed size.
     DecompressedSizes,
+    /// Decompresses each chunk with a block of threads (`{codec}_decompress_blocks`).
+    DecompressBlocks,
 }

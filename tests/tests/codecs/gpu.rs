@@ -6,10 +6,10 @@ use crate::support::{
     flate2_compress, gpu_compress, gpu_decompress, lossy_bitcomp, mixed_bytes, scratch,
 };
 use ferrocomp::{
-    Ans, AnsDataType, BatchCodec, Bitstream, Blosc, Deflate, GDeflate, Options, Results, Shuffle, Snappy, Status,
+    Ans, AnsDataType, BatchCodec, Bitstream, Blosc, Deflate, GDeflate, Lz4, Options, Results, Shuffle, Snappy, Status,
     Wrapper, Zstd,
 };
-use ferrocomp_tests::{DeviceChunks, c_blosc, gpu, random_bytes, text_bytes};
+use ferrocomp_tests::{DeviceChunks, c_blosc, gpu, int32_bytes, random_bytes, short_repeats_bytes, text_bytes};
 
 #[test]
 fn gpu_writes_the_cpu_bytes_and_reads_them_back() {
@@ -185,6 +185,50 @@ fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
         }
         assert_ne!(cpu_decompress(codec, refs[1], CHUNK).err(), None, "{options:?}: truncation must fail");
         assert_eq!(cpu_decompress(codec, refs[5], CHUNK - 1).err(), Some(Status::OutputTooSmall), "{options:?}");
+    }
+}
+
+/// LZ4's and Snappy's two decoders, a block per chunk (small batches) and a warp per chunk,
+/// give the CPU decoder's bytes and statuses on the same chunks: whole, damaged, cut, too
+/// large for the block decoder, and given too little room.
+#[test]
+fn lz4_and_snappy_decode_alike_by_blocks_and_by_warps() {
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    for options in [Options::Lz4(Lz4::default()), Options::Snappy(Snappy::default())] {
+        let codec = options.codec();
+        let sms = gpu.multiprocessors();
+        let by_warps = (1..1 << 20).find(|&count| !codec.decodes_in_blocks(count, sms)).unwrap();
+        assert!(codec.decodes_in_blocks(1, sms), "{options:?}: one chunk decodes by blocks");
+        let mut chunks: Vec<Vec<u8>> = (0..by_warps as u64)
+            .map(|i| match i % 5 {
+                0 => text_bytes(CHUNK, i),
+                1 => int32_bytes(CHUNK - i as usize),
+                2 => short_repeats_bytes(CHUNK / 2, i),
+                3 => vec![0; CHUNK],
+                _ => mixed_bytes(CHUNK / 3, i),
+            })
+            .collect();
+        chunks[7] = text_bytes(3 * CHUNK, 7); // past the block decoder's limit
+        let mut streams: Vec<Vec<u8>> = chunks.iter().map(|c| cpu_compress(codec, c)).collect();
+        let mut capacities: Vec<usize> = chunks.iter().map(Vec::len).collect();
+        let half = streams[1].len() / 2;
+        streams[1].truncate(half);
+        streams[2].iter_mut().skip(40).step_by(97).for_each(|b| *b ^= 0x5A);
+        streams[4] = random_bytes(5000, 9);
+        capacities[5] -= 1;
+        let refs: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
+        let small = 16;
+        let in_blocks = gpu_decompress(&gpu, codec, &refs[..small], &capacities[..small], &stream);
+        let in_warps = gpu_decompress(&gpu, codec, &refs, &capacities, &stream);
+        for (i, (status, bytes)) in in_warps.into_iter().enumerate() {
+            let expected = cpu_decompress(codec, refs[i], capacities[i]);
+            assert_eq!(status, expected.as_ref().err().copied().unwrap_or(Status::Success), "{options:?} chunk {i}");
+            assert!(expected.as_ref().map_or(true, |e| *e == bytes), "{options:?} chunk {i} by warps");
+            if let Some((block_status, block_bytes)) = in_blocks.get(i) {
+                assert_eq!((*block_status, block_bytes), (status, &bytes), "{options:?} chunk {i} by blocks");
+            }
+        }
     }
 }
 

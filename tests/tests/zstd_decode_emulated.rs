@@ -1,6 +1,7 @@
-//! The Zstandard decode kernel on an emulated warp (32 host threads in lockstep): for libzstd's
-//! frames of every kind, hand-made ones and corrupt ones, it must write exactly the bytes and
-//! report exactly the status of the format crate's scalar decoder.
+//! The Zstandard decode kernel on an emulated warp (32 host threads in lockstep), and its paired
+//! form on an emulated block of two warps (one reading the sequences for the other): for
+//! libzstd's frames of every kind, hand-made ones and corrupt ones, both must write exactly the
+//! bytes and report exactly the status of the format crate's scalar decoder.
 
 use std::io::Write;
 
@@ -8,7 +9,8 @@ use ferrocomp_format::Status;
 use ferrocomp_format::zstd::{self, DecodeTables, MAGIC};
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::decode::{
-    DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP, decompress_chunk, decompressed_size,
+    DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP, decompress_chunk, decompress_chunk_in_pair,
+    decompressed_size,
 };
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
@@ -28,6 +30,22 @@ fn warp_decompress(frames: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
         decompress_chunk(warp, i as *const u8, frames.len(), o as *mut u8, capacity, s as *mut u8)
     }));
     result.map(|n| {
+        out.truncate(n);
+        out
+    })
+}
+
+/// The paired kernel's result with room for `capacity` bytes: the writing warp's, which all its
+/// lanes agree on.
+fn pair_decompress(frames: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
+    let mut shared = warp_shared();
+    let mut out = vec![0xA5u8; capacity];
+    let (i, o, s) = (frames.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
+    let mut results = emulated::run_block(64, |thread| unsafe {
+        decompress_chunk_in_pair(thread, thread, i as *const u8, frames.len(), o as *mut u8, capacity, s as *mut u8)
+    });
+    results.truncate(32);
+    agreed(results).map(|n| {
         out.truncate(n);
         out
     })
@@ -58,7 +76,10 @@ fn scalar_size(frames: &[u8]) -> Result<usize, Status> {
 fn check_same(frames: &[u8], capacity: usize, what: &str) -> Result<Vec<u8>, Status> {
     let expected = scalar_decompress(frames, capacity);
     let got = warp_decompress(frames, capacity);
-    assert!(got == expected, "{what}: kernel {:?} scalar {:?}", got.as_ref().map(Vec::len), expected.map(|v| v.len()));
+    let paired = pair_decompress(frames, capacity);
+    let len = |result: &Result<Vec<u8>, Status>| result.as_ref().map(Vec::len).map_err(|&status| status);
+    assert!(got == expected, "{what}: kernel {:?} scalar {:?}", len(&got), len(&expected));
+    assert!(paired == expected, "{what}: paired kernel {:?} scalar {:?}", len(&paired), len(&expected));
     assert_eq!(warp_size(frames), scalar_size(frames), "{what}: sizes");
     got
 }

@@ -1,7 +1,9 @@
 //! Zstandard on the GPU: a warp per chunk, its lanes sharing the work of each phase
 //! ([`decode`], [`encode`]). Each warp keeps its tables in shared memory; compressing, it owns a
 //! slot of the batch's device scratch. Decompressing needs no scratch: literals are decoded into
-//! the output, and sequences a batch at a time into shared memory.
+//! the output, and sequences a batch at a time into shared memory. Batches too small to fill
+//! the GPU decode with two warps a chunk (`zstd_decompress_blocks`): one reads the sequences
+//! while the other writes them.
 
 pub mod decode;
 pub mod encode;
@@ -15,6 +17,12 @@ use encode::COMPRESS_SHARED_BYTES_PER_WARP;
 pub const DECOMPRESS_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP) as u32;
 /// Blocks per SM of the decompress kernel: as many as the SM's shared memory holds.
 pub const DECOMPRESS_BLOCKS_PER_SM: u32 = blocks_per_sm(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP);
+/// Warps per block of the paired decompress kernel, `zstd_decompress_blocks`: a chunk's writer
+/// and its reader.
+pub const PAIR_WARPS: u32 = 2;
+/// Blocks per SM of the paired kernel, which its launch bounds hold ptxas to (128 registers):
+/// the host gives it batches of fewer chunks an SM than this, which all fit at once.
+pub const PAIR_BLOCKS_PER_SM: u32 = 8;
 /// Warps per block of the sizes kernel: as many as its shared memory allows.
 pub const SIZES_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / SIZES_SHARED_BYTES_PER_WARP) as u32;
 /// Warps per block of the compress kernel, and its blocks per SM: 16 warps to an SM at 128
@@ -37,8 +45,8 @@ const _: () = assert!(
 mod kernels {
     use super::decode::{self, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
     use super::encode::{self, compress_scratch_bytes_per_warp, compress_shared_bytes_per_warp};
-    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
-    use crate::gpu::HardwareWarp;
+    use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::{BatchArgs, Status};
 
     /// A warp per chunk; the options word is the compression level, whose scratch slots are
@@ -79,4 +87,14 @@ mod kernels {
     }
 
     crate::batch_kernels!(Zstd: zstd_compress, zstd_decompress, zstd_decompressed_sizes);
+
+    impl BlockDecompress for Zstd {
+        unsafe fn decompress(block: &HardwareBlock, warp: &HardwareWarp, chunk: &Chunk) -> Result<usize, Status> {
+            let (input, n, out, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
+            let shared = dynamic_shared_memory::<u8>();
+            unsafe { decode::decompress_chunk_in_pair(block, warp, input, n, out, capacity, shared) }
+        }
+    }
+
+    crate::block_decompress_kernel!(Zstd: zstd_decompress_blocks);
 }

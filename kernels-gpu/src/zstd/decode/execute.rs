@@ -1,51 +1,32 @@
-//! A block's sequences executed: lane 0 decodes them a batch at a time into shared memory, and
-//! the warp checks each batch and writes it into the output.
+//! A batch of a block's sequences checked and written, 32 at a time, lane i's the i-th.
 
-use super::{BATCH, FrameState, Job};
+use super::{BATCH, Job};
 use crate::lz77::{SHORT_SEQUENCE, copy_down, copy_match, last_starting_by, scan_add};
-use crate::warp::{WARP_SIZE, Warp, first_lane};
+use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
-use ferrocomp_format::zstd::SequenceTables;
-use ferrocomp_format::zstd::sequences::{self, Cursor, Sequence, SequenceDecoder, SequencesHeader};
+use ferrocomp_format::zstd::sequences::{Cursor, Sequence};
 
-/// Decodes and writes the block's sequences (`section`, with `header`), a batch at a time: lane
-/// 0 reads the tables and decodes each batch into shared memory, the warp checks and writes it,
-/// with the literals at `literals`. Returns how many literals they took.
-pub(super) unsafe fn run_sequences<W: Warp>(
+/// Checks the `len` sequences of `batch` (decoded, in shared memory) at `cursor` and writes them
+/// with their literals from `literals`, moving the cursor on; returns how many literals they
+/// took.
+///
+/// # Safety
+/// The output must be writable up to the cursor's limit, the literals readable as far as the
+/// cursor says are left.
+pub(super) unsafe fn write_batch_checked<W: Warp>(
     warp: &W,
     chunk: &Job,
-    section: &[u8],
-    header: &SequencesHeader,
+    batch: &[[u32; 3]; BATCH],
+    len: u32,
     literals: *const u8,
-    frame: &mut FrameState,
+    cursor: &mut Cursor,
 ) -> Result<usize, Status> {
-    let tables_at = section.get(header.len..).unwrap_or(&[]);
-    let tables: *mut SequenceTables = unsafe { &raw mut (*chunk.shared).sequences };
-    let used = first_lane(warp, || sequences::read_tables(header.modes, tables_at, unsafe { &mut *tables }))?;
-    let tables = unsafe { &*tables };
-    // Every lane starts the decoder (the same bytes, the same result); lane 0 runs it.
-    let mut decoder = SequenceDecoder::new(tables_at.get(used..).unwrap_or(&[]), tables)?;
-    let batch = unsafe { &mut (*chunk.shared).batch };
-    let (count, cursor) = (header.count, &mut frame.cursor);
-    let (mut written, mut literal_at) = (0, 0);
-    while written < count {
-        let len = (count - written).min(BATCH as u32);
-        if warp.lane() == 0 {
-            decoder.decode_resolved(tables, &mut frame.reps, &mut batch[..len as usize], written + len == count);
-        }
-        warp.sync(); // the batch is visible to every lane
-        let me = place(warp, batch, len);
-        check(warp, cursor, &me, len)?;
-        let (bytes, taken) = unsafe { write_batch(warp, chunk, literals.add(literal_at), cursor.op, len, &me) };
-        cursor.op += bytes;
-        cursor.literals_left -= taken;
-        literal_at += taken;
-        written += len;
-    }
-    if warp.ballot(warp.lane() == 0 && !decoder.finished()) != 0 {
-        return Err(Status::Malformed); // the bitstream has bits left
-    }
-    Ok(literal_at)
+    let me = place(warp, batch, len);
+    check(warp, cursor, &me, len)?;
+    let (bytes, taken) = unsafe { write_batch(warp, chunk, literals, cursor.op, len, &me) };
+    cursor.op += bytes;
+    cursor.literals_left -= taken;
+    Ok(taken)
 }
 
 /// One sequence of a batch as its lane holds it: output position and literals position

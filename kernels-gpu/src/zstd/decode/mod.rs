@@ -7,42 +7,49 @@
 //! - a Huffman tree: lane 0 reads the weights, the warp fills the decode table's cells; the four
 //!   literal streams: lanes 0..4, each with the format crate's one-stream decoder, into the
 //!   output itself, at the end of the room the block may fill (see `literals_end`);
-//! - sequences: lane 0 reads the FSE tables and decodes 32 at a time (FSE is serial) into
-//!   shared memory; each lane checks one as `Cursor::advance` would, placed by prefix sums, and
-//!   the warp writes them: runs of short sequences whose matches read bytes written before them,
-//!   32 output bytes a step; any other sequence alone, with warp copies;
+//! - sequences: one lane reads the FSE tables and decodes 32 at a time (FSE is serial) into
+//!   shared memory, a batch ahead of the warp, while the literals decode: the warp's first lane
+//!   when asked, or where the batch is small a second warp of the block, which then works while
+//!   this one writes (see `reader`); each lane checks one as `Cursor::advance` would, placed by
+//!   prefix sums, and the warp writes them: runs of short sequences whose matches read bytes
+//!   written before them, 32 output bytes a step; any other sequence alone, with warp copies;
 //! - the XXH64 checksum: lanes 0..4 each keep one accumulator over the frame's stripes.
 //!
 //! The sizes kernel runs the format crate's `decompressed_size` in lane 0: it reads headers and,
 //! for frames without a content size, sequences, all serial work.
 
 mod execute;
+mod reader;
 
+use crate::block::Block;
 use crate::lz77::{copy, copy_down, scan_add};
 use crate::raw::bytes;
 use crate::warp::{WARP_SIZE, Warp, first_lane};
-use execute::run_sequences;
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::frame::{
     BlockKind, FrameHeader, LiteralsHeader, LiteralsKind, for_each_frame, little_endian, read_block_header,
     read_literals_header,
 };
-use ferrocomp_format::zstd::sequences::{self, Cursor, RepeatOffsets};
+use ferrocomp_format::zstd::sequences::{self, Cursor};
 use ferrocomp_format::zstd::{DecodeTables, HuffmanTables, SequenceTables, huffman, xxh64};
+use reader::{DONE, InLane0, Mailbox, Partner, Sequencer, SequencesJob, serve_partner};
 
 /// Sequences the warp writes at a time.
 const BATCH: usize = WARP_SIZE as usize;
 
-/// What a warp keeps in shared memory: the literals' and the sequences' tables, and the batch of
-/// sequences lane 0 decoded for the warp to write.
+/// What a chunk's decoder keeps in shared memory: the literals' and the sequences' tables, the
+/// batches of sequences decoded for the warp to write (one written while the next decodes), and
+/// the mailbox between the two.
 #[repr(C)]
 struct WarpShared {
     literals: HuffmanTables,
     sequences: SequenceTables,
-    batch: [[u32; 3]; BATCH],
+    batches: [[[u32; 3]; BATCH]; 2],
+    mailbox: Mailbox,
 }
 
-/// Bytes of shared memory each warp of the decompress kernel needs (4-byte aligned).
+/// Bytes of shared memory each warp of the decompress kernel needs (4-byte aligned), and each
+/// pair of warps of the paired one ([`decompress_chunk_in_pair`]).
 pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<WarpShared>();
 /// Bytes of shared memory each warp of the sizes kernel needs (4-byte aligned): all the tables.
 pub const SIZES_SHARED_BYTES_PER_WARP: usize = size_of::<DecodeTables>();
@@ -64,7 +71,39 @@ pub unsafe fn decompress_chunk<W: Warp>(
 ) -> Result<usize, Status> {
     let input = unsafe { bytes(input, n) };
     let chunk = Job { input, out, capacity, shared: shared as *mut WarpShared };
-    for_each_frame(input, |ip, op, header| unsafe { decode_frame(warp, &chunk, ip, op, header) })
+    unsafe { decompress_with(warp, &chunk, &mut InLane0::default()) }
+}
+
+/// [`decompress_chunk`] by a block of two warps: the first (threads 0..32) decodes and writes
+/// as that does, the second decodes the sequences a batch ahead of it. The size is the first
+/// warp's (the second's result means nothing).
+///
+/// # Safety
+/// As [`decompress_chunk`]; the block is two warps, both calling this.
+pub unsafe fn decompress_chunk_in_pair<B: Block, W: Warp>(
+    block: &B,
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    out: *mut u8,
+    capacity: usize,
+    shared: *mut u8,
+) -> Result<usize, Status> {
+    let input = unsafe { bytes(input, n) };
+    let chunk = Job { input, out, capacity, shared: shared as *mut WarpShared };
+    if block.thread() >= WARP_SIZE {
+        unsafe { serve_partner(block, warp, input, chunk.shared) };
+        return Ok(0);
+    }
+    let mut partner = Partner { block, posted: 0 };
+    let result = unsafe { decompress_with(warp, &chunk, &mut partner) };
+    unsafe { partner.post(warp, chunk.shared, DONE) };
+    result
+}
+
+/// Decodes every frame of `chunk`, its sequences read by `sequencer`.
+unsafe fn decompress_with<W: Warp, S: Sequencer>(warp: &W, chunk: &Job, sequencer: &mut S) -> Result<usize, Status> {
+    for_each_frame(chunk.input, |ip, op, header| unsafe { decode_frame(warp, chunk, sequencer, ip, op, header) })
 }
 
 /// The size the chunk `input[..n]` decodes to, in every lane: the format crate's
@@ -106,27 +145,26 @@ impl Job<'_> {
 }
 
 /// What a frame's blocks leave for the next: where they got to, the Huffman table's log (for
-/// treeless literals), if there is one, and the repeat offsets (lane 0's).
+/// treeless literals), if there is one, and whether sequences were read yet (the reader keeps
+/// the repeat offsets and the tables to repeat).
 struct FrameState {
     cursor: Cursor,
     huffman_log: Option<u32>,
-    reps: RepeatOffsets,
+    sequences_read: bool,
 }
 
 /// Decodes the blocks and checksum of the frame with `header`, from input position `ip` and
 /// output position `op`; returns both after it.
-unsafe fn decode_frame<W: Warp>(
+unsafe fn decode_frame<W: Warp, S: Sequencer>(
     warp: &W,
     chunk: &Job,
+    sequencer: &mut S,
     mut ip: usize,
     op: usize,
     header: &FrameHeader,
 ) -> Result<(usize, usize), Status> {
     let cursor = Cursor::for_frame(header, op, chunk.capacity, Status::OutputTooSmall)?;
-    let mut frame = FrameState { cursor, huffman_log: None, reps: RepeatOffsets::START };
-    if warp.lane() == 0 {
-        unsafe { (*chunk.shared).sequences.repeatable = 0 }; // read by lane 0 alone
-    }
+    let mut frame = FrameState { cursor, huffman_log: None, sequences_read: false };
     loop {
         let block = read_block_header(chunk.input.get(ip..).unwrap_or(&[]), frame.cursor.block_max)?;
         let content = chunk.input.get(ip + 3..ip + 3 + block.content_len()).ok_or(Status::Truncated)?;
@@ -146,7 +184,7 @@ unsafe fn decode_frame<W: Warp>(
                 warp.sync(); // the block is visible to every lane
                 frame.cursor.op += block.size;
             }
-            BlockKind::Compressed => unsafe { decode_compressed(warp, chunk, content, &mut frame)? },
+            BlockKind::Compressed => unsafe { decode_compressed(warp, chunk, sequencer, content, &mut frame)? },
         }
         if block.last {
             break;
@@ -185,10 +223,12 @@ fn literals_end(cursor: &Cursor) -> usize {
     cursor.limit.min(cursor.block_start + cursor.block_max)
 }
 
-/// Decodes a compressed block's `content` at the frame's cursor.
-unsafe fn decode_compressed<W: Warp>(
+/// Decodes a compressed block's `content` at the frame's cursor: its sequences start decoding
+/// (see [`reader`]) before its literals, whose failure still comes first.
+unsafe fn decode_compressed<W: Warp, S: Sequencer>(
     warp: &W,
     chunk: &Job,
+    sequencer: &mut S,
     content: &[u8],
     frame: &mut FrameState,
 ) -> Result<(), Status> {
@@ -201,14 +241,25 @@ unsafe fn decode_compressed<W: Warp>(
         return Err(cursor.limit_status);
     }
     let section = content.get(header.len..header.len + header.stored).ok_or(Status::Malformed)?;
-    let decoded_at = unsafe { chunk.out.add(literals_end(cursor) - header.regenerated) };
+    let sequences = content.get(header.len + header.stored..).unwrap_or(&[]);
+    let job = sequences::read_header(sequences).map(|header| SequencesJob {
+        section: sequences,
+        header,
+        first_of_frame: !frame.sequences_read,
+    });
+    if let Ok(job) = &job
+        && job.header.count > 0
+    {
+        frame.sequences_read = true;
+        unsafe { sequencer.start(warp, chunk, job) };
+    }
+    let decoded_at = unsafe { chunk.out.add(literals_end(&frame.cursor) - header.regenerated) };
     let literals = unsafe { read_literals(warp, chunk, &header, section, &mut frame.huffman_log, decoded_at)? };
     frame.cursor.literals_left = header.regenerated;
-    let sequences = content.get(header.len + header.stored..).unwrap_or(&[]);
-    let seq_header = sequences::read_header(sequences)?;
+    let job = job?;
     let mut literal_at = 0;
-    if seq_header.count > 0 {
-        literal_at = unsafe { run_sequences(warp, chunk, sequences, &seq_header, literals, frame)? };
+    if job.header.count > 0 {
+        literal_at = unsafe { sequencer.run(warp, chunk, &job, literals, &mut frame.cursor)? };
     }
     let cursor = &mut frame.cursor;
     let dst = unsafe { chunk.out.add(cursor.op) };

@@ -1,0 +1,289 @@
+//! Who decodes a block's sequences for the warp that writes them. FSE decoding is serial, one
+//! lane's work: the writing warp's first lane does it, a batch before the warp writes it
+//! ([`InLane0`]), or, where the batch leaves SMs idle, a second warp of the block does it a batch
+//! ahead of the writing warp, so the two overlap ([`Partner`]); both with the format crate's
+//! decoder, so the bytes and statuses are the same.
+//!
+//! The partner's protocol: the writing warp's first lane fills the [`Mailbox`] and posts a
+//! command, one block barrier; the partner takes it once it has finished the one before, whose
+//! results the writer may then read. It serves commands between barriers until [`DONE`], which
+//! the writing warp always posts last (even after a failure), so the two warps always meet the
+//! same barriers. Commands alternate between two slots: the writer may post the next before the
+//! partner has read this one.
+
+use super::execute::write_batch_checked;
+use super::{BATCH, Job, WarpShared};
+use crate::block::Block;
+use crate::warp::{Warp, first_lane};
+use ferrocomp_format::Status;
+use ferrocomp_format::zstd::SequenceTables;
+use ferrocomp_format::zstd::sequences::{self, Cursor, RepeatOffsets, SequenceDecoder, SequencesHeader};
+
+/// Starts a block's sequences: read its tables, decode its first batch.
+pub(super) const START: u32 = 1;
+/// Decodes the block's next batch.
+pub(super) const NEXT: u32 = 2;
+/// Nothing to do: the writer only waits for the last command's results.
+pub(super) const WAIT: u32 = 3;
+/// The chunk is done; a partner returns.
+pub(super) const DONE: u32 = 4;
+
+/// What the writing warp tells the reader, and what the reader answers, in shared memory.
+#[repr(C)]
+pub(super) struct Mailbox {
+    /// The commands posted, the n-th in slot n % 2.
+    pub commands: [u32; 2],
+    /// [`START`]'s block: where its sequences section starts in the chunk and its length.
+    pub section_at: u32,
+    pub section_len: u32,
+    /// The section's header: sequences, modes byte and length.
+    pub count: u32,
+    pub modes: u32,
+    pub header_len: u32,
+    /// Whether the block is the first with sequences in its frame (fresh repeat offsets, no
+    /// tables to repeat).
+    pub first_of_frame: u32,
+    /// [`START`]'s status: reading the tables and the decoder's initial states (0: success).
+    pub status: u32,
+    /// After the block's last batch: whether its bitstream was read exactly to its start.
+    pub finished: u32,
+}
+
+/// The reader's state (its first lane's): the block's decoder and the frame's repeat offsets.
+pub(super) struct Reader<'a> {
+    input: &'a [u8],
+    decoder: Option<SequenceDecoder<'a>>,
+    reps: RepeatOffsets,
+    count: u32,
+    decoded: u32,
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn new(input: &'a [u8]) -> Self {
+        Self { input, decoder: None, reps: RepeatOffsets::START, count: 0, decoded: 0 }
+    }
+
+    /// Carries out `command` (in one lane).
+    ///
+    /// # Safety
+    /// `shared` must be the chunk's shared memory, the mailbox filled for `command`, and no
+    /// other lane reading or writing the tables, the mailbox or the batch being decoded.
+    pub(super) unsafe fn serve(&mut self, shared: *mut WarpShared, command: u32) {
+        let mailbox = unsafe { &mut (*shared).mailbox };
+        if command == START {
+            let tables = unsafe { &mut (*shared).sequences };
+            if mailbox.first_of_frame != 0 {
+                (self.reps, tables.repeatable) = (RepeatOffsets::START, 0);
+            }
+            let (at, len) = (mailbox.section_at as usize, mailbox.section_len as usize);
+            let section = self.input.get(at..at + len).unwrap_or(&[]);
+            let tables_at = section.get(mailbox.header_len as usize..).unwrap_or(&[]);
+            let started = sequences::read_tables(mailbox.modes as u8, tables_at, tables)
+                .and_then(|used| SequenceDecoder::new(tables_at.get(used..).unwrap_or(&[]), tables));
+            (self.count, self.decoded) = (mailbox.count, 0);
+            (self.decoder, mailbox.status) = match started {
+                Ok(decoder) => (Some(decoder), 0),
+                Err(status) => (None, status as u32),
+            };
+        }
+        if command == START || command == NEXT {
+            unsafe { self.decode_batch(shared) };
+        }
+    }
+
+    /// Decodes the block's next batch into its half of the double buffer.
+    unsafe fn decode_batch(&mut self, shared: *mut WarpShared) {
+        let Some(decoder) = self.decoder.as_mut() else { return };
+        let len = (self.count - self.decoded).min(BATCH as u32);
+        let (tables, batch) = unsafe { (&(*shared).sequences, &mut (*shared).batches[batch_half(self.decoded)]) };
+        let last = self.decoded + len == self.count;
+        decoder.decode_resolved(tables, &mut self.reps, &mut batch[..len as usize], last);
+        self.decoded += len;
+        if last {
+            unsafe { (*shared).mailbox.finished = decoder.finished() as u32 };
+        }
+    }
+}
+
+/// The half of the double buffer that holds the batch starting at sequence `first`.
+fn batch_half(first: u32) -> usize {
+    (first / BATCH as u32 % 2) as usize
+}
+
+/// A compressed block's sequences section, with its header, as the writing warp found it.
+pub(super) struct SequencesJob<'a> {
+    pub section: &'a [u8],
+    pub header: SequencesHeader,
+    /// Whether the block is the first with sequences in its frame.
+    pub first_of_frame: bool,
+}
+
+/// The writing warp's view of its reader.
+pub(super) trait Sequencer {
+    /// Starts reading `job`'s sequences, where the reader can work ahead (before the literals
+    /// decode).
+    ///
+    /// # Safety
+    /// `chunk`'s shared memory must be the block's.
+    unsafe fn start<W: Warp>(&mut self, warp: &W, chunk: &Job, job: &SequencesJob);
+
+    /// Checks and writes `job`'s sequences (started) from `cursor`, their literals at
+    /// `literals`; returns how many literals they took.
+    ///
+    /// # Safety
+    /// As [`write_batch_checked`].
+    unsafe fn run<W: Warp>(
+        &mut self,
+        warp: &W,
+        chunk: &Job,
+        job: &SequencesJob,
+        literals: *const u8,
+        cursor: &mut Cursor,
+    ) -> Result<usize, Status>;
+}
+
+/// The writing warp's first lane reads the sequences, each batch before the warp writes it; it
+/// keeps the frame's repeat offsets between blocks.
+pub(super) struct InLane0 {
+    reps: RepeatOffsets,
+}
+
+impl Default for InLane0 {
+    fn default() -> Self {
+        Self { reps: RepeatOffsets::START }
+    }
+}
+
+impl Sequencer for InLane0 {
+    unsafe fn start<W: Warp>(&mut self, _: &W, _: &Job, _: &SequencesJob) {}
+
+    unsafe fn run<W: Warp>(
+        &mut self,
+        warp: &W,
+        chunk: &Job,
+        job: &SequencesJob,
+        literals: *const u8,
+        cursor: &mut Cursor,
+    ) -> Result<usize, Status> {
+        let tables_at = job.section.get(job.header.len..).unwrap_or(&[]);
+        let tables: *mut SequenceTables = unsafe { &raw mut (*chunk.shared).sequences };
+        if job.first_of_frame {
+            self.reps = RepeatOffsets::START;
+        }
+        let used = first_lane(warp, || {
+            if job.first_of_frame {
+                unsafe { (*tables).repeatable = 0 };
+            }
+            sequences::read_tables(job.header.modes, tables_at, unsafe { &mut *tables })
+        })?;
+        let tables = unsafe { &*tables };
+        // Every lane starts the decoder (the same bytes, the same result); lane 0 runs it.
+        let mut decoder = SequenceDecoder::new(tables_at.get(used..).unwrap_or(&[]), tables)?;
+        let (count, mut reps) = (job.header.count, self.reps);
+        let batch = unsafe { &mut (*chunk.shared).batches[0] };
+        let (mut written, mut literal_at) = (0, 0);
+        while written < count {
+            let len = (count - written).min(BATCH as u32);
+            if warp.lane() == 0 {
+                decoder.decode_resolved(tables, &mut reps, &mut batch[..len as usize], written + len == count);
+            }
+            warp.sync(); // the batch is visible to every lane
+            literal_at += unsafe { write_batch_checked(warp, chunk, batch, len, literals.add(literal_at), cursor)? };
+            written += len;
+        }
+        self.reps = reps;
+        if warp.ballot(warp.lane() == 0 && !decoder.finished()) != 0 {
+            return Err(Status::Malformed); // the bitstream has bits left
+        }
+        Ok(literal_at)
+    }
+}
+
+/// The block's second warp reads the sequences (see [`serve_partner`]); the commands posted.
+pub(super) struct Partner<'b, B: Block> {
+    pub block: &'b B,
+    pub posted: u32,
+}
+
+impl<B: Block> Partner<'_, B> {
+    /// Posts `command` (the mailbox's other fields written by lane 0 before), once the partner
+    /// has finished the command before, whose results every lane may read after this.
+    ///
+    /// # Safety
+    /// `shared` must be the block's shared memory.
+    pub(super) unsafe fn post<W: Warp>(&mut self, warp: &W, shared: *mut WarpShared, command: u32) {
+        if warp.lane() == 0 {
+            unsafe { (*shared).mailbox.commands[self.posted as usize % 2] = command };
+        }
+        self.posted += 1;
+        self.block.sync_threads(); // the partner has finished the last command and takes this one
+    }
+}
+
+impl<B: Block> Sequencer for Partner<'_, B> {
+    unsafe fn start<W: Warp>(&mut self, warp: &W, chunk: &Job, job: &SequencesJob) {
+        if warp.lane() == 0 {
+            let mailbox = unsafe { &mut (*chunk.shared).mailbox };
+            mailbox.section_at = (job.section.as_ptr() as usize - chunk.input.as_ptr() as usize) as u32;
+            mailbox.section_len = job.section.len() as u32;
+            (mailbox.count, mailbox.modes) = (job.header.count, job.header.modes as u32);
+            (mailbox.header_len, mailbox.first_of_frame) = (job.header.len as u32, job.first_of_frame as u32);
+        }
+        unsafe { self.post(warp, chunk.shared, START) };
+    }
+
+    /// Each batch, the partner goes on to the next while the warp checks and writes this one.
+    unsafe fn run<W: Warp>(
+        &mut self,
+        warp: &W,
+        chunk: &Job,
+        job: &SequencesJob,
+        literals: *const u8,
+        cursor: &mut Cursor,
+    ) -> Result<usize, Status> {
+        let (shared, count) = (chunk.shared, job.header.count);
+        let (mut written, mut literal_at) = (0, 0);
+        while written < count {
+            let len = (count - written).min(BATCH as u32);
+            unsafe { self.post(warp, shared, if written + len < count { NEXT } else { WAIT }) };
+            if written == 0 {
+                status(unsafe { (*shared).mailbox.status })?; // the tables' and the decoder's start
+            }
+            let batch = unsafe { &(*shared).batches[batch_half(written)] };
+            literal_at += unsafe { write_batch_checked(warp, chunk, batch, len, literals.add(literal_at), cursor)? };
+            written += len;
+        }
+        if unsafe { (*shared).mailbox.finished } == 0 {
+            return Err(Status::Malformed); // the bitstream has bits left
+        }
+        Ok(literal_at)
+    }
+}
+
+/// The partner warp's part: serves the writing warp's commands until [`DONE`].
+///
+/// # Safety
+/// As [`Reader::serve`]; the block is the writing warp and this one.
+pub(super) unsafe fn serve_partner<B: Block, W: Warp>(block: &B, warp: &W, input: &[u8], shared: *mut WarpShared) {
+    let mut reader = Reader::new(input);
+    let mut taken = 0;
+    loop {
+        block.sync_threads(); // the writer posted a command
+        let command = unsafe { (*shared).mailbox.commands[taken % 2] };
+        taken += 1;
+        if command == DONE {
+            return;
+        }
+        if warp.lane() == 0 {
+            unsafe { reader.serve(shared, command) };
+        }
+    }
+}
+
+/// Where a status sits in the mailbox.
+fn status(code: u32) -> Result<(), Status> {
+    match Status::from_code(code) {
+        Status::Success => Ok(()),
+        status => Err(status),
+    }
+}

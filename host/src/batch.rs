@@ -8,8 +8,8 @@ use crate::alloc::{DeviceView, DeviceViewMut};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Kernel, Stream, blocks};
 use ferrocomp_format::{Algorithm, BatchArgs, Status};
-use ferrocomp_kernels_gpu::lz77::block::{self, BLOCK_THREADS};
 use std::ffi::c_void;
+use std::sync::OnceLock;
 
 /// Device arrays describing `len` chunks: their addresses and byte counts.
 #[derive(Clone, Copy, Debug)]
@@ -66,11 +66,12 @@ pub trait BatchCodec: Send + Sync {
         self.launch().decompress
     }
 
-    /// Whether a batch of `count` chunks decodes faster with a block of threads per chunk (the
-    /// `{codec}_decompress_blocks` kernel, for the codecs that have one) on a GPU of
-    /// `multiprocessors` SMs than in [`BatchCodec::decompress_shape`]; by default, no.
-    fn decodes_in_blocks(&self, _count: usize, _multiprocessors: u32) -> bool {
-        false
+    /// The shape of the block decoder (the `{codec}_decompress_blocks` kernel, for the codecs
+    /// that have one: several warps a chunk) where a batch of `count` chunks decodes faster with
+    /// it on a GPU of `multiprocessors` SMs than in [`BatchCodec::decompress_shape`]; by
+    /// default, none.
+    fn block_decoder(&self, _count: usize, _multiprocessors: u32) -> Option<Shape> {
+        None
     }
 
     /// Device scratch bytes [`BatchCodec::compress_async`] needs for `count` chunks of at most
@@ -214,19 +215,24 @@ pub trait BatchCodec: Send + Sync {
             ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
         };
         unsafe {
-            match self.decodes_in_blocks(count, gpu.multiprocessors()) {
-                true => launch.run(gpu, Kernel::DecompressBlocks, BLOCK_DECODER_SHAPE, &args, stream)?,
-                false => launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream)?,
+            match self.block_decoder(count, gpu.multiprocessors()) {
+                Some(shape) => launch.run(gpu, Kernel::DecompressBlocks, shape, &args, stream)?,
+                None => launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream)?,
             }
             self.finish_decompress(gpu, &args, stream)
         }
     }
 }
 
-/// The block decoders' shape: a block of [`BLOCK_THREADS`] threads and all of an SM's shared
-/// memory per chunk.
-const BLOCK_DECODER_SHAPE: Shape =
-    Shape::Blocks { warps: BLOCK_THREADS / 32, shared_bytes: block::SHARED_BYTES, max_blocks: usize::MAX };
+/// Whether a batch of `count` chunks is at most `per_sm` chunks an SM deep on a GPU of
+/// `multiprocessors` SMs: where a codec's block decoder takes it (see
+/// [`BatchCodec::block_decoder`]). `FERROCOMP_BLOCK_DECODE_WAVES=N` makes it N for every codec,
+/// to measure where one decoder overtakes the other.
+pub(crate) fn is_small_batch(count: usize, multiprocessors: u32, per_sm: usize) -> bool {
+    static WAVES: OnceLock<Option<usize>> = OnceLock::new();
+    let waves = WAVES.get_or_init(|| std::env::var("FERROCOMP_BLOCK_DECODE_WAVES").ok().and_then(|v| v.parse().ok()));
+    count <= waves.unwrap_or(per_sm) * multiprocessors as usize
+}
 
 /// How a codec's kernels are spread over the GPU: what differs between codecs' launches.
 #[derive(Clone, Copy, Debug)]

@@ -1,12 +1,12 @@
 //! LZ4: standard LZ4 blocks, one per chunk, on the GPU (a warp per chunk, or a block of threads
 //! where the batch is small) or the CPU.
 
-use crate::batch::{BatchCodec, Launch, Shape};
+use crate::batch::{BatchCodec, Launch, Shape, is_small_batch};
 use ferrocomp_format::lz4::{self, HASH_ENTRIES, MAX_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, DataType, Status};
 use ferrocomp_kernels_gpu::lz4::COMPRESS_SHARED_BYTES_PER_WARP;
 use ferrocomp_kernels_gpu::lz77::DECOMPRESS_WARPS;
-use std::sync::OnceLock;
+use ferrocomp_kernels_gpu::lz77::block::{BLOCK_THREADS, SHARED_BYTES};
 
 /// The compress kernel's shape: a warp per chunk, four to a block, each with its 8 KiB hash
 /// table in shared memory (Snappy's compressor shares it).
@@ -31,14 +31,14 @@ pub struct Lz4 {
 /// `FERROCOMP_BLOCK_DECODE_WAVES=N` overrides it, to measure where one overtakes the other.
 const BLOCK_DECODE_WAVES: usize = 8;
 
-/// Whether LZ4's and Snappy's decoders take `count` chunks a block each on `multiprocessors`
-/// SMs: a block takes a whole SM, so a batch that is a few of them deep.
-pub(crate) fn decodes_in_blocks(count: usize, multiprocessors: u32) -> bool {
-    static WAVES: OnceLock<usize> = OnceLock::new();
-    let waves = *WAVES.get_or_init(|| {
-        std::env::var("FERROCOMP_BLOCK_DECODE_WAVES").ok().and_then(|v| v.parse().ok()).unwrap_or(BLOCK_DECODE_WAVES)
-    });
-    count <= waves * multiprocessors as usize
+/// LZ4's and Snappy's block decoder for `count` chunks on `multiprocessors` SMs: a block of
+/// [`BLOCK_THREADS`] threads and all of an SM's shared memory a chunk, for a batch a few SMs deep.
+pub(crate) fn block_decoder(count: usize, multiprocessors: u32) -> Option<Shape> {
+    is_small_batch(count, multiprocessors, BLOCK_DECODE_WAVES).then_some(Shape::Blocks {
+        warps: BLOCK_THREADS / 32,
+        shared_bytes: SHARED_BYTES,
+        max_blocks: usize::MAX,
+    })
 }
 
 impl BatchCodec for Lz4 {
@@ -54,8 +54,8 @@ impl BatchCodec for Lz4 {
         lz4::max_compressed_size(chunk_bytes)
     }
 
-    fn decodes_in_blocks(&self, count: usize, multiprocessors: u32) -> bool {
-        decodes_in_blocks(count, multiprocessors)
+    fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
+        block_decoder(count, multiprocessors)
     }
 
     fn launch(&self) -> Launch {

@@ -2,8 +2,8 @@
 //! compressor is LZ4's warp parse writing Snappy elements, the decoders LZ4's (a warp, or a block
 //! where the batch is small).
 
-use super::lz4::{COMPRESS_SHAPE, DECOMPRESS_SHAPE, SIZES_SHAPE, decodes_in_blocks};
-use crate::batch::{BatchCodec, Launch};
+use super::lz4::{COMPRESS_SHAPE, DECOMPRESS_SHAPE, SIZES_SHAPE, block_decoder};
+use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::snappy::{self, MAX_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, DataType, Status};
@@ -28,8 +28,8 @@ impl BatchCodec for Snappy {
         snappy::max_compressed_size(chunk_bytes)
     }
 
-    fn decodes_in_blocks(&self, count: usize, multiprocessors: u32) -> bool {
-        decodes_in_blocks(count, multiprocessors)
+    fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
+        block_decoder(count, multiprocessors)
     }
 
     fn launch(&self) -> Launch {

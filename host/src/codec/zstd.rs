@@ -1,10 +1,11 @@
 //! Zstandard (RFC 8878): one frame per chunk written, any frames (back to back, skippable ones
 //! included) read, as libzstd writes them. On the GPU a warp codes each chunk, its lanes sharing
-//! every phase; each warp keeps its tables in shared memory. Decoding needs no device memory
-//! but the output; encoding, a scratch slot per warp.
+//! every phase; each warp keeps its tables in shared memory. Small batches decode with a second
+//! warp a chunk reading the sequences ahead of the first. Decoding needs no device memory but
+//! the output; encoding, a scratch slot per warp.
 
 use crate::alloc::zeroed;
-use crate::batch::{BatchCodec, Launch, Shape};
+use crate::batch::{BatchCodec, Launch, Shape, is_small_batch};
 use ::zstd::zstd_safe::DCtx;
 use ferrocomp_format::zstd::check::check_blocks;
 use ferrocomp_format::zstd::encode::{self, CompressScratch, DEFAULT_LEVEL};
@@ -13,7 +14,9 @@ use ferrocomp_format::zstd::{self as format, DecodeTables, MAX_DECOMPRESSED_CHUN
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
 use ferrocomp_kernels_gpu::zstd::encode::{compress_scratch_bytes_per_warp, compress_shared_bytes_per_warp};
-use ferrocomp_kernels_gpu::zstd::{COMPRESS_WARPS, DECOMPRESS_WARPS, SIZES_WARPS};
+use ferrocomp_kernels_gpu::zstd::{COMPRESS_WARPS, DECOMPRESS_WARPS, PAIR_BLOCKS_PER_SM, PAIR_WARPS, SIZES_WARPS};
+
+const _: () = assert!(PAIR_DECODE_WAVES < PAIR_BLOCKS_PER_SM as usize, "a paired batch fits the GPU at once");
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
 
@@ -21,6 +24,12 @@ use std::ops::RangeInclusive;
 /// 2 and 3); more chunks are taken in turns. Each warp's work is mostly serial (each parse step's
 /// chain walk), so throughput comes from chunks in flight: 4096 is more than an H100 holds at once.
 const SLOTS: usize = 4096;
+
+/// Batches of at most this many chunks per SM decode with two warps a chunk, larger ones with
+/// one. On an H200 with 64 KiB chunks, two warps decode 256 chunks (16 MiB) at 6.8-8.9 GB/s
+/// where one takes 4.1-8.3, and 1,024 (64 MiB) at 17.5-24.3 where one (before the paired
+/// kernel landed) took 18.4-25.0 (bench/RESULTS.md, issue 48).
+const PAIR_DECODE_WAVES: usize = 4;
 
 /// Zstandard with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +76,16 @@ impl BatchCodec for Zstd {
 
     fn compress_scratch_size(&self, count: usize, _max_chunk_bytes: usize) -> usize {
         count.min(SLOTS) * compress_scratch_bytes_per_warp(self.level)
+    }
+
+    /// Two warps a chunk (`zstd_decompress_blocks`) for batches of up to [`PAIR_DECODE_WAVES`]
+    /// chunks an SM.
+    fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
+        is_small_batch(count, multiprocessors, PAIR_DECODE_WAVES).then_some(Shape::Blocks {
+            warps: PAIR_WARPS,
+            shared_bytes: DECODE_SHARED_BYTES_PER_WARP,
+            max_blocks: usize::MAX,
+        })
     }
 
     fn launch(&self) -> Launch {

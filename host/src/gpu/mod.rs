@@ -94,7 +94,8 @@ impl Gpu {
         };
         let function = |name: &str| module.function(name);
         let codec = |name: &str| -> Result<CodecKernels> {
-            // A codec has a block decoder where the kernels' launch bounds name one.
+            // A codec has a block decoder where the kernels' launch bounds name one; it may take
+            // as much shared memory as the LZ77 block decoder, the most any takes.
             let blocks = format!("{name}_decompress_blocks");
             let decompress_blocks = match kernels::LAUNCH_BOUNDS.iter().any(|&(kernel, ..)| kernel == blocks) {
                 true => Some(module.function_with_shared(&blocks, kernels::lz77::block::SHARED_BYTES)?),

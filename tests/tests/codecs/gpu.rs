@@ -188,18 +188,23 @@ fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
     }
 }
 
-/// LZ4's and Snappy's two decoders, a block per chunk (small batches) and a warp per chunk,
-/// give the CPU decoder's bytes and statuses on the same chunks: whole, damaged, cut, too
-/// large for the block decoder, and given too little room.
+/// The two decoders of LZ4, Snappy and Zstd, several warps a chunk (small batches) and a warp a
+/// chunk, give the CPU decoder's bytes and statuses on the same chunks: whole, damaged, cut,
+/// too large for LZ4's block decoder, and given too little room.
 #[test]
-fn lz4_and_snappy_decode_alike_by_blocks_and_by_warps() {
+fn small_batches_decode_alike_by_blocks_and_by_warps() {
     let Some(gpu) = gpu() else { return };
     let stream = gpu.stream().unwrap();
-    for options in [Options::Lz4(Lz4::default()), Options::Snappy(Snappy::default())] {
+    for options in [
+        Options::Lz4(Lz4::default()),
+        Options::Snappy(Snappy::default()),
+        Options::Zstd(Zstd { level: 1 }),
+        Options::Zstd(Zstd { level: 2 }),
+    ] {
         let codec = options.codec();
         let sms = gpu.multiprocessors();
-        let by_warps = (1..1 << 20).find(|&count| !codec.decodes_in_blocks(count, sms)).unwrap();
-        assert!(codec.decodes_in_blocks(1, sms), "{options:?}: one chunk decodes by blocks");
+        let by_warps = (1..1 << 20).find(|&count| codec.block_decoder(count, sms).is_none()).unwrap();
+        assert!(codec.block_decoder(1, sms).is_some(), "{options:?}: one chunk decodes by blocks");
         let mut chunks: Vec<Vec<u8>> = (0..by_warps as u64)
             .map(|i| match i % 5 {
                 0 => text_bytes(CHUNK, i),

@@ -26,10 +26,11 @@ use std::ops::RangeInclusive;
 const SLOTS: usize = 4096;
 
 /// Batches of at most this many chunks per SM decode with two warps a chunk, larger ones with
-/// one. On an H200 with 64 KiB chunks, two warps decode 256 chunks (16 MiB) at 6.8-8.9 GB/s
-/// where one takes 4.1-8.3, and 1,024 (64 MiB) at 17.5-24.3 where one (before the paired
-/// kernel landed) took 18.4-25.0 (bench/RESULTS.md, issue 48).
-const PAIR_DECODE_WAVES: usize = 4;
+/// one. On an H200 with 64 KiB chunks (levels 1 and 2, five data sets, one run), two warps
+/// decode 256 chunks (16 MiB) at 4.4-11.2 GB/s where one takes 3.8-9.9, and 768 (48 MiB) at
+/// 11.4-25.5 where one takes 10.9-23.3; at 1,024 (64 MiB) neither leads (bench/RESULTS.md,
+/// issue 48).
+const PAIR_DECODE_WAVES: usize = 6;
 
 /// Zstandard with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -242,23 +242,23 @@ unsafe fn decode_compressed<W: Warp, S: Sequencer>(
     }
     let section = content.get(header.len..header.len + header.stored).ok_or(Status::Malformed)?;
     let sequences = content.get(header.len + header.stored..).unwrap_or(&[]);
-    let job = sequences::read_header(sequences).map(|header| SequencesJob {
-        section: sequences,
-        header,
-        first_of_frame: !frame.sequences_read,
-    });
-    if let Ok(job) = &job
+    let first_of_frame = !frame.sequences_read;
+    let job =
+        || sequences::read_header(sequences).map(|header| SequencesJob { section: sequences, header, first_of_frame });
+    // Nothing of the sequences stays live across the literals' decoding but for a reader ahead.
+    let ahead = if S::READS_AHEAD { Some(job()) } else { None };
+    if let Some(Ok(job)) = &ahead
         && job.header.count > 0
     {
-        frame.sequences_read = true;
         unsafe { sequencer.start(warp, chunk, job) };
     }
-    let decoded_at = unsafe { chunk.out.add(literals_end(&frame.cursor) - header.regenerated) };
+    let decoded_at = unsafe { chunk.out.add(literals_end(cursor) - header.regenerated) };
     let literals = unsafe { read_literals(warp, chunk, &header, section, &mut frame.huffman_log, decoded_at)? };
     frame.cursor.literals_left = header.regenerated;
-    let job = job?;
+    let job = ahead.unwrap_or_else(job)?;
     let mut literal_at = 0;
     if job.header.count > 0 {
+        frame.sequences_read = true;
         literal_at = unsafe { sequencer.run(warp, chunk, &job, literals, &mut frame.cursor)? };
     }
     let cursor = &mut frame.cursor;

@@ -120,12 +120,14 @@ pub(super) struct SequencesJob<'a> {
 
 /// The writing warp's view of its reader.
 pub(super) trait Sequencer {
-    /// Starts reading `job`'s sequences, where the reader can work ahead (before the literals
-    /// decode).
+    /// Whether it reads a block's sequences ahead, from before its literals decode.
+    const READS_AHEAD: bool;
+
+    /// Starts reading `job`'s sequences, where it reads ahead (before the literals decode).
     ///
     /// # Safety
     /// `chunk`'s shared memory must be the block's.
-    unsafe fn start<W: Warp>(&mut self, warp: &W, chunk: &Job, job: &SequencesJob);
+    unsafe fn start<W: Warp>(&mut self, _warp: &W, _chunk: &Job, _job: &SequencesJob) {}
 
     /// Checks and writes `job`'s sequences (started) from `cursor`, their literals at
     /// `literals`; returns how many literals they took.
@@ -155,7 +157,7 @@ impl Default for InLane0 {
 }
 
 impl Sequencer for InLane0 {
-    unsafe fn start<W: Warp>(&mut self, _: &W, _: &Job, _: &SequencesJob) {}
+    const READS_AHEAD: bool = false;
 
     unsafe fn run<W: Warp>(
         &mut self,
@@ -221,6 +223,8 @@ impl<B: Block> Partner<'_, B> {
 }
 
 impl<B: Block> Sequencer for Partner<'_, B> {
+    const READS_AHEAD: bool = true;
+
     unsafe fn start<W: Warp>(&mut self, warp: &W, chunk: &Job, job: &SequencesJob) {
         if warp.lane() == 0 {
             let mailbox = unsafe { &mut (*chunk.shared).mailbox };

@@ -272,6 +272,7 @@ unsafe fn decode_compressed<W: Warp, S: Sequencer>(
 
 /// Where the block's literals are: raw ones in the input, RLE and Huffman-coded ones decoded at
 /// `decoded_at`. Reads (and keeps, in `huffman_log`) a Huffman tree.
+#[inline(always)] // see `write_batch_checked`
 unsafe fn read_literals<W: Warp>(
     warp: &W,
     chunk: &Job,

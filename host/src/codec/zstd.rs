@@ -79,7 +79,7 @@ impl BatchCodec for Zstd {
         count.min(SLOTS) * compress_scratch_bytes_per_warp(self.level)
     }
 
-    /// Two warps a chunk (`zstd_decompress_blocks`) for batches of up to [`PAIR_DECODE_WAVES`]
+    /// Two warps a chunk (`zstd_decompress_blocks`) for batches of up to `PAIR_DECODE_WAVES`
     /// chunks an SM.
     fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
         is_small_batch(count, multiprocessors, PAIR_DECODE_WAVES).then_some(Shape::Blocks {

@@ -50,7 +50,7 @@ pub(super) struct Mailbox {
 }
 
 /// The reader's state (its first lane's): the block's decoder and the frame's repeat offsets.
-pub(super) struct Reader<'a> {
+struct Reader<'a> {
     input: &'a [u8],
     decoder: Option<SequenceDecoder<'a>>,
     reps: RepeatOffsets,
@@ -59,7 +59,7 @@ pub(super) struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    pub(super) fn new(input: &'a [u8]) -> Self {
+    fn new(input: &'a [u8]) -> Self {
         Self { input, decoder: None, reps: RepeatOffsets::START, count: 0, decoded: 0 }
     }
 
@@ -68,7 +68,7 @@ impl<'a> Reader<'a> {
     /// # Safety
     /// `shared` must be the chunk's shared memory, the mailbox filled for `command`, and no
     /// other lane reading or writing the tables, the mailbox or the batch being decoded.
-    pub(super) unsafe fn serve(&mut self, shared: *mut WarpShared, command: u32) {
+    unsafe fn serve(&mut self, shared: *mut WarpShared, command: u32) {
         let mailbox = unsafe { &mut (*shared).mailbox };
         if command == START {
             let tables = unsafe { &mut (*shared).sequences };

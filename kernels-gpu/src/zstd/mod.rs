@@ -15,8 +15,13 @@ use encode::COMPRESS_SHARED_BYTES_PER_WARP;
 /// Warps per block of the decompress kernel: as many as a block's shared memory holds the
 /// tables of.
 pub const DECOMPRESS_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / DECODE_SHARED_BYTES_PER_WARP) as u32;
-/// Blocks per SM of the decompress kernel: as many as the SM's shared memory holds.
-pub const DECOMPRESS_BLOCKS_PER_SM: u32 = blocks_per_sm(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP);
+/// Blocks per SM of the decompress kernel: 16 warps at 128 registers, one block fewer than the
+/// SM's shared memory holds. At 20 warps and 96 registers the spills cost more than the warps
+/// gain (H200, 256 MiB in 64 KiB chunks, level 1, GB/s text / binary / float32 / int32 / Linux
+/// sources, one call: 30.5 / 66.5 / 26.5 / 29.7 / 40.1 at 96 registers, 32.3 / 71.6 / 29.8 / 37.7
+/// / 41.9 at 128).
+pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 4;
+const _: () = assert!(DECOMPRESS_BLOCKS_PER_SM <= blocks_per_sm(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP));
 /// Warps per block of the paired decompress kernel, `zstd_decompress_blocks`: a chunk's writer
 /// and its reader.
 pub const PAIR_WARPS: u32 = 2;

@@ -59,17 +59,6 @@ fn first_thread_agrees(codec: Codec, stream: &[u8], capacity: usize, threads: u3
     results
 }
 
-/// `n` incompressible bytes but for `repeats` 16-byte repeats spread through them from byte
-/// 1000 on: a short first run of literals, an input nearly as long as its output, and few
-/// sequences (or, with many repeats, more than the block copies in turn).
-fn sparse_repeats(n: usize, repeats: usize, seed: u64) -> Vec<u8> {
-    let mut data = random_bytes(n, seed);
-    for at in (1000..n - 16).step_by((n - 1016) / repeats).take(repeats) {
-        data.copy_within(at - 500..at - 484, at);
-    }
-    data
-}
-
 fn inputs() -> Vec<Vec<u8>> {
     let mut mixed = text_bytes(20_000, 3);
     mixed.extend(random_bytes(3000, 4));
@@ -85,8 +74,6 @@ fn inputs() -> Vec<Vec<u8>> {
         int32_bytes(16_384),
         short_repeats_bytes(30_000, 5),
         vec![0; 65_536],
-        sparse_repeats(65_536, 20, 6),
-        sparse_repeats(65_536, 300, 7),
     ]
 }
 

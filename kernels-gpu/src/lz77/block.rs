@@ -19,9 +19,8 @@
 //!    lies in an earlier step finds its literal in one read; within the step, sources are
 //!    followed back to a literal.
 //!
-//! A chunk that is mostly literals (incompressible data: a long first run, or an input nearly as
-//! long as its output) and has few sequences is decoded one sequence after another instead, all
-//! threads copying each.
+//! A chunk that is mostly one run of literals (incompressible data, a few sequences) is decoded
+//! one sequence after another instead, all threads copying each.
 //!
 //! Anything out of the ordinary (a malformed sequence on the real walk, a bad offset, an output
 //! too large or too small, an input too long) makes the first warp decode the chunk with the
@@ -104,17 +103,13 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
 ) -> Result<u32, Status> {
     let len = stream.end.saturating_sub(ip);
     let first = if len == 0 { None } else { syntax.sequence_at(stream, ip) };
-    let decoded = first.and_then(|first| {
-        // Mostly literals (a long first run, or an input nearly as long as the output, as of
-        // incompressible data): perhaps a few sequences, each copied by all.
-        let mostly_literals = first.literals >= len / 2 || len >= stream.capacity - stream.capacity / 8;
-        let in_turn = if mostly_literals { unsafe { decode_in_turn(block, syntax, stream, ip) } } else { None };
-        match in_turn {
-            Some(total) => Some(total),
-            None if len > MAX_INPUT => None,
-            None => unsafe { decode_here(block, warp, syntax, stream, ip, shared) },
-        }
-    });
+    let decoded = match first {
+        None => None,
+        // Mostly one run of literals (incompressible data): a few sequences, each copied by all.
+        Some(first) if first.literals >= len / 2 => unsafe { decode_in_turn(block, syntax, stream, ip) },
+        Some(_) if len > MAX_INPUT => None,
+        Some(_) => unsafe { decode_here(block, warp, syntax, stream, ip, shared) },
+    };
     match decoded {
         Some(total) => Ok(total),
         None if block.thread() < WARP_SIZE => unsafe {
@@ -150,20 +145,9 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(block: &B, syntax: &S, stream: &St
     (p, op) = (ip, 0);
     while p < stream.end {
         let Parsed { literals_at, literals, offset, len, next } = syntax.sequence_at(stream, p)?;
-        let (src, dst) = unsafe { (stream.block.add(literals_at as usize), stream.out.add(op as usize)) };
         let mut i = me;
-        // Four bytes a thread in flight at once, then the rest.
-        while i + 3 * threads < literals {
-            let (a, b, c, d) =
-                (i as usize, (i + threads) as usize, (i + 2 * threads) as usize, (i + 3 * threads) as usize);
-            unsafe {
-                let bytes = (*src.add(a), *src.add(b), *src.add(c), *src.add(d));
-                (*dst.add(a), *dst.add(b), *dst.add(c), *dst.add(d)) = bytes;
-            }
-            i += 4 * threads;
-        }
         while i < literals {
-            unsafe { *dst.add(i as usize) = *src.add(i as usize) };
+            unsafe { *stream.out.add((op + i) as usize) = *stream.block.add((literals_at + i) as usize) };
             i += threads;
         }
         op += literals;

@@ -309,9 +309,8 @@ unsafe fn heads<W: Warp>(warp: &W, stream: &Stream, ip: u32) -> u64 {
 
 /// Writes a batch's `total` bytes at `op` from its [`Scratch`], [`STEPS_PER_GROUP`] steps of 32
 /// at a time: in step k lane i writes byte `op + 32k + i`, from its sequence's literals or the
-/// output it repeats, and a group's loads all go out before its stores. A group with a match
-/// byte whose source the same group writes goes step by step instead, [`follow`]ing such a byte
-/// back to a final one where its source is in its own step.
+/// output it repeats, and a group's loads all go out before its stores. A match byte whose
+/// source the same group writes is [`follow`]ed back to a final one.
 ///
 /// # Safety
 /// As [`decode`], with `scratch` holding `batch`.
@@ -320,68 +319,44 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, scratch: &Scratch, bat
     const GROUP: usize = STEPS_PER_GROUP as usize;
     let lane = warp.lane();
     let up_to_lane = u32::MAX >> (WARP_SIZE - 1 - lane);
-    // Where this lane's byte of step k comes from (null past the batch), `started` counting the
-    // sequences that start before the step; where that source is at or after `fresh`, not
-    // written yet, `true` and (unless `chase` follows it back) null.
-    let source_in = |k: u32, started: &mut u32, fresh: u32, chase: bool| {
-        // Past the batch's steps the word is stale, but no lane writes there.
-        let starts = if k < MAX_STEPS { unsafe { *scratch.starts.add(k as usize) } } else { 0 };
-        let rank = (*started + (starts & up_to_lane).count_ones()).wrapping_sub(1);
-        *started += starts.count_ones();
-        let at = op + k * WARP_SIZE + lane;
-        if at - op >= batch.total {
-            return (core::ptr::null(), false);
-        }
-        let placed = unsafe { scratch.placed(rank) };
-        let i = at - placed.start;
-        if i < placed.literals {
-            (unsafe { stream.block.add((placed.literals_at + i) as usize) }, false)
-        } else if at - placed.offset < fresh {
-            (unsafe { stream.out.add((at - placed.offset) as usize) }, false)
-        } else if chase {
-            (unsafe { follow(stream, scratch, batch.placed, placed, i, fresh) }, true)
-        } else {
-            (core::ptr::null(), true)
-        }
-    };
-    let (mut started, mut step) = (0, 0);
+    let mut started = 0; // sequences starting before the step
+    let mut step = 0;
     while step * WARP_SIZE < batch.total {
-        let group = op + step * WARP_SIZE;
-        let mut after = started;
-        let sources: [(*const u8, bool); GROUP] = [
-            source_in(step, &mut after, group, false),
-            source_in(step + 1, &mut after, group, false),
-            source_in(step + 2, &mut after, group, false),
-            source_in(step + 3, &mut after, group, false),
-        ];
-        if warp.ballot(sources.iter().any(|&(_, unwritten)| unwritten)) == 0 {
-            let mut bytes = [0u8; GROUP];
-            for (byte, &(source, _)) in bytes.iter_mut().zip(&sources) {
-                if !source.is_null() {
-                    *byte = unsafe { *source };
-                }
+        let fresh = op + step * WARP_SIZE;
+        // Where lane's byte of step k comes from (null past the batch).
+        let mut source_in = |k: u32| {
+            // Past the batch's steps the word is stale, but no lane writes there.
+            let starts = if k < MAX_STEPS { unsafe { *scratch.starts.add(k as usize) } } else { 0 };
+            let rank = (started + (starts & up_to_lane).count_ones()).wrapping_sub(1);
+            started += starts.count_ones();
+            let at = op + k * WARP_SIZE + lane;
+            if at - op >= batch.total {
+                return core::ptr::null();
             }
-            for (j, (&byte, &(source, _))) in bytes.iter().zip(&sources).enumerate() {
-                if !source.is_null() {
-                    unsafe { *stream.out.add((group + j as u32 * WARP_SIZE + lane) as usize) = byte };
-                }
+            let placed = unsafe { scratch.placed(rank) };
+            let i = at - placed.start;
+            if i < placed.literals {
+                unsafe { stream.block.add((placed.literals_at + i) as usize) }
+            } else if at - placed.offset < fresh {
+                unsafe { stream.out.add((at - placed.offset) as usize) }
+            } else {
+                unsafe { follow(stream, scratch, batch.placed, placed, i, fresh) }
             }
-            warp.sync(); // the group's bytes are visible to every lane
-        } else {
-            // A byte repeats one the group writes (a run, an offset below 128): step by step, so
-            // that only sources in the step itself are followed back.
-            let mut k = step;
-            while k < step + STEPS_PER_GROUP {
-                let fresh = op + k * WARP_SIZE;
-                let (source, _) = source_in(k, &mut started, fresh, true);
-                if !source.is_null() {
-                    unsafe { *stream.out.add((fresh + lane) as usize) = *source };
-                }
-                warp.sync(); // the step's bytes are visible to every lane
-                k += 1;
+        };
+        let sources: [*const u8; GROUP] =
+            [source_in(step), source_in(step + 1), source_in(step + 2), source_in(step + 3)];
+        let mut bytes = [0u8; GROUP];
+        for (byte, &source) in bytes.iter_mut().zip(&sources) {
+            if !source.is_null() {
+                *byte = unsafe { *source };
             }
         }
-        started = after;
+        for (j, (&byte, &source)) in bytes.iter().zip(&sources).enumerate() {
+            if !source.is_null() {
+                unsafe { *stream.out.add((fresh + j as u32 * WARP_SIZE + lane) as usize) = byte };
+            }
+        }
+        warp.sync(); // the group's bytes are visible to every lane
         step += STEPS_PER_GROUP;
     }
 }

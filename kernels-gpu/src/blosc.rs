@@ -23,30 +23,21 @@ use ferrocomp_format::lz4::HASH_ENTRIES;
 /// have fewer streams to share out).
 pub const DECOMPRESS_WARPS: usize = 16;
 /// Shared memory a warp of the decompress kernel decodes a zstd or zlib stream with: Zstd's
-/// tables or Deflate's, whichever are larger, in 16-byte units.
+/// tables or Deflate's, whichever are larger.
 pub const STREAM_SHARED_BYTES_PER_WARP: usize = {
     let (zstd, deflate) =
         (crate::zstd::decode::DECODE_SHARED_BYTES_PER_WARP, crate::deflate::DECODE_SHARED_BYTES_PER_WARP);
-    (if zstd > deflate { zstd } else { deflate }).next_multiple_of(16)
+    if zstd > deflate { zstd } else { deflate }
 };
 /// Warps of a decompress CTA with room for those tables: two keep a CTA of 4 warps small
 /// enough that an SM holds 8 (32 warps) for the LZ4 streams most chunks hold.
 pub const TABLE_WARPS: usize = 2;
 /// Where the tables start in a decompress CTA's shared memory: after each warp's first failing
-/// stream and status. The other warps' scratch for LZ4 and Snappy streams (the table warps use
-/// their tables' room) follows the tables.
+/// stream and status.
 const STREAM_SHARED_AT: usize = DECOMPRESS_WARPS * 8;
-const _: () = assert!(STREAM_SHARED_AT.is_multiple_of(16));
-const _: () = assert!(STREAM_SHARED_BYTES_PER_WARP >= crate::lz77::DECODE_SHARED_BYTES_PER_WARP);
-
-/// Shared memory per CTA of `warps` warps of the decompress kernel.
-pub const fn decompress_shared_bytes(warps: usize) -> usize {
-    let lz77_warps = warps.saturating_sub(TABLE_WARPS);
-    STREAM_SHARED_AT
-        + TABLE_WARPS * STREAM_SHARED_BYTES_PER_WARP
-        + lz77_warps * crate::lz77::DECODE_SHARED_BYTES_PER_WARP
-}
-const _: () = assert!(decompress_shared_bytes(DECOMPRESS_WARPS) <= crate::SHARED_BYTES_PER_BLOCK);
+/// Shared memory per CTA of the decompress kernel.
+pub const DECOMPRESS_SHARED_BYTES: usize = STREAM_SHARED_AT + TABLE_WARPS * STREAM_SHARED_BYTES_PER_WARP;
+const _: () = assert!(DECOMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
 /// Scratch the unshuffle stages blocks in: as many slots of the batch's largest block as fit
 /// (and one more).
 pub const UNSHUFFLE_STAGING_BYTES: usize = 16 << 20;
@@ -97,14 +88,12 @@ pub fn unpack_options(options: u32) -> (usize, Shuffle) {
 
 /// Decodes `stream` of `chunk` into the `stream.decoded_len` bytes at `dest`, with the warp; a
 /// stream that is not raw needs a `compressor`. `shared`, the warp's, holds zstd's and zlib's
-/// tables, or LZ4's and Snappy's batches. The same checks and statuses as
-/// `ferrocomp_format::blosc::decompress_block`.
+/// tables. The same checks and statuses as `ferrocomp_format::blosc::decompress_block`.
 ///
 /// # Safety
 /// `chunk` must be readable for the stream's bytes, `dest` writable for `stream.decoded_len`
-/// bytes and `shared` (16-byte aligned) for [`STREAM_SHARED_BYTES_PER_WARP`] (for zstd and zlib;
-/// `crate::lz77::DECODE_SHARED_BYTES_PER_WARP` for LZ4 and Snappy), none of them written by others
-/// meanwhile.
+/// bytes and `shared` (4-byte aligned) for [`STREAM_SHARED_BYTES_PER_WARP`], none of them
+/// written by others meanwhile.
 pub unsafe fn decode_stream<W: Warp>(
     warp: &W,
     compressor: Option<Compressor>,
@@ -121,10 +110,10 @@ pub unsafe fn decode_stream<W: Warp>(
     }
     let decoded = match compressor {
         Some(Compressor::Lz4) => unsafe {
-            crate::lz4::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len, shared)
+            crate::lz4::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len)
         },
         Some(Compressor::Snappy) => unsafe {
-            crate::snappy::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len, shared)
+            crate::snappy::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len)
         },
         Some(Compressor::Zstd) => unsafe {
             crate::zstd::decode::decompress_chunk(warp, input, stream.len, dest, stream.decoded_len, shared)
@@ -285,12 +274,9 @@ mod kernels {
                 return Ok(n);
             }
             let (warp_index, warps) = (HardwareWarp::index_in_block() as usize, HardwareWarp::per_block() as usize);
-            let shared = dynamic_shared_memory::<u8>().wrapping_add(match warp_index.checked_sub(TABLE_WARPS) {
-                None => STREAM_SHARED_AT + warp_index * STREAM_SHARED_BYTES_PER_WARP,
-                Some(lz77_warp) => {
-                    decompress_shared_bytes(TABLE_WARPS) + lz77_warp * crate::lz77::DECODE_SHARED_BYTES_PER_WARP
-                }
-            });
+            // Past TABLE_WARPS no warp uses it.
+            let shared = dynamic_shared_memory::<u8>()
+                .wrapping_add(STREAM_SHARED_AT + warp_index.min(TABLE_WARPS - 1) * STREAM_SHARED_BYTES_PER_WARP);
             let failure = unsafe { decode_streams(warp, &header, input, chunk.output, shared, warp_index, warps) };
             // The chunk's status is that of its first failing stream, as the CPU decoder finds it.
             let failures = dynamic_shared_memory::<(u32, u32)>();

@@ -256,22 +256,21 @@ impl<W: Warp> WarpWriter<'_, W> {
 /// Decompresses the LZ4 block of `in_len` bytes at `block` into `out` (room for `capacity`
 /// bytes); returns the decompressed size, or the status `ferrocomp_format::lz4::decompress`
 /// gives for the same block. Runs of short sequences are decoded together
-/// ([`crate::lz77::decode`], with the warp's `scratch`); any other sequence goes through
-/// `Lz4Syntax::decode_one`, which checks everything as the scalar decoder does.
+/// ([`crate::lz77::decode`]); any other sequence goes through `Lz4Syntax::decode_one`, which
+/// checks everything as the scalar decoder does.
 ///
 /// # Safety
 /// `block` must be readable for `in_len` bytes and `out` writable for `capacity` bytes, and
-/// not written by anyone else meanwhile; `scratch` as for [`lz77::decode`].
+/// not written by anyone else meanwhile.
 pub unsafe fn decompress_chunk<W: Warp>(
     warp: &W,
     block: *const u8,
     in_len: usize,
     out: *mut u8,
     capacity: usize,
-    scratch: *mut u8,
 ) -> Result<usize, Status> {
     let stream = stream(block, in_len, out, capacity)?;
-    unsafe { lz77::decode(warp, &Lz4Syntax, &stream, 0, 0, scratch).map(|op| op as usize) }
+    unsafe { lz77::decode(warp, &Lz4Syntax, &stream, 0, 0).map(|op| op as usize) }
 }
 
 /// [`decompress_chunk`] by a block of threads ([`lz77::block`]), for batches too small to fill
@@ -486,9 +485,8 @@ mod kernels {
     use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::BatchArgs;
 
-    /// A warp per chunk compresses (its hash table in shared memory) and decompresses (its
-    /// batches in shared memory); a thread per chunk walks the sequences for the decompressed
-    /// size.
+    /// A warp per chunk compresses (its hash table in shared memory) and decompresses; a thread
+    /// per chunk walks the sequences for the decompressed size.
     pub struct Lz4;
 
     impl ChunkKernels for Lz4 {
@@ -505,8 +503,7 @@ mod kernels {
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            let scratch = warp_shared::<u8>(lz77::DECODE_SHARED_BYTES_PER_WARP);
-            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity, scratch) }
+            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity) }
         }
 
         unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {

@@ -105,17 +105,16 @@ impl<W: Warp> SequenceEncoder for WarpWriter<'_, W> {
 ///
 /// # Safety
 /// `input` must be readable for `in_len` bytes and `out` writable for `capacity` bytes, and not
-/// written by anyone else meanwhile; `scratch` as for [`lz77::decode`].
+/// written by anyone else meanwhile.
 pub unsafe fn decompress_chunk<W: Warp>(
     warp: &W,
     input: *const u8,
     in_len: usize,
     out: *mut u8,
     capacity: usize,
-    scratch: *mut u8,
 ) -> Result<usize, Status> {
     let (stream, start) = unsafe { stream(input, in_len, out, capacity)? };
-    unsafe { lz77::decode(warp, &SnappySyntax, &stream, start, 0, scratch).map(|op| op as usize) }
+    unsafe { lz77::decode(warp, &SnappySyntax, &stream, start, 0).map(|op| op as usize) }
 }
 
 /// [`decompress_chunk`] by a block of threads ([`lz77::block`]), for batches too small to fill
@@ -293,7 +292,7 @@ mod kernels {
     use ferrocomp_format::lz4::HASH_ENTRIES;
 
     /// A warp per chunk compresses (LZ4's parse, its hash table in shared memory) and
-    /// decompresses (LZ4's decoder); a thread per chunk reads the size from the preamble.
+    /// decompresses; a thread per chunk reads the size from the preamble.
     pub struct Snappy;
 
     impl ChunkKernels for Snappy {
@@ -311,8 +310,7 @@ mod kernels {
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            let scratch = warp_shared::<u8>(lz77::DECODE_SHARED_BYTES_PER_WARP);
-            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity, scratch) }
+            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity) }
         }
 
         unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {

@@ -11,12 +11,6 @@ pub fn agreed<T: PartialEq + std::fmt::Debug>(mut lanes: Vec<T>) -> T {
 }
 
 /// A pseudo-random sequence (xorshift64) from `seed`.
-/// A warp's shared memory of at least `bytes`, 16-byte aligned, holding garbage as a reused
-/// block's would.
-pub fn warp_shared(bytes: usize) -> Vec<u128> {
-    (0..bytes.div_ceil(16) as u128).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C834)).collect()
-}
-
 pub fn random_u64s(seed: u64) -> impl FnMut() -> u64 {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     move || {

@@ -9,7 +9,7 @@ use ferrocomp_kernels_gpu::blosc::{
     Direction, STREAM_SHARED_BYTES_PER_WARP, decode_stream, transpose_unit, transpose_units,
 };
 use ferrocomp_kernels_gpu::emulated;
-use ferrocomp_tests::{c_blosc, random_bytes, text_bytes, warp_shared};
+use ferrocomp_tests::{c_blosc, random_bytes, text_bytes};
 
 /// Numbers that shuffles help: a slow ramp of little-endian `u32`s, with some noise.
 fn ramp(n: usize) -> Vec<u8> {
@@ -37,7 +37,8 @@ fn kernel_decompress(chunk: &[u8]) -> Result<Vec<u8>, Status> {
         return Ok(out);
     }
     // The warp's shared memory, garbage first as a reused CTA's would be.
-    let mut shared = warp_shared(STREAM_SHARED_BYTES_PER_WARP);
+    let mut shared: Vec<u32> =
+        (0..STREAM_SHARED_BYTES_PER_WARP.div_ceil(4) as u32).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
     let shared_at = shared.as_mut_ptr() as usize;
     for block in 0..header.block_count() {
         if header.compressor().is_none() {

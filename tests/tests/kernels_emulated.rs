@@ -3,8 +3,8 @@
 
 use ferrocomp_format::lz4::{self, HASH_ENTRIES};
 use ferrocomp_format::{DataType, Status, crc32};
-use ferrocomp_kernels_gpu::{copy, crc32 as gpu_crc32, emulated, lz4 as gpu_lz4, lz77};
-use ferrocomp_tests::{agreed, random_bytes, short_repeats_bytes, text_bytes, warp_shared};
+use ferrocomp_kernels_gpu::{copy, crc32 as gpu_crc32, emulated, lz4 as gpu_lz4};
+use ferrocomp_tests::{agreed, random_bytes, short_repeats_bytes, text_bytes};
 
 fn warp_compress(input: &[u8], data_type: DataType, capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];
@@ -21,10 +21,9 @@ fn warp_compress(input: &[u8], data_type: DataType, capacity: usize) -> Result<V
 
 fn warp_decompress(block: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];
-    let mut scratch = warp_shared(lz77::DECODE_SHARED_BYTES_PER_WARP);
-    let (b, o, s) = (block.as_ptr() as usize, out.as_mut_ptr() as usize, scratch.as_mut_ptr() as usize);
+    let (b, o) = (block.as_ptr() as usize, out.as_mut_ptr() as usize);
     let result = agreed(emulated::run(|warp| unsafe {
-        gpu_lz4::decompress_chunk(warp, b as *const u8, block.len(), o as *mut u8, capacity, s as *mut u8)
+        gpu_lz4::decompress_chunk(warp, b as *const u8, block.len(), o as *mut u8, capacity)
     }));
     result.map(|n| {
         out.truncate(n);

@@ -4,8 +4,8 @@
 
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::{DataType, Status, snappy};
-use ferrocomp_kernels_gpu::{emulated, lz77, snappy as gpu_snappy};
-use ferrocomp_tests::{agreed, random_bytes, short_repeats_bytes, text_bytes, warp_shared};
+use ferrocomp_kernels_gpu::{emulated, snappy as gpu_snappy};
+use ferrocomp_tests::{agreed, random_bytes, short_repeats_bytes, text_bytes};
 
 fn warp_compress(input: &[u8], data_type: DataType) -> Result<Vec<u8>, Status> {
     let capacity = snappy::max_compressed_size(input.len());
@@ -21,10 +21,9 @@ fn warp_compress(input: &[u8], data_type: DataType) -> Result<Vec<u8>, Status> {
 fn warp_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];
     let exact: Box<[u8]> = stream.into(); // an allocation of the stream's size, for a sanitizer
-    let mut scratch = warp_shared(lz77::DECODE_SHARED_BYTES_PER_WARP);
-    let (s, o, t) = (exact.as_ptr() as usize, out.as_mut_ptr() as usize, scratch.as_mut_ptr() as usize);
+    let (s, o) = (exact.as_ptr() as usize, out.as_mut_ptr() as usize);
     let result = agreed(emulated::run(|warp| unsafe {
-        gpu_snappy::decompress_chunk(warp, s as *const u8, stream.len(), o as *mut u8, capacity, t as *mut u8)
+        gpu_snappy::decompress_chunk(warp, s as *const u8, stream.len(), o as *mut u8, capacity)
     }));
     result.map(|n| out[..n].to_vec())
 }

@@ -13,8 +13,8 @@ use ferrocomp_format::deflate::Wrapper;
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::{Algorithm, BatchArgs, Status};
 use ferrocomp_kernels_gpu::blosc::{
-    COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECOMPRESS_WARPS, UNSHUFFLE_CTAS, UNSHUFFLE_SHARED_BYTES, UNSHUFFLE_THREADS,
-    compress_slot_bytes, decompress_scratch_bytes, decompress_shared_bytes,
+    COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECOMPRESS_SHARED_BYTES, DECOMPRESS_WARPS, UNSHUFFLE_CTAS,
+    UNSHUFFLE_SHARED_BYTES, UNSHUFFLE_THREADS, compress_slot_bytes, decompress_scratch_bytes,
 };
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -105,7 +105,7 @@ impl BatchCodec for Blosc {
         };
         let one_wave = (RESIDENT_WARPS / count.max(1)).clamp(4, DECOMPRESS_WARPS) as u32;
         let warps = by_size.min(1 << one_wave.ilog2());
-        Shape::Blocks { warps, shared_bytes: decompress_shared_bytes(warps as usize), max_blocks: SLOTS }
+        Shape::Blocks { warps, shared_bytes: DECOMPRESS_SHARED_BYTES, max_blocks: SLOTS }
     }
 
     /// Unshuffles the decoded chunks in place.

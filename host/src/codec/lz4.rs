@@ -5,14 +5,14 @@ use crate::batch::{BatchCodec, Launch, Shape, is_small_batch};
 use ferrocomp_format::lz4::{self, HASH_ENTRIES, MAX_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, DataType, Status};
 use ferrocomp_kernels_gpu::lz4::COMPRESS_SHARED_BYTES_PER_WARP;
+use ferrocomp_kernels_gpu::lz77::DECOMPRESS_WARPS;
 use ferrocomp_kernels_gpu::lz77::block::{BLOCK_THREADS, SHARED_BYTES};
-use ferrocomp_kernels_gpu::lz77::{DECODE_SHARED_BYTES_PER_WARP, DECOMPRESS_WARPS};
 
 /// The compress kernel's shape: a warp per chunk, four to a block, each with its 8 KiB hash
 /// table in shared memory (Snappy's compressor shares it).
 pub(crate) const COMPRESS_SHAPE: Shape = Shape::warps(4, COMPRESS_SHARED_BYTES_PER_WARP);
-/// The decompress kernel's shape, each warp with room for its batches (Snappy's decoder shares it).
-pub(crate) const DECOMPRESS_SHAPE: Shape = Shape::warps(DECOMPRESS_WARPS, DECODE_SHARED_BYTES_PER_WARP);
+/// The decompress kernel's shape (Snappy's decoder shares it).
+pub(crate) const DECOMPRESS_SHAPE: Shape = Shape::warps(DECOMPRESS_WARPS, 0);
 /// The size kernel's shape: a thread per chunk.
 pub(crate) const SIZES_SHAPE: Shape = Shape::Threads { per_block: 128, shared_bytes: 0 };
 

@@ -71,10 +71,8 @@ const ENTRIES_AT: usize = ORIGINS_AT + 2 * MAX_OUTPUT as usize;
 const RUNS_AT: usize = ENTRIES_AT + 4 * BLOCK_THREADS as usize;
 const RUN_COUNT_AT: usize = RUNS_AT + 16 * MAX_LONG_RUNS as usize;
 const FAILED_AT: usize = RUN_COUNT_AT + 4;
-/// The warp decoder's scratch, where the first warp decodes a chunk the block leaves to it.
-const WARP_DECODER_AT: usize = (FAILED_AT + 4).next_multiple_of(16);
 /// Shared memory a block needs: within the 227 KiB a block of an H100 or H200 may have.
-pub const SHARED_BYTES: usize = WARP_DECODER_AT + super::DECODE_SHARED_BYTES_PER_WARP;
+pub const SHARED_BYTES: usize = FAILED_AT + 4;
 const _: () = assert!(SHARED_BYTES <= 227 << 10);
 const _: () = assert!(INPUT_AT.is_multiple_of(4) && INPUT_AT + MAX_INPUT as usize + 3 <= ENTRIES_AT);
 
@@ -112,9 +110,7 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
     };
     match decoded {
         Some(total) => Ok(total),
-        None if block.thread() < WARP_SIZE => unsafe {
-            warp_decode(warp, syntax, stream, ip, 0, shared.add(WARP_DECODER_AT))
-        },
+        None if block.thread() < WARP_SIZE => unsafe { warp_decode(warp, syntax, stream, ip, 0) },
         None => Ok(0),
     }
 }

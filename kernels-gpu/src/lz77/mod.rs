@@ -4,10 +4,8 @@
 //! Runs of short sequences (at most [`SHORT_SEQUENCE`] bytes) are decoded together: each lane
 //! parses the sequence that would start at its position of the next 32 input bytes (the warp
 //! loads those bytes once), the real ones are found by pointer jumping, a prefix sum places
-//! them, and they go to shared memory in order, with a bitmask a step of where each starts. The
-//! output is then written 32 bytes a step, four steps' loads in flight together: a lane finds
-//! its byte's sequence by counting the starts before it, and a match byte whose source the same
-//! steps write follows that byte back to its own source. Any other sequence goes through
+//! them, and the output is written 32 bytes a step, a match byte whose source the same step
+//! writes following that byte back to its own source. Any other sequence goes through
 //! [`Syntax::decode_one`], which checks everything as the format crate's scalar decoder does.
 //!
 //! Where a batch has too few chunks to fill the GPU a warp each, a block of threads decodes each
@@ -94,22 +92,11 @@ pub trait Syntax {
     -> Result<bool, Status>;
 }
 
-/// Shared memory the warp decoder needs, per warp, 16-byte aligned: a batch's sequences in
-/// order, and where they start, step by step (see [`Scratch`]).
-pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<[Placed; WARP_SIZE as usize]>() + 4 * MAX_STEPS as usize;
-
-/// Output bytes a lane writes of each group of steps: four loads in flight where one step had one.
-const STEPS_PER_GROUP: u32 = 4;
-/// Most 32-byte steps a batch of short sequences writes.
-const MAX_STEPS: u32 = SHORT_SEQUENCE;
-
 /// Decodes `stream` from input `ip` and output `op` to its end; returns the output size.
-/// `scratch` is the warp's [`DECODE_SHARED_BYTES_PER_WARP`] of shared memory.
 ///
 /// # Safety
 /// `stream.block` must be readable for `stream.end` bytes and `stream.out` writable for
-/// `stream.capacity` bytes, and not written by anyone else meanwhile; `scratch` must be this
-/// warp's alone, 16-byte aligned.
+/// `stream.capacity` bytes, and not written by anyone else meanwhile.
 #[inline(always)]
 pub unsafe fn decode<W: Warp, S: Syntax>(
     warp: &W,
@@ -117,98 +104,64 @@ pub unsafe fn decode<W: Warp, S: Syntax>(
     stream: &Stream,
     mut ip: u32,
     mut op: u32,
-    scratch: *mut u8,
 ) -> Result<u32, Status> {
-    let scratch = Scratch::at(scratch);
     loop {
-        let batch = unsafe { short_sequences(warp, syntax, stream, &scratch, ip, op) };
+        let batch = unsafe { short_sequences(warp, syntax, stream, ip, op) };
         if batch.sequences == 0 {
             if unsafe { syntax.decode_one(warp, stream, &mut ip, &mut op)? } {
                 return Ok(op);
             }
         } else {
-            unsafe { write_batch(warp, stream, &scratch, &batch, op) };
+            unsafe { write_batch(warp, stream, &batch, op) };
             (ip, op) = (batch.next_ip, op + batch.total);
         }
     }
 }
 
-/// A sequence of a batch as the writer reads it: where its output starts, its literals (count
-/// and input position) and its match's offset.
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-struct Placed {
-    start: u32,
-    literals: u32,
-    literals_at: u32,
-    offset: u32,
-}
-
-/// A warp's batch in shared memory: `placed[r]` is the batch's r-th sequence of at least one
-/// byte, and bit i of `starts[k]` says whether one starts at byte i of step k (the batch's
-/// output bytes 32k to 32k + 31). Lane i's sequence in step k is then the one ranked by the
-/// starts at or before it: no search.
-struct Scratch {
-    placed: *mut Placed,
-    starts: *mut u32,
-}
-
-impl Scratch {
-    fn at(scratch: *mut u8) -> Self {
-        let placed = scratch as *mut Placed;
-        Scratch { placed, starts: placed.wrapping_add(WARP_SIZE as usize) as *mut u32 }
-    }
-
-    /// The sequence ranked `rank`.
-    ///
-    /// # Safety
-    /// `rank` must be below the batch's placed count.
-    #[inline(always)]
-    unsafe fn placed(&self, rank: u32) -> Placed {
-        unsafe { *self.placed.add(rank as usize) }
-    }
-
-    /// The rank of the sequence writing output byte `at` (at least the first one's start), of
-    /// `count` placed: a binary search, for the rare bytes followed back within a step.
-    #[inline(always)]
-    unsafe fn rank_of(&self, at: u32, count: u32) -> u32 {
-        let (mut rank, mut half) = (0, WARP_SIZE / 2);
-        while half > 0 {
-            if rank + half < count && unsafe { self.placed(rank + half) }.start <= at {
-                rank += half;
-            }
-            half /= 2;
-        }
-        rank
-    }
-}
-
-/// Short sequences found together, laid out in the warp's [`Scratch`].
+/// Short sequences found together. Lane k describes the sequence that would start k bytes into
+/// the batch's input (a real one where the chain of sequences passed through k).
 struct Batch {
     /// How many sequences; 0 when the next one must be decoded alone.
     sequences: u32,
-    /// How many of them write a byte or more (those placed).
-    placed: u32,
     /// Input position after the batch.
     next_ip: u32,
     /// Output bytes of the batch.
     total: u32,
+    /// Whether a match may read bytes of its own 32-byte step (a source within 32 bytes back,
+    /// reaching into the batch), which then need following back to final ones.
+    chases: bool,
+    /// The last real sequence's lane at or before this lane.
+    owner: u32,
+    /// Output position of the owner's literals (grows with the lane).
+    owner_start: u32,
+    /// Input position of this lane's literals.
+    literals_at: u32,
+    /// Literal bytes of this lane's sequence.
+    literals: u32,
+    /// Match offset of this lane's sequence.
+    offset: u32,
+}
+
+impl Batch {
+    /// Lane `j`'s sequence, as every lane sees it: its owner's output start, literal count,
+    /// literals' input position and offset.
+    #[inline(always)]
+    fn owned_by<W: Warp>(&self, warp: &W, j: u32) -> (u32, u32, u32, u32) {
+        let owner = warp.shuffle(self.owner, j);
+        let start = warp.shuffle(self.owner_start, j);
+        (
+            start,
+            warp.shuffle(self.literals, owner),
+            warp.shuffle(self.literals_at, owner),
+            warp.shuffle(self.offset, owner),
+        )
+    }
 }
 
 /// The run of short sequences starting at input `ip` (output `op`) that can be written
-/// together, placed in `scratch`; `sequences` is 0 when the next one is not such.
-///
-/// # Safety
-/// As [`decode`].
+/// together; `sequences` is 0 when the next one is not such.
 #[inline(always)]
-unsafe fn short_sequences<W: Warp, S: Syntax>(
-    warp: &W,
-    syntax: &S,
-    stream: &Stream,
-    scratch: &Scratch,
-    ip: u32,
-    op: u32,
-) -> Batch {
+unsafe fn short_sequences<W: Warp, S: Syntax>(warp: &W, syntax: &S, stream: &Stream, ip: u32, op: u32) -> Batch {
     let lane = warp.lane();
     let head = if S::READS_HEAD { unsafe { heads(warp, stream, ip) } } else { 0 };
     let parsed = syntax.short_sequence(stream, ip + lane, head);
@@ -244,32 +197,26 @@ unsafe fn short_sequences<W: Warp, S: Syntax>(
     let first_bad = warp.ballot(bad).trailing_zeros();
     let real = if first_bad == WARP_SIZE { real } else { real & ((1 << first_bad) - 1) };
     if real == 0 {
-        return Batch { sequences: 0, placed: 0, next_ip: ip, total: 0 };
+        return Batch {
+            sequences: 0,
+            next_ip: ip,
+            total: 0,
+            chases: false,
+            owner: 0,
+            owner_start: 0,
+            literals_at,
+            literals,
+            offset,
+        };
     }
     let last = 31 - real.leading_zeros();
     let total = warp.shuffle(end_of_mine, last) - op;
     let next_ip = warp.shuffle(next, last);
-    let mine = real >> lane & 1 != 0;
-
-    // Lay them out for the writer: the previous batch's readers are done (it ended on a sync).
-    let steps = total.div_ceil(WARP_SIZE);
-    if lane < steps {
-        unsafe { *scratch.starts.add(lane as usize) = 0 };
-    }
-    if lane + WARP_SIZE < steps {
-        unsafe { *scratch.starts.add((lane + WARP_SIZE) as usize) = 0 };
-    }
-    warp.sync(); // cleared before any lane marks a start
-    let placing = mine && bytes > 0;
-    let placers = warp.ballot(placing);
-    if placing {
-        let rank = (placers & ((1 << lane) - 1)).count_ones();
-        unsafe { *scratch.placed.add(rank as usize) = Placed { start, literals, literals_at, offset } };
-        let at = start - op;
-        unsafe { crate::raw::shared_or(scratch.starts.add((at / WARP_SIZE) as usize), 1 << (at % WARP_SIZE)) };
-    }
-    warp.sync(); // placed before any lane reads them
-    Batch { sequences: real.count_ones(), placed: placers.count_ones(), next_ip, total }
+    let owner = scan_max(warp, if real >> lane & 1 != 0 { lane } else { 0 });
+    let owner_start = warp.shuffle(start, owner);
+    let chases = warp.ballot(real >> lane & 1 != 0 && len > 0 && offset < WARP_SIZE && match_start + len > op + offset);
+    let (sequences, chases) = (real.count_ones(), chases != 0);
+    Batch { sequences, next_ip, total, chases, owner, owner_start, literals_at, literals, offset }
 }
 
 /// The 8 input bytes from `ip + lane`, little-endian, for each lane: the warp loads the aligned
@@ -307,87 +254,71 @@ unsafe fn heads<W: Warp>(warp: &W, stream: &Stream, ip: u32) -> u64 {
     (funnel(middle, high, bits) as u64) << 32 | funnel(low, middle, bits) as u64
 }
 
-/// Writes a batch's `total` bytes at `op` from its [`Scratch`], [`STEPS_PER_GROUP`] steps of 32
-/// at a time: in step k lane i writes byte `op + 32k + i`, from its sequence's literals or the
-/// output it repeats, and a group's loads all go out before its stores. A match byte whose
-/// source the same group writes is [`follow`]ed back to a final one.
-///
-/// # Safety
-/// As [`decode`], with `scratch` holding `batch`.
+/// Writes a batch's `total` bytes at `op`, 32 a step: lane i writes byte `op + step + i`, from
+/// its sequence's literals or the output it repeats. In a batch that [`Batch::chases`], a match
+/// byte whose source the same step writes is [`follow`]ed back to a final one.
 #[inline(always)]
-unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, scratch: &Scratch, batch: &Batch, op: u32) {
-    const GROUP: usize = STEPS_PER_GROUP as usize;
+unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, batch: &Batch, op: u32) {
     let lane = warp.lane();
-    let up_to_lane = u32::MAX >> (WARP_SIZE - 1 - lane);
-    let mut started = 0; // sequences starting before the step
     let mut step = 0;
-    while step * WARP_SIZE < batch.total {
-        let fresh = op + step * WARP_SIZE;
-        // Where lane's byte of step k comes from (null past the batch).
-        let mut source_in = |k: u32| {
-            // Past the batch's steps the word is stale, but no lane writes there.
-            let starts = if k < MAX_STEPS { unsafe { *scratch.starts.add(k as usize) } } else { 0 };
-            let rank = (started + (starts & up_to_lane).count_ones()).wrapping_sub(1);
-            started += starts.count_ones();
-            let at = op + k * WARP_SIZE + lane;
-            if at - op >= batch.total {
-                return core::ptr::null();
-            }
-            let placed = unsafe { scratch.placed(rank) };
-            let i = at - placed.start;
-            if i < placed.literals {
-                unsafe { stream.block.add((placed.literals_at + i) as usize) }
-            } else if at - placed.offset < fresh {
-                unsafe { stream.out.add((at - placed.offset) as usize) }
-            } else {
-                unsafe { follow(stream, scratch, batch.placed, placed, i, fresh) }
-            }
+    while step < batch.total {
+        let fresh = op + step;
+        let (at, writing) = (fresh + lane, step + lane < batch.total);
+        let (start, literals, literals_at, offset) =
+            batch.owned_by(warp, last_starting_by(warp, batch.owner_start, at));
+        let i = at - start;
+        let unwritten = writing && i >= literals && at - offset >= fresh;
+        let followed = if batch.chases && warp.ballot(unwritten) != 0 {
+            unsafe { follow(warp, stream, batch, unwritten, at, fresh) }
+        } else {
+            core::ptr::null()
         };
-        let sources: [*const u8; GROUP] =
-            [source_in(step), source_in(step + 1), source_in(step + 2), source_in(step + 3)];
-        let mut bytes = [0u8; GROUP];
-        for (byte, &source) in bytes.iter_mut().zip(&sources) {
-            if !source.is_null() {
-                *byte = unsafe { *source };
-            }
+        if writing {
+            let src = if i < literals {
+                unsafe { stream.block.add((literals_at + i) as usize) }
+            } else if unwritten {
+                followed
+            } else {
+                unsafe { stream.out.add((at - offset) as usize) }
+            };
+            unsafe { *stream.out.add(at as usize) = *src };
         }
-        for (j, (&byte, &source)) in bytes.iter().zip(&sources).enumerate() {
-            if !source.is_null() {
-                unsafe { *stream.out.add((fresh + j as u32 * WARP_SIZE + lane) as usize) = byte };
-            }
-        }
-        warp.sync(); // the group's bytes are visible to every lane
-        step += STEPS_PER_GROUP;
+        warp.sync(); // the step's bytes are visible to every lane
+        step += WARP_SIZE;
     }
 }
 
-/// Where match byte `i` of `placed` (one of `count` placed sequences) is final, its source lying
-/// at or after `fresh`, where the bytes are not final yet: its match's source, followed back
-/// until it lies before `fresh` or in a sequence's literals in the input. Each hop lands in an
-/// earlier sequence, or before its own match.
-///
-/// # Safety
-/// As [`write_batch`].
+/// Where the byte at output `from` is final, for the lanes `pending` (bytes of the step starting
+/// at `fresh`): its sequence's literal in the input, or its match's source, followed back until
+/// it lies before the step; each hop lands in an earlier sequence or its literals.
 #[inline(always)]
-unsafe fn follow(
+unsafe fn follow<W: Warp>(
+    warp: &W,
     stream: &Stream,
-    scratch: &Scratch,
-    count: u32,
-    mut placed: Placed,
-    mut i: u32,
+    batch: &Batch,
+    mut pending: bool,
+    mut from: u32,
     fresh: u32,
 ) -> *const u8 {
-    loop {
-        let from = source(placed.start + placed.literals, placed.offset, i - placed.literals, fresh);
-        if from < fresh {
-            return unsafe { stream.out.add(from as usize) };
-        }
-        placed = unsafe { scratch.placed(scratch.rank_of(from, count)) };
-        i = from - placed.start;
-        if i < placed.literals {
-            return unsafe { stream.block.add((placed.literals_at + i) as usize) };
+    let mut src = core::ptr::null();
+    while warp.ballot(pending) != 0 {
+        let (start, literals, literals_at, offset) =
+            batch.owned_by(warp, last_starting_by(warp, batch.owner_start, from));
+        if pending {
+            let i = from - start;
+            if i < literals {
+                src = unsafe { stream.block.add((literals_at + i) as usize) };
+                pending = false;
+            } else {
+                from = source(start + literals, offset, i - literals, fresh);
+                if from < fresh {
+                    src = unsafe { stream.out.add(from as usize) };
+                    pending = false;
+                }
+            }
         }
     }
+    src
 }
 
 /// Where byte `i` of a match at output `to` comes from, `offset` back, while the bytes from

@@ -59,6 +59,17 @@ fn first_thread_agrees(codec: Codec, stream: &[u8], capacity: usize, threads: u3
     results
 }
 
+/// `n` incompressible bytes but for `repeats` 16-byte repeats spread through them from byte
+/// 1000 on: a short first run of literals, an input nearly as long as its output, and few
+/// sequences (or, with many repeats, more than the block copies in turn).
+fn sparse_repeats(n: usize, repeats: usize, seed: u64) -> Vec<u8> {
+    let mut data = random_bytes(n, seed);
+    for at in (1000..n - 16).step_by((n - 1016) / repeats).take(repeats) {
+        data.copy_within(at - 500..at - 484, at);
+    }
+    data
+}
+
 fn inputs() -> Vec<Vec<u8>> {
     let mut mixed = text_bytes(20_000, 3);
     mixed.extend(random_bytes(3000, 4));
@@ -74,6 +85,8 @@ fn inputs() -> Vec<Vec<u8>> {
         int32_bytes(16_384),
         short_repeats_bytes(30_000, 5),
         vec![0; 65_536],
+        sparse_repeats(65_536, 20, 6),
+        sparse_repeats(65_536, 300, 7),
     ]
 }
 
@@ -111,7 +124,9 @@ fn the_block_decodes_every_stream_itself_in_every_thread() {
 #[test]
 fn damaged_cut_and_oversized_streams_get_the_scalar_result() {
     for codec in [Codec::Lz4, Codec::Snappy] {
-        for input in [text_bytes(30_000, 7), int32_bytes(4000), short_repeats_bytes(12_000, 8)] {
+        for input in
+            [text_bytes(30_000, 7), int32_bytes(4000), short_repeats_bytes(12_000, 8), sparse_repeats(9000, 6, 9)]
+        {
             for stream in compressed(codec, &input) {
                 for damaged in damaged_copies(&stream, 12, input.len() as u64) {
                     first_thread_agrees(codec, &damaged, input.len(), 128);

@@ -19,8 +19,9 @@
 //!    lies in an earlier step finds its literal in one read; within the step, sources are
 //!    followed back to a literal.
 //!
-//! A chunk that is mostly one run of literals (incompressible data, a few sequences) is decoded
-//! one sequence after another instead, all threads copying each.
+//! A chunk that is mostly literals (incompressible data: a long first run, or an input nearly as
+//! long as its output) and has few sequences is decoded one sequence after another instead, from
+//! the input staged in shared memory, all threads copying each.
 //!
 //! Anything out of the ordinary (a malformed sequence on the real walk, a bad offset, an output
 //! too large or too small, an input too long) makes the first warp decode the chunk with the
@@ -100,14 +101,14 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
     shared: *mut u8,
 ) -> Result<u32, Status> {
     let len = stream.end.saturating_sub(ip);
-    let first = if len == 0 { None } else { syntax.sequence_at(stream, ip) };
-    let decoded = match first {
-        None => None,
-        // Mostly one run of literals (incompressible data): a few sequences, each copied by all.
-        Some(first) if first.literals >= len / 2 => unsafe { decode_in_turn(block, syntax, stream, ip) },
-        Some(_) if len > MAX_INPUT => None,
-        Some(_) => unsafe { decode_here(block, warp, syntax, stream, ip, shared) },
-    };
+    let first = if len == 0 || stream.end > MAX_INPUT { None } else { syntax.sequence_at(stream, ip) };
+    let decoded = first.and_then(|first| {
+        // Mostly literals (a long first run, or an input nearly as long as its output, as of
+        // incompressible data): perhaps a few sequences, each copied by all.
+        let mostly_literals = first.literals >= len / 2 || len >= stream.capacity - stream.capacity / 8;
+        let in_turn = if mostly_literals { unsafe { decode_in_turn(block, syntax, stream, ip, shared) } } else { None };
+        in_turn.or_else(|| unsafe { decode_here(block, warp, syntax, stream, ip, shared) })
+    });
     match decoded {
         Some(total) => Ok(total),
         None if block.thread() < WARP_SIZE => unsafe { warp_decode(warp, syntax, stream, ip, 0) },
@@ -119,31 +120,56 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
 /// copying a share of each: `None` (nothing written) where it has more, or is not valid.
 ///
 /// # Safety
-/// As [`decode`].
+/// As [`decode`], with the input at most [`MAX_INPUT`] bytes.
 #[inline(always)]
-unsafe fn decode_in_turn<B: Block, S: Syntax>(block: &B, syntax: &S, stream: &Stream, ip: u32) -> Option<u32> {
+unsafe fn decode_in_turn<B: Block, S: Syntax>(
+    block: &B,
+    syntax: &S,
+    stream: &Stream,
+    ip: u32,
+    shared: *mut u8,
+) -> Option<u32> {
+    // The input in shared memory: the walks below are chains of dependent loads, and every
+    // literal is read from there.
+    let staged = unsafe { shared.add(INPUT_AT + stream.block as usize % 4) };
+    unsafe { stage(block, stream, staged) };
+    let stream = &Stream { block: staged, ..*stream };
     // Every thread walks the sequences (the loads are the same in all) and checks them first.
-    let (mut p, mut op, mut count) = (ip, 0u32, 0);
-    while p < stream.end {
-        let Parsed { literals, offset, len, next, .. } = syntax.sequence_at(stream, p)?;
-        count += 1;
-        op = op.checked_add(literals)?;
-        if count > FEW_SEQUENCES || (len > 0 && (offset == 0 || offset > op)) {
-            return None;
+    let checked = || {
+        let (mut p, mut op, mut count) = (ip, 0u32, 0);
+        while p < stream.end {
+            let Parsed { literals, offset, len, next, .. } = syntax.sequence_at(stream, p)?;
+            count += 1;
+            op = op.checked_add(literals)?;
+            if count > FEW_SEQUENCES || (len > 0 && (offset == 0 || offset > op)) {
+                return None;
+            }
+            (op, p) = (op.checked_add(len)?, next);
         }
-        (op, p) = (op.checked_add(len)?, next);
-    }
-    let fits = if S::FILLS_CAPACITY { op == stream.capacity } else { op <= stream.capacity };
-    if !fits {
-        return None;
-    }
+        let fits = if S::FILLS_CAPACITY { op == stream.capacity } else { op <= stream.capacity };
+        fits.then_some(())
+    };
+    let checked = checked();
+    block.sync_threads(); // all have read the staged input before the parse may stage it again
+    checked?;
     let (me, threads) = (block.thread(), block.threads());
-    (p, op) = (ip, 0);
+    let (mut p, mut op) = (ip, 0);
     while p < stream.end {
         let Parsed { literals_at, literals, offset, len, next } = syntax.sequence_at(stream, p)?;
+        let (src, dst) = unsafe { (stream.block.add(literals_at as usize), stream.out.add(op as usize)) };
         let mut i = me;
+        // Four bytes a thread in flight at once, then the rest.
+        while i + 3 * threads < literals {
+            let (a, b, c, d) =
+                (i as usize, (i + threads) as usize, (i + 2 * threads) as usize, (i + 3 * threads) as usize);
+            unsafe {
+                let bytes = (*src.add(a), *src.add(b), *src.add(c), *src.add(d));
+                (*dst.add(a), *dst.add(b), *dst.add(c), *dst.add(d)) = bytes;
+            }
+            i += 4 * threads;
+        }
         while i < literals {
-            unsafe { *stream.out.add((op + i) as usize) = *stream.block.add((literals_at + i) as usize) };
+            unsafe { *dst.add(i as usize) = *src.add(i as usize) };
             i += threads;
         }
         op += literals;
@@ -160,6 +186,7 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(block: &B, syntax: &S, stream: &St
         }
         p = next;
     }
+    block.sync_threads(); // all have read the staged input before the next chunk stages its own
     Some(op)
 }
 

@@ -206,11 +206,12 @@ fn small_batches_decode_alike_by_blocks_and_by_warps() {
         let by_warps = (1..1 << 20).find(|&count| codec.block_decoder(count, sms).is_none()).unwrap();
         assert!(codec.block_decoder(1, sms).is_some(), "{options:?}: one chunk decodes by blocks");
         let mut chunks: Vec<Vec<u8>> = (0..by_warps as u64)
-            .map(|i| match i % 5 {
+            .map(|i| match i % 6 {
                 0 => text_bytes(CHUNK, i),
                 1 => int32_bytes(CHUNK - i as usize),
                 2 => short_repeats_bytes(CHUNK / 2, i),
                 3 => vec![0; CHUNK],
+                4 => random_bytes(CHUNK, i), // incompressible: copied in turn
                 _ => mixed_bytes(CHUNK / 3, i),
             })
             .collect();

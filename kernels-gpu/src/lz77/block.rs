@@ -106,8 +106,12 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
         // Mostly literals (a long first run, or an input nearly as long as its output, as of
         // incompressible data): perhaps a few sequences, each copied by all.
         let mostly_literals = first.literals >= len / 2 || len >= stream.capacity - stream.capacity / 8;
-        let in_turn = if mostly_literals { unsafe { decode_in_turn(block, syntax, stream, ip, shared) } } else { None };
-        in_turn.or_else(|| unsafe { decode_here(block, warp, syntax, stream, ip, shared) })
+        // The input in shared memory, where both read it: their walks are chains of dependent
+        // loads. Words aligned as the input's.
+        let staged = Stream { block: unsafe { shared.add(INPUT_AT + stream.block as usize % 4) }, ..*stream };
+        unsafe { stage(block, stream, staged.block as *mut u8) };
+        let in_turn = if mostly_literals { unsafe { decode_in_turn(block, syntax, &staged, ip) } } else { None };
+        in_turn.or_else(|| unsafe { decode_here(block, warp, syntax, stream, &staged, ip, shared) })
     });
     match decoded {
         Some(total) => Ok(total),
@@ -120,20 +124,9 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
 /// copying a share of each: `None` (nothing written) where it has more, or is not valid.
 ///
 /// # Safety
-/// As [`decode`], with the input at most [`MAX_INPUT`] bytes.
+/// As [`decode`], with `stream`'s input [`stage`]d in shared memory.
 #[inline(always)]
-unsafe fn decode_in_turn<B: Block, S: Syntax>(
-    block: &B,
-    syntax: &S,
-    stream: &Stream,
-    ip: u32,
-    shared: *mut u8,
-) -> Option<u32> {
-    // The input in shared memory: the walks below are chains of dependent loads, and every
-    // literal is read from there.
-    let staged = unsafe { shared.add(INPUT_AT + stream.block as usize % 4) };
-    unsafe { stage(block, stream, staged) };
-    let stream = &Stream { block: staged, ..*stream };
+unsafe fn decode_in_turn<B: Block, S: Syntax>(block: &B, syntax: &S, stream: &Stream, ip: u32) -> Option<u32> {
     // Every thread walks the sequences (the loads are the same in all) and checks them first.
     let checked = || {
         let (mut p, mut op, mut count) = (ip, 0u32, 0);
@@ -150,7 +143,7 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(
         fits.then_some(())
     };
     let checked = checked();
-    block.sync_threads(); // all have read the staged input before the parse may stage it again
+    block.sync_threads(); // all have walked the staged input before the parse writes near it
     checked?;
     let (me, threads) = (block.thread(), block.threads());
     let (mut p, mut op) = (ip, 0);
@@ -186,17 +179,19 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(
         }
         p = next;
     }
-    block.sync_threads(); // all have read the staged input before the next chunk stages its own
+    block.sync_threads(); // all have read the staged input before the next chunk stages its
     Some(op)
 }
 
-/// The block decoder proper: `None` where it leaves the chunk to the warp decoder.
+/// The block decoder proper, the walks reading `parsed`, the stream [`stage`]d where the
+/// positions go later: `None` where it leaves the chunk to the warp decoder.
 #[inline(always)]
 unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     block: &B,
     warp: &W,
     syntax: &S,
     stream: &Stream,
+    parsed: &Stream,
     ip: u32,
     shared: *mut u8,
 ) -> Option<u32> {
@@ -206,12 +201,6 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     let entries = at(ENTRIES_AT) as *mut u32;
     let (output, origins, runs) = (at(OUTPUT_AT), at(ORIGINS_AT) as *mut u16, at(RUNS_AT) as *mut [u32; 4]);
     let (run_count, failed) = unsafe { (AtomicU32::from_ptr(at(RUN_COUNT_AT).cast()), at(FAILED_AT) as *mut u32) };
-
-    // The input, copied where the parse reads it (until the positions are written) in shared
-    // memory: the walks are chains of dependent loads.
-    let staged = at(INPUT_AT + stream.block as usize % 4); // words aligned as the input's
-    unsafe { stage(block, stream, staged) };
-    let parsed = &Stream { block: staged, ..*stream };
 
     // 1. Each segment's walk, marking the starts in its own words of the marks.
     let len = stream.end - ip;
@@ -447,11 +436,19 @@ unsafe fn stage<B: Block>(block: &B, stream: &Stream, staged: *mut u8) {
     if me < n - tail {
         unsafe { *staged.add(tail + me) = *stream.block.add(tail + me) };
     }
-    let (from, to) = unsafe { (stream.block.add(lead) as *const u32, staged.add(lead)) };
+    let (from, to) = unsafe { (stream.block.add(lead) as *const u32, staged.add(lead) as *mut u32) };
     let mut word = me;
+    // Four words a thread in flight at once, then the rest.
+    while word + 3 * threads < words {
+        let (a, b, c, d) = (word, word + threads, word + 2 * threads, word + 3 * threads);
+        unsafe {
+            let values = (*from.add(a), *from.add(b), *from.add(c), *from.add(d));
+            (*to.add(a), *to.add(b), *to.add(c), *to.add(d)) = values;
+        }
+        word += 4 * threads;
+    }
     while word < words {
-        let value = unsafe { *from.add(word) };
-        unsafe { *(to as *mut u32).add(word) = value };
+        unsafe { *to.add(word) = *from.add(word) };
         word += threads;
     }
     block.sync_threads();

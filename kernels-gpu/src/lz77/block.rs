@@ -179,7 +179,7 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(block: &B, syntax: &S, stream: &St
         }
         p = next;
     }
-    block.sync_threads(); // all have read the staged input before the next chunk stages its
+    block.sync_threads(); // all have read the staged input before the next chunk stages its own
     Some(op)
 }
 

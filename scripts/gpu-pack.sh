@@ -17,7 +17,8 @@ cargo test --release --no-run --message-format=json -p ferrocomp-tests -p ferroc
 cargo bench --no-run --message-format=json -p ferrocomp-bench | collect .gpu
 cargo build --release -p ferrocomp-cli -p ferrocomp-bench
 cargo build --release -p ferrocomp-tests --bin differential
-cp target/release/ferrocomp target/release/ferrocomp-bench target/release/cpu-path target/release/differential .gpu/
+cp target/release/ferrocomp target/release/ferrocomp-bench target/release/cpu-path target/release/zstd-anatomy \
+    target/release/differential .gpu/
 cargo build --release -p ferrocomp --examples
 mkdir -p .gpu/examples
 for example in host/examples/*.rs; do cp "target/release/examples/$(basename "$example" .rs)" .gpu/examples/; done

@@ -257,6 +257,11 @@ unsafe fn heads<W: Warp>(warp: &W, stream: &Stream, ip: u32) -> u64 {
 /// Writes a batch's `total` bytes at `op`, 32 a step: lane i writes byte `op + step + i`, from
 /// its sequence's literals or the output it repeats. In a batch that [`Batch::chases`], a match
 /// byte whose source the same step writes is [`follow`]ed back to a final one.
+///
+/// Finding the owners by rank in shared memory instead (a popcount, not these shuffles), four
+/// steps' loads in flight, cut Snappy's instructions 3.3x on an H200 yet ran 1-9% slower at 256
+/// MiB: that batch is one wave, its time the slowest chunks' dependent loads (bench/RESULTS.md,
+/// issue 48's third step).
 #[inline(always)]
 unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, batch: &Batch, op: u32) {
     let lane = warp.lane();

@@ -114,9 +114,24 @@ fn main() {
          a match | matches under 8 | LL / OF / ML tables predefined-RLE-FSE-repeat |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut failed = false;
     for file in files {
-        let input = std::fs::read(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
-        let a = anatomy(&input).unwrap_or_else(|status| panic!("{file}: {status:?}"));
+        let input = match std::fs::read(&file) {
+            Ok(input) => input,
+            Err(error) => {
+                eprintln!("zstd-anatomy: {file}: {error}");
+                failed = true;
+                continue;
+            }
+        };
+        let a = match anatomy(&input) {
+            Ok(a) => a,
+            Err(status) => {
+                eprintln!("zstd-anatomy: {file}: not Zstandard frames back to back ({status:?})");
+                failed = true;
+                continue;
+            }
+        };
         let per = |n: u64, d: u64| n as f64 / d.max(1) as f64;
         let modes = a.modes.map(|m| format!("{}-{}-{}-{}", m[0], m[1], m[2], m[3])).join(" / ");
         println!(
@@ -140,6 +155,9 @@ fn main() {
             per(a.match_bytes, a.sequences),
             per(a.short_matches, a.sequences),
         );
+    }
+    if failed {
+        std::process::exit(1);
     }
 }
 

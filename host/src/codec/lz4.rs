@@ -27,7 +27,8 @@ pub struct Lz4 {
 /// block decoder, `ferrocomp_kernels_gpu::lz77::block`), larger ones with a warp per chunk. On an
 /// H200 with 64 KiB chunks, text, binary and float data, blocks decode 1,024 chunks (64 MiB) at
 /// 63-76 GB/s where warps take 27-35, and 4,096 at 58-98 where warps take 93-119; near-random
-/// literals (the int32 set) favour warps from 256 chunks on (bench/RESULTS.md, issue 48).
+/// literals (the int32 set) still favour warps, LZ4's 256 / 1,024 chunks at 73.5 / 83.6 GB/s by
+/// blocks against 83.3 / 186.7 by warps (bench/RESULTS.md, issue 48).
 /// `FERROCOMP_BLOCK_DECODE_WAVES=N` overrides it, to measure where one overtakes the other.
 const BLOCK_DECODE_WAVES: usize = 8;
 

@@ -16,8 +16,8 @@
 //!    byte, the output position it copies (itself for a literal, before its match for a match);
 //!    runs longer than 64 bytes go in pieces to a list the warps share.
 //! 4. **Resolve.** The output is written in order, a byte per thread a step: a byte whose source
-//!    lies in an earlier step finds its literal in one read; within the step, sources are
-//!    followed back to a literal.
+//!    lies in an earlier step reads it from the shared output, where each step leaves its
+//!    bytes; within the step, sources are followed back to a literal.
 //!
 //! A chunk that is mostly literals (incompressible data: a long first run, or an input nearly as
 //! long as its output) and has few sequences is decoded one sequence after another instead, from
@@ -48,6 +48,8 @@ pub const MAX_LENGTH_BYTES: u32 = MAX_OUTPUT / 255 + 2;
 const FEW_SEQUENCES: u32 = 64;
 /// Literal runs and matches longer than this are written by a whole warp, not their thread.
 const LONG_RUN: u32 = 64;
+/// Bytes of the output each thread resolves a step (step 4).
+const RESOLVE_BYTES: u32 = 1;
 /// Long runs are shared out in pieces of at most this many bytes.
 const PIECE: u32 = 512;
 /// Room for those pieces.
@@ -389,15 +391,17 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     }
     block.sync_threads();
 
-    // 4. The output in order, a byte per thread a step: a byte's source before the step is
-    // final (a literal's position); one within it is followed back, each hop to an earlier
-    // sequence, until it is a literal or before the step.
+    // 4. The output in order, a byte per thread a step: a match's byte is followed back, each
+    // hop to an earlier sequence, to a literal or to a byte before the step, whose value the
+    // shared output holds by then; the step's match bytes join it there for the steps after.
+    // Within a step nothing a thread reads is written (origins never are, and the bytes read
+    // are literals or before the step), so one barrier a step orders it.
     let mut base = 0;
     while base < total {
-        let b = base + me;
-        if b < total {
-            let mut root = unsafe { *origins.add(b as usize) } as u32;
-            if root != b {
+        for k in 0..RESOLVE_BYTES {
+            let b = base + k * threads + me;
+            if b < total {
+                let mut root = unsafe { *origins.add(b as usize) } as u32;
                 while root >= base {
                     let next = unsafe { *origins.add(root as usize) } as u32;
                     if next == root {
@@ -405,15 +409,15 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
                     }
                     root = next;
                 }
-                if root < base {
-                    root = unsafe { *origins.add(root as usize) } as u32;
+                let byte = unsafe { *output.add(root as usize) };
+                if root != b {
+                    unsafe { *output.add(b as usize) = byte };
                 }
-                unsafe { *origins.add(b as usize) = root as u16 };
+                unsafe { *stream.out.add(b as usize) = byte };
             }
-            unsafe { *stream.out.add(b as usize) = *output.add(root as usize) };
         }
         block.sync_threads();
-        base += threads;
+        base += RESOLVE_BYTES * threads;
     }
     Some(total)
 }

@@ -86,6 +86,7 @@ fn inputs() -> Vec<Vec<u8>> {
         short_repeats_bytes(30_000, 5),
         vec![0; 65_536],
         sparse_repeats(65_536, 20, 6),
+        sparse_repeats(65_536, 50, 8), // as Snappy spells it, over 64 sequences: a literal and a copy each
         sparse_repeats(65_536, 300, 7),
     ]
 }

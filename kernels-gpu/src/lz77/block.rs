@@ -44,8 +44,10 @@ pub const MAX_INPUT: u32 = 80 << 10;
 /// Most bytes a length may be spelled in: LZ4's 255-runs of more describe more than
 /// [`MAX_OUTPUT`] bytes.
 pub const MAX_LENGTH_BYTES: u32 = MAX_OUTPUT / 255 + 2;
-/// Most sequences of a chunk that is mostly one run of literals, decoded in turn.
-const FEW_SEQUENCES: u32 = 64;
+/// Most matches of a chunk of mostly literals decoded in turn (each waits on a block barrier),
+/// and most sequences (each walked twice; a Snappy literal is a sequence of its own).
+const FEW_MATCHES: u32 = 64;
+const FEW_SEQUENCES: u32 = 4 * FEW_MATCHES;
 /// Literal runs and matches longer than this are written by a whole warp, not their thread.
 const LONG_RUN: u32 = 64;
 /// Bytes of the output each thread resolves a step (step 4).
@@ -122,8 +124,9 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
     }
 }
 
-/// Decodes a stream of at most [`FEW_SEQUENCES`] sequences one after the other, every thread
-/// copying a share of each: `None` (nothing written) where it has more, or is not valid.
+/// Decodes a stream of at most [`FEW_MATCHES`] matches and [`FEW_SEQUENCES`] sequences one
+/// after the other, every thread copying a share of each: `None` (nothing written) where it has
+/// more, or is not valid.
 ///
 /// # Safety
 /// As [`decode`], with `stream`'s input [`stage`]d in shared memory.
@@ -131,12 +134,12 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
 unsafe fn decode_in_turn<B: Block, S: Syntax>(block: &B, syntax: &S, stream: &Stream, ip: u32) -> Option<u32> {
     // Every thread walks the sequences (the loads are the same in all) and checks them first.
     let checked = || {
-        let (mut p, mut op, mut count) = (ip, 0u32, 0);
+        let (mut p, mut op, mut sequences, mut matches) = (ip, 0u32, 0, 0);
         while p < stream.end {
             let Parsed { literals, offset, len, next, .. } = syntax.sequence_at(stream, p)?;
-            count += 1;
+            (sequences, matches) = (sequences + 1, matches + (len > 0) as u32);
             op = op.checked_add(literals)?;
-            if count > FEW_SEQUENCES || (len > 0 && (offset == 0 || offset > op)) {
+            if sequences > FEW_SEQUENCES || matches > FEW_MATCHES || (len > 0 && (offset == 0 || offset > op)) {
                 return None;
             }
             (op, p) = (op.checked_add(len)?, next);

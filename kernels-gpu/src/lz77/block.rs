@@ -76,6 +76,10 @@ const ENTRIES_AT: usize = ORIGINS_AT + 2 * MAX_OUTPUT as usize;
 const RUNS_AT: usize = ENTRIES_AT + 4 * BLOCK_THREADS as usize;
 const RUN_COUNT_AT: usize = RUNS_AT + 16 * MAX_LONG_RUNS as usize;
 const FAILED_AT: usize = RUN_COUNT_AT + 4;
+/// The in-turn copy's list of sequences, where the parse keeps its entries (its count where the
+/// parse counts long runs).
+const LISTED_AT: usize = ENTRIES_AT;
+const _: () = assert!(16 * FEW_SEQUENCES as usize <= RUNS_AT - ENTRIES_AT);
 /// Shared memory a block needs: within the 227 KiB a block of an H100 or H200 may have.
 pub const SHARED_BYTES: usize = FAILED_AT + 4;
 const _: () = assert!(SHARED_BYTES <= 227 << 10);
@@ -114,7 +118,8 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
         // loads. Words aligned as the input's.
         let staged = Stream { block: unsafe { shared.add(INPUT_AT + stream.block as usize % 4) }, ..*stream };
         unsafe { stage(block, stream, staged.block as *mut u8) };
-        let in_turn = if mostly_literals { unsafe { decode_in_turn(block, syntax, &staged, ip) } } else { None };
+        let in_turn =
+            if mostly_literals { unsafe { decode_in_turn(block, syntax, &staged, ip, shared) } } else { None };
         in_turn.or_else(|| unsafe { decode_here(block, warp, syntax, stream, &staged, ip, shared) })
     });
     match decoded {
@@ -126,34 +131,51 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
 
 /// Decodes a stream of at most [`FEW_MATCHES`] matches and [`FEW_SEQUENCES`] sequences one
 /// after the other, every thread copying a share of each: `None` (nothing written) where it has
-/// more, or is not valid.
+/// more, or is not valid. The first thread walks and checks the sequences alone and lists them
+/// in shared memory for the others: a walk is a chain of dependent loads, which every thread of
+/// the block repeating would only crowd the SM's issue slots with.
 ///
 /// # Safety
-/// As [`decode`], with `stream`'s input [`stage`]d in shared memory.
+/// As [`decode`], with `stream`'s input [`stage`]d in `shared`.
 #[inline(always)]
-unsafe fn decode_in_turn<B: Block, S: Syntax>(block: &B, syntax: &S, stream: &Stream, ip: u32) -> Option<u32> {
-    // Every thread walks the sequences (the loads are the same in all) and checks them first.
-    let checked = || {
+unsafe fn decode_in_turn<B: Block, S: Syntax>(
+    block: &B,
+    syntax: &S,
+    stream: &Stream,
+    ip: u32,
+    shared: *mut u8,
+) -> Option<u32> {
+    let (me, threads) = (block.thread(), block.threads());
+    // Each sequence: its literals' input position and length, its match's offset and length.
+    let listed = unsafe { shared.add(LISTED_AT) as *mut [u32; 4] };
+    let count = unsafe { shared.add(RUN_COUNT_AT) as *mut u32 };
+    let list = || {
         let (mut p, mut op, mut sequences, mut matches) = (ip, 0u32, 0, 0);
         while p < stream.end {
-            let Parsed { literals, offset, len, next, .. } = syntax.sequence_at(stream, p)?;
+            let Parsed { literals_at, literals, offset, len, next } = syntax.sequence_at(stream, p)?;
             (sequences, matches) = (sequences + 1, matches + (len > 0) as u32);
             op = op.checked_add(literals)?;
             if sequences > FEW_SEQUENCES || matches > FEW_MATCHES || (len > 0 && (offset == 0 || offset > op)) {
                 return None;
             }
+            unsafe { *listed.add(sequences as usize - 1) = [literals_at, literals, offset, len] };
             (op, p) = (op.checked_add(len)?, next);
         }
         let fits = if S::FILLS_CAPACITY { op == stream.capacity } else { op <= stream.capacity };
-        fits.then_some(())
+        fits.then_some(sequences)
     };
-    let checked = checked();
-    block.sync_threads(); // all have walked the staged input before the parse writes near it
-    checked?;
-    let (me, threads) = (block.thread(), block.threads());
-    let (mut p, mut op) = (ip, 0);
-    while p < stream.end {
-        let Parsed { literals_at, literals, offset, len, next } = syntax.sequence_at(stream, p)?;
+    if me == 0 {
+        unsafe { *count = list().unwrap_or(NONE) };
+    }
+    block.sync_threads(); // the list is complete
+    let sequences = unsafe { *count };
+    if sequences == NONE {
+        block.sync_threads(); // all have read the count before the parse writes over it
+        return None;
+    }
+    let mut op = 0;
+    for k in 0..sequences {
+        let [literals_at, literals, offset, len] = unsafe { *listed.add(k as usize) };
         let (src, dst) = unsafe { (stream.block.add(literals_at as usize), stream.out.add(op as usize)) };
         let mut i = me;
         // Four bytes a thread in flight at once, then the rest.
@@ -182,9 +204,8 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(block: &B, syntax: &S, stream: &St
             }
             op += len;
         }
-        p = next;
     }
-    block.sync_threads(); // all have read the staged input before the next chunk stages its own
+    block.sync_threads(); // all have read the staged input and the list before the next chunk
     Some(op)
 }
 

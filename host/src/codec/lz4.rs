@@ -26,9 +26,10 @@ pub struct Lz4 {
 /// Batches of at most this many chunks per SM decode with a block of threads per chunk (the
 /// block decoder, `ferrocomp_kernels_gpu::lz77::block`), larger ones with a warp per chunk. On an
 /// H200 with 64 KiB chunks, text, binary and float data, blocks decode 1,024 chunks (64 MiB) at
-/// 63-76 GB/s where warps take 27-35, and 4,096 at 58-98 where warps take 93-119; near-random
-/// literals (the int32 set) still favour warps, LZ4's 256 / 1,024 chunks at 73.5 / 83.6 GB/s by
-/// blocks against 83.3 / 186.7 by warps (bench/RESULTS.md, issue 48).
+/// 63-76 GB/s where warps take 27-35, and 4,096 at 58-98 where warps take 93-119. Near-random
+/// literals (the int32 set), copied in turn by the block, decode 256 chunks at 118.9 GB/s by
+/// blocks against 83.3 by warps, but 1,024 at 131.2 against 186.7: a block holds an SM's shared
+/// memory, so 1,024 chunks take eight rounds (bench/RESULTS.md, issue 48).
 /// `FERROCOMP_BLOCK_DECODE_WAVES=N` overrides it, to measure where one overtakes the other.
 const BLOCK_DECODE_WAVES: usize = 8;
 

@@ -63,9 +63,27 @@ fn first_thread_agrees(codec: Codec, stream: &[u8], capacity: usize, threads: u3
 /// 1000 on: a short first run of literals, an input nearly as long as its output, and few
 /// sequences (or, with many repeats, more than the block copies in turn).
 fn sparse_repeats(n: usize, repeats: usize, seed: u64) -> Vec<u8> {
+    repeats_from(n, repeats, (n - 1016) / repeats, 500, seed)
+}
+
+/// As [`sparse_repeats`], `step` bytes apart from byte 1000 (or `back`) on, each repeating the
+/// 16 bytes `back` bytes before it: with `back` the step, each repeats the one before (a match
+/// of a match's bytes).
+fn repeats_from(n: usize, repeats: usize, step: usize, back: usize, seed: u64) -> Vec<u8> {
     let mut data = random_bytes(n, seed);
-    for at in (1000..n - 16).step_by((n - 1016) / repeats).take(repeats) {
-        data.copy_within(at - 500..at - 484, at);
+    for at in (back.max(1000)..n - 16).step_by(step).take(repeats) {
+        data.copy_within(at - back..at - back + 16, at);
+    }
+    data
+}
+
+/// `n` incompressible bytes but for `runs` runs of 40 equal bytes: matches one byte back,
+/// overlapping themselves.
+fn byte_runs(n: usize, runs: usize, seed: u64) -> Vec<u8> {
+    let mut data = random_bytes(n, seed);
+    for at in (1000..n - 40).step_by((n - 1040) / runs).take(runs) {
+        let byte = data[at];
+        data[at..at + 40].fill(byte);
     }
     data
 }
@@ -88,6 +106,11 @@ fn inputs() -> Vec<Vec<u8>> {
         sparse_repeats(65_536, 20, 6),
         sparse_repeats(65_536, 50, 8), // as Snappy spells it, over 64 sequences: a literal and a copy each
         sparse_repeats(65_536, 300, 7),
+        // In turn: matches of earlier matches' bytes, of literals further back than the list
+        // looks, of one byte repeated.
+        repeats_from(65_536, 30, 2000, 2000, 10),
+        repeats_from(65_536, 50, 1000, 12_000, 11),
+        byte_runs(65_536, 30, 12),
     ]
 }
 

@@ -47,7 +47,9 @@ pub const MAX_LENGTH_BYTES: u32 = MAX_OUTPUT / 255 + 2;
 /// Most matches of a chunk of mostly literals decoded in turn (each waits on a block barrier),
 /// and most sequences (what its list holds; a Snappy literal is a sequence of its own).
 const FEW_MATCHES: u32 = 64;
-const FEW_SEQUENCES: u32 = 4 * FEW_MATCHES;
+const FEW_SEQUENCES: u32 = 3 * FEW_MATCHES;
+/// Sequences back that the in-turn list looks for the literals a match repeats.
+const LOOK_BACK: u32 = 8;
 /// Literal runs and matches longer than this are written by a whole warp, not their thread.
 const LONG_RUN: u32 = 64;
 /// Bytes of the output each thread resolves a step (step 4). 2 and 4, half or a quarter of the
@@ -80,7 +82,7 @@ const FAILED_AT: usize = RUN_COUNT_AT + 4;
 /// The in-turn copy's list of sequences, where the parse keeps its entries (its count where the
 /// parse counts long runs).
 const LISTED_AT: usize = ENTRIES_AT;
-const _: () = assert!(16 * FEW_SEQUENCES as usize <= RUNS_AT - ENTRIES_AT);
+const _: () = assert!(20 * FEW_SEQUENCES as usize <= RUNS_AT - ENTRIES_AT);
 /// Shared memory a block needs: within the 227 KiB a block of an H100 or H200 may have.
 pub const SHARED_BYTES: usize = FAILED_AT + 4;
 const _: () = assert!(SHARED_BYTES <= 227 << 10);
@@ -134,7 +136,9 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
 /// after the other, every thread copying a share of each: `None` (nothing written) where it has
 /// more, or is not valid. The first thread walks and checks the sequences alone and lists them
 /// in shared memory for the others: a walk is a chain of dependent loads, which every thread of
-/// the block repeating would only crowd the SM's issue slots with.
+/// the block repeating would only crowd the SM's issue slots with. A match that repeats bytes of
+/// one literal run is copied from the staged input with the literals; only one that repeats
+/// another match's bytes waits on a barrier for them.
 ///
 /// # Safety
 /// As [`decode`], with `stream`'s input [`stage`]d in `shared`.
@@ -147,8 +151,9 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(
     shared: *mut u8,
 ) -> Option<u32> {
     let (me, threads) = (block.thread(), block.threads());
-    // Each sequence: its literals' input position and length, its match's offset and length.
-    let listed = unsafe { shared.add(LISTED_AT) as *mut [u32; 4] };
+    // Each sequence: its literals' input position and length, its match's offset and length, and
+    // where the bytes the match repeats are in the input (LITERALS marks one), if they are.
+    let listed = unsafe { shared.add(LISTED_AT) as *mut [u32; 5] };
     let count = unsafe { shared.add(RUN_COUNT_AT) as *mut u32 };
     let list = || {
         let (mut p, mut op, mut sequences, mut matches) = (ip, 0u32, 0, 0);
@@ -159,7 +164,10 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(
             if sequences > FEW_SEQUENCES || matches > FEW_MATCHES || (len > 0 && (offset == 0 || offset > op)) {
                 return None;
             }
-            unsafe { *listed.add(sequences as usize - 1) = [literals_at, literals, offset, len] };
+            let k = sequences - 1;
+            let run = [literals_at, literals];
+            let source = if len > 0 { unsafe { literal_source(listed, k, run, op, offset, len) } } else { 0 };
+            unsafe { *listed.add(k as usize) = [literals_at, literals, offset, len, source] };
             (op, p) = (op.checked_add(len)?, next);
         }
         let fits = if S::FILLS_CAPACITY { op == stream.capacity } else { op <= stream.capacity };
@@ -176,7 +184,7 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(
     }
     let mut op = 0;
     for k in 0..sequences {
-        let [literals_at, literals, offset, len] = unsafe { *listed.add(k as usize) };
+        let [literals_at, literals, offset, len, source] = unsafe { *listed.add(k as usize) };
         let (src, dst) = unsafe { (stream.block.add(literals_at as usize), stream.out.add(op as usize)) };
         let mut i = me;
         // Four bytes a thread in flight at once, then the rest.
@@ -195,12 +203,18 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(
         }
         op += literals;
         if len > 0 {
-            block.sync_threads(); // the output before the match is written
+            // Byte i repeats byte i % offset of the `offset` bytes before the match: from the
+            // input where they are literals, else from the output once the block has written it.
+            let from = if source != 0 {
+                unsafe { stream.block.add((source & !LITERALS) as usize) }
+            } else {
+                block.sync_threads(); // the output before the match is written
+                unsafe { stream.out.add((op - offset) as usize) }
+            };
             let mut i = me;
             while i < len {
-                // Byte i repeats byte i % offset of the `offset` bytes before the match.
                 let k = if i < offset { i } else { i % offset };
-                unsafe { *stream.out.add((op + i) as usize) = *stream.out.add((op - offset + k) as usize) };
+                unsafe { *stream.out.add((op + i) as usize) = *from.add(k as usize) };
                 i += threads;
             }
             op += len;
@@ -208,6 +222,36 @@ unsafe fn decode_in_turn<B: Block, S: Syntax>(
     }
     block.sync_threads(); // all have read the staged input and the list before the next chunk
     Some(op)
+}
+
+/// Where in the input the bytes lie that the match of sequence `k` repeats (the `offset` bytes
+/// before it, or its `len` if fewer), marked with [`LITERALS`], if they all lie in one literal
+/// run of the last [`LOOK_BACK`] sequences (`k`'s own, `literals` bytes from input `literals_at`
+/// ending at output `op`, or one of those before it in `listed`); 0 where they are (in part) a
+/// match's bytes or further back.
+///
+/// # Safety
+/// `listed` must hold the sequences before `k`, as [`decode_in_turn`] lists them, with `op` and
+/// `offset` checked (`offset <= op`).
+#[inline(always)]
+unsafe fn literal_source(listed: *const [u32; 5], k: u32, run: [u32; 2], op: u32, offset: u32, len: u32) -> u32 {
+    let (from, need) = (op - offset, len.min(offset));
+    let ([mut run_at, mut run_literals], mut run_end, mut j) = (run, op, k);
+    for _ in 0..LOOK_BACK {
+        let run_start = run_end - run_literals;
+        if from >= run_start {
+            return if from + need <= run_end { LITERALS | (run_at + from - run_start) } else { 0 };
+        }
+        if j == 0 {
+            return 0;
+        }
+        j -= 1;
+        let [literals_at, literals, _, len, _] = unsafe { *listed.add(j as usize) };
+        // Sequence j's match ends where the run after it starts (a source in it fails the test
+        // above next time round).
+        ([run_at, run_literals], run_end) = ([literals_at, literals], run_start - len);
+    }
+    0
 }
 
 /// The block decoder proper, the walks reading `parsed`, the stream [`stage`]d where the

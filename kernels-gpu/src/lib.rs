@@ -84,6 +84,7 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("gdeflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("deflate_decompress", deflate::DECODE_WARPS * 32, deflate::DECOMPRESS_BLOCKS_PER_SM),
     ("gdeflate_decompress", deflate::DECODE_WARPS * 32, deflate::DECOMPRESS_BLOCKS_PER_SM),
+    ("gdeflate_decompress_blocks", 32, gdeflate::STAGED_BLOCKS_PER_SM),
     ("lz4_decompress", lz77::DECOMPRESS_WARPS * 32, lz77::DECOMPRESS_BLOCKS_PER_SM),
     ("snappy_decompress", lz77::DECOMPRESS_WARPS * 32, lz77::DECOMPRESS_BLOCKS_PER_SM),
     ("lz4_decompress_blocks", lz77::block::BLOCK_THREADS, 1),

@@ -57,6 +57,18 @@ fn warp_decode(page: &[u8], capacity: Option<usize>) -> Result<Vec<u8>, Status> 
     result.map(|n| if capacity.is_some() { out[..n].to_vec() } else { vec![0; n] })
 }
 
+/// The staged decoder's result into `capacity` bytes, and the whole output (every byte 0xA5
+/// before).
+fn staged_decode(page: &[u8], capacity: usize) -> (Result<usize, Status>, Vec<u8>) {
+    let mut out = vec![0xA5u8; capacity];
+    let mut shared = vec![0u128; gpu_gdeflate::STAGED_SHARED_BYTES.div_ceil(16)];
+    let (p, o, s) = (page.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        gpu_gdeflate::decompress_page_staged(warp, p as *const u8, page.len(), o as *mut u8, capacity, s as *mut u8)
+    }));
+    (result, out)
+}
+
 fn scalar_decode(page: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];
     gdeflate::decompress(page, &mut out, &mut boxed_tables()).map(|n| out[..n].to_vec())
@@ -230,4 +242,35 @@ fn warp_built_tables_are_the_scalar_tables() {
         }
     }
     assert!(built > 100, "only {built} codes were valid");
+}
+
+#[test]
+fn staged_decoder_writes_what_the_scalar_decoder_writes_and_nothing_of_a_failed_page() {
+    let whole = text_bytes(gdeflate::MAX_CHUNK_SIZE, 9);
+    let mut pages: Vec<(String, Vec<u8>, usize)> = inputs()
+        .into_iter()
+        .chain([("whole page", whole.clone())])
+        .map(|(what, input)| (what.to_string(), page(&input, 1), input.len()))
+        .collect();
+    let good = page(&text_bytes(3000, 5), 4);
+    pages.extend(damaged_copies(&good, 12, 3).enumerate().map(|(i, damaged)| (format!("damaged {i}"), damaged, 3000)));
+    pages.push(("cut".into(), good[..good.len() / 2].to_vec(), 3000));
+    for (what, page, size) in pages {
+        // Room for the page, too little, and more than a page (decoded in place).
+        for capacity in [size, size.saturating_sub(1), gdeflate::MAX_CHUNK_SIZE + 7] {
+            let (result, out) = staged_decode(&page, capacity);
+            match scalar_decode(&page, capacity) {
+                Ok(bytes) => {
+                    assert_eq!(result, Ok(bytes.len()), "{what}, capacity {capacity}");
+                    assert!(out[..bytes.len()] == bytes[..], "{what}, capacity {capacity}: bytes differ");
+                }
+                Err(status) => {
+                    assert_eq!(result, Err(status), "{what}, capacity {capacity}");
+                    if capacity <= gdeflate::MAX_CHUNK_SIZE {
+                        assert!(out.iter().all(|&b| b == 0xA5), "{what}, capacity {capacity}: a failed page wrote");
+                    }
+                }
+            }
+        }
+    }
 }

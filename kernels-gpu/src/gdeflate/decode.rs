@@ -108,6 +108,9 @@ impl Page {
         loop {
             let header = self.read(warp, 0, 3)?;
             self.end_turns(warp, 1, 0, NO_FAILURE)?;
+            // Every lane is done with the last block's tables before this block's are built
+            // over them (counting, no copy of its last matches orders that).
+            warp.sync();
             match header >> 1 {
                 0 => unsafe { self.stored(warp)? },
                 1 => unsafe {

@@ -44,9 +44,9 @@ pub unsafe fn shared_u32(at: *const u32) -> u32 {
     }
 }
 
-/// Shared memory read at 32-bit offsets from a base: on the GPU, with the 32-bit shared
-/// addresses the SM computes natively, where a generic pointer takes 64-bit sums and a
-/// conversion at every load (a third of a table lookup's instructions).
+/// Shared memory read and written at 32-bit offsets from a base: on the GPU, with the 32-bit
+/// shared addresses the SM computes natively, where a generic pointer takes 64-bit sums and a
+/// conversion at every access (a third of a table lookup's instructions).
 #[derive(Clone, Copy)]
 pub struct SharedBytes {
     #[cfg(target_arch = "nvptx64")]
@@ -102,6 +102,68 @@ impl SharedBytes {
         }
     }
 
+    /// The `u16` at `offset` (a multiple of 2).
+    ///
+    /// # Safety
+    /// As [`u8`](Self::u8), for its 2 bytes.
+    #[inline(always)]
+    pub unsafe fn u16(self, offset: u32) -> u16 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let value: u32;
+            unsafe {
+                core::arch::asm!(
+                    "ld.shared.u16 {value}, [{at}];",
+                    at = in(reg32) self.base + offset, value = out(reg32) value, options(pure, readonly, nostack)
+                )
+            };
+            value as u16
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe {
+            (self.base.add(offset as usize) as *const u16).read()
+        }
+    }
+
+    /// Writes the byte at `offset`.
+    ///
+    /// # Safety
+    /// It must be writable, by this thread alone until the block's next barrier, and in the
+    /// memory [`new`](Self::new) was given.
+    #[inline(always)]
+    pub unsafe fn set_u8(self, offset: u32, value: u8) {
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            core::arch::asm!(
+                "st.shared.u8 [{at}], {value};",
+                at = in(reg32) self.base + offset, value = in(reg32) value as u32, options(nostack)
+            )
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe {
+            (self.base as *mut u8).add(offset as usize).write(value)
+        }
+    }
+
+    /// Writes the `u16` at `offset` (a multiple of 2).
+    ///
+    /// # Safety
+    /// As [`set_u8`](Self::set_u8), for its 2 bytes.
+    #[inline(always)]
+    pub unsafe fn set_u16(self, offset: u32, value: u16) {
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            core::arch::asm!(
+                "st.shared.u16 [{at}], {value};",
+                at = in(reg32) self.base + offset, value = in(reg32) value as u32, options(nostack)
+            )
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe {
+            ((self.base as *mut u8).add(offset as usize) as *mut u16).write(value)
+        }
+    }
+
     /// The word at `offset` (a multiple of 4).
     ///
     /// # Safety
@@ -143,6 +205,30 @@ pub unsafe fn shared_add(at: *mut u32, value: u32) {
     #[cfg(not(target_arch = "nvptx64"))]
     unsafe {
         core::sync::atomic::AtomicU32::from_ptr(at).fetch_add(value, core::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Adds `value` to the word at `at` in shared memory, atomically among the block's threads, and
+/// returns the word before (`atom.shared`, as [`shared_add`]).
+///
+/// # Safety
+/// As [`shared_add`].
+#[inline(always)]
+pub unsafe fn shared_fetch_add(at: *mut u32, value: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u64 a; cvta.to.shared.u64 a, {at}; atom.shared.add.u32 {old}, [a], {value}; }}",
+                at = in(reg64) at, value = in(reg32) value, old = out(reg32) old, options(nostack)
+            )
+        };
+        old
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    unsafe {
+        core::sync::atomic::AtomicU32::from_ptr(at).fetch_add(value, core::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -30,8 +30,8 @@
 
 use super::{Parsed, Stream, Syntax, decode as warp_decode};
 use crate::block::Block;
+use crate::raw::{SharedBytes, shared_fetch_add};
 use crate::warp::{WARP_SIZE, Warp};
-use core::sync::atomic::{AtomicU32, Ordering};
 use ferrocomp_format::Status;
 
 /// Threads of a block that decodes one chunk.
@@ -271,7 +271,10 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     let (marks, jumps, scan) = (at(MARKS_AT) as *mut u32, at(JUMPS_AT) as *mut u16, at(SCAN_AT) as *mut u32);
     let entries = at(ENTRIES_AT) as *mut u32;
     let (output, origins, runs) = (at(OUTPUT_AT), at(ORIGINS_AT) as *mut u16, at(RUNS_AT) as *mut [u32; 4]);
-    let (run_count, failed) = unsafe { (AtomicU32::from_ptr(at(RUN_COUNT_AT).cast()), at(FAILED_AT) as *mut u32) };
+    let (run_count, failed) = (at(RUN_COUNT_AT) as *mut u32, at(FAILED_AT) as *mut u32);
+    // The output and the positions, addressed as shared memory (32-bit offsets, LDS and STS).
+    let (out, positions) = unsafe { (SharedBytes::new(output), SharedBytes::new(origins as *const u8)) };
+    let set_origin = |at: u32, origin: u32| unsafe { positions.set_u16(2 * at, origin as u16) };
 
     // 1. Each segment's walk, marking the starts in its own words of the marks.
     let len = stream.end - ip;
@@ -298,8 +301,7 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     let exit = p;
     unsafe { *entries.add(me as usize) = NONE };
     if me == 0 {
-        run_count.store(0, Ordering::Relaxed);
-        unsafe { *failed = 0 };
+        unsafe { (*run_count, *failed) = (0, 0) };
     }
     block.sync_threads();
 
@@ -389,7 +391,7 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     // shared list in pieces of at most PIECE bytes: (output position, the literals' input or the
     // match's offset, length, bytes of the run before the piece).
     let share = |to: u32, from: u32, len: u32| {
-        let first = run_count.fetch_add(len.div_ceil(PIECE), Ordering::Relaxed);
+        let first = unsafe { shared_fetch_add(run_count, len.div_ceil(PIECE)) };
         let mut done = 0;
         while done < len {
             let from = if from & LITERALS != 0 { from + done } else { from };
@@ -406,8 +408,8 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
             share(op, literals_at | LITERALS, literals);
         } else {
             for i in 0..literals {
-                unsafe { *output.add((op + i) as usize) = *stream.block.add((literals_at + i) as usize) };
-                unsafe { *origins.add((op + i) as usize) = (op + i) as u16 };
+                unsafe { out.set_u8(op + i, *stream.block.add((literals_at + i) as usize)) };
+                set_origin(op + i, op + i);
             }
         }
         op += literals;
@@ -420,7 +422,7 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
         } else {
             let mut k = 0;
             for i in 0..len {
-                unsafe { *origins.add((op + i) as usize) = (op - offset + k) as u16 };
+                set_origin(op + i, op - offset + k);
                 k = if k + 1 == offset { 0 } else { k + 1 };
             }
         }
@@ -433,22 +435,22 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     if unsafe { *failed } != 0 {
         return None;
     }
-    let (lane, warps) = (me % WARP_SIZE, threads / WARP_SIZE);
+    let (lane, warps, shared_runs) = (me % WARP_SIZE, threads / WARP_SIZE, unsafe { *run_count });
     let mut run = me / WARP_SIZE;
-    while run < run_count.load(Ordering::Relaxed) {
+    while run < shared_runs {
         let [to, from, len, done] = unsafe { *runs.add(run as usize) };
         if from & LITERALS != 0 {
             let mut i = lane;
             while i < len {
-                unsafe { *output.add((to + i) as usize) = *stream.block.add(((from & !LITERALS) + i) as usize) };
-                unsafe { *origins.add((to + i) as usize) = (to + i) as u16 };
+                unsafe { out.set_u8(to + i, *stream.block.add(((from & !LITERALS) + i) as usize)) };
+                set_origin(to + i, to + i);
                 i += WARP_SIZE;
             }
         } else {
             let (source, offset) = (to - done - from, from);
             let (mut i, mut k, step) = (lane, (done + lane) % offset, WARP_SIZE % offset);
             while i < len {
-                unsafe { *origins.add((to + i) as usize) = (source + k) as u16 };
+                set_origin(to + i, source + k);
                 k += step;
                 if k >= offset {
                     k -= offset;
@@ -470,17 +472,18 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
         for k in 0..RESOLVE_BYTES {
             let b = base + k * threads + me;
             if b < total {
-                let mut root = unsafe { *origins.add(b as usize) } as u32;
+                let origin = |at: u32| unsafe { positions.u16(2 * at) } as u32;
+                let mut root = origin(b);
                 while root >= base {
-                    let next = unsafe { *origins.add(root as usize) } as u32;
+                    let next = origin(root);
                     if next == root {
                         break;
                     }
                     root = next;
                 }
-                let byte = unsafe { *output.add(root as usize) };
+                let byte = unsafe { out.u8(root) };
                 if root != b {
-                    unsafe { *output.add(b as usize) = byte };
+                    unsafe { out.set_u8(b, byte) };
                 }
                 unsafe { *stream.out.add(b as usize) = byte };
             }

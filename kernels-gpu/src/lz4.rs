@@ -309,7 +309,7 @@ impl Syntax for Lz4Syntax {
     const FILLS_CAPACITY: bool = false;
 
     #[inline(always)]
-    fn sequence_at(&self, stream: &Stream, p: u32) -> Option<Parsed> {
+    fn sequence_at<const STAGED: bool>(&self, stream: &Stream<STAGED>, p: u32) -> Option<Parsed> {
         let end = stream.end;
         let token = stream.byte(p);
         let mut at = p + 1;
@@ -430,7 +430,7 @@ fn short_length(stream: &Stream, nibble: u32, at: &mut u32) -> u32 {
 /// A length field read from `at` on, as [`extend_length`] does, but `None` where the block
 /// ends within it or it is spelled in more than [`lz77::block::MAX_LENGTH_BYTES`] bytes.
 #[inline(always)]
-fn bounded_length(stream: &Stream, nibble: u32, at: &mut u32) -> Option<u32> {
+fn bounded_length<const STAGED: bool>(stream: &Stream<STAGED>, nibble: u32, at: &mut u32) -> Option<u32> {
     let mut len = nibble;
     if nibble == 15 {
         let limit = (*at + lz77::block::MAX_LENGTH_BYTES).min(stream.end);
@@ -440,7 +440,7 @@ fn bounded_length(stream: &Stream, nibble: u32, at: &mut u32) -> Option<u32> {
             }
             // A run of 255s a word at a time where the input holds the whole aligned word.
             if (stream.block as usize + *at as usize).is_multiple_of(4) && limit - *at >= 4 {
-                let word = unsafe { *(stream.block.add(*at as usize) as *const u32) };
+                let word = stream.word(*at);
                 if word == u32::MAX {
                     (*at, len) = (*at + 4, len + 4 * 255);
                     continue;

@@ -44,6 +44,29 @@ pub unsafe fn shared_u32(at: *const u32) -> u32 {
     }
 }
 
+/// The byte at `at`, in the block's shared memory, loaded as such (as [`shared_u32`]).
+///
+/// # Safety
+/// `at` must point to a readable byte in shared memory (on the host, anywhere).
+#[inline(always)]
+pub unsafe fn shared_u8(at: *const u8) -> u8 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let value: u32;
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u64 a; cvta.to.shared.u64 a, {at}; ld.shared.u8 {value}, [a]; }}",
+                at = in(reg64) at, value = out(reg32) value, options(pure, readonly, nostack)
+            )
+        };
+        value as u8
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    unsafe {
+        *at
+    }
+}
+
 /// Shared memory read and written at 32-bit offsets from a base: on the GPU, with the 32-bit
 /// shared addresses the SM computes natively, where a generic pointer takes 64-bit sums and a
 /// conversion at every access (a third of a table lookup's instructions).
@@ -142,6 +165,25 @@ impl SharedBytes {
         #[cfg(not(target_arch = "nvptx64"))]
         unsafe {
             (self.base as *mut u8).add(offset as usize).write(value)
+        }
+    }
+
+    /// Writes the word at `offset` (a multiple of 4).
+    ///
+    /// # Safety
+    /// As [`set_u8`](Self::set_u8), for its 4 bytes.
+    #[inline(always)]
+    pub unsafe fn set_u32(self, offset: u32, value: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            core::arch::asm!(
+                "st.shared.u32 [{at}], {value};",
+                at = in(reg32) self.base + offset, value = in(reg32) value, options(nostack)
+            )
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe {
+            ((self.base as *mut u8).add(offset as usize) as *mut u32).write(value)
         }
     }
 

@@ -164,7 +164,7 @@ impl SnappySyntax {
     /// The literal element whose tag `code` (upper six bits) is at `p`: where its bytes start and
     /// how many there are (as u64: up to 2^32), or `Truncated` if its length bytes are cut off.
     #[inline(always)]
-    fn literal(stream: &Stream, p: u32, code: u32) -> Result<(u32, u64), Status> {
+    fn literal<const STAGED: bool>(stream: &Stream<STAGED>, p: u32, code: u32) -> Result<(u32, u64), Status> {
         if code < 60 {
             return Ok((p + 1, code as u64 + 1));
         }
@@ -183,7 +183,12 @@ impl SnappySyntax {
 
     /// The copy element whose tag is at `p`: (offset, length, its size in bytes), or `Truncated`.
     #[inline(always)]
-    fn copy(stream: &Stream, p: u32, kind: u32, code: u32) -> Result<(u32, u32, u32), Status> {
+    fn copy<const STAGED: bool>(
+        stream: &Stream<STAGED>,
+        p: u32,
+        kind: u32,
+        code: u32,
+    ) -> Result<(u32, u32, u32), Status> {
         let size = match kind {
             COPY1 => 2,
             COPY2 => 3,
@@ -206,7 +211,7 @@ impl Syntax for SnappySyntax {
     const FILLS_CAPACITY: bool = true;
 
     #[inline(always)]
-    fn sequence_at(&self, stream: &Stream, p: u32) -> Option<Parsed> {
+    fn sequence_at<const STAGED: bool>(&self, stream: &Stream<STAGED>, p: u32) -> Option<Parsed> {
         let tag = stream.byte(p);
         let (kind, code) = (tag & 3, tag >> 2);
         if kind == LITERAL {

@@ -119,7 +119,7 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
         let mostly_literals = first.literals >= len / 2 || len >= stream.capacity - stream.capacity / 8;
         // The input in shared memory, where both read it: their walks are chains of dependent
         // loads. Words aligned as the input's.
-        let staged = Stream { block: unsafe { shared.add(INPUT_AT + stream.block as usize % 4) }, ..*stream };
+        let staged = stream.staged(unsafe { shared.add(INPUT_AT + stream.block as usize % 4) });
         unsafe { stage(block, stream, staged.block as *mut u8) };
         let in_turn =
             if mostly_literals { unsafe { decode_in_turn(block, syntax, &staged, ip, shared) } } else { None };
@@ -146,7 +146,7 @@ pub unsafe fn decode<B: Block, W: Warp, S: Syntax>(
 unsafe fn decode_in_turn<B: Block, S: Syntax>(
     block: &B,
     syntax: &S,
-    stream: &Stream,
+    stream: &Stream<true>,
     ip: u32,
     shared: *mut u8,
 ) -> Option<u32> {
@@ -262,13 +262,15 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     warp: &W,
     syntax: &S,
     stream: &Stream,
-    parsed: &Stream,
+    parsed: &Stream<true>,
     ip: u32,
     shared: *mut u8,
 ) -> Option<u32> {
     let (me, threads) = (block.thread(), block.threads());
     let at = |offset: usize| unsafe { shared.add(offset) };
-    let (marks, jumps, scan) = (at(MARKS_AT) as *mut u32, at(JUMPS_AT) as *mut u16, at(SCAN_AT) as *mut u32);
+    // The marks and jump tables, addressed as shared memory as the output and positions are.
+    let (marks, jumps) = unsafe { (SharedBytes::new(at(MARKS_AT)), SharedBytes::new(at(JUMPS_AT))) };
+    let scan = at(SCAN_AT) as *mut u32;
     let entries = at(ENTRIES_AT) as *mut u32;
     let (output, origins, runs) = (at(OUTPUT_AT), at(ORIGINS_AT) as *mut u16, at(RUNS_AT) as *mut [u32; 4]);
     let (run_count, failed) = (at(RUN_COUNT_AT) as *mut u32, at(FAILED_AT) as *mut u32);
@@ -284,11 +286,12 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     let mut p = start;
     if me < segments {
         for word in (me * span / 32)..((me + 1) * span).min(len).div_ceil(32) {
-            unsafe { *marks.add(word as usize) = 0 };
+            unsafe { marks.set_u32(4 * word, 0) };
         }
         while p < end {
             let bit = p - ip;
-            unsafe { *marks.add((bit / 32) as usize) |= 1 << (bit % 32) };
+            let word = 4 * (bit / 32);
+            unsafe { marks.set_u32(word, marks.u32(word) | 1 << (bit % 32)) };
             match syntax.sequence_at(parsed, p) {
                 Some(sequence) => p = sequence.next,
                 None => {
@@ -308,7 +311,7 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     // ... and on until it lands on another segment's start, or the end.
     let marked = |p: u32| {
         let bit = p - ip;
-        unsafe { *marks.add((bit / 32) as usize) >> (bit % 32) & 1 != 0 }
+        unsafe { marks.u32(4 * (bit / 32)) >> (bit % 32) & 1 != 0 }
     };
     let link = if me >= segments {
         end_node(threads)
@@ -329,27 +332,28 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
 
     // 2. Binary lifting over the links: jumps[k][v] is where 2^k links from segment v lead.
     let nodes = threads + 2;
-    let jump = |level: u32, node: u32| unsafe { jumps.add((level * nodes + node) as usize) };
-    unsafe { *jump(0, me) = link as u16 };
+    let jump = |level: u32, node: u32| unsafe { jumps.u16(2 * (level * nodes + node)) } as u32;
+    let set_jump = |level: u32, node: u32, to: u32| unsafe { jumps.set_u16(2 * (level * nodes + node), to as u16) };
+    set_jump(0, me, link);
     if me == 0 {
-        unsafe { *jump(0, end_node(threads)) = end_node(threads) as u16 };
-        unsafe { *jump(0, broken_node(threads)) = broken_node(threads) as u16 };
+        set_jump(0, end_node(threads), end_node(threads));
+        set_jump(0, broken_node(threads), broken_node(threads));
     }
     block.sync_threads();
     for level in 1..LEVELS {
         let mut node = me;
         while node < nodes {
-            unsafe { *jump(level, node) = *jump(level - 1, *jump(level - 1, node) as u32) };
+            set_jump(level, node, jump(level - 1, jump(level - 1, node)));
             node += threads;
         }
         block.sync_threads();
     }
-    if unsafe { *jump(LEVELS - 1, 0) } as u32 == broken_node(threads) {
+    if jump(LEVELS - 1, 0) == broken_node(threads) {
         return None; // the walk from the start meets a malformed sequence
     }
     let mut reached = 0;
     for level in (0..LEVELS).rev() {
-        let next = unsafe { *jump(level, reached) } as u32;
+        let next = jump(level, reached);
         if next <= me {
             reached = next;
         }
@@ -533,7 +537,13 @@ unsafe fn stage<B: Block>(block: &B, stream: &Stream, staged: *mut u8) {
 /// Walks the sequences from input `entry` to `stop`, handing each to `each`; returns the output
 /// bytes they describe (saturating).
 #[inline(always)]
-fn walk<S: Syntax>(syntax: &S, stream: &Stream, entry: u32, stop: u32, mut each: impl FnMut(Parsed)) -> u32 {
+fn walk<S: Syntax, const STAGED: bool>(
+    syntax: &S,
+    stream: &Stream<STAGED>,
+    entry: u32,
+    stop: u32,
+    mut each: impl FnMut(Parsed),
+) -> u32 {
     let (mut p, mut bytes) = (entry, 0u32);
     while p < stop {
         let Some(sequence) = syntax.sequence_at(stream, p) else { break };

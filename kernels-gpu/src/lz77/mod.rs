@@ -13,6 +13,7 @@
 
 pub mod block;
 
+use crate::raw::{shared_u8, shared_u32};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 
@@ -26,8 +27,9 @@ pub const DECOMPRESS_WARPS: u32 = 8;
 /// unbounded and more as the decoder grows (measured on an H200: LZ4 2-3% faster, Snappy level).
 pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 4;
 
-/// A compressed chunk being decoded into its output.
-pub struct Stream {
+/// A compressed chunk being decoded into its output; `STAGED` where its bytes are a copy in
+/// shared memory, read as such (`ld.shared`, not a generic load).
+pub struct Stream<const STAGED: bool = false> {
     /// The compressed bytes.
     pub block: *const u8,
     /// Their count.
@@ -38,11 +40,27 @@ pub struct Stream {
     pub capacity: u32,
 }
 
-impl Stream {
+impl<const STAGED: bool> Stream<STAGED> {
     /// The compressed byte at `at` (which must be below `end`).
     #[inline(always)]
     pub fn byte(&self, at: u32) -> u32 {
-        unsafe { *self.block.add(at as usize) as u32 }
+        let at = unsafe { self.block.add(at as usize) };
+        if STAGED { unsafe { shared_u8(at) as u32 } } else { unsafe { *at as u32 } }
+    }
+
+    /// The word at `at`, 4-byte aligned in memory (its 4 bytes below `end`).
+    #[inline(always)]
+    pub fn word(&self, at: u32) -> u32 {
+        let at = unsafe { self.block.add(at as usize) as *const u32 };
+        if STAGED { unsafe { shared_u32(at) } } else { unsafe { *at } }
+    }
+}
+
+impl Stream {
+    /// The same chunk, its bytes copied to `block` in shared memory.
+    #[inline(always)]
+    pub fn staged(&self, block: *const u8) -> Stream<true> {
+        Stream { block, end: self.end, out: self.out, capacity: self.capacity }
     }
 }
 
@@ -75,7 +93,7 @@ pub trait Syntax {
     /// more; `next` is `stream.end` only for a sequence the stream may end with. `None` also for
     /// a length spelled in more than [`block::MAX_LENGTH_BYTES`] bytes, more than any output the
     /// block decoder takes; the warp decoder then gives the stream's result.
-    fn sequence_at(&self, stream: &Stream, p: u32) -> Option<Parsed>;
+    fn sequence_at<const STAGED: bool>(&self, stream: &Stream<STAGED>, p: u32) -> Option<Parsed>;
 
     /// The sequence that would start at input `p`, if it is short (at most [`SHORT_SEQUENCE`]
     /// output bytes, all its input before `stream.end`) and may be batched. `head` holds the

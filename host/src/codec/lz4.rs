@@ -25,11 +25,13 @@ pub struct Lz4 {
 
 /// Batches of at most this many chunks per SM decode with a block of threads per chunk (the
 /// block decoder, `ferrocomp_kernels_gpu::lz77::block`), larger ones with a warp per chunk. On an
-/// H200 with 64 KiB chunks, text, binary and float data, blocks decode 1,024 chunks (64 MiB) at
-/// 63-76 GB/s where warps take 27-35, and 4,096 at 58-98 where warps take 93-119. Near-random
-/// literals (the int32 set), copied in turn by the block, decode 256 chunks at 118.9 GB/s by
-/// blocks against 83.3 by warps, but 1,024 at 131.2 against 186.7: a block holds an SM's shared
-/// memory, so 1,024 chunks take eight rounds (bench/RESULTS.md, issue 48).
+/// H200 with 64 KiB chunks (one call, bench/RESULTS.md, issue 48), blocks decode text, binary and
+/// float data at 63-91 GB/s from 1,024 chunks (64 MiB) to 2,048 where warps take 27-64, and at
+/// 3,072 still lead but on float32 (74.5 against 77.2). Near-random literals (the int32 set), which
+/// the block copies in turn at 145-172 GB/s whatever the batch, go faster by warps from 8 chunks an
+/// SM on (LZ4 164.6 against 193.2 at 64 MiB, 168.5 against 358.7 at 128). The count alone cannot
+/// tell the two apart: blocks up to 16 an SM would decode compressible batches of 65-128 MiB
+/// 1.3-2.6x faster and incompressible ones up to half as fast, so they stop at 8.
 /// `FERROCOMP_BLOCK_DECODE_WAVES=N` overrides it, to measure where one overtakes the other.
 const BLOCK_DECODE_WAVES: usize = 8;
 

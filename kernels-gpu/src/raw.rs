@@ -18,53 +18,97 @@ pub unsafe fn bytes_mut<'a>(at: *mut u8, len: usize) -> &'a mut [u8] {
     if len == 0 { &mut [] } else { unsafe { core::slice::from_raw_parts_mut(at, len) } }
 }
 
-/// The word at `at`, in the block's shared memory, loaded as such (`ld.shared`): the generic load
-/// a plain read compiles to must first find which memory the address is in. Deflate's and
-/// GDeflate's table lookups read through it: through [`SharedBytes`]' 32-bit offsets Deflate
-/// decoded 3 to 9% slower on an H200 (GDeflate 1% faster), measured side by side.
-///
-/// # Safety
-/// `at` must point to a readable `u32` in shared memory (on the host, anywhere).
-#[inline(always)]
-pub unsafe fn shared_u32(at: *const u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let value: u32;
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .u64 a; cvta.to.shared.u64 a, {at}; ld.shared.u32 {value}, [a]; }}",
-                at = in(reg64) at, value = out(reg32) value, options(pure, readonly, nostack)
-            )
-        };
-        value
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    unsafe {
-        *at
-    }
+/// A load of one width from a pointer into the block's shared memory, as such (`ld.shared`): the
+/// generic load a plain read compiles to must first find which memory the address is in.
+macro_rules! shared_load {
+    ($(#[$doc:meta])* $name:ident, $ty:ty, $ptx:literal) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `at` must point to a readable value in shared memory (on the host, anywhere).
+        #[inline(always)]
+        pub unsafe fn $name(at: *const $ty) -> $ty {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let value: u32;
+                unsafe {
+                    core::arch::asm!(
+                        concat!("{{ .reg .u64 a; cvta.to.shared.u64 a, {at}; ld.shared.", $ptx, " {value}, [a]; }}"),
+                        at = in(reg64) at, value = out(reg32) value, options(pure, readonly, nostack)
+                    )
+                };
+                value as $ty
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            unsafe {
+                *at
+            }
+        }
+    };
 }
 
-/// The byte at `at`, in the block's shared memory, loaded as such (as [`shared_u32`]).
-///
-/// # Safety
-/// `at` must point to a readable byte in shared memory (on the host, anywhere).
-#[inline(always)]
-pub unsafe fn shared_u8(at: *const u8) -> u8 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let value: u32;
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .u64 a; cvta.to.shared.u64 a, {at}; ld.shared.u8 {value}, [a]; }}",
-                at = in(reg64) at, value = out(reg32) value, options(pure, readonly, nostack)
-            )
-        };
-        value as u8
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    unsafe {
-        *at
-    }
+shared_load!(
+    /// The word at `at`, in shared memory. Deflate's and GDeflate's table lookups read through it:
+    /// through [`SharedBytes`]' 32-bit offsets Deflate decoded 3 to 9% slower on an H200 (GDeflate
+    /// 1% faster), measured side by side.
+    shared_u32,
+    u32,
+    "u32"
+);
+shared_load!(
+    /// The byte at `at`, in shared memory (the block decoder's staged input as parsed).
+    shared_u8,
+    u8,
+    "u8"
+);
+
+/// A load and a store of one width through [`SharedBytes`]: `ld.shared` and `st.shared` at the
+/// base plus a 32-bit offset (on the host, plain reads and writes).
+macro_rules! widths {
+    ($load:ident, $store:ident, $ty:ty, $ptx:literal, $what:literal) => {
+        #[doc = concat!("The ", $what, " at `offset` (a multiple of its size).")]
+        ///
+        /// # Safety
+        /// It must be readable, and in the memory [`new`](Self::new) was given.
+        #[inline(always)]
+        pub unsafe fn $load(self, offset: u32) -> $ty {
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let value: u32;
+                unsafe {
+                    core::arch::asm!(
+                        concat!("ld.shared.", $ptx, " {value}, [{at}];"),
+                        at = in(reg32) self.base + offset, value = out(reg32) value, options(pure, readonly, nostack)
+                    )
+                };
+                value as $ty
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            unsafe {
+                (self.base.add(offset as usize) as *const $ty).read()
+            }
+        }
+
+        #[doc = concat!("Writes the ", $what, " at `offset` (a multiple of its size).")]
+        ///
+        /// # Safety
+        /// It must be writable, by this thread alone until the block's next barrier, and in the
+        /// memory [`new`](Self::new) was given.
+        #[inline(always)]
+        pub unsafe fn $store(self, offset: u32, value: $ty) {
+            #[cfg(target_arch = "nvptx64")]
+            unsafe {
+                core::arch::asm!(
+                    concat!("st.shared.", $ptx, " [{at}], {value};"),
+                    at = in(reg32) self.base + offset, value = in(reg32) value as u32, options(nostack)
+                )
+            };
+            #[cfg(not(target_arch = "nvptx64"))]
+            unsafe {
+                (self.base as *mut u8).add(offset as usize).cast::<$ty>().write(value)
+            }
+        }
+    };
 }
 
 /// Shared memory read and written at 32-bit offsets from a base: on the GPU, with the 32-bit
@@ -102,132 +146,9 @@ impl SharedBytes {
         Self { base: at }
     }
 
-    /// The byte at `offset`.
-    ///
-    /// # Safety
-    /// It must be readable, and in the memory [`new`](Self::new) was given.
-    #[inline(always)]
-    pub unsafe fn u8(self, offset: u32) -> u8 {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let value: u32;
-            unsafe {
-                core::arch::asm!(
-                    "ld.shared.u8 {value}, [{at}];",
-                    at = in(reg32) self.base + offset, value = out(reg32) value, options(pure, readonly, nostack)
-                )
-            };
-            value as u8
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        unsafe {
-            *self.base.add(offset as usize)
-        }
-    }
-
-    /// The `u16` at `offset` (a multiple of 2).
-    ///
-    /// # Safety
-    /// As [`u8`](Self::u8), for its 2 bytes.
-    #[inline(always)]
-    pub unsafe fn u16(self, offset: u32) -> u16 {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let value: u32;
-            unsafe {
-                core::arch::asm!(
-                    "ld.shared.u16 {value}, [{at}];",
-                    at = in(reg32) self.base + offset, value = out(reg32) value, options(pure, readonly, nostack)
-                )
-            };
-            value as u16
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        unsafe {
-            (self.base.add(offset as usize) as *const u16).read()
-        }
-    }
-
-    /// Writes the byte at `offset`.
-    ///
-    /// # Safety
-    /// It must be writable, by this thread alone until the block's next barrier, and in the
-    /// memory [`new`](Self::new) was given.
-    #[inline(always)]
-    pub unsafe fn set_u8(self, offset: u32, value: u8) {
-        #[cfg(target_arch = "nvptx64")]
-        unsafe {
-            core::arch::asm!(
-                "st.shared.u8 [{at}], {value};",
-                at = in(reg32) self.base + offset, value = in(reg32) value as u32, options(nostack)
-            )
-        };
-        #[cfg(not(target_arch = "nvptx64"))]
-        unsafe {
-            (self.base as *mut u8).add(offset as usize).write(value)
-        }
-    }
-
-    /// Writes the word at `offset` (a multiple of 4).
-    ///
-    /// # Safety
-    /// As [`set_u8`](Self::set_u8), for its 4 bytes.
-    #[inline(always)]
-    pub unsafe fn set_u32(self, offset: u32, value: u32) {
-        #[cfg(target_arch = "nvptx64")]
-        unsafe {
-            core::arch::asm!(
-                "st.shared.u32 [{at}], {value};",
-                at = in(reg32) self.base + offset, value = in(reg32) value, options(nostack)
-            )
-        };
-        #[cfg(not(target_arch = "nvptx64"))]
-        unsafe {
-            ((self.base as *mut u8).add(offset as usize) as *mut u32).write(value)
-        }
-    }
-
-    /// Writes the `u16` at `offset` (a multiple of 2).
-    ///
-    /// # Safety
-    /// As [`set_u8`](Self::set_u8), for its 2 bytes.
-    #[inline(always)]
-    pub unsafe fn set_u16(self, offset: u32, value: u16) {
-        #[cfg(target_arch = "nvptx64")]
-        unsafe {
-            core::arch::asm!(
-                "st.shared.u16 [{at}], {value};",
-                at = in(reg32) self.base + offset, value = in(reg32) value as u32, options(nostack)
-            )
-        };
-        #[cfg(not(target_arch = "nvptx64"))]
-        unsafe {
-            ((self.base as *mut u8).add(offset as usize) as *mut u16).write(value)
-        }
-    }
-
-    /// The word at `offset` (a multiple of 4).
-    ///
-    /// # Safety
-    /// As [`u8`](Self::u8), for the word's 4 bytes.
-    #[inline(always)]
-    pub unsafe fn u32(self, offset: u32) -> u32 {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let value: u32;
-            unsafe {
-                core::arch::asm!(
-                    "ld.shared.u32 {value}, [{at}];",
-                    at = in(reg32) self.base + offset, value = out(reg32) value, options(pure, readonly, nostack)
-                )
-            };
-            value
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        unsafe {
-            (self.base.add(offset as usize) as *const u32).read()
-        }
-    }
+    widths!(u8, set_u8, u8, "u8", "byte");
+    widths!(u16, set_u16, u16, "u16", "`u16`");
+    widths!(u32, set_u32, u32, "u32", "word");
 }
 
 /// Adds `value` to the word at `at` in shared memory, atomically among the block's threads

@@ -268,14 +268,11 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
 ) -> Option<u32> {
     let (me, threads) = (block.thread(), block.threads());
     let at = |offset: usize| unsafe { shared.add(offset) };
-    // The marks and jump tables, addressed as shared memory as the output and positions are.
-    let (marks, jumps) = unsafe { (SharedBytes::new(at(MARKS_AT)), SharedBytes::new(at(JUMPS_AT))) };
-    let scan = at(SCAN_AT) as *mut u32;
-    let entries = at(ENTRIES_AT) as *mut u32;
-    let (output, origins, runs) = (at(OUTPUT_AT), at(ORIGINS_AT) as *mut u16, at(RUNS_AT) as *mut [u32; 4]);
+    // The hot regions addressed as shared memory (32-bit offsets, LDS and STS), the rest plainly.
+    let region = |offset: usize| unsafe { SharedBytes::new(at(offset)) };
+    let (marks, jumps, out, positions) = (region(MARKS_AT), region(JUMPS_AT), region(OUTPUT_AT), region(ORIGINS_AT));
+    let (scan, entries, runs) = (at(SCAN_AT) as *mut u32, at(ENTRIES_AT) as *mut u32, at(RUNS_AT) as *mut [u32; 4]);
     let (run_count, failed) = (at(RUN_COUNT_AT) as *mut u32, at(FAILED_AT) as *mut u32);
-    // The output and the positions, addressed as shared memory (32-bit offsets, LDS and STS).
-    let (out, positions) = unsafe { (SharedBytes::new(output), SharedBytes::new(origins as *const u8)) };
     let set_origin = |at: u32, origin: u32| unsafe { positions.set_u16(2 * at, origin as u16) };
 
     // 1. Each segment's walk, marking the starts in its own words of the marks.

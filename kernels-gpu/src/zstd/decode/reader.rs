@@ -91,17 +91,21 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Decodes the block's next batch into its half of the double buffer.
+    /// Decodes the block's next batch into its half of the double buffer. The decoder and the
+    /// repeat offsets are taken out of `self` for the batch: left there, each sequence stored
+    /// them back to memory, as its stores to the batch might have changed them.
     unsafe fn decode_batch(&mut self, shared: *mut WarpShared) {
-        let Some(decoder) = self.decoder.as_mut() else { return };
+        let Some(mut decoder) = self.decoder.take() else { return };
+        let mut reps = self.reps;
         let len = (self.count - self.decoded).min(BATCH as u32);
         let (tables, batch) = unsafe { (&(*shared).sequences, &mut (*shared).batches[batch_half(self.decoded)]) };
         let last = self.decoded + len == self.count;
-        decoder.decode_resolved(tables, &mut self.reps, &mut batch[..len as usize], last);
+        decoder.decode_resolved(tables, &mut reps, &mut batch[..len as usize], last);
         self.decoded += len;
         if last {
             unsafe { (*shared).mailbox.finished = decoder.finished() as u32 };
         }
+        (self.decoder, self.reps) = (Some(decoder), reps);
     }
 }
 

@@ -123,12 +123,17 @@ pub unsafe fn run<C: ChunkKernels>(kernel: Kernel, args: &BatchArgs) {
 /// A codec's decoder that spreads each chunk over a block of threads, for batches with too few
 /// chunks to fill the GPU a warp each: its kernel is `{codec}_decompress_blocks`.
 pub trait BlockDecompress {
-    /// Decompresses `chunk` with the whole block, its shared memory the block's dynamic shared
-    /// memory; the result in thread 0.
+    /// Decompresses `chunk` of the batch `args` with the whole block, its shared memory the
+    /// block's dynamic shared memory; the result in thread 0.
     ///
     /// # Safety
     /// As [`ChunkKernels::compress`].
-    unsafe fn decompress(block: &HardwareBlock, warp: &HardwareWarp, chunk: &Chunk) -> Result<usize, Status>;
+    unsafe fn decompress(
+        block: &HardwareBlock,
+        warp: &HardwareWarp,
+        chunk: &Chunk,
+        args: &BatchArgs,
+    ) -> Result<usize, Status>;
 }
 
 /// Runs `C`'s block decoder over the batch `args`, a block per chunk.
@@ -137,7 +142,7 @@ pub trait BlockDecompress {
 /// As [`run`].
 #[inline(always)]
 pub unsafe fn run_blocks<C: BlockDecompress>(args: &BatchArgs) {
-    unsafe { for_each_chunk(Lanes::Block, args, |warp, chunk| C::decompress(&HardwareBlock, warp, chunk)) }
+    unsafe { for_each_chunk(Lanes::Block, args, |warp, chunk| C::decompress(&HardwareBlock, warp, chunk, args)) }
 }
 
 /// Codes each chunk of the batch `args` with `code` in the threads of `lanes`; the first of them

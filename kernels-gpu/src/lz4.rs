@@ -514,7 +514,12 @@ mod kernels {
     crate::batch_kernels!(Lz4: lz4_compress, lz4_decompress, lz4_decompressed_sizes);
 
     impl BlockDecompress for Lz4 {
-        unsafe fn decompress(block: &HardwareBlock, warp: &HardwareWarp, chunk: &Chunk) -> Result<usize, Status> {
+        unsafe fn decompress(
+            block: &HardwareBlock,
+            warp: &HardwareWarp,
+            chunk: &Chunk,
+            _: &BatchArgs,
+        ) -> Result<usize, Status> {
             let (input, output, shared) = (chunk.input, chunk.output, dynamic_shared_memory::<u8>());
             unsafe { decompress_chunk_in_block(block, warp, input, chunk.input_len, output, chunk.capacity, shared) }
         }

@@ -3,7 +3,8 @@
 //! too small or the chunk too large), and zlib-rs decodes them; its code lengths are the format's.
 //! The decoder gives the bytes and statuses of the format crate's scalar decoder, on our streams
 //! and zlib-rs's (stored, fixed and dynamic blocks, gzip members), on short outputs, cut streams
-//! and damaged ones.
+//! and damaged ones; staged in shared memory, it writes the same bytes, and nothing of a stream
+//! that fails.
 
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{self, LengthWork, MAX_CODE_LEN};
@@ -12,7 +13,9 @@ use ferrocomp_format::deflate::{
     self, CompressScratch, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, max_compressed_size,
 };
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
-use ferrocomp_kernels_gpu::deflate::decode::{Output, decompress_chunk};
+use ferrocomp_kernels_gpu::deflate::decode::{
+    Output, STAGED_OUTPUT, STAGED_SHARED_BYTES, decompress_chunk, decompress_chunk_staged,
+};
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_tests::{agreed, damaged_copies, garbage, int32_bytes, random_bytes, text_bytes};
 use std::io::{Read, Write};
@@ -279,6 +282,57 @@ fn cut_streams_fail_as_the_scalar_decoder_does_at_every_small_room() {
                     room,
                     &format!("{wrapper:?}, cut {cut}, room {room}"),
                 );
+            }
+        }
+    }
+}
+
+/// The staged decoder's result into `capacity` bytes, and the whole output (every byte 0xA5
+/// before).
+fn staged_decode(stream: &[u8], wrapper: Wrapper, capacity: usize) -> (Result<usize, Status>, Vec<u8>) {
+    let mut out = vec![0xA5u8; capacity];
+    let mut shared = vec![0u128; STAGED_SHARED_BYTES.div_ceil(16)];
+    let (s, o, sh) = (stream.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
+    let result = agreed(emulated::run(|warp| unsafe {
+        let (input, out, shared) = (s as *const u8, o as *mut u8, sh as *mut u8);
+        decompress_chunk_staged(warp, input, stream.len(), wrapper, out, capacity, shared)
+    }));
+    (result, out)
+}
+
+#[test]
+fn staged_decoder_writes_what_the_scalar_decoder_writes_and_nothing_of_a_failed_stream() {
+    let whole = text_bytes(STAGED_OUTPUT, 9);
+    let good = text_bytes(3000, 5);
+    for wrapper in WRAPPERS {
+        let compress = |input: &[u8]| scalar_compress(input, 1, wrapper, max_compressed_size(input.len(), wrapper));
+        let mut streams: Vec<(String, Vec<u8>, usize)> = inputs()
+            .into_iter()
+            .chain([whole.clone()])
+            .enumerate()
+            .map(|(i, input)| (format!("input {i}"), compress(&input).unwrap(), input.len()))
+            .collect();
+        let stream = compress(&good).unwrap();
+        let damaged = damaged_copies(&stream, 12, 3).enumerate();
+        streams.extend(damaged.map(|(i, damaged)| (format!("damaged {i}"), damaged, good.len())));
+        streams.push(("cut".into(), stream[..stream.len() / 2].to_vec(), good.len()));
+        for (what, stream, size) in streams {
+            // Room for the output, too little, and more than is staged (decoded in place).
+            for capacity in [size, size.saturating_sub(1), STAGED_OUTPUT + 7] {
+                let (result, out) = staged_decode(&stream, wrapper, capacity);
+                let mut expected = vec![0u8; capacity];
+                match deflate::decompress(&stream, wrapper, &mut expected, &mut boxed_tables()) {
+                    Ok(n) => {
+                        assert_eq!(result, Ok(n), "{wrapper:?} {what}, capacity {capacity}");
+                        assert!(out[..n] == expected[..n], "{wrapper:?} {what}, capacity {capacity}: bytes differ");
+                    }
+                    Err(status) => {
+                        assert_eq!(result, Err(status), "{wrapper:?} {what}, capacity {capacity}");
+                        if capacity <= STAGED_OUTPUT {
+                            assert!(out.iter().all(|&b| b == 0xA5), "{wrapper:?} {what}, capacity {capacity}: wrote");
+                        }
+                    }
+                }
             }
         }
     }

@@ -1,16 +1,17 @@
 //! Deflate (RFC 1951), raw or wrapped as zlib (RFC 1950) or gzip (RFC 1952) with the trailer
 //! checked: one stream per chunk. On the GPU a warp compresses each chunk, all its lanes
 //! together, with a scratch slot of device memory per warp; a warp decodes each chunk, its
-//! decoding tables in shared memory.
+//! decoding tables in shared memory, and in batches the SMs hold at once its output too.
 
 use crate::alloc::zeroed;
-use crate::batch::{BatchCodec, Launch, Shape};
+use crate::batch::{BatchCodec, Launch, Shape, is_small_batch};
 use ferrocomp_format::deflate::inflate::Decoded;
 use ferrocomp_format::deflate::{
     self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, wrapper,
 };
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, COMPRESS_WARPS};
+use ferrocomp_kernels_gpu::deflate::decode::{STAGED_BLOCKS_PER_SM, STAGED_SHARED_BYTES};
 use ferrocomp_kernels_gpu::deflate::{DECODE_SHARED_BYTES_PER_WARP, DECODE_WARPS};
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
@@ -54,6 +55,17 @@ pub(crate) fn compress_scratch_size(count: usize) -> usize {
 /// The decompress and size kernels' shape: a warp per chunk, with its decoding tables in shared
 /// memory.
 const DECOMPRESS_SHAPE: Shape = Shape::warps(DECODE_WARPS, DECODE_SHARED_BYTES_PER_WARP);
+
+/// The staged decoders' shape (Deflate's and GDeflate's `*_decompress_blocks`), for batches the
+/// SMs hold at once: a block of one warp a chunk, its output kept in shared memory until whole,
+/// as few warps share an SM and each waits on its matches' sources.
+pub(crate) fn staged_decoder(count: usize, multiprocessors: u32) -> Option<Shape> {
+    is_small_batch(count, multiprocessors, STAGED_BLOCKS_PER_SM as usize).then_some(Shape::Blocks {
+        warps: 1,
+        shared_bytes: STAGED_SHARED_BYTES,
+        max_blocks: usize::MAX,
+    })
+}
 
 /// The launch of Deflate's kernels (`deflate`) or GDeflate's, which share its shapes.
 pub(crate) fn launch(algorithm: Algorithm, options: u64) -> Launch {
@@ -141,6 +153,12 @@ impl BatchCodec for Deflate {
 
     fn launch(&self) -> Launch {
         launch(Algorithm::Deflate, self.options())
+    }
+
+    /// A warp a chunk with its output staged in shared memory (`deflate_decompress_blocks`) for
+    /// batches the SMs hold at once.
+    fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
+        staged_decoder(count, multiprocessors)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

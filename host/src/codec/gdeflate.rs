@@ -2,12 +2,11 @@
 //! DirectStorage and nvCOMP write it) per chunk. Launched and scratched as Deflate is
 //! ([`super::deflate`]).
 
-use super::deflate::{compress_scratch_size, launch, with_compress_scratch, with_decode_tables};
-use crate::batch::{BatchCodec, Launch, Shape, is_small_batch};
+use super::deflate::{compress_scratch_size, launch, staged_decoder, with_compress_scratch, with_decode_tables};
+use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::deflate::DEFAULT_LEVEL;
 use ferrocomp_format::gdeflate::{self, MAX_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::gdeflate::{STAGED_BLOCKS_PER_SM, STAGED_SHARED_BYTES};
 
 /// GDeflate with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,14 +43,9 @@ impl BatchCodec for GDeflate {
     }
 
     /// A warp a page with its output staged in shared memory (`gdeflate_decompress_blocks`) for
-    /// batches the SMs hold at once: few warps to an SM, each waits on its matches' sources.
+    /// batches the SMs hold at once.
     fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
-        let per_sm = STAGED_BLOCKS_PER_SM as usize;
-        is_small_batch(count, multiprocessors, per_sm).then_some(Shape::Blocks {
-            warps: 1,
-            shared_bytes: STAGED_SHARED_BYTES,
-            max_blocks: usize::MAX,
-        })
+        staged_decoder(count, multiprocessors)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

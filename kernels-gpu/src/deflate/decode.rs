@@ -87,6 +87,66 @@ pub unsafe fn decompress_chunk<W: Warp>(
     Ok(sink.len as usize)
 }
 
+/// Bytes of shared memory the decode tables take before a staged chunk's output (16-aligned).
+const STAGED_TABLES: usize = size_of::<DecodeTables>().next_multiple_of(16);
+/// The largest output [`decompress_staged`] keeps in shared memory: a GDeflate page, a 64 KiB
+/// chunk.
+pub const STAGED_OUTPUT: usize = 64 << 10;
+/// Shared memory of [`decompress_staged`]'s warp: the tables and the largest output staged.
+pub const STAGED_SHARED_BYTES: usize = STAGED_TABLES + STAGED_OUTPUT;
+/// Warps of a staged decoder an SM holds at once (blocks of one warp), which the launch bounds
+/// hold ptxas to.
+pub const STAGED_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(1, STAGED_SHARED_BYTES);
+const _: () = assert!(STAGED_BLOCKS_PER_SM >= 2);
+
+/// Runs `decode` (Deflate's or GDeflate's decoder, given an output and the tables) into `out`,
+/// writable for `capacity` bytes, with the output kept in `shared` (the warp's
+/// [`STAGED_SHARED_BYTES`], with the tables) until it is whole, then copied out: the matches read
+/// their sources from shared memory instead of output just written to global memory, whose
+/// latency the copies wait on where few warps share an SM. Nothing reaches `out` from a chunk
+/// that fails. Room for more than [`STAGED_OUTPUT`] decodes in place.
+///
+/// # Safety
+/// As `decode`'s; `out` writable for `capacity` bytes; `shared` 16-aligned and this warp's alone.
+pub unsafe fn decompress_staged<W: Warp>(
+    warp: &W,
+    out: *mut u8,
+    capacity: usize,
+    shared: *mut u8,
+    decode: impl FnOnce(Output, *mut DecodeTables) -> Result<usize, Status>,
+) -> Result<usize, Status> {
+    let tables = shared as *mut DecodeTables;
+    if capacity > STAGED_OUTPUT {
+        return decode(Output::to(out, capacity), tables);
+    }
+    let staged = unsafe { shared.add(STAGED_TABLES) };
+    let size = decode(Output::to(staged, capacity), tables)?;
+    warp.sync(); // the output is visible to every lane
+    unsafe { lz77::copy(warp, staged, out, size as u32) };
+    Ok(size)
+}
+
+/// [`decompress_chunk`] into `out` (writable for `capacity` bytes), the chunk's output staged in
+/// `shared` ([`decompress_staged`]): nothing reaches `out` from a chunk that fails.
+///
+/// # Safety
+/// As [`decompress_chunk`]; `shared` as [`decompress_staged`] says.
+pub unsafe fn decompress_chunk_staged<W: Warp>(
+    warp: &W,
+    input: *const u8,
+    len: usize,
+    wrapper: Wrapper,
+    out: *mut u8,
+    capacity: usize,
+    shared: *mut u8,
+) -> Result<usize, Status> {
+    unsafe {
+        decompress_staged(warp, out, capacity, shared, |output, tables| {
+            decompress_chunk(warp, input, len, wrapper, output, tables)
+        })
+    }
+}
+
 /// The output of a chunk being decoded, as the wrappers see it.
 struct Sink<'w, W> {
     warp: &'w W,

@@ -4,7 +4,8 @@
 //! Decompression ([`decode`]) reads any stream as the format crate's decoder does, the lanes
 //! decoding its symbols in step and writing them 32 at a time; the decoding tables of each warp
 //! live in shared memory, where [`build_table`] lets the warp build them together (GDeflate's
-//! decoder does).
+//! decoder does). Small batches keep each chunk's output there as well until it is whole
+//! ([`decode::decompress_staged`], GDeflate's too).
 
 mod chains;
 pub mod compress;
@@ -297,10 +298,10 @@ pub(crate) unsafe fn shared_tables<'a>() -> &'a mut DecodeTables {
 /// `deflate_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
-    use super::decode::{Output, decompress_chunk};
+    use super::decode::{Output, decompress_chunk, decompress_chunk_staged};
     use super::*;
-    use crate::batch::{Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
-    use crate::gpu::HardwareWarp;
+    use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
+    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::deflate::CompressScratch;
     use ferrocomp_format::deflate::compress::FAST_RULES;
     use ferrocomp_format::{BatchArgs, Status};
@@ -340,4 +341,20 @@ mod kernels {
     }
 
     crate::batch_kernels!(Deflate: deflate_compress, deflate_decompress, deflate_decompressed_sizes);
+
+    /// A block of one warp a chunk, its output staged in shared memory.
+    impl BlockDecompress for Deflate {
+        unsafe fn decompress(
+            _: &HardwareBlock,
+            warp: &HardwareWarp,
+            chunk: &Chunk,
+            args: &BatchArgs,
+        ) -> Result<usize, Status> {
+            let (_, wrapper) = unpack_options(args.options as u32);
+            let (input, n, shared) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u8>());
+            unsafe { decompress_chunk_staged(warp, input, n, wrapper, chunk.output, chunk.capacity, shared) }
+        }
+    }
+
+    crate::block_decompress_kernel!(Deflate: deflate_decompress_blocks);
 }

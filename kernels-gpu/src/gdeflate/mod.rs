@@ -9,30 +9,19 @@ pub mod compress;
 mod decode;
 
 pub use crate::deflate::decode::Output;
-use crate::lz77::copy;
+use crate::deflate::decode::decompress_staged;
 use crate::warp::Warp;
 pub use decode::decompress_page;
 use ferrocomp_format::Status;
-use ferrocomp_format::deflate::DecodeTables;
 use ferrocomp_format::gdeflate::MAX_CHUNK_SIZE;
 
-/// Bytes of shared memory the decode tables take before a staged page's output (16-aligned).
-const STAGED_TABLES: usize = size_of::<DecodeTables>().next_multiple_of(16);
-/// Shared memory of [`decompress_page_staged`]'s warp: the tables and a page's largest output.
-pub const STAGED_SHARED_BYTES: usize = STAGED_TABLES + MAX_CHUNK_SIZE;
-/// Warps of the staged decoder an SM holds at once (blocks of one warp), which its launch bounds
-/// hold ptxas to.
-pub const STAGED_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(1, STAGED_SHARED_BYTES);
-const _: () = assert!(STAGED_BLOCKS_PER_SM >= 2);
+const _: () = assert!(MAX_CHUNK_SIZE <= crate::deflate::decode::STAGED_OUTPUT, "a page's output is staged whole");
 
-/// [`decompress_page`] into `out` (writable for `capacity` bytes), the page's output kept in
-/// `shared` (the warp's [`STAGED_SHARED_BYTES`], with the tables) until it is whole, then copied
-/// out: its matches read their sources from shared memory instead of output just written to
-/// global memory, whose latency the copy stage waits on where few warps share an SM. Nothing
-/// reaches `out` from a page that fails. Output larger than a page decodes in place.
+/// [`decompress_page`] into `out` (writable for `capacity` bytes), the page's output staged in
+/// `shared` ([`decompress_staged`]): nothing reaches `out` from a page that fails.
 ///
 /// # Safety
-/// As [`decompress_page`]; `shared` 16-aligned and this warp's alone.
+/// As [`decompress_page`]; `shared` as [`decompress_staged`] says.
 pub unsafe fn decompress_page_staged<W: Warp>(
     warp: &W,
     input: *const u8,
@@ -41,15 +30,11 @@ pub unsafe fn decompress_page_staged<W: Warp>(
     capacity: usize,
     shared: *mut u8,
 ) -> Result<usize, Status> {
-    let tables = shared as *mut DecodeTables;
-    if capacity > MAX_CHUNK_SIZE {
-        return unsafe { decompress_page(warp, input, len, Output::to(out, capacity), tables) };
+    unsafe {
+        decompress_staged(warp, out, capacity, shared, |output, tables| {
+            decompress_page(warp, input, len, output, tables)
+        })
     }
-    let staged = unsafe { shared.add(STAGED_TABLES) };
-    let size = unsafe { decompress_page(warp, input, len, Output::to(staged, capacity), tables)? };
-    warp.sync(); // the page's output is visible to every lane
-    unsafe { copy(warp, staged, out, size as u32) };
-    Ok(size)
 }
 
 /// The batched entry points (`gdeflate_compress`, `gdeflate_decompress`,
@@ -96,7 +81,12 @@ mod kernels {
 
     /// A block of one warp a page, its output staged in shared memory.
     impl BlockDecompress for GDeflate {
-        unsafe fn decompress(_: &HardwareBlock, warp: &HardwareWarp, chunk: &Chunk) -> Result<usize, Status> {
+        unsafe fn decompress(
+            _: &HardwareBlock,
+            warp: &HardwareWarp,
+            chunk: &Chunk,
+            _: &BatchArgs,
+        ) -> Result<usize, Status> {
             let (input, n, shared) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u8>());
             unsafe { decompress_page_staged(warp, input, n, chunk.output, chunk.capacity, shared) }
         }

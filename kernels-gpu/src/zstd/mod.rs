@@ -94,7 +94,12 @@ mod kernels {
     crate::batch_kernels!(Zstd: zstd_compress, zstd_decompress, zstd_decompressed_sizes);
 
     impl BlockDecompress for Zstd {
-        unsafe fn decompress(block: &HardwareBlock, warp: &HardwareWarp, chunk: &Chunk) -> Result<usize, Status> {
+        unsafe fn decompress(
+            block: &HardwareBlock,
+            warp: &HardwareWarp,
+            chunk: &Chunk,
+            _: &BatchArgs,
+        ) -> Result<usize, Status> {
             let (input, n, out, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
             let shared = dynamic_shared_memory::<u8>();
             unsafe { decode::decompress_chunk_in_pair(block, warp, input, n, out, capacity, shared) }

@@ -188,10 +188,11 @@ fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
     }
 }
 
-/// The two decoders of LZ4, Snappy, Zstd and GDeflate, for small batches (several warps a chunk,
-/// or GDeflate's output staged in shared memory) and a warp a chunk, give the CPU decoder's bytes
-/// and statuses on the same chunks: whole, damaged, cut, too large for LZ4's block decoder (more
-/// room than a GDeflate page), and given too little room.
+/// The two decoders of LZ4, Snappy, Zstd, Deflate and GDeflate, for small batches (several warps
+/// a chunk, or Deflate's and GDeflate's output staged in shared memory) and a warp a chunk, give
+/// the CPU decoder's bytes and statuses on the same chunks: whole, damaged, cut, too large for
+/// LZ4's block decoder or Deflate's staging (more room than a GDeflate page), and given too
+/// little room.
 #[test]
 fn small_batches_decode_alike_by_blocks_and_by_warps() {
     let Some(gpu) = gpu() else { return };
@@ -201,6 +202,8 @@ fn small_batches_decode_alike_by_blocks_and_by_warps() {
         Options::Snappy(Snappy::default()),
         Options::Zstd(Zstd { level: 1 }),
         Options::Zstd(Zstd { level: 2 }),
+        Options::Deflate(Deflate { level: 1, wrapper: Wrapper::Raw }),
+        Options::Deflate(Deflate { level: 1, wrapper: Wrapper::Gzip }),
         Options::GDeflate(GDeflate::default()),
     ] {
         let codec = options.codec();

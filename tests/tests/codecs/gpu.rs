@@ -191,8 +191,8 @@ fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
 /// The two decoders of LZ4, Snappy, Zstd, Deflate and GDeflate, for small batches (several warps
 /// a chunk, or Deflate's and GDeflate's output staged in shared memory) and a warp a chunk, give
 /// the CPU decoder's bytes and statuses on the same chunks: whole, damaged, cut, too large for
-/// LZ4's block decoder or Deflate's staging (more room than a GDeflate page), and given too
-/// little room.
+/// LZ4's block decoder (more room than Deflate's and GDeflate's staging holds: their chunks are
+/// 64 KiB at most), and given too little room.
 #[test]
 fn small_batches_decode_alike_by_blocks_and_by_warps() {
     let Some(gpu) = gpu() else { return };
@@ -208,7 +208,7 @@ fn small_batches_decode_alike_by_blocks_and_by_warps() {
     ] {
         let codec = options.codec();
         let sms = gpu.multiprocessors();
-        let pages = matches!(options, Options::GDeflate(_)); // no chunk larger than a page
+        let pages = matches!(options, Options::Deflate(_) | Options::GDeflate(_)); // chunks of 64 KiB at most
         let by_warps = (1..1 << 20).find(|&count| codec.block_decoder(count, sms).is_none()).unwrap();
         assert!(codec.block_decoder(1, sms).is_some(), "{options:?}: one chunk decodes by blocks");
         let mut chunks: Vec<Vec<u8>> = (0..by_warps as u64)
@@ -227,7 +227,7 @@ fn small_batches_decode_alike_by_blocks_and_by_warps() {
         let mut streams: Vec<Vec<u8>> = chunks.iter().map(|c| cpu_compress(codec, c)).collect();
         let mut capacities: Vec<usize> = chunks.iter().map(Vec::len).collect();
         if pages {
-            capacities[7] = 3 * CHUNK; // more room than a page: decoded in place
+            capacities[7] = 3 * CHUNK; // more room than is staged: decoded in place
         }
         let half = streams[1].len() / 2;
         streams[1].truncate(half);

@@ -16,7 +16,7 @@ use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SHARED_BYTES_PER_WARP, SIZES_SH
 use ferrocomp_kernels_gpu::zstd::encode::{compress_scratch_bytes_per_warp, compress_shared_bytes_per_warp};
 use ferrocomp_kernels_gpu::zstd::{COMPRESS_WARPS, DECOMPRESS_WARPS, PAIR_BLOCKS_PER_SM, PAIR_WARPS, SIZES_WARPS};
 
-const _: () = assert!(PAIR_DECODE_WAVES < PAIR_BLOCKS_PER_SM as usize, "a paired batch fits the GPU at once");
+const _: () = assert!(PAIR_DECODE_WAVES <= PAIR_BLOCKS_PER_SM as usize, "a paired batch fits the GPU at once");
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
 
@@ -26,11 +26,12 @@ use std::ops::RangeInclusive;
 const SLOTS: usize = 4096;
 
 /// Batches of at most this many chunks per SM decode with two warps a chunk, larger ones with
-/// one. On an H200 with 64 KiB chunks (levels 1 and 2, five data sets, one run), two warps
-/// decode 256 chunks (16 MiB) at 4.4-11.2 GB/s where one takes 3.8-9.9, and 768 (48 MiB) at
-/// 11.4-25.5 where one takes 10.9-23.3; at 1,024 (64 MiB) neither leads (bench/RESULTS.md,
-/// issue 48).
-const PAIR_DECODE_WAVES: usize = 6;
+/// one: as many as the paired kernel holds at once. On an H200 with 64 KiB chunks (levels 1 and
+/// 2, five data sets), two warps decode 256 chunks (16 MiB) at 5.4-10.8 GB/s where one takes
+/// 3.8-9.9; at 1,024 (64 MiB) they led on six of ten sets and levels, on text and binary by 9-26%,
+/// and trailed on int32 offsets and on level 2's float32 and Linux sources; at 1,536 (96 MiB,
+/// two rounds) they trail on all but binary (bench/RESULTS.md, issue 48).
+const PAIR_DECODE_WAVES: usize = 8;
 
 /// Zstandard with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

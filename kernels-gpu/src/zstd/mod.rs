@@ -26,7 +26,7 @@ const _: () = assert!(DECOMPRESS_BLOCKS_PER_SM <= blocks_per_sm(DECOMPRESS_WARPS
 /// and its reader.
 pub const PAIR_WARPS: u32 = 2;
 /// Blocks per SM of the paired kernel, which its launch bounds hold ptxas to (128 registers):
-/// the host gives it batches of fewer chunks an SM than this, which all fit at once.
+/// the host gives it batches of at most this many chunks an SM, which all fit at once.
 pub const PAIR_BLOCKS_PER_SM: u32 = 8;
 /// Warps per block of the sizes kernel: as many as its shared memory allows.
 pub const SIZES_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / SIZES_SHARED_BYTES_PER_WARP) as u32;

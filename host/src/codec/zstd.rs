@@ -28,9 +28,10 @@ const SLOTS: usize = 4096;
 /// Batches of at most this many chunks per SM decode with two warps a chunk, larger ones with
 /// one: as many as the paired kernel holds at once. On an H200 with 64 KiB chunks (levels 1 and
 /// 2, five data sets), two warps decode 256 chunks (16 MiB) at 5.4-10.8 GB/s where one takes
-/// 3.8-9.9; at 1,024 (64 MiB) they led on six of ten sets and levels, on text and binary by 9-26%,
-/// and trailed on int32 offsets and on level 2's float32 and Linux sources; at 1,536 (96 MiB,
-/// two rounds) they trail on all but binary (bench/RESULTS.md, issue 48).
+/// 3.8-9.9; at 1,024 (64 MiB) they led on six of ten sets and levels (binary by 22-23%, level 1's
+/// text, float32 and Linux sources by 5-8%) and trailed on int32 offsets by 4-14% and level 2's
+/// float32 and Linux sources by 12%; at 1,536 (96 MiB, two rounds) they trailed on all but
+/// binary (bench/RESULTS.md, issue 48).
 const PAIR_DECODE_WAVES: usize = 8;
 
 /// Zstandard with its options.

@@ -14,7 +14,7 @@ use ferrocomp_format::deflate::{
 };
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
 use ferrocomp_kernels_gpu::deflate::decode::{
-    Output, STAGED_OUTPUT, STAGED_SHARED_BYTES, decompress_chunk, decompress_chunk_staged,
+    Output, STAGED_OUTPUT, STAGED_SHARED_BYTES, decompress_chunk, decompress_staged,
 };
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_tests::{agreed, damaged_copies, garbage, int32_bytes, random_bytes, text_bytes};
@@ -295,7 +295,8 @@ fn staged_decode(stream: &[u8], wrapper: Wrapper, capacity: usize) -> (Result<us
     let (s, o, sh) = (stream.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
     let result = agreed(emulated::run(|warp| unsafe {
         let (input, out, shared) = (s as *const u8, o as *mut u8, sh as *mut u8);
-        decompress_chunk_staged(warp, input, stream.len(), wrapper, out, capacity, shared)
+        let decode = |output, tables| decompress_chunk(warp, input, stream.len(), wrapper, output, tables);
+        decompress_staged(warp, out, capacity, shared, decode)
     }));
     (result, out)
 }

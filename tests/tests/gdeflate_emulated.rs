@@ -8,7 +8,7 @@ use ferrocomp_format::deflate::compress::FAST_RULES;
 use ferrocomp_format::deflate::huffman::{self, Alphabet, DIST_ROOT, LITLEN_ROOT, PRECODE_ROOT};
 use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL};
 use ferrocomp_format::gdeflate;
-use ferrocomp_kernels_gpu::deflate::decode::STAGED_SHARED_BYTES;
+use ferrocomp_kernels_gpu::deflate::decode::{STAGED_SHARED_BYTES, decompress_staged};
 use ferrocomp_kernels_gpu::{deflate as gpu_deflate, emulated, gdeflate as gpu_gdeflate};
 use ferrocomp_tests::{agreed, damaged_copies, garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
 
@@ -65,7 +65,8 @@ fn staged_decode(page: &[u8], capacity: usize) -> (Result<usize, Status>, Vec<u8
     let mut shared = vec![0u128; STAGED_SHARED_BYTES.div_ceil(16)];
     let (p, o, s) = (page.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
     let result = agreed(emulated::run(|warp| unsafe {
-        gpu_gdeflate::decompress_page_staged(warp, p as *const u8, page.len(), o as *mut u8, capacity, s as *mut u8)
+        let decode = |output, tables| gpu_gdeflate::decompress_page(warp, p as *const u8, page.len(), output, tables);
+        decompress_staged(warp, o as *mut u8, capacity, s as *mut u8, decode)
     }));
     (result, out)
 }

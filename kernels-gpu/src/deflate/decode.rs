@@ -126,27 +126,6 @@ pub unsafe fn decompress_staged<W: Warp>(
     Ok(size)
 }
 
-/// [`decompress_chunk`] into `out` (writable for `capacity` bytes), the chunk's output staged in
-/// `shared` ([`decompress_staged`]): nothing reaches `out` from a chunk that fails.
-///
-/// # Safety
-/// As [`decompress_chunk`]; `shared` as [`decompress_staged`] says.
-pub unsafe fn decompress_chunk_staged<W: Warp>(
-    warp: &W,
-    input: *const u8,
-    len: usize,
-    wrapper: Wrapper,
-    out: *mut u8,
-    capacity: usize,
-    shared: *mut u8,
-) -> Result<usize, Status> {
-    unsafe {
-        decompress_staged(warp, out, capacity, shared, |output, tables| {
-            decompress_chunk(warp, input, len, wrapper, output, tables)
-        })
-    }
-}
-
 /// The output of a chunk being decoded, as the wrappers see it.
 struct Sink<'w, W> {
     warp: &'w W,

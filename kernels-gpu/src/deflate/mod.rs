@@ -298,7 +298,7 @@ pub(crate) unsafe fn shared_tables<'a>() -> &'a mut DecodeTables {
 /// `deflate_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
-    use super::decode::{Output, decompress_chunk, decompress_chunk_staged};
+    use super::decode::{Output, decompress_chunk, decompress_staged};
     use super::*;
     use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
     use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
@@ -352,7 +352,8 @@ mod kernels {
         ) -> Result<usize, Status> {
             let (_, wrapper) = unpack_options(args.options as u32);
             let (input, n, shared) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u8>());
-            unsafe { decompress_chunk_staged(warp, input, n, wrapper, chunk.output, chunk.capacity, shared) }
+            let decode = |output, tables| unsafe { decompress_chunk(warp, input, n, wrapper, output, tables) };
+            unsafe { decompress_staged(warp, chunk.output, chunk.capacity, shared, decode) }
         }
     }
 

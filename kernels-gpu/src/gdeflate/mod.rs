@@ -1,48 +1,26 @@
 //! GDeflate on the GPU, a warp per page.
 //!
 //! Decoding ([`decompress_page`]) gives each lane one of the page's 32 sub-streams, the format's
-//! own design; where a batch leaves SMs idle, [`decompress_page_staged`] keeps the page's output
-//! in shared memory while it decodes. Compression ([`compress`]) writes the format crate's pages
-//! byte for byte, the lanes sharing levels 0 and 1 as Deflate's do.
+//! own design; where a batch leaves SMs idle, Deflate's `decompress_staged` keeps the page's
+//! output in shared memory while it decodes. Compression ([`compress`]) writes the format
+//! crate's pages byte for byte, the lanes sharing levels 0 and 1 as Deflate's do.
 
 pub mod compress;
 mod decode;
 
 pub use crate::deflate::decode::Output;
-use crate::deflate::decode::decompress_staged;
-use crate::warp::Warp;
 pub use decode::decompress_page;
-use ferrocomp_format::Status;
 use ferrocomp_format::gdeflate::MAX_CHUNK_SIZE;
 
 const _: () = assert!(MAX_CHUNK_SIZE <= crate::deflate::decode::STAGED_OUTPUT, "a page's output is staged whole");
-
-/// [`decompress_page`] into `out` (writable for `capacity` bytes), the page's output staged in
-/// `shared` ([`decompress_staged`]): nothing reaches `out` from a page that fails.
-///
-/// # Safety
-/// As [`decompress_page`]; `shared` as [`decompress_staged`] says.
-pub unsafe fn decompress_page_staged<W: Warp>(
-    warp: &W,
-    input: *const u8,
-    len: usize,
-    out: *mut u8,
-    capacity: usize,
-    shared: *mut u8,
-) -> Result<usize, Status> {
-    unsafe {
-        decompress_staged(warp, out, capacity, shared, |output, tables| {
-            decompress_page(warp, input, len, output, tables)
-        })
-    }
-}
 
 /// The batched entry points (`gdeflate_compress`, `gdeflate_decompress`,
 /// `gdeflate_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
-    use super::{Output, compress, decompress_page, decompress_page_staged};
+    use super::{Output, compress, decompress_page};
     use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
+    use crate::deflate::decode::decompress_staged;
     use crate::deflate::shared_tables;
     use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::deflate::CompressScratch;
@@ -88,7 +66,8 @@ mod kernels {
             _: &BatchArgs,
         ) -> Result<usize, Status> {
             let (input, n, shared) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u8>());
-            unsafe { decompress_page_staged(warp, input, n, chunk.output, chunk.capacity, shared) }
+            let decode = |output, tables| unsafe { decompress_page(warp, input, n, output, tables) };
+            unsafe { decompress_staged(warp, chunk.output, chunk.capacity, shared, decode) }
         }
     }
 

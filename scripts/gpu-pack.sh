@@ -18,6 +18,7 @@ cargo bench --no-run --message-format=json -p ferrocomp-bench | collect .gpu
 cargo build --release -p ferrocomp-cli -p ferrocomp-bench
 cargo build --release -p ferrocomp-tests --bin differential
 cp target/release/ferrocomp target/release/ferrocomp-bench target/release/cpu-path target/release/zstd-anatomy \
+    target/release/deflate-anatomy \
     target/release/differential .gpu/
 cargo build --release -p ferrocomp --examples
 mkdir -p .gpu/examples

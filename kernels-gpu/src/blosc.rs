@@ -121,7 +121,8 @@ pub unsafe fn decode_stream<W: Warp>(
         Some(Compressor::Zlib) => unsafe {
             let tables = shared as *mut deflate::DecodeTables;
             let output = Output::to(dest, stream.decoded_len);
-            crate::deflate::decode::decompress_chunk(warp, input, stream.len, Wrapper::Zlib, output, tables)
+            let rounds = &mut crate::deflate::rounds::InWarp;
+            crate::deflate::decode::decompress_chunk(warp, input, stream.len, Wrapper::Zlib, output, tables, rounds)
         },
         Some(Compressor::BloscLz) => first_lane(warp, || {
             blosclz::decompress(unsafe { bytes(input, stream.len) }, unsafe { bytes_mut(dest, stream.decoded_len) })

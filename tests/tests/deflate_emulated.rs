@@ -3,8 +3,8 @@
 //! too small or the chunk too large), and zlib-rs decodes them; its code lengths are the format's.
 //! The decoder gives the bytes and statuses of the format crate's scalar decoder, on our streams
 //! and zlib-rs's (stored, fixed and dynamic blocks, gzip members), on short outputs, cut streams
-//! and damaged ones; staged in shared memory, it writes the same bytes, and nothing of a stream
-//! that fails.
+//! and damaged ones; in a pair of warps, one writing what the other decodes, it writes the same
+//! bytes, and staged in shared memory nothing of a stream that fails.
 
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{self, LengthWork, MAX_CODE_LEN};
@@ -14,8 +14,9 @@ use ferrocomp_format::deflate::{
 };
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
 use ferrocomp_kernels_gpu::deflate::decode::{
-    Output, STAGED_OUTPUT, STAGED_SHARED_BYTES, decompress_chunk, decompress_staged,
+    Output, PAIR_SHARED_BYTES, PAIR_WARPS, STAGED_OUTPUT, STAGED_SHARED_BYTES, decompress_chunk, decompress_in_pair,
 };
+use ferrocomp_kernels_gpu::deflate::rounds::InWarp;
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_tests::{agreed, damaged_copies, garbage, int32_bytes, random_bytes, text_bytes};
 use std::io::{Read, Write};
@@ -67,7 +68,7 @@ fn warp_decode(stream: &[u8], wrapper: Wrapper, capacity: Option<usize>) -> Resu
             Some(capacity) => Output::to(o as *mut u8, capacity),
             None => Output::counting(),
         };
-        decompress_chunk(warp, s as *const u8, stream.len(), wrapper, output, t as *mut DecodeTables)
+        decompress_chunk(warp, s as *const u8, stream.len(), wrapper, output, t as *mut DecodeTables, &mut InWarp)
     }));
     result.map(|n| if capacity.is_some() { out[..n].to_vec() } else { vec![0; n] })
 }
@@ -287,22 +288,30 @@ fn cut_streams_fail_as_the_scalar_decoder_does_at_every_small_room() {
     }
 }
 
-/// The staged decoder's result into `capacity` bytes, and the whole output (every byte 0xA5
-/// before).
-fn staged_decode(stream: &[u8], wrapper: Wrapper, capacity: usize) -> (Result<usize, Status>, Vec<u8>) {
+/// The paired decoder's result into `capacity` bytes with `shared_bytes` of shared memory, and
+/// the whole output (every byte 0xA5 before).
+fn pair_decode(
+    stream: &[u8],
+    wrapper: Wrapper,
+    capacity: usize,
+    shared_bytes: usize,
+) -> (Result<usize, Status>, Vec<u8>) {
     let mut out = vec![0xA5u8; capacity];
-    let mut shared = vec![0u128; STAGED_SHARED_BYTES.div_ceil(16)];
+    let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
     let (s, o, sh) = (stream.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
-    let result = agreed(emulated::run(|warp| unsafe {
+    let mut results = emulated::run_block(PAIR_WARPS * 32, |thread| unsafe {
         let (input, out, shared) = (s as *const u8, o as *mut u8, sh as *mut u8);
-        let decode = |output, tables| decompress_chunk(warp, input, stream.len(), wrapper, output, tables);
-        decompress_staged(warp, out, capacity, shared, decode)
-    }));
-    (result, out)
+        let decode = |output, tables, rounds: &mut _| {
+            decompress_chunk(thread, input, stream.len(), wrapper, output, tables, rounds)
+        };
+        decompress_in_pair(thread, thread, out, capacity, shared, shared_bytes, decode)
+    });
+    results.truncate(32); // the decoding warp's
+    (agreed(results), out)
 }
 
 #[test]
-fn staged_decoder_writes_what_the_scalar_decoder_writes_and_nothing_of_a_failed_stream() {
+fn paired_decoder_writes_what_the_scalar_decoder_writes_and_staged_nothing_of_a_failed_stream() {
     let whole = text_bytes(STAGED_OUTPUT, 9);
     let good = text_bytes(3000, 5);
     for wrapper in WRAPPERS {
@@ -318,19 +327,24 @@ fn staged_decoder_writes_what_the_scalar_decoder_writes_and_nothing_of_a_failed_
         streams.extend(damaged.map(|(i, damaged)| (format!("damaged {i}"), damaged, good.len())));
         streams.push(("cut".into(), stream[..stream.len() / 2].to_vec(), good.len()));
         for (what, stream, size) in streams {
-            // Room for the output, too little, and more than is staged (decoded in place).
-            for capacity in [size, size.saturating_sub(1), STAGED_OUTPUT + 7] {
-                let (result, out) = staged_decode(&stream, wrapper, capacity);
+            // Room for the output, too little, and more than is staged (decoded in place); staged
+            // and written to the output directly.
+            let rooms = [size, size.saturating_sub(1), STAGED_OUTPUT + 7];
+            for (capacity, shared_bytes) in
+                rooms.into_iter().flat_map(|c| [(c, STAGED_SHARED_BYTES), (c, PAIR_SHARED_BYTES)])
+            {
+                let (result, out) = pair_decode(&stream, wrapper, capacity, shared_bytes);
+                let what = format!("{wrapper:?} {what}, capacity {capacity}, shared {shared_bytes}");
                 let mut expected = vec![0u8; capacity];
                 match deflate::decompress(&stream, wrapper, &mut expected, &mut boxed_tables()) {
                     Ok(n) => {
-                        assert_eq!(result, Ok(n), "{wrapper:?} {what}, capacity {capacity}");
-                        assert!(out[..n] == expected[..n], "{wrapper:?} {what}, capacity {capacity}: bytes differ");
+                        assert_eq!(result, Ok(n), "{what}");
+                        assert!(out[..n] == expected[..n], "{what}: bytes differ");
                     }
                     Err(status) => {
-                        assert_eq!(result, Err(status), "{wrapper:?} {what}, capacity {capacity}");
-                        if capacity <= STAGED_OUTPUT {
-                            assert!(out.iter().all(|&b| b == 0xA5), "{wrapper:?} {what}, capacity {capacity}: wrote");
+                        assert_eq!(result, Err(status), "{what}");
+                        if capacity <= STAGED_OUTPUT && shared_bytes == STAGED_SHARED_BYTES {
+                            assert!(out.iter().all(|&b| b == 0xA5), "{what}: wrote");
                         }
                     }
                 }

@@ -8,7 +8,8 @@ use ferrocomp_format::deflate::compress::FAST_RULES;
 use ferrocomp_format::deflate::huffman::{self, Alphabet, DIST_ROOT, LITLEN_ROOT, PRECODE_ROOT};
 use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL};
 use ferrocomp_format::gdeflate;
-use ferrocomp_kernels_gpu::deflate::decode::{STAGED_SHARED_BYTES, decompress_staged};
+use ferrocomp_kernels_gpu::deflate::decode::{PAIR_SHARED_BYTES, PAIR_WARPS, STAGED_SHARED_BYTES, decompress_in_pair};
+use ferrocomp_kernels_gpu::deflate::rounds::InWarp;
 use ferrocomp_kernels_gpu::{deflate as gpu_deflate, emulated, gdeflate as gpu_gdeflate};
 use ferrocomp_tests::{agreed, damaged_copies, garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
 
@@ -53,22 +54,25 @@ fn warp_decode(page: &[u8], capacity: Option<usize>) -> Result<Vec<u8>, Status> 
             Some(capacity) => gpu_gdeflate::Output::to(o as *mut u8, capacity),
             None => gpu_gdeflate::Output::counting(),
         };
-        gpu_gdeflate::decompress_page(warp, p as *const u8, page.len(), output, t as *mut DecodeTables)
+        gpu_gdeflate::decompress_page(warp, p as *const u8, page.len(), output, t as *mut DecodeTables, &mut InWarp)
     }));
     result.map(|n| if capacity.is_some() { out[..n].to_vec() } else { vec![0; n] })
 }
 
-/// The staged decoder's result into `capacity` bytes, and the whole output (every byte 0xA5
-/// before).
-fn staged_decode(page: &[u8], capacity: usize) -> (Result<usize, Status>, Vec<u8>) {
+/// The paired decoder's result into `capacity` bytes with `shared_bytes` of shared memory, and
+/// the whole output (every byte 0xA5 before).
+fn pair_decode(page: &[u8], capacity: usize, shared_bytes: usize) -> (Result<usize, Status>, Vec<u8>) {
     let mut out = vec![0xA5u8; capacity];
-    let mut shared = vec![0u128; STAGED_SHARED_BYTES.div_ceil(16)];
+    let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
     let (p, o, s) = (page.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
-    let result = agreed(emulated::run(|warp| unsafe {
-        let decode = |output, tables| gpu_gdeflate::decompress_page(warp, p as *const u8, page.len(), output, tables);
-        decompress_staged(warp, o as *mut u8, capacity, s as *mut u8, decode)
-    }));
-    (result, out)
+    let mut results = emulated::run_block(PAIR_WARPS * 32, |thread| unsafe {
+        let decode = |output, tables, rounds: &mut _| {
+            gpu_gdeflate::decompress_page(thread, p as *const u8, page.len(), output, tables, rounds)
+        };
+        decompress_in_pair(thread, thread, o as *mut u8, capacity, s as *mut u8, shared_bytes, decode)
+    });
+    results.truncate(32); // the decoding warp's
+    (agreed(results), out)
 }
 
 fn scalar_decode(page: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
@@ -247,7 +251,7 @@ fn warp_built_tables_are_the_scalar_tables() {
 }
 
 #[test]
-fn staged_decoder_writes_what_the_scalar_decoder_writes_and_nothing_of_a_failed_page() {
+fn paired_decoder_writes_what_the_scalar_decoder_writes_and_staged_nothing_of_a_failed_page() {
     let whole = text_bytes(gdeflate::MAX_CHUNK_SIZE, 9);
     let mut pages: Vec<(String, Vec<u8>, usize)> = inputs()
         .into_iter()
@@ -258,18 +262,23 @@ fn staged_decoder_writes_what_the_scalar_decoder_writes_and_nothing_of_a_failed_
     pages.extend(damaged_copies(&good, 12, 3).enumerate().map(|(i, damaged)| (format!("damaged {i}"), damaged, 3000)));
     pages.push(("cut".into(), good[..good.len() / 2].to_vec(), 3000));
     for (what, page, size) in pages {
-        // Room for the page, too little, and more than a page (decoded in place).
-        for capacity in [size, size.saturating_sub(1), gdeflate::MAX_CHUNK_SIZE + 7] {
-            let (result, out) = staged_decode(&page, capacity);
+        // Room for the page, too little, and more than a page (decoded in place); staged and
+        // written to the output directly.
+        let rooms = [size, size.saturating_sub(1), gdeflate::MAX_CHUNK_SIZE + 7];
+        for (capacity, shared_bytes) in
+            rooms.into_iter().flat_map(|c| [(c, STAGED_SHARED_BYTES), (c, PAIR_SHARED_BYTES)])
+        {
+            let (result, out) = pair_decode(&page, capacity, shared_bytes);
+            let what = format!("{what}, capacity {capacity}, shared {shared_bytes}");
             match scalar_decode(&page, capacity) {
                 Ok(bytes) => {
-                    assert_eq!(result, Ok(bytes.len()), "{what}, capacity {capacity}");
-                    assert!(out[..bytes.len()] == bytes[..], "{what}, capacity {capacity}: bytes differ");
+                    assert_eq!(result, Ok(bytes.len()), "{what}");
+                    assert!(out[..bytes.len()] == bytes[..], "{what}: bytes differ");
                 }
                 Err(status) => {
-                    assert_eq!(result, Err(status), "{what}, capacity {capacity}");
-                    if capacity <= gdeflate::MAX_CHUNK_SIZE {
-                        assert!(out.iter().all(|&b| b == 0xA5), "{what}, capacity {capacity}: a failed page wrote");
+                    assert_eq!(result, Err(status), "{what}");
+                    if capacity <= gdeflate::MAX_CHUNK_SIZE && shared_bytes == STAGED_SHARED_BYTES {
+                        assert!(out.iter().all(|&b| b == 0xA5), "{what}: a failed page wrote");
                     }
                 }
             }

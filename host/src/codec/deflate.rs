@@ -1,7 +1,8 @@
 //! Deflate (RFC 1951), raw or wrapped as zlib (RFC 1950) or gzip (RFC 1952) with the trailer
 //! checked: one stream per chunk. On the GPU a warp compresses each chunk, all its lanes
 //! together, with a scratch slot of device memory per warp; a warp decodes each chunk, its
-//! decoding tables in shared memory, and in batches the SMs hold at once its output too.
+//! decoding tables in shared memory, and in batches the SMs hold at once a second warp copies the
+//! matches it decodes (and in the smallest its output stays in shared memory until whole).
 
 use crate::alloc::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape, is_small_batch};
@@ -11,7 +12,9 @@ use ferrocomp_format::deflate::{
 };
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, COMPRESS_WARPS};
-use ferrocomp_kernels_gpu::deflate::decode::{STAGED_BLOCKS_PER_SM, STAGED_SHARED_BYTES};
+use ferrocomp_kernels_gpu::deflate::decode::{
+    PAIR_BLOCKS_PER_SM, PAIR_SHARED_BYTES, PAIR_WARPS, STAGED_BLOCKS_PER_SM, STAGED_SHARED_BYTES,
+};
 use ferrocomp_kernels_gpu::deflate::{DECODE_SHARED_BYTES_PER_WARP, DECODE_WARPS};
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
@@ -56,13 +59,17 @@ pub(crate) fn compress_scratch_size(count: usize) -> usize {
 /// memory.
 const DECOMPRESS_SHAPE: Shape = Shape::warps(DECODE_WARPS, DECODE_SHARED_BYTES_PER_WARP);
 
-/// The staged decoders' shape (Deflate's and GDeflate's `*_decompress_blocks`), for batches the
-/// SMs hold at once: a block of one warp a chunk, its output kept in shared memory until whole,
-/// as few warps share an SM and each waits on its matches' sources.
-pub(crate) fn staged_decoder(count: usize, multiprocessors: u32) -> Option<Shape> {
-    is_small_batch(count, multiprocessors, STAGED_BLOCKS_PER_SM as usize).then_some(Shape::Blocks {
-        warps: 1,
-        shared_bytes: STAGED_SHARED_BYTES,
+/// The paired decoders' shape (Deflate's and GDeflate's `*_decompress_blocks`: a block of two
+/// warps a chunk, one decoding, one copying its matches) for batches of up to [`PAIR_BLOCKS_PER_SM`] chunks
+/// an SM, which they take at once; in batches of up to [`STAGED_BLOCKS_PER_SM`] an SM each
+/// chunk's output is also kept in shared memory until whole, as few warps share an SM and each
+/// waits on its matches' sources.
+pub(crate) fn pair_decoder(count: usize, multiprocessors: u32) -> Option<Shape> {
+    let staged = count <= STAGED_BLOCKS_PER_SM as usize * multiprocessors as usize;
+    let shared_bytes = if staged { STAGED_SHARED_BYTES } else { PAIR_SHARED_BYTES };
+    is_small_batch(count, multiprocessors, PAIR_BLOCKS_PER_SM as usize).then_some(Shape::Blocks {
+        warps: PAIR_WARPS,
+        shared_bytes,
         max_blocks: usize::MAX,
     })
 }
@@ -155,10 +162,9 @@ impl BatchCodec for Deflate {
         launch(Algorithm::Deflate, self.options())
     }
 
-    /// A warp a chunk with its output staged in shared memory (`deflate_decompress_blocks`) for
-    /// batches the SMs hold at once.
+    /// Two warps a chunk (`deflate_decompress_blocks`) for batches the SMs hold at once.
     fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
-        staged_decoder(count, multiprocessors)
+        pair_decoder(count, multiprocessors)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

@@ -2,7 +2,7 @@
 //! DirectStorage and nvCOMP write it) per chunk. Launched and scratched as Deflate is
 //! ([`super::deflate`]).
 
-use super::deflate::{compress_scratch_size, launch, staged_decoder, with_compress_scratch, with_decode_tables};
+use super::deflate::{compress_scratch_size, launch, pair_decoder, with_compress_scratch, with_decode_tables};
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::deflate::DEFAULT_LEVEL;
 use ferrocomp_format::gdeflate::{self, MAX_CHUNK_SIZE};
@@ -42,10 +42,9 @@ impl BatchCodec for GDeflate {
         launch(Algorithm::GDeflate, self.level as u64)
     }
 
-    /// A warp a page with its output staged in shared memory (`gdeflate_decompress_blocks`) for
-    /// batches the SMs hold at once.
+    /// Two warps a page (`gdeflate_decompress_blocks`) for batches the SMs hold at once.
     fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
-        staged_decoder(count, multiprocessors)
+        pair_decoder(count, multiprocessors)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

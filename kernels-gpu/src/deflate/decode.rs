@@ -19,7 +19,9 @@
 //! chunks a warp, 16 lanes each (slower on five of eight sets and levels); and every byte of a
 //! round written window by window with the last 64 in the lanes (slower but on int32 offsets).
 
+use super::rounds::{HANDOFF_SHARED_BYTES, Handoff, HandoffSlots, Match, Rounds, write_handed_rounds};
 use crate::adler32::adler32_chunk;
+use crate::block::Block as ThreadBlock;
 use crate::crc32::crc32_chunk;
 use crate::deflate::{build_block_tables, lookup_shared};
 use crate::lz77::{self, aligned, funnel, last_starting_by, scan_add, scan_max, source};
@@ -66,9 +68,9 @@ impl Output {
     }
 }
 
-/// Decodes the chunk `input[..len]` in `wrapper` into `output`; returns its decoded size, in
-/// every lane: the format crate's `deflate::decompress` (or `decompressed_size`, counting),
-/// warp-wide, with its statuses and bytes.
+/// Decodes the chunk `input[..len]` in `wrapper` into `output`, its matches copied by `rounds`;
+/// returns its decoded size, in every lane: the format crate's `deflate::decompress` (or
+/// `decompressed_size`, counting), warp-wide, with its statuses and bytes.
 ///
 /// # Safety
 /// `input` must be readable for `len` bytes, `output` as its constructor says, and `tables` (in
@@ -80,61 +82,86 @@ pub unsafe fn decompress_chunk<W: Warp>(
     wrapper: Wrapper,
     output: Output,
     tables: *mut DecodeTables,
+    rounds: &mut impl Rounds,
 ) -> Result<usize, Status> {
     let input = unsafe { core::slice::from_raw_parts(input, len) };
-    let mut sink = Sink { warp, output, len: 0 };
+    let mut sink = Sink { warp, output, len: 0, rounds };
     wrapper::decode_with(input, wrapper, &mut sink, |stream, sink| unsafe { sink.inflate(stream, tables) })?;
     Ok(sink.len as usize)
 }
 
-/// Bytes of shared memory the decode tables take before a staged chunk's output (16-aligned).
-const STAGED_TABLES: usize = size_of::<DecodeTables>().next_multiple_of(16);
-/// The largest output [`decompress_staged`] keeps in shared memory: a GDeflate page, a 64 KiB
+/// Bytes of shared memory the decode tables take before the handoff's slots (16-aligned).
+const PAIR_TABLES: usize = size_of::<DecodeTables>().next_multiple_of(16);
+/// Shared memory of [`decompress_in_pair`]'s block where it writes to the output directly: the
+/// tables and the handoff's slots.
+pub const PAIR_SHARED_BYTES: usize = PAIR_TABLES + HANDOFF_SHARED_BYTES;
+/// The largest output [`decompress_in_pair`] keeps in shared memory: a GDeflate page, a 64 KiB
 /// chunk.
 pub const STAGED_OUTPUT: usize = 64 << 10;
-/// Shared memory of [`decompress_staged`]'s warp: the tables and the largest output staged.
-pub const STAGED_SHARED_BYTES: usize = STAGED_TABLES + STAGED_OUTPUT;
-/// Warps of a staged decoder an SM holds at once (blocks of one warp), which the launch bounds
-/// hold ptxas to.
-pub const STAGED_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(1, STAGED_SHARED_BYTES);
-const _: () = assert!(STAGED_BLOCKS_PER_SM >= 2);
+/// Shared memory of [`decompress_in_pair`]'s block where it stages the output: the tables, the
+/// slots and the largest output staged.
+pub const STAGED_SHARED_BYTES: usize = PAIR_SHARED_BYTES + STAGED_OUTPUT;
+/// Warps of a pair a block.
+pub const PAIR_WARPS: u32 = 2;
+/// Pairs an SM holds at once with their outputs staged.
+pub const STAGED_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(PAIR_WARPS, STAGED_SHARED_BYTES / PAIR_WARPS as usize);
+const _: () = assert!(STAGED_BLOCKS_PER_SM >= 3);
+/// Pairs an SM holds at once, which the launch bounds hold ptxas to (128 registers): the host
+/// gives [`decompress_in_pair`] batches of at most this many chunks an SM.
+pub const PAIR_BLOCKS_PER_SM: u32 = 8;
 
-/// Runs `decode` (Deflate's or GDeflate's decoder, given an output and the tables) into `out`,
-/// writable for `capacity` bytes, with the output kept in `shared` (the warp's
-/// [`STAGED_SHARED_BYTES`], with the tables) until it is whole, then copied out: the matches read
-/// their sources from shared memory instead of output just written to global memory, whose
-/// latency the copies wait on where few warps share an SM. Nothing reaches `out` from a chunk
-/// that fails. Room for more than [`STAGED_OUTPUT`] decodes in place.
+/// Runs `decode` (Deflate's or GDeflate's decoder, given an output, the tables and who copies
+/// its matches) into `out`, writable for `capacity` bytes, by a block of two warps: the first
+/// decodes, the second copies the matches of each round the first hands it ([`Handoff`]), so
+/// that the two overlap where few warps share an SM. With `shared_bytes` of [`STAGED_SHARED_BYTES`] and room
+/// for at most [`STAGED_OUTPUT`], the output is kept in shared memory until it is whole, then
+/// copied out: the matches read their sources there instead of in output just written to global
+/// memory, and nothing reaches `out` from a chunk that fails. The size is the first warp's (the
+/// second's result means nothing).
 ///
 /// # Safety
-/// As `decode`'s; `out` writable for `capacity` bytes; `shared` 16-aligned and this warp's alone.
-pub unsafe fn decompress_staged<W: Warp>(
+/// As `decode`'s; `out` writable for `capacity` bytes; `shared` (16-aligned) holding
+/// `shared_bytes`, at least [`PAIR_SHARED_BYTES`], this block's alone; both warps call this.
+pub unsafe fn decompress_in_pair<'b, B: ThreadBlock, W: Warp>(
+    block: &'b B,
     warp: &W,
     out: *mut u8,
     capacity: usize,
     shared: *mut u8,
-    decode: impl FnOnce(Output, *mut DecodeTables) -> Result<usize, Status>,
+    shared_bytes: usize,
+    decode: impl FnOnce(Output, *mut DecodeTables, &mut Handoff<'b, B>) -> Result<usize, Status>,
 ) -> Result<usize, Status> {
-    let tables = shared as *mut DecodeTables;
-    if capacity > STAGED_OUTPUT {
-        return decode(Output::to(out, capacity), tables);
+    let (tables, slots) = (shared as *mut DecodeTables, unsafe { shared.add(PAIR_TABLES) } as *mut HandoffSlots);
+    let staged = shared_bytes >= STAGED_SHARED_BYTES && capacity <= STAGED_OUTPUT;
+    let output = Output::to(if staged { unsafe { shared.add(PAIR_SHARED_BYTES) } } else { out }, capacity);
+    if block.thread() >= WARP_SIZE {
+        unsafe { write_handed_rounds(block, warp, &output, slots) };
+        return Ok(0);
     }
-    let staged = unsafe { shared.add(STAGED_TABLES) };
-    let size = decode(Output::to(staged, capacity), tables)?;
-    warp.sync(); // the output is visible to every lane
-    unsafe { lz77::copy(warp, staged, out, size as u32) };
+    let mut handoff = Handoff::new(block, slots);
+    let result = decode(output, tables, &mut handoff);
+    if result.is_ok() {
+        handoff.settle(warp);
+    }
+    handoff.finish(warp);
+    let size = result?;
+    if staged {
+        unsafe { lz77::copy(warp, output.out, out, size as u32) };
+    }
     Ok(size)
 }
 
 /// The output of a chunk being decoded, as the wrappers see it.
-struct Sink<'w, W> {
+struct Sink<'w, W, R> {
     warp: &'w W,
     output: Output,
     /// Bytes decoded so far (the same in every lane).
     len: u32,
+    /// Who copies the matches.
+    rounds: &'w mut R,
 }
 
-impl<W: Warp> Decoded for Sink<'_, W> {
+impl<W: Warp, R: Rounds> Decoded for Sink<'_, W, R> {
     fn size(&self) -> usize {
         self.len as usize
     }
@@ -155,7 +182,7 @@ impl<W: Warp> Decoded for Sink<'_, W> {
 /// dynamic code's HLIT and HDIST (from bits 10 and 20).
 const HEADER_READ: u32 = 1 << 8;
 
-impl<W: Warp> Sink<'_, W> {
+impl<W: Warp, R: Rounds> Sink<'_, W, R> {
     /// Decodes the raw deflate stream at the start of `stream` after the bytes so far; returns
     /// the input bytes it spans. Ends with the output visible to every lane.
     unsafe fn inflate(&mut self, stream: &[u8], tables: *mut DecodeTables) -> Result<usize, Status> {
@@ -167,6 +194,7 @@ impl<W: Warp> Sink<'_, W> {
                 Block::Huffman => unsafe { self.huffman_block(&mut src, &*tables)? },
             }
             if last {
+                self.rounds.settle(self.warp); // the checksums read the output
                 return Ok(src.consumed_bytes());
             }
         }
@@ -307,8 +335,8 @@ impl<W: Warp> Sink<'_, W> {
         if src.overran() { Err(Status::Truncated) } else { Ok(()) }
     }
 
-    /// Writes a round's tokens: the literals at once, then the matches ([`copy_matches`]).
-    unsafe fn write(&self, token: &Token) {
+    /// Writes a round's tokens: the literals at once, then the matches (by `rounds`).
+    unsafe fn write(&mut self, token: &Token) {
         let out = self.output.out;
         if token.size != 0 && token.len == 0 {
             unsafe { *out.add(token.at as usize) = token.value as u8 };
@@ -316,8 +344,8 @@ impl<W: Warp> Sink<'_, W> {
                 unsafe { *out.add(token.at as usize + 1) = (token.value >> 8) as u8 };
             }
         }
-        let matches = self.warp.ballot(token.len != 0);
-        unsafe { copy_matches(self.warp, &self.output, matches, token.at, token.value, token.len) };
+        let mine = Match { at: token.at, dist: token.value, len: token.len };
+        unsafe { self.rounds.copy(self.warp, &self.output, mine, 0) };
     }
 }
 

@@ -4,12 +4,14 @@
 //! Decompression ([`decode`]) reads any stream as the format crate's decoder does, the lanes
 //! decoding its symbols in step and writing them 32 at a time; the decoding tables of each warp
 //! live in shared memory, where [`build_table`] lets the warp build them together (GDeflate's
-//! decoder does). Small batches keep each chunk's output there as well until it is whole
-//! ([`decode::decompress_staged`], GDeflate's too).
+//! decoder does). Batches that leave SMs idle decode each chunk with two warps, one copying the
+//! matches the other decodes ([`rounds`]), and the smallest keep each chunk's output in shared
+//! memory until it is whole ([`decode::decompress_in_pair`], GDeflate's too).
 
 mod chains;
 pub mod compress;
 pub mod decode;
+pub mod rounds;
 
 use crate::SHARED_BYTES_PER_BLOCK;
 use crate::lz77::{last_starting_by, scan_add};
@@ -298,10 +300,11 @@ pub(crate) unsafe fn shared_tables<'a>() -> &'a mut DecodeTables {
 /// `deflate_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
-    use super::decode::{Output, decompress_chunk, decompress_staged};
+    use super::decode::{Output, decompress_chunk, decompress_in_pair};
+    use super::rounds::InWarp;
     use super::*;
     use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
-    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
+    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_bytes, dynamic_shared_memory};
     use ferrocomp_format::deflate::CompressScratch;
     use ferrocomp_format::deflate::compress::FAST_RULES;
     use ferrocomp_format::{BatchArgs, Status};
@@ -329,31 +332,37 @@ mod kernels {
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let (_, wrapper) = unpack_options(args.options as u32);
             let output = Output::to(chunk.output, chunk.capacity);
-            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, wrapper, output, shared_tables()) }
+            unsafe {
+                decompress_chunk(warp, chunk.input, chunk.input_len, wrapper, output, shared_tables(), &mut InWarp)
+            }
         }
 
         unsafe fn decompressed_size(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let (_, wrapper) = unpack_options(args.options as u32);
             unsafe {
-                decompress_chunk(warp, chunk.input, chunk.input_len, wrapper, Output::counting(), shared_tables())
+                let (input, n, output) = (chunk.input, chunk.input_len, Output::counting());
+                decompress_chunk(warp, input, n, wrapper, output, shared_tables(), &mut InWarp)
             }
         }
     }
 
     crate::batch_kernels!(Deflate: deflate_compress, deflate_decompress, deflate_decompressed_sizes);
 
-    /// A block of one warp a chunk, its output staged in shared memory.
+    /// A block of two warps a chunk, one decoding, one copying its matches.
     impl BlockDecompress for Deflate {
         unsafe fn decompress(
-            _: &HardwareBlock,
+            block: &HardwareBlock,
             warp: &HardwareWarp,
             chunk: &Chunk,
             args: &BatchArgs,
         ) -> Result<usize, Status> {
             let (_, wrapper) = unpack_options(args.options as u32);
             let (input, n, shared) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u8>());
-            let decode = |output, tables| unsafe { decompress_chunk(warp, input, n, wrapper, output, tables) };
-            unsafe { decompress_staged(warp, chunk.output, chunk.capacity, shared, decode) }
+            let decode = |output, tables, rounds: &mut _| unsafe {
+                decompress_chunk(warp, input, n, wrapper, output, tables, rounds)
+            };
+            let (out, capacity) = (chunk.output, chunk.capacity);
+            unsafe { decompress_in_pair(block, warp, out, capacity, shared, dynamic_shared_bytes(), decode) }
         }
     }
 

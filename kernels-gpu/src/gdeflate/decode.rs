@@ -11,7 +11,8 @@
 //! shared memory ([`crate::deflate::build_table`]). The sizes kernel runs the same decoder without
 //! writing.
 
-use crate::deflate::decode::{Output, copy_matches};
+use crate::deflate::decode::Output;
+use crate::deflate::rounds::{Match, Rounds};
 use crate::deflate::{build_block_tables, build_table, lengths_at, lookup_shared};
 use crate::lz77::{scan_add, scan_max, word_at};
 use crate::warp::{WARP_SIZE, Warp};
@@ -30,12 +31,14 @@ use ferrocomp_format::deflate::tables::{END_OF_BLOCK, PRECODE_ORDER};
 /// # Safety
 /// `input` must be readable for `len` bytes, `output` as its constructor says, and `tables` (in
 /// memory the warp shares) writable, none of them used by anyone else meanwhile.
+#[inline(always)] // the page's decoding a function of its own, in every kernel alike
 pub unsafe fn decompress_page<W: Warp>(
     warp: &W,
     input: *const u8,
     len: usize,
     output: Output,
     tables: *mut DecodeTables,
+    rounds: &mut impl Rounds,
 ) -> Result<usize, Status> {
     if len > u32::MAX as usize {
         return Err(Status::Malformed);
@@ -44,7 +47,7 @@ pub unsafe fn decompress_page<W: Warp>(
         Page { input, len: len as u32, next: 0, window: 0, near: 0, far: 0, buf: 0, bits: 0, op: 0, output, tables };
     let lane = warp.lane();
     unsafe { (page.near, page.far) = (page.packet_or_zero(4 * lane), page.packet_or_zero(4 * (WARP_SIZE + lane))) };
-    unsafe { page.decode(warp) }.map(|size| size as usize)
+    unsafe { page.decode(warp, rounds) }.map(|size| size as usize)
 }
 
 /// A page being decoded: the input and the packets dealt out so far, this lane's sub-stream, the
@@ -102,7 +105,7 @@ fn low(word: u64, n: u32) -> u32 {
 }
 
 impl Page {
-    unsafe fn decode<W: Warp>(&mut self, warp: &W) -> Result<u32, Status> {
+    unsafe fn decode<W: Warp, R: Rounds>(&mut self, warp: &W, rounds: &mut R) -> Result<u32, Status> {
         // Each lane starts with a packet, in lane order.
         self.end_turns(warp, u32::MAX, 0, NO_FAILURE)?;
         loop {
@@ -115,11 +118,11 @@ impl Page {
                 0 => unsafe { self.stored(warp)? },
                 1 => unsafe {
                     build_block_tables(warp, self.tables, Lengths::Fixed, true)?;
-                    self.huffman(warp)?
+                    self.huffman(warp, rounds)?
                 },
                 2 => unsafe {
                     self.dynamic_header(warp)?;
-                    self.huffman(warp)?
+                    self.huffman(warp, rounds)?
                 },
                 _ => return Err(Status::Malformed),
             }
@@ -393,16 +396,16 @@ impl Page {
 
     /// A Huffman block's symbols, a round of 32 turns at a time from lane 0, through its
     /// end-of-block symbol and the turns after it (which read the distances still due).
-    unsafe fn huffman<W: Warp>(&mut self, warp: &W) -> Result<(), Status> {
+    unsafe fn huffman<W: Warp, R: Rounds>(&mut self, warp: &W, rounds: &mut R) -> Result<(), Status> {
         let mut page = *self; // in registers: the output's byte stores cannot alias a copy
-        let result = unsafe { page.symbols(warp) };
+        let result = unsafe { page.symbols(warp, rounds) };
         *self = page;
         result
     }
 
     /// [`Page::huffman`]'s rounds.
     #[inline(always)]
-    unsafe fn symbols<W: Warp>(&mut self, warp: &W) -> Result<(), Status> {
+    unsafe fn symbols<W: Warp, R: Rounds>(&mut self, warp: &W, rounds: &mut R) -> Result<(), Status> {
         let lane = warp.lane();
         let tables = unsafe { &*self.tables };
         // This lane's match waiting for its distance: its length (0: none) and output position.
@@ -449,13 +452,14 @@ impl Page {
             }
             self.end_turns(warp, turns, 0, failure)?;
             self.op += warp.shuffle(total, WARP_SIZE - 1);
-            unsafe { copy_matches(warp, &self.output, warp.ballot(copy), pending_at, item.value, pending_len) };
+            let mine = Match { at: pending_at, dist: item.value, len: if copy { pending_len } else { 0 } };
+            unsafe { rounds.copy(warp, &self.output, mine, 0) };
             if copy {
                 pending_len = 0;
             }
             if end != 0 {
                 let last = end.trailing_zeros();
-                return unsafe { self.after_end(warp, tables, last, pending_len, pending_at) };
+                return unsafe { self.after_end(warp, tables, rounds, last, pending_len, pending_at) };
             }
         }
     }
@@ -464,10 +468,11 @@ impl Page {
     /// lane `last` again: lanes with a pending match read its distance, and every lane refills
     /// (lane `last` has).
     #[inline(always)]
-    unsafe fn after_end<W: Warp>(
+    unsafe fn after_end<W: Warp, R: Rounds>(
         &mut self,
         warp: &W,
         tables: &DecodeTables,
+        rounds: &mut R,
         last: u32,
         pending_len: u32,
         pending_at: u32,
@@ -485,12 +490,8 @@ impl Page {
         }
         self.end_turns(warp, !(1 << last), first, failure)?;
         // Output order: the matches of the round before (lanes after `last`), then this round's.
-        let copies = warp.ballot(copy);
-        let (later, earlier) = (copies & !(u32::MAX >> (WARP_SIZE - 1 - last)), copies & ((1 << last) - 1));
-        unsafe {
-            copy_matches(warp, &self.output, later, pending_at, item.value, pending_len);
-            copy_matches(warp, &self.output, earlier, pending_at, item.value, pending_len);
-        }
+        let mine = Match { at: pending_at, dist: item.value, len: if copy { pending_len } else { 0 } };
+        unsafe { rounds.copy(warp, &self.output, mine, first) };
         Ok(())
     }
 }

@@ -1,8 +1,9 @@
 //! GDeflate on the GPU, a warp per page.
 //!
 //! Decoding ([`decompress_page`]) gives each lane one of the page's 32 sub-streams, the format's
-//! own design; where a batch leaves SMs idle, Deflate's `decompress_staged` keeps the page's
-//! output in shared memory while it decodes. Compression ([`compress`]) writes the format
+//! own design; where a batch leaves SMs idle, Deflate's `decompress_in_pair` has a second warp
+//! copy the matches the first decodes (and keeps the page's output in shared memory while it
+//! decodes, where the batch is smaller still). Compression ([`compress`]) writes the format
 //! crate's pages byte for byte, the lanes sharing levels 0 and 1 as Deflate's do.
 
 pub mod compress;
@@ -20,9 +21,10 @@ const _: () = assert!(MAX_CHUNK_SIZE <= crate::deflate::decode::STAGED_OUTPUT, "
 mod kernels {
     use super::{Output, compress, decompress_page};
     use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
-    use crate::deflate::decode::decompress_staged;
+    use crate::deflate::decode::decompress_in_pair;
+    use crate::deflate::rounds::InWarp;
     use crate::deflate::shared_tables;
-    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
+    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_bytes, dynamic_shared_memory};
     use ferrocomp_format::deflate::CompressScratch;
     use ferrocomp_format::deflate::compress::FAST_RULES;
     use ferrocomp_format::{BatchArgs, Status};
@@ -47,27 +49,30 @@ mod kernels {
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
             let output = Output::to(chunk.output, chunk.capacity);
-            unsafe { decompress_page(warp, chunk.input, chunk.input_len, output, shared_tables()) }
+            unsafe { decompress_page(warp, chunk.input, chunk.input_len, output, shared_tables(), &mut InWarp) }
         }
 
         unsafe fn decompressed_size(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            unsafe { decompress_page(warp, chunk.input, chunk.input_len, Output::counting(), shared_tables()) }
+            let (input, n, output) = (chunk.input, chunk.input_len, Output::counting());
+            unsafe { decompress_page(warp, input, n, output, shared_tables(), &mut InWarp) }
         }
     }
 
     crate::batch_kernels!(GDeflate: gdeflate_compress, gdeflate_decompress, gdeflate_decompressed_sizes);
 
-    /// A block of one warp a page, its output staged in shared memory.
+    /// A block of two warps a page, one decoding, one copying its matches.
     impl BlockDecompress for GDeflate {
         unsafe fn decompress(
-            _: &HardwareBlock,
+            block: &HardwareBlock,
             warp: &HardwareWarp,
             chunk: &Chunk,
             _: &BatchArgs,
         ) -> Result<usize, Status> {
             let (input, n, shared) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u8>());
-            let decode = |output, tables| unsafe { decompress_page(warp, input, n, output, tables) };
-            unsafe { decompress_staged(warp, chunk.output, chunk.capacity, shared, decode) }
+            let decode =
+                |output, tables, rounds: &mut _| unsafe { decompress_page(warp, input, n, output, tables, rounds) };
+            let (out, capacity) = (chunk.output, chunk.capacity);
+            unsafe { decompress_in_pair(block, warp, out, capacity, shared, dynamic_shared_bytes(), decode) }
         }
     }
 

@@ -62,6 +62,14 @@ pub fn dynamic_shared_memory<T>() -> *mut T {
     ptr as *mut T
 }
 
+/// Bytes of dynamic shared memory the block was launched with.
+#[inline(always)]
+pub fn dynamic_shared_bytes() -> usize {
+    let bytes: u32;
+    unsafe { asm!("mov.u32 {bytes}, %dynamic_smem_size;", bytes = out(reg32) bytes, options(pure, nomem, nostack)) };
+    bytes as usize
+}
+
 /// Gpu-scope atomic minimum on a global `u32` (`atomicMin`); returns the old value.
 ///
 /// # Safety

@@ -189,10 +189,11 @@ fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
 }
 
 /// The two decoders of LZ4, Snappy, Zstd, Deflate and GDeflate, for small batches (several warps
-/// a chunk, or Deflate's and GDeflate's output staged in shared memory) and a warp a chunk, give
-/// the CPU decoder's bytes and statuses on the same chunks: whole, damaged, cut, too large for
-/// LZ4's block decoder (more room than Deflate's and GDeflate's staging holds: their chunks are
-/// 64 KiB at most), and given too little room.
+/// a chunk; Deflate's and GDeflate's with the output staged in shared memory in the smallest) and
+/// a warp a chunk, give the CPU decoder's bytes and statuses on the same chunks: whole, damaged,
+/// cut, too large for LZ4's block decoder (more room than Deflate's and GDeflate's staging holds:
+/// their chunks are 64 KiB at most), and given too little room; batches of 16 chunks and of the
+/// most the block decoder takes.
 #[test]
 fn small_batches_decode_alike_by_blocks_and_by_warps() {
     let Some(gpu) = gpu() else { return };
@@ -237,6 +238,8 @@ fn small_batches_decode_alike_by_blocks_and_by_warps() {
         let refs: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
         let small = 16;
         let in_blocks = gpu_decompress(&gpu, codec, &refs[..small], &capacities[..small], &stream);
+        let most = by_warps - 1;
+        let in_most_blocks = gpu_decompress(&gpu, codec, &refs[..most], &capacities[..most], &stream);
         let in_warps = gpu_decompress(&gpu, codec, &refs, &capacities, &stream);
         for (i, (status, bytes)) in in_warps.into_iter().enumerate() {
             let expected = cpu_decompress(codec, refs[i], capacities[i]);
@@ -244,6 +247,9 @@ fn small_batches_decode_alike_by_blocks_and_by_warps() {
             assert!(expected.as_ref().map_or(true, |e| *e == bytes), "{options:?} chunk {i} by warps");
             if let Some((block_status, block_bytes)) = in_blocks.get(i) {
                 assert_eq!((*block_status, block_bytes), (status, &bytes), "{options:?} chunk {i} by blocks");
+            }
+            if let Some((block_status, block_bytes)) = in_most_blocks.get(i) {
+                assert_eq!((*block_status, block_bytes), (status, &bytes), "{options:?} chunk {i} of {most} by blocks");
             }
         }
     }

@@ -42,9 +42,10 @@ impl BatchCodec for GDeflate {
         launch(Algorithm::GDeflate, self.level as u64)
     }
 
-    /// Two warps a page (`gdeflate_decompress_blocks`) for batches the SMs hold at once.
+    /// Two warps a page (`gdeflate_decompress_blocks`) for batches the SMs hold at once, the
+    /// smallest with their output staged in shared memory.
     fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
-        pair_decoder(count, multiprocessors)
+        pair_decoder(count, multiprocessors, true)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

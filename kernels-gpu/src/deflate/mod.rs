@@ -5,8 +5,8 @@
 //! decoding its symbols in step and writing them 32 at a time; the decoding tables of each warp
 //! live in shared memory, where [`build_table`] lets the warp build them together (GDeflate's
 //! decoder does). Batches that leave SMs idle decode each chunk with two warps, one copying the
-//! matches the other decodes ([`rounds`]), and the smallest keep each chunk's output in shared
-//! memory until it is whole ([`decode::decompress_in_pair`], GDeflate's too).
+//! matches the other decodes ([`rounds`], [`decode::decompress_in_pair`], GDeflate's too, whose
+//! smallest batches also keep each page's output in shared memory until it is whole).
 
 mod chains;
 pub mod compress;

@@ -288,15 +288,11 @@ fn cut_streams_fail_as_the_scalar_decoder_does_at_every_small_room() {
     }
 }
 
-/// The paired decoder's result into `capacity` bytes with `shared_bytes` of shared memory, and
-/// the whole output (every byte 0xA5 before).
-fn pair_decode(
-    stream: &[u8],
-    wrapper: Wrapper,
-    capacity: usize,
-    shared_bytes: usize,
-) -> (Result<usize, Status>, Vec<u8>) {
+/// The paired decoder's result into `capacity` bytes, the output staged in shared memory or not,
+/// and the whole output (every byte 0xA5 before).
+fn pair_decode(stream: &[u8], wrapper: Wrapper, capacity: usize, stage: bool) -> (Result<usize, Status>, Vec<u8>) {
     let mut out = vec![0xA5u8; capacity];
+    let shared_bytes = if stage { STAGED_SHARED_BYTES } else { PAIR_SHARED_BYTES };
     let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
     let (s, o, sh) = (stream.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
     let mut results = emulated::run_block(PAIR_WARPS * 32, |thread| unsafe {
@@ -304,7 +300,7 @@ fn pair_decode(
         let decode = |output, tables, rounds: &mut _| {
             decompress_chunk(thread, input, stream.len(), wrapper, output, tables, rounds)
         };
-        decompress_in_pair(thread, thread, out, capacity, shared, shared_bytes, decode)
+        decompress_in_pair(thread, thread, out, capacity, shared, stage, decode)
     });
     results.truncate(32); // the decoding warp's
     (agreed(results), out)
@@ -330,11 +326,9 @@ fn paired_decoder_writes_what_the_scalar_decoder_writes_and_staged_nothing_of_a_
             // Room for the output, too little, and more than is staged (decoded in place); staged
             // and written to the output directly.
             let rooms = [size, size.saturating_sub(1), STAGED_OUTPUT + 7];
-            for (capacity, shared_bytes) in
-                rooms.into_iter().flat_map(|c| [(c, STAGED_SHARED_BYTES), (c, PAIR_SHARED_BYTES)])
-            {
-                let (result, out) = pair_decode(&stream, wrapper, capacity, shared_bytes);
-                let what = format!("{wrapper:?} {what}, capacity {capacity}, shared {shared_bytes}");
+            for (capacity, stage) in rooms.into_iter().flat_map(|c| [(c, true), (c, false)]) {
+                let (result, out) = pair_decode(&stream, wrapper, capacity, stage);
+                let what = format!("{wrapper:?} {what}, capacity {capacity}, staged {stage}");
                 let mut expected = vec![0u8; capacity];
                 match deflate::decompress(&stream, wrapper, &mut expected, &mut boxed_tables()) {
                     Ok(n) => {
@@ -343,7 +337,7 @@ fn paired_decoder_writes_what_the_scalar_decoder_writes_and_staged_nothing_of_a_
                     }
                     Err(status) => {
                         assert_eq!(result, Err(status), "{what}");
-                        if capacity <= STAGED_OUTPUT && shared_bytes == STAGED_SHARED_BYTES {
+                        if capacity <= STAGED_OUTPUT && stage {
                             assert!(out.iter().all(|&b| b == 0xA5), "{what}: wrote");
                         }
                     }

@@ -59,17 +59,18 @@ fn warp_decode(page: &[u8], capacity: Option<usize>) -> Result<Vec<u8>, Status> 
     result.map(|n| if capacity.is_some() { out[..n].to_vec() } else { vec![0; n] })
 }
 
-/// The paired decoder's result into `capacity` bytes with `shared_bytes` of shared memory, and
-/// the whole output (every byte 0xA5 before).
-fn pair_decode(page: &[u8], capacity: usize, shared_bytes: usize) -> (Result<usize, Status>, Vec<u8>) {
+/// The paired decoder's result into `capacity` bytes, the output staged in shared memory or not,
+/// and the whole output (every byte 0xA5 before).
+fn pair_decode(page: &[u8], capacity: usize, stage: bool) -> (Result<usize, Status>, Vec<u8>) {
     let mut out = vec![0xA5u8; capacity];
+    let shared_bytes = if stage { STAGED_SHARED_BYTES } else { PAIR_SHARED_BYTES };
     let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
     let (p, o, s) = (page.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
     let mut results = emulated::run_block(PAIR_WARPS * 32, |thread| unsafe {
         let decode = |output, tables, rounds: &mut _| {
             gpu_gdeflate::decompress_page(thread, p as *const u8, page.len(), output, tables, rounds)
         };
-        decompress_in_pair(thread, thread, o as *mut u8, capacity, s as *mut u8, shared_bytes, decode)
+        decompress_in_pair(thread, thread, o as *mut u8, capacity, s as *mut u8, stage, decode)
     });
     results.truncate(32); // the decoding warp's
     (agreed(results), out)
@@ -265,11 +266,9 @@ fn paired_decoder_writes_what_the_scalar_decoder_writes_and_staged_nothing_of_a_
         // Room for the page, too little, and more than a page (decoded in place); staged and
         // written to the output directly.
         let rooms = [size, size.saturating_sub(1), gdeflate::MAX_CHUNK_SIZE + 7];
-        for (capacity, shared_bytes) in
-            rooms.into_iter().flat_map(|c| [(c, STAGED_SHARED_BYTES), (c, PAIR_SHARED_BYTES)])
-        {
-            let (result, out) = pair_decode(&page, capacity, shared_bytes);
-            let what = format!("{what}, capacity {capacity}, shared {shared_bytes}");
+        for (capacity, stage) in rooms.into_iter().flat_map(|c| [(c, true), (c, false)]) {
+            let (result, out) = pair_decode(&page, capacity, stage);
+            let what = format!("{what}, capacity {capacity}, staged {stage}");
             match scalar_decode(&page, capacity) {
                 Ok(bytes) => {
                     assert_eq!(result, Ok(bytes.len()), "{what}");
@@ -277,7 +276,7 @@ fn paired_decoder_writes_what_the_scalar_decoder_writes_and_staged_nothing_of_a_
                 }
                 Err(status) => {
                     assert_eq!(result, Err(status), "{what}");
-                    if capacity <= gdeflate::MAX_CHUNK_SIZE && shared_bytes == STAGED_SHARED_BYTES {
+                    if capacity <= gdeflate::MAX_CHUNK_SIZE && stage {
                         assert!(out.iter().all(|&b| b == 0xA5), "{what}: a failed page wrote");
                     }
                 }

@@ -61,12 +61,14 @@ const DECOMPRESS_SHAPE: Shape = Shape::warps(DECODE_WARPS, DECODE_SHARED_BYTES_P
 
 /// The paired decoders' shape (Deflate's and GDeflate's `*_decompress_blocks`: a block of two
 /// warps a chunk, one decoding, one copying its matches) for batches of up to
-/// [`PAIR_BLOCKS_PER_SM`] chunks an SM, which they take at once. With `stage`, batches of up to
-/// [`STAGED_BLOCKS_PER_SM`] an SM also keep each chunk's output in shared memory until whole, so
-/// that its matches read their sources there: GDeflate's pages gain by it, Deflate's chunks
-/// decode 3 to 5% faster without (H200, 1 and 16 MiB, 64 KiB chunks).
-pub(crate) fn pair_decoder(count: usize, multiprocessors: u32, stage: bool) -> Option<Shape> {
-    let staged = stage && count <= STAGED_BLOCKS_PER_SM as usize * multiprocessors as usize;
+/// [`PAIR_BLOCKS_PER_SM`] chunks an SM, which they take at once. Batches of up to
+/// [`STAGED_BLOCKS_PER_SM`] an SM get the shared memory to keep each chunk's output there until
+/// whole, which GDeflate's kernel does (its pages' matches then read their sources there);
+/// Deflate's does not, but decodes 4% faster with its pairs spread as the larger blocks are,
+/// three an SM at most (H200, 1 and 16 MiB of 64 KiB chunks: text 0.327 and 3.9 GB/s with
+/// [`PAIR_SHARED_BYTES`] a block, 0.340 and 4.1 with [`STAGED_SHARED_BYTES`]).
+pub(crate) fn pair_decoder(count: usize, multiprocessors: u32) -> Option<Shape> {
+    let staged = count <= STAGED_BLOCKS_PER_SM as usize * multiprocessors as usize;
     let shared_bytes = if staged { STAGED_SHARED_BYTES } else { PAIR_SHARED_BYTES };
     is_small_batch(count, multiprocessors, PAIR_BLOCKS_PER_SM as usize).then_some(Shape::Blocks {
         warps: PAIR_WARPS,
@@ -163,10 +165,9 @@ impl BatchCodec for Deflate {
         launch(Algorithm::Deflate, self.options())
     }
 
-    /// Two warps a chunk (`deflate_decompress_blocks`) for batches the SMs hold at once, writing
-    /// to the output directly.
+    /// Two warps a chunk (`deflate_decompress_blocks`) for batches the SMs hold at once.
     fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
-        pair_decoder(count, multiprocessors, false)
+        pair_decoder(count, multiprocessors)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

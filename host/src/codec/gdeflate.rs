@@ -45,7 +45,7 @@ impl BatchCodec for GDeflate {
     /// Two warps a page (`gdeflate_decompress_blocks`) for batches the SMs hold at once, the
     /// smallest with their output staged in shared memory.
     fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
-        pair_decoder(count, multiprocessors, true)
+        pair_decoder(count, multiprocessors)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {

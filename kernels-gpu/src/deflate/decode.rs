@@ -113,26 +113,27 @@ pub const PAIR_BLOCKS_PER_SM: u32 = 8;
 /// Runs `decode` (Deflate's or GDeflate's decoder, given an output, the tables and who copies
 /// its matches) into `out`, writable for `capacity` bytes, by a block of two warps: the first
 /// decodes, the second copies the matches of each round the first hands it ([`Handoff`]), so
-/// that the two overlap where few warps share an SM. With `shared_bytes` of [`STAGED_SHARED_BYTES`] and room
-/// for at most [`STAGED_OUTPUT`], the output is kept in shared memory until it is whole, then
-/// copied out: the matches read their sources there instead of in output just written to global
-/// memory, and nothing reaches `out` from a chunk that fails. The size is the first warp's (the
-/// second's result means nothing).
+/// that the two overlap where few warps share an SM. With `stage` and room for at most
+/// [`STAGED_OUTPUT`], the output is kept in shared memory until it is whole, then copied out: the
+/// matches read their sources there instead of in output just written to global memory, and
+/// nothing reaches `out` from a chunk that fails. The size is the first warp's (the second's
+/// result means nothing).
 ///
 /// # Safety
 /// As `decode`'s; `out` writable for `capacity` bytes; `shared` (16-aligned) holding
-/// `shared_bytes`, at least [`PAIR_SHARED_BYTES`], this block's alone; both warps call this.
+/// [`PAIR_SHARED_BYTES`], [`STAGED_SHARED_BYTES`] with `stage`, this block's alone; both warps
+/// call this.
 pub unsafe fn decompress_in_pair<'b, B: ThreadBlock, W: Warp>(
     block: &'b B,
     warp: &W,
     out: *mut u8,
     capacity: usize,
     shared: *mut u8,
-    shared_bytes: usize,
+    stage: bool,
     decode: impl FnOnce(Output, *mut DecodeTables, &mut Handoff<'b, B>) -> Result<usize, Status>,
 ) -> Result<usize, Status> {
     let (tables, slots) = (shared as *mut DecodeTables, unsafe { shared.add(PAIR_TABLES) } as *mut HandoffSlots);
-    let staged = shared_bytes >= STAGED_SHARED_BYTES && capacity <= STAGED_OUTPUT;
+    let staged = stage && capacity <= STAGED_OUTPUT;
     let output = Output::to(if staged { unsafe { shared.add(PAIR_SHARED_BYTES) } } else { out }, capacity);
     if block.thread() >= WARP_SIZE {
         unsafe { write_handed_rounds(block, warp, &output, slots) };

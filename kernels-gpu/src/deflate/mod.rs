@@ -304,7 +304,7 @@ mod kernels {
     use super::rounds::InWarp;
     use super::*;
     use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
-    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_bytes, dynamic_shared_memory};
+    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::deflate::CompressScratch;
     use ferrocomp_format::deflate::compress::FAST_RULES;
     use ferrocomp_format::{BatchArgs, Status};
@@ -362,7 +362,9 @@ mod kernels {
                 decompress_chunk(warp, input, n, wrapper, output, tables, rounds)
             };
             let (out, capacity) = (chunk.output, chunk.capacity);
-            unsafe { decompress_in_pair(block, warp, out, capacity, shared, dynamic_shared_bytes(), decode) }
+            // Not staged: with a warp copying the matches, Deflate's chunks decode 3 to 5% faster
+            // straight into the output (H200, 1 and 16 MiB of 64 KiB chunks).
+            unsafe { decompress_in_pair(block, warp, out, capacity, shared, false, decode) }
         }
     }
 

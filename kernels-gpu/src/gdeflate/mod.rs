@@ -21,7 +21,7 @@ const _: () = assert!(MAX_CHUNK_SIZE <= crate::deflate::decode::STAGED_OUTPUT, "
 mod kernels {
     use super::{Output, compress, decompress_page};
     use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
-    use crate::deflate::decode::decompress_in_pair;
+    use crate::deflate::decode::{STAGED_SHARED_BYTES, decompress_in_pair};
     use crate::deflate::rounds::InWarp;
     use crate::deflate::shared_tables;
     use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_bytes, dynamic_shared_memory};
@@ -72,7 +72,8 @@ mod kernels {
             let decode =
                 |output, tables, rounds: &mut _| unsafe { decompress_page(warp, input, n, output, tables, rounds) };
             let (out, capacity) = (chunk.output, chunk.capacity);
-            unsafe { decompress_in_pair(block, warp, out, capacity, shared, dynamic_shared_bytes(), decode) }
+            let stage = dynamic_shared_bytes() >= STAGED_SHARED_BYTES; // as the launch asks
+            unsafe { decompress_in_pair(block, warp, out, capacity, shared, stage, decode) }
         }
     }
 

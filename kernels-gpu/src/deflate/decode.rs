@@ -263,7 +263,7 @@ impl<W: Warp, R: Rounds> Sink<'_, W, R> {
             }
             self.len += round.size;
             if round.end {
-                self.warp.sync(); // the block's bytes are visible to every lane
+                self.warp.sync(); // the bytes this warp wrote are visible to every lane
                 return Ok(());
             }
         }

@@ -1,6 +1,8 @@
 //! A block of threads emulated by coroutines on the calling thread, switched at every barrier:
-//! the kernels' test double. Between two barriers each thread runs alone, in thread order, one
-//! interleaving of those the hardware may choose; a race-free kernel decodes the same under any of
+//! the kernels' test double. Between two barriers each thread runs alone, in thread order after
+//! one barrier and in reverse order after the next: two of the interleavings the hardware may
+//! choose, so that a thread reading what another writes between the same barriers reads it
+//! written in some rounds and not in others. A race-free kernel decodes the same under any of
 //! them. Threads form warps of 32 ([`Warp`]) and a block ([`Block`]); [`run`] emulates one warp.
 //! (32 OS threads at a barrier cost the test suite minutes of context switches on two cores.)
 
@@ -65,8 +67,10 @@ pub fn run_block<T, F: Fn(&EmulatedThread) -> T>(threads: u32, body: F) -> Vec<T
     let mut results: Vec<Option<T>> = (0..n).map(|_| None).collect();
     let mut waiting: Vec<Option<Barrier>> = vec![None; n];
     let mut runnable = vec![true; n];
+    let mut reversed = false;
     loop {
-        for i in 0..n {
+        for k in 0..n {
+            let i = if reversed { n - 1 - k } else { k };
             if !runnable[i] {
                 continue;
             }
@@ -76,6 +80,7 @@ pub fn run_block<T, F: Fn(&EmulatedThread) -> T>(threads: u32, body: F) -> Vec<T
                 CoroutineResult::Return(result) => results[i] = Some(result),
             }
         }
+        reversed = !reversed;
         // Release every warp whose lanes all wait at the warp barrier; else the block, if every
         // thread still running waits at the block barrier.
         let mut released = false;

@@ -95,3 +95,43 @@ fn warp_decoder_gives_the_scalar_statuses() {
         assert_eq!(warp_decompress(&stream, capacity), Err(status), "{stream:?}");
     }
 }
+
+/// Streams of short elements, each copy repeating bytes a few to a hundred back, often of the
+/// elements just before it: the warp decoder batches them and must follow a match byte whose
+/// source its own batch writes, in the same 32-byte step or an earlier one, back to a final
+/// byte. Every element is checked against the scalar decoder's bytes.
+#[test]
+fn warp_decoder_follows_matches_into_their_own_batch() {
+    let mut next = ferrocomp_tests::random_u64s(21);
+    for _ in 0..40 {
+        let (mut elements, mut n) = (vec![0x1c, 1, 2, 3, 4, 5, 6, 7, 8], 8u32); // 8 literals
+        while n < 3000 {
+            let r = next();
+            let offset = 1 + (r >> 8) as u32 % (if r & 1 == 0 { 12 } else { 150 }).min(n);
+            match (r >> 4) % 4 {
+                0 => {
+                    let len = 1 + (r >> 20) as u32 % 4;
+                    elements.push(((len - 1) << 2) as u8);
+                    elements.extend((0..len).map(|i| (r >> (32 + 8 * i)) as u8));
+                    n += len;
+                }
+                1 if offset < 2048 => {
+                    let len = 4 + (r >> 20) as u32 % 8;
+                    elements.extend([1 | ((len - 4) << 2) as u8 | ((offset >> 8) << 5) as u8, offset as u8]);
+                    n += len;
+                }
+                _ => {
+                    let len = 1 + (r >> 20) as u32 % 64;
+                    elements.extend([2 | ((len - 1) << 2) as u8, offset as u8, (offset >> 8) as u8]);
+                    n += len;
+                }
+            }
+        }
+        let mut stream = vec![0u8; snappy::preamble_len(n as usize)];
+        snappy::write_preamble(&mut stream, n as usize);
+        stream.extend(elements);
+        let expected = scalar_decompress(&stream, n as usize);
+        assert_eq!(expected.as_ref().map(Vec::len), Ok(n as usize));
+        assert_eq!(warp_decompress(&stream, n as usize), expected);
+    }
+}

@@ -111,7 +111,7 @@ fn inputs() -> Vec<Vec<u8>> {
         repeats_from(65_536, 30, 2000, 2000, 10),
         repeats_from(65_536, 50, 1000, 12_000, 11),
         byte_runs(65_536, 30, 12),
-        // Chains of a hundred matches of matches, each byte's dozens of hops back to its literal.
+        // Chains of a hundred matches of matches: up to a hundred hops from a byte to its literal.
         repeats_from(65_536, 100, 600, 600, 13),
     ]
 }

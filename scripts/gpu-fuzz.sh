@@ -20,7 +20,7 @@ bin=.gpu/differential
 if [ ! -x "$bin" ]; then
     scripts/setup.sh
     cargo build --release -p ferrocomp-tests --bin differential
-    bin=target/release/differential
+    bin=${CARGO_TARGET_DIR:-target}/release/differential
 fi
 run=("$bin" --seed "$1" --count "$2" --out "${OUT:-.}/differential-findings")
 if [ $# -eq 2 ]; then

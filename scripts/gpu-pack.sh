@@ -17,12 +17,13 @@ cargo test --release --no-run --message-format=json -p ferrocomp-tests -p ferroc
 cargo bench --no-run --message-format=json -p ferrocomp-bench | collect .gpu
 cargo build --release -p ferrocomp-cli -p ferrocomp-bench
 cargo build --release -p ferrocomp-tests --bin differential
-cp target/release/ferrocomp target/release/ferrocomp-bench target/release/cpu-path target/release/zstd-anatomy \
-    target/release/deflate-anatomy \
-    target/release/differential .gpu/
+release=${CARGO_TARGET_DIR:-target}/release # where cargo put them (a worktree's build may share another target)
+for binary in ferrocomp ferrocomp-bench cpu-path zstd-anatomy deflate-anatomy differential; do
+    cp "$release/$binary" .gpu/
+done
 cargo build --release -p ferrocomp --examples
 mkdir -p .gpu/examples
-for example in host/examples/*.rs; do cp "target/release/examples/$(basename "$example" .rs)" .gpu/examples/; done
+for example in host/examples/*.rs; do cp "$release/examples/$(basename "$example" .rs)" .gpu/examples/; done
 strip .gpu/* .gpu/tests/* .gpu/examples/* 2>/dev/null || true
 # The Python package as an abi3 wheel (the GPU machine's CPython 3.12 installs it with pip --target).
 [ -x .venv/bin/maturin ] || { python3 -m venv .venv && .venv/bin/python -m pip install --quiet -r python/requirements-test.txt; }

@@ -31,7 +31,7 @@ use ferrocomp_format::deflate::tables::{END_OF_BLOCK, PRECODE_ORDER};
 /// # Safety
 /// `input` must be readable for `len` bytes, `output` as its constructor says, and `tables` (in
 /// memory the warp shares) writable, none of them used by anyone else meanwhile.
-#[inline(always)] // the page's decoding a function of its own, in every kernel alike
+#[inline(always)] // a copy in each kernel that decodes pages (warp, pair, sizes), compiled for each
 pub unsafe fn decompress_page<W: Warp>(
     warp: &W,
     input: *const u8,

@@ -280,6 +280,17 @@ pub enum Shape {
         /// Most blocks launched (one scratch slot each); more chunks are taken in turns.
         max_blocks: usize,
     },
+    /// A warp per chunk, `writers` of them to a block with one more warp that helps them all (a
+    /// team), each writer with `shared_bytes` of shared memory; at most `max_blocks` blocks (the
+    /// rest of the chunks are taken in turns).
+    Teams {
+        /// Warps to a block that each code a chunk.
+        writers: u32,
+        /// Bytes of shared memory for each writer.
+        shared_bytes: usize,
+        /// Most blocks launched.
+        max_blocks: usize,
+    },
 }
 
 impl Shape {
@@ -299,6 +310,9 @@ impl Shape {
             }
             Self::Blocks { warps, shared_bytes, max_blocks } => {
                 (count.min(max_blocks) as u32, warps * 32, shared_bytes as u32)
+            }
+            Self::Teams { writers, shared_bytes, max_blocks } => {
+                (blocks(count, writers).min(max_blocks as u32), (writers + 1) * 32, writers * shared_bytes as u32)
             }
         }
     }

@@ -19,6 +19,9 @@ pub enum Lanes {
     /// All threads of a block (CTA) together (the host launches a block per chunk); the codec's
     /// functions may wait at block barriers, which every thread of the block reaches.
     Block,
+    /// A warp per chunk, every warp of a block but the last, which helps them all (a team: the
+    /// host launches a block per that many chunks).
+    TeamWriter,
 }
 
 /// One chunk of a batch, as a kernel sees it.
@@ -151,7 +154,7 @@ pub unsafe fn run_blocks<C: BlockDecompress>(args: &BatchArgs) {
 /// # Safety
 /// As [`run`].
 #[inline(always)]
-unsafe fn for_each_chunk(
+pub unsafe fn for_each_chunk(
     lanes: Lanes,
     args: &BatchArgs,
     mut code: impl FnMut(&HardwareWarp, &Chunk) -> Result<usize, Status>,
@@ -160,6 +163,11 @@ unsafe fn for_each_chunk(
     let (slot, slots) = match lanes {
         Lanes::Thread => (thread::index_1d() as usize, (thread::block_dim_x() * thread::grid_dim_x()) as usize),
         Lanes::Block => (thread::block_idx_x() as usize, thread::grid_dim_x() as usize),
+        Lanes::TeamWriter => {
+            let writers = HardwareWarp::per_block() - 1;
+            let slot = thread::block_idx_x() * writers + HardwareWarp::index_in_block();
+            (slot as usize, (writers * thread::grid_dim_x()) as usize)
+        }
         Lanes::Warp | Lanes::FirstOfWarp => {
             if lanes == Lanes::FirstOfWarp && warp.lane() != 0 {
                 return;
@@ -168,7 +176,7 @@ unsafe fn for_each_chunk(
         }
     };
     let records = match lanes {
-        Lanes::Warp => warp.lane() == 0,
+        Lanes::Warp | Lanes::TeamWriter => warp.lane() == 0,
         Lanes::Block => thread::thread_idx_x() == 0,
         Lanes::FirstOfWarp | Lanes::Thread => true,
     };

@@ -13,6 +13,30 @@ pub trait Block {
     /// Waits for every thread (`__syncthreads`); shared memory written before it is visible to
     /// every thread after it.
     fn sync_threads(&self);
+    /// Lets the block's other warps run while this thread waits on a value another warp
+    /// stores (a spin-wait's step between two polls).
+    fn pause(&self);
+    /// Loads the word at `at` in shared memory, acquiring what the thread that stored it with
+    /// [`Block::store_release`] wrote before.
+    ///
+    /// # Safety
+    /// `at` must be valid shared memory of the block.
+    unsafe fn load_acquire(&self, at: *const u32) -> u32;
+    /// Stores `value` at `at` in shared memory, releasing what this thread wrote before to
+    /// whichever thread loads it with [`Block::load_acquire`].
+    ///
+    /// # Safety
+    /// As [`Block::load_acquire`].
+    unsafe fn store_release(&self, at: *mut u32, value: u32);
+
+    /// Waits until `ready()` holds in every lane of `warp` (on values other warps store with
+    /// [`Block::store_release`]), polling with [`Block::load_acquire`] in `ready`.
+    #[inline(always)]
+    fn wait_until<W: Warp>(&self, warp: &W, ready: impl Fn() -> bool) {
+        while warp.ballot(!ready()) != 0 {
+            self.pause();
+        }
+    }
 
     /// Exclusive prefix sum of `value` over the threads in index order, and the total: each
     /// warp's by shuffles (`warp` is this thread's), then the warps' totals by the first warp,

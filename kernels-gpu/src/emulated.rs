@@ -3,7 +3,8 @@
 //! one barrier and in reverse order after the next: two of the interleavings the hardware may
 //! choose, so that a thread reading what another writes between the same barriers reads it
 //! written in some rounds and not in others. A race-free kernel decodes the same under any of
-//! them. Threads form warps of 32 ([`Warp`]) and a block ([`Block`]); [`run`] emulates one warp.
+//! them. A thread pausing in a spin-wait runs again in the next round. Threads form warps of 32
+//! ([`Warp`]) and a block ([`Block`]); [`run`] emulates one warp.
 //! (32 OS threads at a barrier cost the test suite minutes of context switches on two cores.)
 
 use crate::block::Block;
@@ -27,7 +28,14 @@ enum Barrier {
     Warp,
     /// The block's: every thread.
     Block,
+    /// None: the thread pauses in a spin-wait ([`Block::pause`]) and runs again next round.
+    Pause,
 }
+
+/// Pauses the block's threads may make in spin-waits with no store released meanwhile: past
+/// them they wait on stores no thread will make (a deadlock on the hardware), and the emulation
+/// panics rather than spin forever.
+const MAX_PAUSES: u32 = 1 << 20;
 
 /// One thread of an emulated block: a lane of its warp, too.
 pub struct EmulatedThread<'a> {
@@ -35,6 +43,8 @@ pub struct EmulatedThread<'a> {
     threads: u32,
     yielder: &'a Yielder<(), Barrier>,
     slots: &'a [Cell<u32>],
+    /// Pauses since a thread last released a store ([`Block::store_release`]).
+    pauses: &'a Cell<u32>,
 }
 
 /// A lane of an emulated warp (a thread of a block of 32).
@@ -51,14 +61,16 @@ pub fn run<T, F: Fn(&EmulatedWarp) -> T>(body: F) -> Vec<T> {
 pub fn run_block<T, F: Fn(&EmulatedThread) -> T>(threads: u32, body: F) -> Vec<T> {
     assert!(threads > 0 && threads.is_multiple_of(WARP_SIZE), "a block is whole warps");
     let slots: Vec<Cell<u32>> = (0..threads).map(|_| Cell::new(0)).collect();
-    let (body, slots) = (&body, &slots[..]);
+    let pauses = Cell::new(0);
+    let (body, slots, pauses) = (&body, &slots[..], &pauses);
     let stack_size = if threads == WARP_SIZE { WARP_THREAD_STACK } else { BLOCK_THREAD_STACK };
     let mut coroutines: Vec<_> = (0..threads)
         .map(|index| {
             let stack = DefaultStack::new(stack_size).expect("a stack for an emulated thread");
-            let thread_body =
-                move |yielder: &Yielder<(), Barrier>, ()| body(&EmulatedThread { index, threads, yielder, slots });
-            // SAFETY: the coroutines borrow `body` and `slots`, which outlive them: every
+            let thread_body = move |yielder: &Yielder<(), Barrier>, ()| {
+                body(&EmulatedThread { index, threads, yielder, slots, pauses })
+            };
+            // SAFETY: the coroutines borrow `body`, `slots` and `pauses`, which outlive them: every
             // one is dropped (run to its end, or unwound) before this function returns.
             unsafe { Coroutine::with_stack_unchecked(stack, thread_body) }
         })
@@ -76,6 +88,7 @@ pub fn run_block<T, F: Fn(&EmulatedThread) -> T>(threads: u32, body: F) -> Vec<T
             }
             runnable[i] = false;
             match coroutines[i].resume(()) {
+                CoroutineResult::Yield(Barrier::Pause) => runnable[i] = true,
                 CoroutineResult::Yield(barrier) => waiting[i] = Some(barrier),
                 CoroutineResult::Return(result) => results[i] = Some(result),
             }
@@ -96,7 +109,7 @@ pub fn run_block<T, F: Fn(&EmulatedThread) -> T>(threads: u32, body: F) -> Vec<T
             }
         }
         let running = results.iter().filter(|result| result.is_none()).count();
-        if released {
+        if released || runnable.contains(&true) {
             continue;
         }
         if running == 0 {
@@ -161,5 +174,21 @@ impl Block for EmulatedThread<'_> {
 
     fn sync_threads(&self) {
         self.yielder.suspend(Barrier::Block);
+    }
+
+    fn pause(&self) {
+        let pauses = self.pauses.get() + 1;
+        assert!(pauses < MAX_PAUSES, "emulated block: threads wait on stores no thread makes");
+        self.pauses.set(pauses);
+        self.yielder.suspend(Barrier::Pause);
+    }
+
+    unsafe fn load_acquire(&self, at: *const u32) -> u32 {
+        unsafe { at.read_volatile() }
+    }
+
+    unsafe fn store_release(&self, at: *mut u32, value: u32) {
+        self.pauses.set(0);
+        unsafe { at.write_volatile(value) }
     }
 }

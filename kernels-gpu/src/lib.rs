@@ -91,7 +91,7 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("lz4_decompress_blocks", lz77::block::BLOCK_THREADS, 1),
     ("snappy_decompress_blocks", lz77::block::BLOCK_THREADS, 1),
     ("zstd_decompress", zstd::DECOMPRESS_WARPS * 32, zstd::DECOMPRESS_BLOCKS_PER_SM),
-    ("zstd_decompress_blocks", zstd::PAIR_WARPS * 32, zstd::PAIR_BLOCKS_PER_SM),
+    ("zstd_decompress_blocks", zstd::TEAM_WARPS_PER_SM * 32, 1),
     ("zstd_decompressed_sizes", zstd::SIZES_WARPS * 32, ZSTD_SIZES_BLOCKS),
     ("zstd_compress", zstd::COMPRESS_WARPS * 32, zstd::COMPRESS_BLOCKS_PER_SM),
 ];

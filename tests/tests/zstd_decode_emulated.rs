@@ -1,23 +1,29 @@
-//! The Zstandard decode kernel on an emulated warp (32 host threads in lockstep), and its paired
-//! form on an emulated block of two warps (one reading the sequences for the other): for
-//! libzstd's frames of every kind, hand-made ones and corrupt ones, both must write exactly the
-//! bytes and report exactly the status of the format crate's scalar decoder.
+//! The Zstandard decode kernel on an emulated warp (32 host threads in lockstep), and its team
+//! form on an emulated block (warps writing chunks, one more reading the sequences for them all):
+//! for libzstd's frames of every kind, hand-made ones and corrupt ones, both must write exactly
+//! the bytes and report exactly the status of the format crate's scalar decoder.
 
 use std::io::Write;
 
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::{self, DecodeTables, MAGIC};
+use ferrocomp_kernels_gpu::block::Block;
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::decode::{
-    DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP, decompress_chunk, decompress_chunk_in_pair,
-    decompressed_size,
+    DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP, TeamWriter, decompress_chunk, decompressed_size,
+    read_for_team,
 };
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
 /// Shared memory of one warp (as much as either kernel takes), full of garbage as a reused
 /// block's would be.
 fn warp_shared() -> Vec<u32> {
-    let bytes = DECODE_SHARED_BYTES_PER_WARP.max(SIZES_SHARED_BYTES_PER_WARP);
+    shared_of(1)
+}
+
+/// Shared memory of `warps` warps, full of garbage.
+fn shared_of(warps: usize) -> Vec<u32> {
+    let bytes = warps * DECODE_SHARED_BYTES_PER_WARP.max(SIZES_SHARED_BYTES_PER_WARP);
     (0..bytes.div_ceil(4)).map(|i| (i as u32).wrapping_mul(2_654_435_761)).collect()
 }
 
@@ -35,20 +41,41 @@ fn warp_decompress(frames: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
     })
 }
 
-/// The paired kernel's result with room for `capacity` bytes: the writing warp's, which all its
-/// lanes agree on.
-fn pair_decompress(frames: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
-    let mut shared = warp_shared();
-    let mut out = vec![0xA5u8; capacity];
-    let (i, o, s) = (frames.as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
-    let mut results = emulated::run_block(64, |thread| unsafe {
-        decompress_chunk_in_pair(thread, thread, i as *const u8, frames.len(), o as *mut u8, capacity, s as *mut u8)
+/// The team kernel's results for `chunks` (frames, and the room their output has), taken in
+/// turns by a team of `writers`: each chunk's, which the lanes of its writer agree on.
+fn team_decompress(chunks: &[(&[u8], usize)], writers: usize) -> Vec<Result<Vec<u8>, Status>> {
+    let mut shared = shared_of(writers);
+    let mut outs: Vec<Vec<u8>> = chunks.iter().map(|&(_, capacity)| vec![0xA5u8; capacity]).collect();
+    let places: Vec<_> = chunks
+        .iter()
+        .zip(&mut outs)
+        .map(|(&(i, _), o)| (i.as_ptr() as usize, i.len(), o.as_mut_ptr() as usize, o.len()))
+        .collect();
+    let s = shared.as_mut_ptr() as usize;
+    let threads = emulated::run_block(32 * (writers as u32 + 1), |thread| unsafe {
+        let warp = thread.thread() as usize / 32;
+        if warp == writers {
+            read_for_team(thread, thread, s as *mut u8);
+            return vec![];
+        }
+        let mut writer = TeamWriter::new(thread, thread, s as *mut u8);
+        let results: Vec<_> = (warp..places.len())
+            .step_by(writers)
+            .map(|k| {
+                let (i, n, o, capacity) = places[k];
+                writer.decompress(thread, i as *const u8, n, o as *mut u8, capacity)
+            })
+            .collect();
+        writer.finish(thread);
+        results
     });
-    results.truncate(32);
-    agreed(results).map(|n| {
-        out.truncate(n);
-        out
-    })
+    (0..chunks.len())
+        .map(|k| {
+            let (writer, turn) = (k % writers, k / writers);
+            let lanes = threads[32 * writer..32 * (writer + 1)].iter().map(|results| results[turn]).collect();
+            agreed(lanes).map(|n| outs[k][..n].to_vec())
+        })
+        .collect()
 }
 
 fn warp_size(frames: &[u8]) -> Result<usize, Status> {
@@ -76,10 +103,10 @@ fn scalar_size(frames: &[u8]) -> Result<usize, Status> {
 fn check_same(frames: &[u8], capacity: usize, what: &str) -> Result<Vec<u8>, Status> {
     let expected = scalar_decompress(frames, capacity);
     let got = warp_decompress(frames, capacity);
-    let paired = pair_decompress(frames, capacity);
+    let paired = team_decompress(&[(frames, capacity)], 1).remove(0);
     let len = |result: &Result<Vec<u8>, Status>| result.as_ref().map(Vec::len).map_err(|&status| status);
     assert!(got == expected, "{what}: kernel {:?} scalar {:?}", len(&got), len(&expected));
-    assert!(paired == expected, "{what}: paired kernel {:?} scalar {:?}", len(&paired), len(&expected));
+    assert!(paired == expected, "{what}: a team of one {:?} scalar {:?}", len(&paired), len(&expected));
     assert_eq!(warp_size(frames), scalar_size(frames), "{what}: sizes");
     got
 }
@@ -291,5 +318,32 @@ fn corrupt_frames_fail_as_the_scalar_decoder_does() {
         let at = (r[0] as usize * 256 + r[1] as usize) % frame.len();
         frame[at] ^= 1 << (r[2] % 8);
         check_same(&frame, data.len() + 16, &format!("mutation {round} at {at}")).ok();
+    }
+}
+
+#[test]
+fn teams_take_chunks_in_turns() {
+    // Writers whose chunks fail mid-way (truncated, damaged, short of room) go on to their next
+    // ones while the others' are read: every chunk as the scalar decoder has it.
+    let data = [text_bytes(3000, 8), runs(2000, 9), random_bytes(500, 10), periods(2500, 11)].concat();
+    let (whole, small_blocks) = (libzstd(&data, 3, true, true, None), libzstd(&data, 19, false, false, Some(10)));
+    let mut damaged = small_blocks.clone();
+    damaged[small_blocks.len() / 2] ^= 0x10;
+    let chunks: Vec<(&[u8], usize)> = vec![
+        (&whole, data.len()),
+        (&small_blocks, data.len()),
+        (&whole[..whole.len() / 2], data.len()),
+        (&damaged, data.len()),
+        (&small_blocks, data.len() - 1),
+        (&small_blocks, data.len()),
+        (&whole, data.len()),
+    ];
+    let expected: Vec<_> = chunks.iter().map(|&(frames, capacity)| scalar_decompress(frames, capacity)).collect();
+    assert_eq!(expected[0].as_deref(), Ok(&data[..]));
+    for writers in [2, 3] {
+        let got = team_decompress(&chunks, writers);
+        for (k, (got, expected)) in got.iter().zip(&expected).enumerate() {
+            assert!(got == expected, "{writers} writers, chunk {k}: {:?}", got.as_ref().map(Vec::len));
+        }
     }
 }

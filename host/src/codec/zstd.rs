@@ -1,8 +1,8 @@
 //! Zstandard (RFC 8878): one frame per chunk written, any frames (back to back, skippable ones
 //! included) read, as libzstd writes them. On the GPU a warp codes each chunk, its lanes sharing
-//! every phase; each warp keeps its tables in shared memory. Small batches decode with a second
-//! warp a chunk reading the sequences ahead of the first. Decoding needs no device memory but
-//! the output; encoding, a scratch slot per warp.
+//! every phase; each warp keeps its tables in shared memory. Batches of up to 15 chunks an SM
+//! decode in teams: a warp a chunk, and one more whose lanes read the sequences ahead for them.
+//! Decoding needs no device memory but the output; encoding, a scratch slot per warp.
 
 use crate::alloc::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape, is_small_batch};
@@ -14,25 +14,40 @@ use ferrocomp_format::zstd::{self as format, DecodeTables, MAX_DECOMPRESSED_CHUN
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
 use ferrocomp_kernels_gpu::zstd::encode::{compress_scratch_bytes_per_warp, compress_shared_bytes_per_warp};
-use ferrocomp_kernels_gpu::zstd::{COMPRESS_WARPS, DECOMPRESS_WARPS, PAIR_BLOCKS_PER_SM, PAIR_WARPS, SIZES_WARPS};
-
-const _: () = assert!(PAIR_DECODE_WAVES <= PAIR_BLOCKS_PER_SM as usize, "a paired batch fits the GPU at once");
+use ferrocomp_kernels_gpu::zstd::{COMPRESS_WARPS, DECOMPRESS_WARPS, SIZES_WARPS, TEAM_WARPS_PER_SM};
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
+use std::sync::OnceLock;
 
 /// Most warps the compress kernel runs (each owns a slot: 192 KiB at level 1, 328 KiB at levels
 /// 2 and 3); more chunks are taken in turns. Each warp's work is mostly serial (each parse step's
 /// chain walk), so throughput comes from chunks in flight: 4096 is more than an H100 holds at once.
 const SLOTS: usize = 4096;
 
-/// Batches of at most this many chunks per SM decode with two warps a chunk, larger ones with
-/// one: as many as the paired kernel holds at once. On an H200 with 64 KiB chunks (levels 1 and
-/// 2, five data sets), two warps decode 256 chunks (16 MiB) at 5.4-10.8 GB/s where one takes
-/// 3.8-9.9; at 1,024 (64 MiB) they led on six of ten sets and levels (binary by 22-23%, level 1's
-/// text, float32 and Linux sources by 5-8%) and trailed on int32 offsets by 4-14% and level 2's
-/// float32 and Linux sources by 12%; at 1,536 (96 MiB, two rounds) they trailed on all but
-/// binary (bench/RESULTS.md, issue 48).
+/// Batches of at most this many chunks per SM decode in teams of two warps, a writer and its
+/// reader (as many pairs as an SM holds at once), larger ones in teams of [`team_writers`]. On an
+/// H200 with 64 KiB chunks, pairs handing batches over through flags in shared memory decode 16
+/// and 64 MiB 10-27% faster than pairs meeting at block barriers did, which beat one warp a chunk
+/// at 16 MiB and on six of ten sets and levels at 64 (bench/RESULTS.md, issue 48, steps 6, 9).
 const PAIR_DECODE_WAVES: usize = 8;
+
+/// Writers a team has for a batch of `count` chunks deeper than `PAIR_DECODE_WAVES` an SM: a
+/// team an SM holding them all at once, if one can (at most 15 an SM), else none (the warp
+/// kernel, its first lane reading the sequences). On an H200, 96 MiB of 64 KiB chunks in teams of
+/// 12 decode at level 1 / 2 (GB/s; a warp a chunk in brackets): text 25.6 / 23.2 (25.8 / 21.3),
+/// binary 26.7 / 24.9 (28.4 / 21.6), float32 33.7 / 29.2 (25.0 / 20.8), int32 34.4 / 39.8 (33.7 /
+/// 36.8), Linux sources 26.4 / 24.1 (27.1 / 22.7). At 256 MiB teams of 15 and 16 in two or three
+/// rounds lost a third or more, their writers waiting on the reader two thirds of the time
+/// (bench/RESULTS.md, issue 48, step 9). `FERROCOMP_ZSTD_TEAM_WRITERS=N` makes it N (1 to 15)
+/// for any such batch, or 0: the warp kernel, for measuring one against the other.
+fn team_writers(count: usize, multiprocessors: u32) -> Option<u32> {
+    static WRITERS: OnceLock<Option<u32>> = OnceLock::new();
+    let set = *WRITERS.get_or_init(|| std::env::var("FERROCOMP_ZSTD_TEAM_WRITERS").ok().and_then(|v| v.parse().ok()));
+    let most = TEAM_WARPS_PER_SM - 1;
+    let per_sm = count.div_ceil(multiprocessors as usize) as u32;
+    let writers = set.map_or(per_sm, |writers| writers.min(most));
+    (writers > 0 && writers <= most).then_some(writers)
+}
 
 /// Zstandard with its options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,13 +96,19 @@ impl BatchCodec for Zstd {
         count.min(SLOTS) * compress_scratch_bytes_per_warp(self.level)
     }
 
-    /// Two warps a chunk (`zstd_decompress_blocks`) for batches of up to `PAIR_DECODE_WAVES`
-    /// chunks an SM.
+    /// Teams (`zstd_decompress_blocks`): of a writer and its reader for batches of up to
+    /// `PAIR_DECODE_WAVES` chunks an SM, of [`team_writers`] and a reader for larger ones, as
+    /// many as the SMs hold at once.
     fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
-        is_small_batch(count, multiprocessors, PAIR_DECODE_WAVES).then_some(Shape::Blocks {
-            warps: PAIR_WARPS,
+        let writers = match is_small_batch(count, multiprocessors, PAIR_DECODE_WAVES) {
+            true => 1,
+            false => team_writers(count, multiprocessors)?,
+        };
+        let blocks_per_sm = TEAM_WARPS_PER_SM / (writers + 1);
+        Some(Shape::Teams {
+            writers,
             shared_bytes: DECODE_SHARED_BYTES_PER_WARP,
-            max_blocks: usize::MAX,
+            max_blocks: (blocks_per_sm * multiprocessors) as usize,
         })
     }
 

@@ -170,4 +170,22 @@ impl Block for HardwareBlock {
     fn sync_threads(&self) {
         thread::sync_threads()
     }
+
+    /// A sleep of about a hundred nanoseconds: a poll's issue slots go to the warps at work.
+    #[inline(always)]
+    fn pause(&self) {
+        unsafe { asm!("nanosleep.u32 100;") };
+    }
+
+    #[inline(always)]
+    unsafe fn load_acquire(&self, at: *const u32) -> u32 {
+        let value;
+        unsafe { asm!("ld.acquire.cta.u32 {value}, [{at}];", value = out(reg32) value, at = in(reg64) at) };
+        value
+    }
+
+    #[inline(always)]
+    unsafe fn store_release(&self, at: *mut u32, value: u32) {
+        unsafe { asm!("st.release.cta.u32 [{at}], {value};", at = in(reg64) at, value = in(reg32) value) };
+    }
 }

@@ -9,8 +9,8 @@
 //!   output itself, at the end of the room the block may fill (see `literals_end`);
 //! - sequences: one lane reads the FSE tables and decodes 32 at a time (FSE is serial) into
 //!   shared memory, a batch ahead of the warp, while the literals decode: the warp's first lane
-//!   when asked, or where the batch is small a second warp of the block, which then works while
-//!   this one writes (see `reader`); each lane checks one as `Cursor::advance` would, placed by
+//!   when asked, or a lane of a team's reader warp, which then works while the writers write
+//!   (see `reader`); each lane checks one as `Cursor::advance` would, placed by
 //!   prefix sums, and the warp writes them: runs of short sequences whose matches read bytes
 //!   written before them, 32 output bytes a step; any other sequence alone, with warp copies;
 //! - the XXH64 checksum: lanes 0..4 each keep one accumulator over the frame's stripes.
@@ -32,7 +32,8 @@ use ferrocomp_format::zstd::frame::{
 };
 use ferrocomp_format::zstd::sequences::{self, Cursor};
 use ferrocomp_format::zstd::{DecodeTables, HuffmanTables, SequenceTables, huffman, xxh64};
-use reader::{DONE, InLane0, Mailbox, Partner, Sequencer, SequencesJob, serve_partner};
+pub use reader::TeamWriter;
+use reader::{InLane0, Mailbox, Sequencer, SequencesJob, serve_team};
 
 /// Sequences the warp writes at a time.
 const BATCH: usize = WARP_SIZE as usize;
@@ -49,7 +50,7 @@ struct WarpShared {
 }
 
 /// Bytes of shared memory each warp of the decompress kernel needs (4-byte aligned), and each
-/// pair of warps of the paired one ([`decompress_chunk_in_pair`]).
+/// writer of a team ([`TeamWriter`]).
 pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<WarpShared>();
 /// Bytes of shared memory each warp of the sizes kernel needs (4-byte aligned): all the tables.
 pub const SIZES_SHARED_BYTES_PER_WARP: usize = size_of::<DecodeTables>();
@@ -74,31 +75,48 @@ pub unsafe fn decompress_chunk<W: Warp>(
     unsafe { decompress_with(warp, &chunk, &mut InLane0::default()) }
 }
 
-/// [`decompress_chunk`] by a block of two warps: the first (threads 0..32) decodes and writes
-/// as that does, the second decodes the sequences a batch ahead of it. The size is the first
-/// warp's (the second's result means nothing).
+/// Reads the sequences for a team's writers: the block's last warp, while each of the others
+/// decodes chunks with [`TeamWriter::decompress`], lane i for writer i (see [`serve_team`]).
 ///
 /// # Safety
-/// As [`decompress_chunk`]; the block is two warps, both calling this.
-pub unsafe fn decompress_chunk_in_pair<B: Block, W: Warp>(
-    block: &B,
-    warp: &W,
-    input: *const u8,
-    n: usize,
-    out: *mut u8,
-    capacity: usize,
-    shared: *mut u8,
-) -> Result<usize, Status> {
-    let input = unsafe { bytes(input, n) };
-    let chunk = Job { input, out, capacity, shared: shared as *mut WarpShared };
-    if block.thread() >= WARP_SIZE {
-        unsafe { serve_partner(block, warp, input, chunk.shared) };
-        return Ok(0);
+/// `shared` (4-byte aligned) must be the block's shared memory, [`DECODE_SHARED_BYTES_PER_WARP`]
+/// for each writer; every other warp of the block joins as a writer.
+pub unsafe fn read_for_team<B: Block, W: Warp>(block: &B, warp: &W, shared: *mut u8) {
+    unsafe { serve_team(block, warp, team_writers(block), shared as *mut WarpShared) }
+}
+
+/// The writers of a team the size of `block`: all its warps but the last, the reader.
+pub fn team_writers<B: Block>(block: &B) -> u32 {
+    block.threads() / WARP_SIZE - 1
+}
+
+impl<'b, B: Block> TeamWriter<'b, B> {
+    /// Joins the team of `block` as the writer `warp` is (any warp but the last), with its share
+    /// of the block's shared memory `shared`: a barrier every warp of the block meets.
+    ///
+    /// # Safety
+    /// As [`read_for_team`], which the block's last warp runs.
+    pub unsafe fn new<W: Warp>(block: &'b B, warp: &W, shared: *mut u8) -> Self {
+        let writer = (block.thread() / WARP_SIZE) as usize;
+        unsafe { Self::join(block, warp, (shared as *mut WarpShared).add(writer)) }
     }
-    let mut partner = Partner { block, posted: 0 };
-    let result = unsafe { decompress_with(warp, &chunk, &mut partner) };
-    unsafe { partner.post(warp, chunk.shared, DONE) };
-    result
+
+    /// [`decompress_chunk`], the sequences read by the team's reader.
+    ///
+    /// # Safety
+    /// As [`decompress_chunk`], but for the shared memory, the team's.
+    pub unsafe fn decompress<W: Warp>(
+        &mut self,
+        warp: &W,
+        input: *const u8,
+        n: usize,
+        out: *mut u8,
+        capacity: usize,
+    ) -> Result<usize, Status> {
+        let input = unsafe { bytes(input, n) };
+        let chunk = Job { input, out, capacity, shared: self.shared() };
+        unsafe { decompress_with(warp, &chunk, self) }
+    }
 }
 
 /// Decodes every frame of `chunk`, its sequences read by `sequencer`.

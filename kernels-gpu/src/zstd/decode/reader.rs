@@ -1,19 +1,21 @@
 //! Who decodes a block's sequences for the warp that writes them. FSE decoding is serial, one
 //! lane's work: the writing warp's first lane does it, a batch before the warp writes it
-//! ([`InLane0`]), or, where the batch leaves SMs idle, a second warp of the block does it a batch
-//! ahead of the writing warp, so the two overlap ([`Partner`]); both with the format crate's
-//! decoder, so the bytes and statuses are the same.
+//! ([`InLane0`]), or a team's reader warp does it a batch ahead of the writing warp, so the two
+//! overlap ([`TeamWriter`]): a block of warps each writing a chunk, and one more whose lane i reads
+//! the sequences of writer i ([`serve_team`]), so that one instruction of the serial loop serves
+//! as many chunks as the team has writers. Both use the format crate's decoder: the bytes and
+//! statuses are the same.
 //!
-//! The partner's protocol: the writing warp's first lane fills the [`Mailbox`] and posts a
-//! command, one block barrier; the partner takes it once it has finished the one before, whose
-//! results the writer may then read. It serves commands between barriers until [`DONE`], which
-//! the writing warp always posts last (even after a failure), so the two warps always meet the
-//! same barriers. Commands alternate between two slots: the writer may post the next before the
-//! partner has read this one.
+//! The team's protocol, per writer, through its [`Mailbox`]: the writer's first lane fills it,
+//! stores the command in slot `posted % 2` and releases `posted + 1`; the reader's lane acquires
+//! that, carries the command out and releases `served`. A writer waits for the command before
+//! the one it posts to be served (its results may then be read); it posts [`DONE`] after its
+//! last chunk, even after a failure, and its reader lane stops.
 
 use super::execute::write_batch_checked;
 use super::{BATCH, Job, WarpShared};
 use crate::block::Block;
+use crate::raw::bytes;
 use crate::warp::{Warp, first_lane};
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::SequenceTables;
@@ -25,16 +27,21 @@ pub(super) const START: u32 = 1;
 pub(super) const NEXT: u32 = 2;
 /// Nothing to do: the writer only waits for the last command's results.
 pub(super) const WAIT: u32 = 3;
-/// The chunk is done; a partner returns.
+/// The writer has no more chunks; its reader lane stops.
 pub(super) const DONE: u32 = 4;
 
 /// What the writing warp tells the reader, and what the reader answers, in shared memory.
 #[repr(C)]
 pub(super) struct Mailbox {
+    /// Commands posted (the writer's count, released).
+    pub posted: u32,
+    /// Commands carried out (the reader's count, released).
+    pub served: u32,
     /// The commands posted, the n-th in slot n % 2.
     pub commands: [u32; 2],
-    /// [`START`]'s block: where its sequences section starts in the chunk and its length.
-    pub section_at: u32,
+    /// [`START`]'s block: the address of its sequences section (low word first: the mailbox
+    /// keeps to 4-byte alignment) and the section's length.
+    pub section: [u32; 2],
     pub section_len: u32,
     /// The section's header: sequences, modes byte and length.
     pub count: u32,
@@ -49,25 +56,25 @@ pub(super) struct Mailbox {
     pub finished: u32,
 }
 
-/// The reader's state (its first lane's): the block's decoder and the frame's repeat offsets.
+/// A reader lane's state: the block's decoder and the frame's repeat offsets.
 struct Reader<'a> {
-    input: &'a [u8],
     decoder: Option<SequenceDecoder<'a>>,
     reps: RepeatOffsets,
     count: u32,
     decoded: u32,
 }
 
-impl<'a> Reader<'a> {
-    fn new(input: &'a [u8]) -> Self {
-        Self { input, decoder: None, reps: RepeatOffsets::START, count: 0, decoded: 0 }
+impl Reader<'_> {
+    fn new() -> Self {
+        Self { decoder: None, reps: RepeatOffsets::START, count: 0, decoded: 0 }
     }
 
     /// Carries out `command` (in one lane).
     ///
     /// # Safety
-    /// `shared` must be the chunk's shared memory, the mailbox filled for `command`, and no
-    /// other lane reading or writing the tables, the mailbox or the batch being decoded.
+    /// `shared` must be the writer's shared memory, the mailbox filled for `command` (the
+    /// section readable), and no other lane reading or writing the tables, the mailbox's answers
+    /// or the batch being decoded.
     #[inline(never)] // apart from the batches' loop (see `decode_batch`)
     unsafe fn serve(&mut self, shared: *mut WarpShared, command: u32) {
         let mailbox = unsafe { &mut (*shared).mailbox };
@@ -76,8 +83,8 @@ impl<'a> Reader<'a> {
             if mailbox.first_of_frame != 0 {
                 (self.reps, tables.repeatable) = (RepeatOffsets::START, 0);
             }
-            let (at, len) = (mailbox.section_at as usize, mailbox.section_len as usize);
-            let section = self.input.get(at..at + len).unwrap_or(&[]);
+            let address = (mailbox.section[1] as u64) << 32 | mailbox.section[0] as u64;
+            let section = unsafe { bytes(address as *const u8, mailbox.section_len as usize) };
             let tables_at = section.get(mailbox.header_len as usize..).unwrap_or(&[]);
             let started = sequences::read_tables(mailbox.modes as u8, tables_at, tables)
                 .and_then(|used| SequenceDecoder::new(tables_at.get(used..).unwrap_or(&[]), tables));
@@ -211,42 +218,76 @@ impl Sequencer for InLane0 {
     }
 }
 
-/// The block's second warp reads the sequences (see [`serve_partner`]); the commands posted.
-pub(super) struct Partner<'b, B: Block> {
-    pub block: &'b B,
-    pub posted: u32,
+/// A writing warp of a team (see [`serve_team`]): its shared memory and the commands it posted.
+pub struct TeamWriter<'b, B: Block> {
+    block: &'b B,
+    shared: *mut WarpShared,
+    posted: u32,
 }
 
-impl<B: Block> Partner<'_, B> {
-    /// Posts `command` (the mailbox's other fields written by lane 0 before), once the partner
-    /// has finished the command before, whose results every lane may read after this.
+impl<'b, B: Block> TeamWriter<'b, B> {
+    /// Joins the team as its writer with `shared` (its share of the block's shared memory): a
+    /// block barrier, which every writer and the reader meet once.
     ///
     /// # Safety
-    /// `shared` must be the block's shared memory.
-    pub(super) unsafe fn post<W: Warp>(&mut self, warp: &W, shared: *mut WarpShared, command: u32) {
+    /// `shared` must be that memory, 4-byte aligned.
+    pub(super) unsafe fn join<W: Warp>(block: &'b B, warp: &W, shared: *mut WarpShared) -> Self {
         if warp.lane() == 0 {
-            unsafe { (*shared).mailbox.commands[self.posted as usize % 2] = command };
+            unsafe { ((*shared).mailbox.posted, (*shared).mailbox.served) = (0, 0) };
         }
+        block.sync_threads(); // the mailboxes are empty before the reader looks
+        Self { block, shared, posted: 0 }
+    }
+
+    /// Its share of the block's shared memory.
+    pub(super) fn shared(&self) -> *mut WarpShared {
+        self.shared
+    }
+
+    /// Posts `command` (the mailbox's other fields written by lane 0 before) and waits until the
+    /// command before it is carried out, whose results every lane may read after this.
+    ///
+    /// # Safety
+    /// As [`TeamWriter::join`].
+    pub(super) unsafe fn post<W: Warp>(&mut self, warp: &W, command: u32) {
+        let mailbox = unsafe { &raw mut (*self.shared).mailbox };
+        warp.sync(); // the lanes are done with the batch the reader may decode into next
+        if warp.lane() == 0 {
+            unsafe {
+                (*mailbox).commands[self.posted as usize % 2] = command;
+                self.block.store_release(&raw mut (*mailbox).posted, self.posted + 1);
+            }
+        }
+        let before = self.posted;
+        self.block.wait_until(warp, || unsafe { self.block.load_acquire(&raw const (*mailbox).served) } >= before);
         self.posted += 1;
-        self.block.sync_threads(); // the partner has finished the last command and takes this one
+    }
+
+    /// Leaves the team after the writer's last chunk: its reader lane stops.
+    ///
+    /// # Safety
+    /// As [`TeamWriter::new`].
+    pub unsafe fn finish<W: Warp>(mut self, warp: &W) {
+        unsafe { self.post(warp, DONE) }
     }
 }
 
-impl<B: Block> Sequencer for Partner<'_, B> {
+impl<B: Block> Sequencer for TeamWriter<'_, B> {
     const READS_AHEAD: bool = true;
 
-    unsafe fn start<W: Warp>(&mut self, warp: &W, chunk: &Job, job: &SequencesJob) {
+    unsafe fn start<W: Warp>(&mut self, warp: &W, _chunk: &Job, job: &SequencesJob) {
         if warp.lane() == 0 {
-            let mailbox = unsafe { &mut (*chunk.shared).mailbox };
-            mailbox.section_at = (job.section.as_ptr() as usize - chunk.input.as_ptr() as usize) as u32;
+            let mailbox = unsafe { &mut (*self.shared).mailbox };
+            let address = job.section.as_ptr() as u64;
+            mailbox.section = [address as u32, (address >> 32) as u32];
             mailbox.section_len = job.section.len() as u32;
             (mailbox.count, mailbox.modes) = (job.header.count, job.header.modes as u32);
             (mailbox.header_len, mailbox.first_of_frame) = (job.header.len as u32, job.first_of_frame as u32);
         }
-        unsafe { self.post(warp, chunk.shared, START) };
+        unsafe { self.post(warp, START) };
     }
 
-    /// Each batch, the partner goes on to the next while the warp checks and writes this one.
+    /// Each batch, the reader goes on to the next while the warp checks and writes this one.
     unsafe fn run<W: Warp>(
         &mut self,
         warp: &W,
@@ -255,11 +296,11 @@ impl<B: Block> Sequencer for Partner<'_, B> {
         literals: *const u8,
         cursor: &mut Cursor,
     ) -> Result<usize, Status> {
-        let (shared, count) = (chunk.shared, job.header.count);
+        let (shared, count) = (self.shared, job.header.count);
         let (mut written, mut literal_at) = (0, 0);
         while written < count {
             let len = (count - written).min(BATCH as u32);
-            unsafe { self.post(warp, shared, if written + len < count { NEXT } else { WAIT }) };
+            unsafe { self.post(warp, if written + len < count { NEXT } else { WAIT }) };
             if written == 0 {
                 status(unsafe { (*shared).mailbox.status })?; // the tables' and the decoder's start
             }
@@ -274,22 +315,36 @@ impl<B: Block> Sequencer for Partner<'_, B> {
     }
 }
 
-/// The partner warp's part: serves the writing warp's commands until [`DONE`].
+/// The team's reader warp: lane i serves writer i (of `writers`, their shares of the block's
+/// shared memory one after another from `shared`) until each has posted [`DONE`]. A lane carries
+/// out the command its writer posted, if any; lanes that took commands together decode their
+/// batches in the same instructions.
 ///
 /// # Safety
-/// As [`Reader::serve`]; the block is the writing warp and this one.
-pub(super) unsafe fn serve_partner<B: Block, W: Warp>(block: &B, warp: &W, input: &[u8], shared: *mut WarpShared) {
-    let mut reader = Reader::new(input);
-    let mut taken = 0;
+/// `shared` must be the block's shared memory; the block is the writers' warps and this one,
+/// whose threads meet [`TeamWriter::join`]'s barrier here.
+pub(super) unsafe fn serve_team<B: Block, W: Warp>(block: &B, warp: &W, writers: u32, shared: *mut WarpShared) {
+    block.sync_threads(); // the writers emptied their mailboxes
+    let lane = warp.lane();
+    let mine = unsafe { shared.add(lane.min(writers - 1) as usize) };
+    let mailbox = unsafe { &raw mut (*mine).mailbox };
+    let mut reader = Reader::new();
+    let (mut taken, mut done) = (0, lane >= writers);
     loop {
-        block.sync_threads(); // the writer posted a command
-        let command = unsafe { (*shared).mailbox.commands[taken % 2] };
-        taken += 1;
-        if command == DONE {
+        let posted = if done { taken } else { unsafe { block.load_acquire(&raw const (*mailbox).posted) } };
+        let serving = posted != taken;
+        if serving {
+            let command = unsafe { (*mailbox).commands[taken as usize % 2] };
+            taken += 1;
+            done = command == DONE;
+            unsafe { reader.serve(mine, command) };
+            unsafe { block.store_release(&raw mut (*mailbox).served, taken) };
+        }
+        if warp.ballot(!done) == 0 {
             return;
         }
-        if warp.lane() == 0 {
-            unsafe { reader.serve(shared, command) };
+        if warp.ballot(serving) == 0 {
+            block.pause();
         }
     }
 }

@@ -97,7 +97,7 @@ impl BatchCodec for Zstd {
     }
 
     /// Teams (`zstd_decompress_blocks`): of a writer and its reader for batches of up to
-    /// `PAIR_DECODE_WAVES` chunks an SM, of [`team_writers`] and a reader for larger ones, as
+    /// `PAIR_DECODE_WAVES` chunks an SM, of `team_writers` and a reader for larger ones, as
     /// many as the SMs hold at once.
     fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
         let writers = match is_small_batch(count, multiprocessors, PAIR_DECODE_WAVES) {

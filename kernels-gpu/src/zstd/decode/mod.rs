@@ -76,7 +76,7 @@ pub unsafe fn decompress_chunk<W: Warp>(
 }
 
 /// Reads the sequences for a team's writers: the block's last warp, while each of the others
-/// decodes chunks with [`TeamWriter::decompress`], lane i for writer i (see [`serve_team`]).
+/// decodes chunks with [`TeamWriter::decompress`], lane i for writer i (see `reader`).
 ///
 /// # Safety
 /// `shared` (4-byte aligned) must be the block's shared memory, [`DECODE_SHARED_BYTES_PER_WARP`]

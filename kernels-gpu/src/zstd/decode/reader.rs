@@ -218,7 +218,8 @@ impl Sequencer for InLane0 {
     }
 }
 
-/// A writing warp of a team (see [`serve_team`]): its shared memory and the commands it posted.
+/// A writing warp of a team (see [`super::read_for_team`]): its shared memory and the commands it
+/// posted.
 pub struct TeamWriter<'b, B: Block> {
     block: &'b B,
     shared: *mut WarpShared,

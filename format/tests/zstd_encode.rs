@@ -153,9 +153,11 @@ fn a_short_output_is_reported() {
 #[test]
 fn ratios_on_fixed_inputs_stay_above_their_floors() {
     // 64 KiB chunks; the floors sit just under today's ratios (level 1: 3.168 and 1.993;
-    // level 2: 3.398 and 2.409; level 3: 3.550 and 2.528), so a change that loses ratio shows.
+    // level 2: 3.343 and 2.366; level 3: 3.507 and 2.513), so a change that loses ratio shows.
+    // Taking only matches that gain `lazy::MIN_GAIN` cost levels 2 and 3 1-2% here (from 3.398 and
+    // 2.409, 3.550 and 2.528) for 15-25% fewer sequences to decode.
     for (name, input, floors) in
-        [("text", text_bytes(1 << 20, 31), [3.16, 3.39, 3.54]), ("float32", float32_bytes(1 << 20), [1.99, 2.40, 2.52])]
+        [("text", text_bytes(1 << 20, 31), [3.16, 3.34, 3.50]), ("float32", float32_bytes(1 << 20), [1.99, 2.36, 2.51])]
     {
         for level in 1..=MAX_LEVEL {
             let total: usize = input.chunks(MAX_BLOCK_SIZE).map(|chunk| zstd_compress(chunk, level).len()).sum();

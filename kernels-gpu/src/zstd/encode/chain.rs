@@ -243,7 +243,7 @@ impl Window {
 }
 
 /// `lazy::best_match` for a position `p` with [`WINDOW`] bytes after it whose window is `here`,
-/// among the candidates of its hash's `row`: the same match, found by aligned words. A
+/// among the candidates of its hash's `row`: the same match (or none), found by aligned words. A
 /// candidate is loaded only when its first word may equal `here`'s (the repeat candidates', the
 /// same distance back in every lane, in coalesced loads; a row entry's, whose tag agrees, in a
 /// transaction per lane), and then only while its words agree. It needs no check that a row
@@ -287,7 +287,7 @@ unsafe fn find_match<const DEPTH: usize>(
             consider(&mut best, Candidate { len, offset: (p - c) as u32 }, &repeats);
         }
     });
-    best.0
+    best.0.if_worth(best.1)
 }
 
 /// The chains of `lazy::parse` as the search reads them: for each hash, its latest `DEPTH` (at

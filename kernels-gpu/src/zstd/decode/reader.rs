@@ -323,7 +323,7 @@ impl<B: Block> Sequencer for TeamWriter<'_, B> {
 ///
 /// # Safety
 /// `shared` must be the block's shared memory; the block is the writers' warps and this one,
-/// whose threads meet [`TeamWriter::join`]'s barrier here.
+/// whose threads meet the barrier of [`TeamWriter::new`] here.
 pub(super) unsafe fn serve_team<B: Block, W: Warp>(block: &B, warp: &W, writers: u32, shared: *mut WarpShared) {
     block.sync_threads(); // the writers emptied their mailboxes
     let lane = warp.lane();

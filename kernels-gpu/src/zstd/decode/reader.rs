@@ -249,7 +249,7 @@ impl<'b, B: Block> TeamWriter<'b, B> {
     /// command before it is carried out, whose results every lane may read after this.
     ///
     /// # Safety
-    /// As [`TeamWriter::join`].
+    /// As [`TeamWriter::new`].
     pub(super) unsafe fn post<W: Warp>(&mut self, warp: &W, command: u32) {
         let mailbox = unsafe { &raw mut (*self.shared).mailbox };
         warp.sync(); // the lanes are done with the batch the reader may decode into next
@@ -259,9 +259,17 @@ impl<'b, B: Block> TeamWriter<'b, B> {
                 self.block.store_release(&raw mut (*mailbox).posted, self.posted + 1);
             }
         }
-        let before = self.posted;
-        self.block.wait_until(warp, || unsafe { self.block.load_acquire(&raw const (*mailbox).served) } >= before);
+        unsafe { self.wait_served(warp, self.posted) };
         self.posted += 1;
+    }
+
+    /// Waits until the reader has carried out the first `count` commands posted.
+    ///
+    /// # Safety
+    /// As [`TeamWriter::new`].
+    unsafe fn wait_served<W: Warp>(&self, warp: &W, count: u32) {
+        let served = unsafe { &raw const (*self.shared).mailbox.served };
+        self.block.wait_until(warp, || unsafe { self.block.load_acquire(served) } >= count);
     }
 
     /// Leaves the team after the writer's last chunk: its reader lane stops.
@@ -277,6 +285,9 @@ impl<B: Block> Sequencer for TeamWriter<'_, B> {
     const READS_AHEAD: bool = true;
 
     unsafe fn start<W: Warp>(&mut self, warp: &W, _chunk: &Job, job: &SequencesJob) {
+        // The reader is done with the mailbox's fields: a START whose chunk failed before its
+        // sequences (in its literals) may still be reading them.
+        unsafe { self.wait_served(warp, self.posted) };
         if warp.lane() == 0 {
             let mailbox = unsafe { &mut (*self.shared).mailbox };
             let address = job.section.as_ptr() as u64;

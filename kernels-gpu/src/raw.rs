@@ -48,9 +48,10 @@ macro_rules! shared_load {
 }
 
 shared_load!(
-    /// The word at `at`, in shared memory. Deflate's and GDeflate's table lookups read through it:
-    /// through [`SharedBytes`]' 32-bit offsets Deflate decoded 3 to 9% slower on an H200 (GDeflate
-    /// 1% faster), measured side by side.
+    /// The word at `at`, in shared memory. Deflate's and GDeflate's general table lookups read
+    /// through it: through [`SharedBytes`]' 32-bit offsets Deflate decoded 3 to 9% slower on an
+    /// H200 (GDeflate 1% faster), measured side by side, before Deflate's literals and matches had
+    /// paths of their own (which use those).
     shared_u32,
     u32,
     "u32"

@@ -414,6 +414,14 @@ pub struct BitReader<'a, L: Load = Bytes> {
     load: PhantomData<L>,
 }
 
+// A copy is a saved position: refilling either never changes what it reads next.
+impl<L: Load> Clone for BitReader<'_, L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<L: Load> Copy for BitReader<'_, L> {}
+
 impl<'a, L: Load> BitReader<'a, L> {
     /// A reader at the start of `input`, nothing buffered.
     pub fn new(input: &'a [u8]) -> Self {
@@ -458,6 +466,13 @@ impl<'a, L: Load> BitReader<'a, L> {
         let v = self.buf as u32 & ((1 << n) - 1);
         self.skip(n);
         v
+    }
+
+    /// The bits held, without refilling: at least as many as a peek left, less those consumed
+    /// since (bits past them may be the input's next or zero).
+    #[inline(always)]
+    pub fn held(&self) -> u64 {
+        self.buf
     }
 
     /// Consumes `n` of the bits held, without checking that they are the input's.

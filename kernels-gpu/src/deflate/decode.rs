@@ -3,7 +3,11 @@
 //! Every lane runs the same scalar symbol decoder in step: the same loads and branches, so the
 //! warp pays for one, and lane j keeps the j-th symbol of a round of 32 (its output position, a
 //! literal's byte or a match's length and distance), with the status the format crate's decoder
-//! gives (reading past the input's end checked once a round). The warp then writes the round
+//! gives (reading past the input's end checked once a round). Literals, and matches whose codes
+//! are in the root tables, take a path of their own (`Sink::literals`, `Sink::a_match`) that
+//! issues each lookup from the bits after the symbol before, before that symbol's kind is known:
+//! at one chunk a scheduler the loop's time is its chain of dependent instructions, and this one
+//! is short (H200: 15-40% faster at 16 and 64 MiB). The warp then writes the round
 //! together: the literals at once, the matches 32 bytes a step ([`copy_matches`]), so no lane
 //! waits on a byte at a time. The first
 //! lane reads a block's header and code lengths; the warp builds its tables in shared memory
@@ -17,7 +21,9 @@
 //! int32 offsets, slower on text and floats; the 64-bit window slower everywhere); rounds
 //! without bounds checks where the input holds them (slower: the second copy of the loop); two
 //! chunks a warp, 16 lanes each (slower on five of eight sets and levels); and every byte of a
-//! round written window by window with the last 64 in the lanes (slower but on int32 offsets).
+//! round written window by window with the last 64 in the lanes (slower but on int32 offsets);
+//! literals and matches in one such loop (slower than main on binary and int32: the literals'
+//! path grew), and two literal codes a turn (no faster, text slower at 64 and 256 MiB).
 
 use super::rounds::{HANDOFF_SHARED_BYTES, Handoff, HandoffSlots, Match, Rounds, write_handed_rounds};
 use crate::adler32::adler32_chunk;
@@ -25,6 +31,7 @@ use crate::block::Block as ThreadBlock;
 use crate::crc32::crc32_chunk;
 use crate::deflate::{build_block_tables, lookup_shared};
 use crate::lz77::{self, aligned, funnel, last_starting_by, scan_add, scan_max, source};
+use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{
@@ -282,7 +289,15 @@ impl<W: Warp, R: Rounds> Sink<'_, W, R> {
         let (capacity, full) = (self.output.capacity, self.output.full);
         let op = |round: &Round| self.len + round.size;
         let failed = |src: &Bits, status| if src.overran() { Status::Truncated } else { status };
+        let tables = unsafe { Tables::new(t) };
         while round.tokens < WARP_SIZE {
+            let entry = unsafe { self.literals(src, &tables, round) };
+            if unsafe { self.a_match(src, &tables, round, entry) } {
+                continue;
+            }
+            if round.tokens == WARP_SIZE {
+                break;
+            }
             let entry = unsafe { lookup_shared(t.litlen.as_ptr(), LITLEN_ROOT, src.peek()) };
             let kind = entry_kind(entry);
             let token = match kind {
@@ -336,6 +351,77 @@ impl<W: Warp, R: Rounds> Sink<'_, W, R> {
         if src.overran() { Err(Status::Truncated) } else { Ok(()) }
     }
 
+    /// The round's next literals (and pairs), as [`Sink::round`]'s loop decodes them, while
+    /// their codes are in the root table and two more bytes fit; returns the root entry of the
+    /// symbol it stopped before. Each code's lookup is issued from the bits after the code
+    /// before, taken as a literal's before its kind is known (a peek leaves 32 bits, a root code
+    /// takes at most 10, so those bits are held): the chain from one lookup to the next is the
+    /// length, a shift and the address, and the kind's test, the refill and the token's
+    /// bookkeeping overlap it.
+    ///
+    /// # Safety
+    /// As [`Sink::round`].
+    #[inline(always)]
+    unsafe fn literals(&self, src: &mut Bits, t: &Tables, round: &mut Round) -> u32 {
+        let lane = self.warp.lane();
+        let mut room = self.output.capacity - (self.len + round.size);
+        let mut entry = t.litlen_root(src.peek());
+        loop {
+            let len = entry_len(entry);
+            let next = t.litlen_root(src.held() >> len);
+            let kind = entry_kind(entry);
+            if !((kind == KIND_LITERAL || kind == KIND_PAIR) && room >= 2 && round.tokens < WARP_SIZE) {
+                return entry;
+            }
+            src.skip(len);
+            src.peek();
+            let size = 1 + (kind == KIND_PAIR) as u32;
+            if lane == round.tokens {
+                round.token = Token { at: self.len + round.size, size, len: 0, value: entry_value(entry) };
+            }
+            round.tokens += 1;
+            round.size += size;
+            room -= size;
+            entry = next;
+        }
+    }
+
+    /// The match whose length code's root entry is `entry` (a peek's bits on from here), as
+    /// [`Sink::round`]'s loop decodes it, where its codes are in the root tables and it passes
+    /// the loop's checks; returns whether it took it (if not, nothing is consumed). The
+    /// distance's lookup is issued from the bits after the length's extra bits, and its extra
+    /// bits read before the checks.
+    ///
+    /// # Safety
+    /// As [`Sink::round`].
+    #[inline(always)]
+    unsafe fn a_match(&self, src: &mut Bits, t: &Tables, round: &mut Round, entry: u32) -> bool {
+        if entry_kind(entry) != KIND_BASE || round.tokens >= WARP_SIZE {
+            return false;
+        }
+        let held = |bits: u64, n: u32| bits as u32 & ((1 << n) - 1);
+        let (code, extra) = (entry_len(entry), entry_extra(entry));
+        let len = entry_value(entry) + held(src.held() >> code, extra);
+        let mut after = *src;
+        after.skip(code + extra);
+        let bits = after.peek();
+        let d = t.dist_root(bits);
+        let (code, extra) = (entry_len(d), entry_extra(d));
+        let distance = entry_value(d) + held(bits >> code, extra);
+        let at = self.len + round.size;
+        if entry_kind(d) != KIND_BASE || len > self.output.capacity - at || distance == 0 || distance > at {
+            return false;
+        }
+        after.skip(code + extra);
+        *src = after;
+        if self.warp.lane() == round.tokens {
+            round.token = Token { at, size: len, len, value: distance };
+        }
+        round.tokens += 1;
+        round.size += len;
+        true
+    }
+
     /// Writes a round's tokens: the literals at once, then the matches (by `rounds`).
     unsafe fn write(&mut self, token: &Token) {
         let out = self.output.out;
@@ -369,6 +455,35 @@ struct Token {
     size: u32,
     len: u32,
     value: u32,
+}
+
+/// A Huffman block's decode tables in shared memory, as [`Sink::literals`] and [`Sink::a_match`]
+/// read their roots: at 32-bit shared addresses.
+struct Tables {
+    litlen: SharedBytes,
+    dist: SharedBytes,
+}
+
+impl Tables {
+    /// # Safety
+    /// `t` must be in shared memory.
+    unsafe fn new(t: &DecodeTables) -> Self {
+        unsafe {
+            Self { litlen: SharedBytes::new(t.litlen.as_ptr().cast()), dist: SharedBytes::new(t.dist.as_ptr().cast()) }
+        }
+    }
+
+    /// The literal/length root entry `bits` index.
+    #[inline(always)]
+    fn litlen_root(&self, bits: u64) -> u32 {
+        unsafe { self.litlen.u32(4 * (bits as u32 & ((1 << LITLEN_ROOT) - 1))) }
+    }
+
+    /// The distance root entry `bits` index.
+    #[inline(always)]
+    fn dist_root(&self, bits: u64) -> u32 {
+        unsafe { self.dist.u32(4 * (bits as u32 & ((1 << DIST_ROOT) - 1))) }
+    }
 }
 
 /// A byte's source in [`copy_matches`] given as the lane of the step writing it (bit 31: no

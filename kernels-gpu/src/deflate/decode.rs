@@ -25,7 +25,7 @@
 //! literals and matches in one such loop (slower than main on binary and int32: the literals'
 //! path grew), and two literal codes a turn (no faster, text slower at 64 and 256 MiB).
 
-use super::rounds::{HANDOFF_SHARED_BYTES, Handoff, HandoffSlots, Match, Rounds, write_handed_rounds};
+use super::rounds::{HANDOFF_SHARED_BYTES, Handoff, HandoffSlots, Match, Rounds, copy_handed_matches};
 use crate::adler32::adler32_chunk;
 use crate::block::Block as ThreadBlock;
 use crate::crc32::crc32_chunk;
@@ -143,7 +143,7 @@ pub unsafe fn decompress_in_pair<'b, B: ThreadBlock, W: Warp>(
     let staged = stage && capacity <= STAGED_OUTPUT;
     let output = Output::to(if staged { unsafe { shared.add(PAIR_SHARED_BYTES) } } else { out }, capacity);
     if block.thread() >= WARP_SIZE {
-        unsafe { write_handed_rounds(block, warp, &output, slots) };
+        unsafe { copy_handed_matches(block, warp, &output, slots) };
         return Ok(0);
     }
     let mut handoff = Handoff::new(block, slots);

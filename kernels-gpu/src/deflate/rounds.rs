@@ -1,6 +1,6 @@
 //! Who copies the matches of the rounds of symbols Deflate's and GDeflate's decoders decode: the
 //! decoding warp itself, after each round ([`InWarp`]), or a second warp of its block, a round
-//! behind ([`Handoff`] and [`write_handed_rounds`]), so that decoding the next round, one long
+//! behind ([`Handoff`] and [`copy_handed_matches`]), so that decoding the next round, one long
 //! chain of dependent lookups, overlaps copying this one's (nvCOMP's inflate runs two warps a
 //! chunk). Literals, a store each, the decoding warp writes itself.
 //!
@@ -94,7 +94,7 @@ pub struct Handoff<'b, B: Block> {
 }
 
 impl<'b, B: Block> Handoff<'b, B> {
-    /// A handoff through `slots`, which the block's writer serves ([`write_handed_rounds`]).
+    /// A handoff through `slots`, which the block's writer serves ([`copy_handed_matches`]).
     pub fn new(block: &'b B, slots: *mut HandoffSlots) -> Self {
         Self { block, slots, posted: 0, unsettled: false }
     }
@@ -142,7 +142,7 @@ impl<B: Block> Rounds for Handoff<'_, B> {
 /// # Safety
 /// `slots` must be the block's shared memory the decoding warp posts through, `output` the one it
 /// decodes into; the block is the two warps.
-pub unsafe fn write_handed_rounds<B: Block, W: Warp>(block: &B, warp: &W, output: &Output, slots: *mut HandoffSlots) {
+pub unsafe fn copy_handed_matches<B: Block, W: Warp>(block: &B, warp: &W, output: &Output, slots: *mut HandoffSlots) {
     let mut taken = 0;
     loop {
         block.sync_threads(); // the decoder posted a command

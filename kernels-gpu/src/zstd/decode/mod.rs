@@ -91,16 +91,6 @@ pub fn team_writers<B: Block>(block: &B) -> u32 {
 }
 
 impl<'b, B: Block> TeamWriter<'b, B> {
-    /// Joins the team of `block` as the writer `warp` is (any warp but the last), with its share
-    /// of the block's shared memory `shared`: a barrier every warp of the block meets.
-    ///
-    /// # Safety
-    /// As [`read_for_team`], which the block's last warp runs.
-    pub unsafe fn new<W: Warp>(block: &'b B, warp: &W, shared: *mut u8) -> Self {
-        let writer = (block.thread() / WARP_SIZE) as usize;
-        unsafe { Self::join(block, warp, (shared as *mut WarpShared).add(writer)) }
-    }
-
     /// [`decompress_chunk`], the sequences read by the team's reader.
     ///
     /// # Safety
@@ -114,7 +104,7 @@ impl<'b, B: Block> TeamWriter<'b, B> {
         capacity: usize,
     ) -> Result<usize, Status> {
         let input = unsafe { bytes(input, n) };
-        let chunk = Job { input, out, capacity, shared: self.shared() };
+        let chunk = Job { input, out, capacity, shared: self.shared };
         unsafe { decompress_with(warp, &chunk, self) }
     }
 }

@@ -16,7 +16,7 @@ use super::execute::write_batch_checked;
 use super::{BATCH, Job, WarpShared};
 use crate::block::Block;
 use crate::raw::bytes;
-use crate::warp::{Warp, first_lane};
+use crate::warp::{WARP_SIZE, Warp, first_lane};
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::SequenceTables;
 use ferrocomp_format::zstd::sequences::{self, Cursor, RepeatOffsets, SequenceDecoder, SequencesHeader};
@@ -222,27 +222,25 @@ impl Sequencer for InLane0 {
 /// posted.
 pub struct TeamWriter<'b, B: Block> {
     block: &'b B,
-    shared: *mut WarpShared,
+    /// Its share of the block's shared memory.
+    pub(super) shared: *mut WarpShared,
     posted: u32,
 }
 
 impl<'b, B: Block> TeamWriter<'b, B> {
-    /// Joins the team as its writer with `shared` (its share of the block's shared memory): a
-    /// block barrier, which every writer and the reader meet once.
+    /// Joins the team of `block` as the writer `warp` is (any warp but the last), with its share
+    /// of the block's shared memory `shared` (4-byte aligned, [`super::DECODE_SHARED_BYTES_PER_WARP`]
+    /// a writer): a barrier every warp of the block meets.
     ///
     /// # Safety
-    /// `shared` must be that memory, 4-byte aligned.
-    pub(super) unsafe fn join<W: Warp>(block: &'b B, warp: &W, shared: *mut WarpShared) -> Self {
+    /// As [`super::read_for_team`], which the block's last warp runs.
+    pub unsafe fn new<W: Warp>(block: &'b B, warp: &W, shared: *mut u8) -> Self {
+        let shared = unsafe { (shared as *mut WarpShared).add((block.thread() / WARP_SIZE) as usize) };
         if warp.lane() == 0 {
             unsafe { ((*shared).mailbox.posted, (*shared).mailbox.served) = (0, 0) };
         }
         block.sync_threads(); // the mailboxes are empty before the reader looks
         Self { block, shared, posted: 0 }
-    }
-
-    /// Its share of the block's shared memory.
-    pub(super) fn shared(&self) -> *mut WarpShared {
-        self.shared
     }
 
     /// Posts `command` (the mailbox's other fields written by lane 0 before) and waits until the

@@ -290,9 +290,11 @@ impl<W: Warp, R: Rounds> Sink<'_, W, R> {
         let op = |round: &Round| self.len + round.size;
         let failed = |src: &Bits, status| if src.overran() { Status::Truncated } else { status };
         let tables = unsafe { Tables::new(t) };
+        let mut next = tables.litlen_root(src.peek());
         while round.tokens < WARP_SIZE {
-            let entry = unsafe { self.literals(src, &tables, round) };
-            if unsafe { self.a_match(src, &tables, round, entry) } {
+            next = unsafe { self.literals(src, &tables, round, next) };
+            if let Some(entry) = unsafe { self.a_match(src, &tables, round, next) } {
+                next = entry;
                 continue;
             }
             if round.tokens == WARP_SIZE {
@@ -347,13 +349,15 @@ impl<W: Warp, R: Rounds> Sink<'_, W, R> {
             }
             round.tokens += 1;
             round.size += token.size;
+            next = tables.litlen_root(src.peek());
         }
         if src.overran() { Err(Status::Truncated) } else { Ok(()) }
     }
 
     /// The round's next literals (and pairs), as [`Sink::round`]'s loop decodes them, while
-    /// their codes are in the root table and two more bytes fit; returns the root entry of the
-    /// symbol it stopped before. Each code's lookup is issued from the bits after the code
+    /// their codes are in the root table and two more bytes fit, from `entry`, the root entry of
+    /// the code at the reader (a peek's bits on); returns that of the symbol it stopped before,
+    /// the same. Each code's lookup is issued from the bits after the code
     /// before, taken as a literal's before its kind is known (a peek leaves 32 bits, a root code
     /// takes at most 10, so those bits are held): the chain from one lookup to the next is the
     /// length, a shift and the address, and the kind's test, the refill and the token's
@@ -362,10 +366,9 @@ impl<W: Warp, R: Rounds> Sink<'_, W, R> {
     /// # Safety
     /// As [`Sink::round`].
     #[inline(always)]
-    unsafe fn literals(&self, src: &mut Bits, t: &Tables, round: &mut Round) -> u32 {
+    unsafe fn literals(&self, src: &mut Bits, t: &Tables, round: &mut Round, mut entry: u32) -> u32 {
         let lane = self.warp.lane();
         let mut room = self.output.capacity - (self.len + round.size);
-        let mut entry = t.litlen_root(src.peek());
         loop {
             let len = entry_len(entry);
             let next = t.litlen_root(src.held() >> len);
@@ -388,38 +391,42 @@ impl<W: Warp, R: Rounds> Sink<'_, W, R> {
 
     /// The match whose length code's root entry is `entry` (a peek's bits on from here), as
     /// [`Sink::round`]'s loop decodes it, where its codes are in the root tables and it passes
-    /// the loop's checks; returns whether it took it (if not, nothing is consumed). The
-    /// distance's lookup is issued from the bits after the length's extra bits, and its extra
-    /// bits read before the checks.
+    /// the loop's checks: returns the root entry of the code after it (a peek's bits on from
+    /// there), or `None` having consumed nothing. The distance's lookup is issued from the bits
+    /// held after the length's extra bits (at least 17), before the refill its own extra bits
+    /// need, and the next code's from those after it (at least 11).
     ///
     /// # Safety
     /// As [`Sink::round`].
     #[inline(always)]
-    unsafe fn a_match(&self, src: &mut Bits, t: &Tables, round: &mut Round, entry: u32) -> bool {
+    unsafe fn a_match(&self, src: &mut Bits, t: &Tables, round: &mut Round, entry: u32) -> Option<u32> {
         if entry_kind(entry) != KIND_BASE || round.tokens >= WARP_SIZE {
-            return false;
+            return None;
         }
         let held = |bits: u64, n: u32| bits as u32 & ((1 << n) - 1);
         let (code, extra) = (entry_len(entry), entry_extra(entry));
-        let len = entry_value(entry) + held(src.held() >> code, extra);
+        let after_code = src.held() >> code;
+        let len = entry_value(entry) + held(after_code, extra);
+        let d = t.dist_root(after_code >> extra);
         let mut after = *src;
         after.skip(code + extra);
         let bits = after.peek();
-        let d = t.dist_root(bits);
         let (code, extra) = (entry_len(d), entry_extra(d));
         let distance = entry_value(d) + held(bits >> code, extra);
         let at = self.len + round.size;
         if entry_kind(d) != KIND_BASE || len > self.output.capacity - at || distance == 0 || distance > at {
-            return false;
+            return None;
         }
         after.skip(code + extra);
+        let next = t.litlen_root(after.held());
+        after.peek();
         *src = after;
         if self.warp.lane() == round.tokens {
             round.token = Token { at, size: len, len, value: distance };
         }
         round.tokens += 1;
         round.size += len;
-        true
+        Some(next)
     }
 
     /// Writes a round's tokens: the literals at once, then the matches (by `rounds`).

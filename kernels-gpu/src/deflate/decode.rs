@@ -7,7 +7,7 @@
 //! are in the root tables, take a path of their own (`Sink::literals`, `Sink::a_match`) that
 //! issues each lookup from the bits after the symbol before, before that symbol's kind is known:
 //! at one chunk a scheduler the loop's time is its chain of dependent instructions, and this one
-//! is short (H200: 15-40% faster at 16 and 64 MiB). The warp then writes the round
+//! is short (H200: 20-40% faster at 16 and 64 MiB). The warp then writes the round
 //! together: the literals at once, the matches 32 bytes a step ([`copy_matches`]), so no lane
 //! waits on a byte at a time. The first
 //! lane reads a block's header and code lengths; the warp builds its tables in shared memory

@@ -30,7 +30,7 @@ use super::rounds::{HANDOFF_SHARED_BYTES, Handoff, HandoffSlots, Match, Rounds, 
 use crate::adler32::adler32_chunk;
 use crate::block::Block as ThreadBlock;
 use crate::crc32::crc32_chunk;
-use crate::deflate::{build_block_tables, lookup_shared};
+use crate::deflate::{build_block_tables, lookup_shared, low_bits};
 use crate::lz77::{self, aligned, funnel, last_starting_by, scan_add, scan_max, source};
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
@@ -358,11 +358,10 @@ impl<W: Warp, R: Rounds> Sink<'_, W, R> {
     /// The round's next literals (and pairs), as [`Sink::round`]'s loop decodes them, while
     /// their codes are in the root table and two more bytes fit, from `entry`, the root entry of
     /// the code at the reader (a peek's bits on); returns that of the symbol it stopped before,
-    /// the same. Each code's lookup is issued from the bits after the code
-    /// before, taken as a literal's before its kind is known (a peek leaves 32 bits, a root code
-    /// takes at most 10, so those bits are held): the chain from one lookup to the next is the
-    /// length, a shift and the address, and the kind's test, the refill and the token's
-    /// bookkeeping overlap it.
+    /// the same. Each code's lookup is issued from the bits after the code before, taken as a
+    /// literal's before its kind is known (a peek leaves 32 bits, a root code takes at most 10,
+    /// so those bits are held): the chain from one lookup to the next is the length, a shift and
+    /// the address, and the kind's test, the refill and the token's bookkeeping overlap it.
     ///
     /// # Safety
     /// As [`Sink::round`].
@@ -404,16 +403,15 @@ impl<W: Warp, R: Rounds> Sink<'_, W, R> {
         if entry_kind(entry) != KIND_BASE || round.tokens >= WARP_SIZE {
             return None;
         }
-        let held = |bits: u64, n: u32| bits as u32 & ((1 << n) - 1);
         let (code, extra) = (entry_len(entry), entry_extra(entry));
         let after_code = src.held() >> code;
-        let len = entry_value(entry) + held(after_code, extra);
+        let len = entry_value(entry) + low_bits(after_code, extra);
         let d = t.dist_root(after_code >> extra);
         let mut after = *src;
         after.skip(code + extra);
         let bits = after.peek();
         let (code, extra) = (entry_len(d), entry_extra(d));
-        let distance = entry_value(d) + held(bits >> code, extra);
+        let distance = entry_value(d) + low_bits(bits >> code, extra);
         let at = self.len + round.size;
         if entry_kind(d) != KIND_BASE || len > self.output.capacity - at || distance == 0 || distance > at {
             return None;

@@ -40,6 +40,12 @@ const _: () = assert!(
         && DECOMPRESS_BLOCKS_PER_SM <= crate::blocks_per_sm(DECODE_WARPS, DECODE_SHARED_BYTES_PER_WARP)
 );
 
+/// The `n` low bits of `word` (`n` < 32): a code's extra bits.
+#[inline(always)]
+pub fn low_bits(word: u64, n: u32) -> u32 {
+    word as u32 & ((1 << n) - 1)
+}
+
 /// The level and wrapper packed in a kernel's `options` word (level in bits 0..8, wrapper id in
 /// bits 8..16).
 pub fn unpack_options(options: u32) -> (u8, Wrapper) {

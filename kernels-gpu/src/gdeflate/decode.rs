@@ -13,7 +13,7 @@
 
 use crate::deflate::decode::Output;
 use crate::deflate::rounds::{Match, Rounds};
-use crate::deflate::{build_block_tables, build_table, lengths_at, lookup_shared};
+use crate::deflate::{build_block_tables, build_table, lengths_at, lookup_shared, low_bits};
 use crate::lz77::{scan_add, scan_max, word_at};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -96,12 +96,6 @@ fn first_failure<W: Warp>(warp: &W, failure: u32, first: u32) -> Result<(), Stat
     }
     let lane = (first + failed.trailing_zeros()) % WARP_SIZE;
     Err(Status::from_code(warp.shuffle(failure, lane)))
-}
-
-/// The `n` low bits of `word` (`n` < 32).
-#[inline(always)]
-fn low(word: u64, n: u32) -> u32 {
-    word as u32 & ((1 << n) - 1)
 }
 
 impl Page {
@@ -215,7 +209,7 @@ impl Page {
         if warp.ballot(mine && n > self.bits) != 0 {
             return Err(Status::Malformed);
         }
-        let value = low(self.buf, n);
+        let value = low_bits(self.buf, n);
         if mine {
             self.consume(n);
         }
@@ -329,7 +323,7 @@ impl Page {
             if self.bits < 3 {
                 failure = Status::Malformed as u32;
             } else {
-                unsafe { *lens.add(PRECODE_ORDER[lane as usize] as usize) = low(self.buf, 3) };
+                unsafe { *lens.add(PRECODE_ORDER[lane as usize] as usize) = low_bits(self.buf, 3) };
                 self.consume(3);
             }
         }
@@ -365,7 +359,7 @@ impl Page {
                 18 => (7, 11),
                 _ => (0, 1),
             };
-            let run = base + low(self.buf >> n, extra);
+            let run = base + low_bits(self.buf >> n, extra);
             let end = done + scan_add(warp, run);
             let start = end - run;
             // 16 repeats the length before it: that of the last other item before, or the
@@ -533,7 +527,7 @@ impl Item {
             if pending { (tables.dist.as_ptr(), DIST_ROOT) } else { (tables.litlen.as_ptr(), LITLEN_ROOT) };
         let entry = unsafe { lookup_shared(table, root, buf) };
         let (n, extra) = (entry_len(entry), entry_extra(entry)); // no extra bits but a base's
-        let value = entry_value(entry) + low(buf >> n, extra);
+        let value = entry_value(entry) + low_bits(buf >> n, extra);
         let (kind, size) = match (entry_kind(entry), pending) {
             (KIND_LITERAL, false) => (ItemKind::Literal, 1),
             (KIND_BASE, false) => (ItemKind::Length, value),

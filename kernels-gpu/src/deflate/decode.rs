@@ -367,24 +367,25 @@ impl<W: Warp, R: Rounds> Sink<'_, W, R> {
     /// As [`Sink::round`].
     #[inline(always)]
     unsafe fn literals(&self, src: &mut Bits, t: &Tables, round: &mut Round, mut entry: u32) -> u32 {
-        let lane = self.warp.lane();
-        let mut room = self.output.capacity - (self.len + round.size);
+        // Two more bytes fit below `limit`; a lane's token is the default (`len` 0) until it
+        // takes one, so a literal's sets the rest.
+        let (lane, limit) = (self.warp.lane(), self.output.capacity.saturating_sub(1));
+        let (mut at, mut tokens) = (self.len + round.size, round.tokens);
         loop {
             let len = entry_len(entry);
             let next = t.litlen_root(src.held() >> len);
             let kind = entry_kind(entry);
-            if !((kind == KIND_LITERAL || kind == KIND_PAIR) && room >= 2 && round.tokens < WARP_SIZE) {
+            if !((kind == KIND_LITERAL || kind == KIND_PAIR) && at < limit && tokens < WARP_SIZE) {
+                (round.size, round.tokens) = (at - self.len, tokens);
                 return entry;
             }
             src.skip(len);
             src.peek();
             let size = 1 + (kind == KIND_PAIR) as u32;
-            if lane == round.tokens {
-                round.token = Token { at: self.len + round.size, size, len: 0, value: entry_value(entry) };
+            if lane == tokens {
+                (round.token.at, round.token.size, round.token.value) = (at, size, entry_value(entry));
             }
-            round.tokens += 1;
-            round.size += size;
-            room -= size;
+            (at, tokens) = (at + size, tokens + 1);
             entry = next;
         }
     }

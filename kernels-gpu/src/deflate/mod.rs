@@ -15,7 +15,7 @@ pub mod rounds;
 
 use crate::SHARED_BYTES_PER_BLOCK;
 use crate::lz77::{last_starting_by, scan_add};
-use crate::raw::shared_u32;
+use crate::raw::{SharedBytes, shared_u32};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{
@@ -184,6 +184,16 @@ pub unsafe fn lengths_at<W: Warp, T: Copy + Into<u32>>(
 #[inline(always)]
 pub unsafe fn lookup_shared(table: *const u32, root: u32, bits: u64) -> u32 {
     lookup_with(|i| unsafe { shared_u32(table.add(i)) }, root, bits)
+}
+
+/// [`lookup_shared`] through `table`'s 32-bit shared offsets (GDeflate measured 1% faster so, at
+/// one step; Deflate 3-9% slower).
+///
+/// # Safety
+/// As [`lookup_shared`], `table` at its start.
+#[inline(always)]
+pub unsafe fn lookup_at(table: SharedBytes, root: u32, bits: u64) -> u32 {
+    lookup_with(|i| unsafe { table.u32(4 * i as u32) }, root, bits)
 }
 
 /// The fixed code's lengths, where its tables are built from.

@@ -13,8 +13,9 @@
 
 use crate::deflate::decode::Output;
 use crate::deflate::rounds::{Match, Rounds};
-use crate::deflate::{build_block_tables, build_table, lengths_at, lookup_shared, low_bits};
+use crate::deflate::{build_block_tables, build_table, lengths_at, lookup_at, lookup_shared, low_bits};
 use crate::lz77::{scan_add, scan_max, word_at};
+use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::DecodeTables;
@@ -525,7 +526,7 @@ impl Item {
     unsafe fn next(tables: &DecodeTables, buf: u64, pending: bool, at: u32) -> Item {
         let (table, root) =
             if pending { (tables.dist.as_ptr(), DIST_ROOT) } else { (tables.litlen.as_ptr(), LITLEN_ROOT) };
-        let entry = unsafe { lookup_shared(table, root, buf) };
+        let entry = unsafe { lookup_at(SharedBytes::new(table.cast()), root, buf) };
         let (n, extra) = (entry_len(entry), entry_extra(entry)); // no extra bits but a base's
         let value = entry_value(entry) + low_bits(buf >> n, extra);
         let (kind, size) = match (entry_kind(entry), pending) {

@@ -147,9 +147,64 @@ impl SharedBytes {
         Self { base: at }
     }
 
+    /// The shared memory `offset` bytes on.
+    #[inline(always)]
+    pub fn at(self, offset: u32) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            Self { base: self.base + offset }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        Self { base: self.base.wrapping_add(offset as usize) }
+    }
+
     widths!(u8, set_u8, u8, "u8", "byte");
     widths!(u16, set_u16, u16, "u16", "`u16`");
     widths!(u32, set_u32, u32, "u32", "word");
+
+    /// ORs `value` into the word at `offset`, atomically among the block's threads (as
+    /// [`shared_or`]).
+    ///
+    /// # Safety
+    /// It must be in the memory [`new`](Self::new) was given.
+    #[inline(always)]
+    pub unsafe fn or_u32(self, offset: u32, value: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            core::arch::asm!(
+                "red.shared.or.b32 [{at}], {value};",
+                at = in(reg32) self.base + offset, value = in(reg32) value, options(nostack)
+            )
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe {
+            shared_or(self.base.add(offset as usize) as *mut u32, value)
+        }
+    }
+
+    /// The four words at `offset` (a multiple of 16), in one load.
+    ///
+    /// # Safety
+    /// They must be readable, and in the memory [`new`](Self::new) was given.
+    #[inline(always)]
+    pub unsafe fn u32x4(self, offset: u32) -> [u32; 4] {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let (a, b, c, d): (u32, u32, u32, u32);
+            unsafe {
+                core::arch::asm!(
+                    "ld.shared.v4.u32 {{{a}, {b}, {c}, {d}}}, [{at}];",
+                    at = in(reg32) self.base + offset, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c,
+                    d = out(reg32) d, options(pure, readonly, nostack)
+                )
+            };
+            [a, b, c, d]
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe {
+            (self.base.add(offset as usize) as *const [u32; 4]).read()
+        }
+    }
 }
 
 /// Adds `value` to the word at `at` in shared memory, atomically among the block's threads

@@ -87,7 +87,7 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("deflate_decompress_blocks", deflate::decode::PAIR_WARPS * 32, deflate::decode::PAIR_BLOCKS_PER_SM),
     ("gdeflate_decompress_blocks", deflate::decode::PAIR_WARPS * 32, deflate::decode::PAIR_BLOCKS_PER_SM),
     ("lz4_decompress", lz77::DECOMPRESS_WARPS * 32, lz77::DECOMPRESS_BLOCKS_PER_SM),
-    ("snappy_decompress", lz77::DECOMPRESS_WARPS * 32, lz77::DECOMPRESS_BLOCKS_PER_SM),
+    ("snappy_decompress", lz77::pair::WARPS * 32, lz77::pair::BLOCKS_PER_SM),
     ("lz4_decompress_blocks", lz77::block::BLOCK_THREADS, 1),
     ("snappy_decompress_blocks", lz77::block::BLOCK_THREADS, 1),
     ("zstd_decompress", zstd::DECOMPRESS_WARPS * 32, zstd::DECOMPRESS_BLOCKS_PER_SM),

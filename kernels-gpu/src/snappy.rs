@@ -1,10 +1,12 @@
 //! Snappy on the GPU, one warp per chunk. Compression is LZ4's warp parse
 //! (`crate::lz4::parse_chunk`) with Snappy's elements written instead of LZ4's, exactly as
-//! `ferrocomp_format::snappy::compress` writes them. Decompression is the warp decoder LZ4 uses
-//! (`crate::lz77`) reading Snappy's elements, with the format crate's checks and statuses.
+//! `ferrocomp_format::snappy::compress` writes them. Decompression is LZ4's decoder
+//! (`crate::lz77`) reading Snappy's elements, with the format crate's checks and statuses: a
+//! block of threads a chunk where a batch is small, else a pair of warps ([`lz77::pair`]).
 
 use crate::block::Block;
 use crate::lz4::{SequenceEncoder, parse_chunk};
+use crate::lz77::pair::Walk;
 use crate::lz77::{self, Parsed, SHORT_SEQUENCE, Stream, Syntax};
 use crate::warp::Warp;
 use core::slice;
@@ -115,6 +117,24 @@ pub unsafe fn decompress_chunk<W: Warp>(
 ) -> Result<usize, Status> {
     let (stream, start) = unsafe { stream(input, in_len, out, capacity)? };
     unsafe { lz77::decode(warp, &SnappySyntax, &stream, start, 0).map(|op| op as usize) }
+}
+
+/// [`decompress_chunk`] by a block of two warps ([`lz77::pair`]), one parsing while the other
+/// writes: the result in the first warp.
+///
+/// # Safety
+/// As [`decompress_chunk`], and as [`lz77::pair::decode`] for the block and `shared`.
+pub unsafe fn decompress_chunk_in_pair<B: Block, W: Warp>(
+    block: &B,
+    warp: &W,
+    input: *const u8,
+    in_len: usize,
+    out: *mut u8,
+    capacity: usize,
+    shared: *mut u8,
+) -> Result<usize, Status> {
+    let (stream, start) = unsafe { stream(input, in_len, out, capacity)? };
+    unsafe { lz77::pair::decode(block, warp, &SnappySyntax, &stream, start, shared).map(|op| op as usize) }
 }
 
 /// [`decompress_chunk`] by a block of threads ([`lz77::block`]), for batches too small to fill
@@ -286,6 +306,57 @@ impl Syntax for SnappySyntax {
     }
 }
 
+impl Walk for SnappySyntax {
+    /// `decode_one`'s checks without its writes. `decode_one` keeps its own: built on this one,
+    /// the block decoder's fallback grew and its kernel took more stack (ptxas, sm_90).
+    #[inline(always)]
+    fn check_one(&self, stream: &Stream, ip: u32, op: u32) -> Result<(Parsed, bool), Status> {
+        let left = stream.capacity - op;
+        if ip >= stream.end {
+            let end = Parsed { literals_at: 0, literals: 0, offset: 0, len: 0, next: ip };
+            return if left == 0 { Ok((end, true)) } else { Err(Status::Malformed) };
+        }
+        let tag = stream.byte(ip);
+        let (kind, code) = (tag & 3, tag >> 2);
+        let one = if kind == LITERAL {
+            let (literals_at, len) = Self::literal(stream, ip, code)?;
+            if len > (stream.end - literals_at) as u64 {
+                return Err(Status::Truncated);
+            }
+            let len = len as u32;
+            if len > left {
+                return Err(Status::Malformed);
+            }
+            Parsed { literals_at, literals: len, offset: 0, len: 0, next: literals_at + len }
+        } else {
+            let (offset, len, size) = Self::copy(stream, ip, kind, code)?;
+            if offset == 0 || offset > op {
+                return Err(Status::BadOffset);
+            }
+            if len > left {
+                return Err(Status::Malformed);
+            }
+            Parsed { literals_at: 0, literals: 0, offset, len, next: ip + size }
+        };
+        Ok((one, false))
+    }
+
+    /// Without branches: a copy's size by its kind, a literal's by its code and second byte.
+    #[inline(always)]
+    fn short_size(&self, head: u32, left: u32) -> u32 {
+        let (kind, code, second) = (head & 3, (head >> 2) & 63, head >> 8);
+        let literal = if code < 60 {
+            code + 2
+        } else if code == 60 && second < SHORT_SEQUENCE {
+            second + 3
+        } else {
+            0
+        };
+        let size = if kind == LITERAL { literal } else { (0x0503_0200 >> (8 * kind)) & 0xff };
+        if size <= left { size } else { 0 }
+    }
+}
+
 /// The batched entry points (`snappy_compress`, `snappy_decompress`,
 /// `snappy_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
@@ -296,13 +367,13 @@ mod kernels {
     use ferrocomp_format::BatchArgs;
     use ferrocomp_format::lz4::HASH_ENTRIES;
 
-    /// A warp per chunk compresses (LZ4's parse, its hash table in shared memory) and
-    /// decompresses; a thread per chunk reads the size from the preamble.
+    /// A warp per chunk compresses (LZ4's parse, its hash table in shared memory), a pair of
+    /// warps decompresses; a thread per chunk reads the size from the preamble.
     pub struct Snappy;
 
     impl ChunkKernels for Snappy {
         const COMPRESS: Lanes = Lanes::Warp;
-        const DECOMPRESS: Lanes = Lanes::Warp;
+        const DECOMPRESS: Lanes = Lanes::Block;
         const SIZES: Lanes = Lanes::Thread;
 
         #[inline(always)] // with the word copy of literals LLVM called it: 70 registers, text 13% slower
@@ -315,7 +386,10 @@ mod kernels {
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity) }
+            let (input, output, shared) = (chunk.input, chunk.output, dynamic_shared_memory::<u8>());
+            unsafe {
+                decompress_chunk_in_pair(&HardwareBlock, warp, input, chunk.input_len, output, chunk.capacity, shared)
+            }
         }
 
         unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {

@@ -1,9 +1,10 @@
 //! The Snappy kernels' bodies on an emulated warp: the compressor writes the format crate's
-//! bytes, and the decoder gives the scalar decoder's bytes or status on our streams, `snap`'s,
-//! and damaged ones.
+//! bytes, and the decoders (a warp's, and a pair of warps' on an emulated block) give the scalar
+//! decoder's bytes or status on our streams, `snap`'s, and damaged ones.
 
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::{DataType, Status, snappy};
+use ferrocomp_kernels_gpu::lz77::pair;
 use ferrocomp_kernels_gpu::{emulated, snappy as gpu_snappy};
 use ferrocomp_tests::{agreed, random_bytes, short_repeats_bytes, text_bytes};
 
@@ -18,14 +19,25 @@ fn warp_compress(input: &[u8], data_type: DataType) -> Result<Vec<u8>, Status> {
     result.map(|n| out[..n].to_vec())
 }
 
-fn warp_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
-    let mut out = vec![0u8; capacity];
+/// The warp decoder's result (Blosc's) and the pair's (the batched kernel's, on a block of two
+/// warps), which must agree; the first is returned.
+fn gpu_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
     let exact: Box<[u8]> = stream.into(); // an allocation of the stream's size, for a sanitizer
+    let mut out = vec![0u8; capacity];
     let (s, o) = (exact.as_ptr() as usize, out.as_mut_ptr() as usize);
-    let result = agreed(emulated::run(|warp| unsafe {
+    let warp = agreed(emulated::run(|warp| unsafe {
         gpu_snappy::decompress_chunk(warp, s as *const u8, stream.len(), o as *mut u8, capacity)
-    }));
-    result.map(|n| out[..n].to_vec())
+    }))
+    .map(|n| out[..n].to_vec());
+    let mut out = vec![0u8; capacity];
+    let mut shared = vec![0u128; pair::SHARED_BYTES / 16];
+    let (o, m) = (out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
+    let results = emulated::run_block(pair::WARPS * 32, |thread| unsafe {
+        let (input, output, shared) = (s as *const u8, o as *mut u8, m as *mut u8);
+        gpu_snappy::decompress_chunk_in_pair(thread, thread, input, stream.len(), output, capacity, shared)
+    });
+    assert_eq!(agreed(results[..32].to_vec()).map(|n| out[..n].to_vec()), warp, "the pair and the warp disagree");
+    warp
 }
 
 fn scalar_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
@@ -56,7 +68,7 @@ fn warp_compressor_writes_the_scalar_bytes() {
 }
 
 #[test]
-fn warp_decoder_agrees_with_scalar_on_foreign_and_damaged_streams() {
+fn decoders_agree_with_scalar_on_foreign_and_damaged_streams() {
     let mut streams = Vec::new();
     for input in inputs() {
         streams.push((snap::raw::Encoder::new().compress_vec(&input).unwrap(), input.len()));
@@ -64,21 +76,21 @@ fn warp_decoder_agrees_with_scalar_on_foreign_and_damaged_streams() {
     }
     let mut noise = random_bytes(512, 13).into_iter();
     for (stream, len) in &streams {
-        assert_eq!(warp_decompress(stream, *len), scalar_decompress(stream, *len));
-        assert_eq!(warp_decompress(stream, *len + 5), scalar_decompress(stream, *len + 5));
+        assert_eq!(gpu_decompress(stream, *len), scalar_decompress(stream, *len));
+        assert_eq!(gpu_decompress(stream, *len + 5), scalar_decompress(stream, *len + 5));
         for _ in 0..4 {
             let mut damaged = stream.clone();
             let at = noise.next().unwrap() as usize * stream.len() / 256;
             damaged[at] = noise.next().unwrap();
-            assert_eq!(warp_decompress(&damaged, *len), scalar_decompress(&damaged, *len), "damaged at {at}");
+            assert_eq!(gpu_decompress(&damaged, *len), scalar_decompress(&damaged, *len), "damaged at {at}");
             let cut = &stream[..at];
-            assert_eq!(warp_decompress(cut, *len), scalar_decompress(cut, *len), "cut at {at}");
+            assert_eq!(gpu_decompress(cut, *len), scalar_decompress(cut, *len), "cut at {at}");
         }
     }
 }
 
 #[test]
-fn warp_decoder_gives_the_scalar_statuses() {
+fn decoders_give_the_scalar_statuses() {
     let good = snap::raw::Encoder::new().compress_vec(&text_bytes(2000, 7)).unwrap();
     let cases = [
         (Vec::new(), 100, Status::Truncated),
@@ -92,16 +104,16 @@ fn warp_decoder_gives_the_scalar_statuses() {
     ];
     for (stream, capacity, status) in cases {
         assert_eq!(scalar_decompress(&stream, capacity), Err(status), "{stream:?}");
-        assert_eq!(warp_decompress(&stream, capacity), Err(status), "{stream:?}");
+        assert_eq!(gpu_decompress(&stream, capacity), Err(status), "{stream:?}");
     }
 }
 
 /// Streams of short elements, each copy repeating bytes a few to a hundred and fifty back, often
-/// of the elements just before it: the warp decoder batches them, each 32-byte step reading bytes
+/// of the elements just before it: the decoders batch them, each 32-byte step reading bytes
 /// its batch wrote a step before and following those its own step writes back to a final byte.
 /// Every stream is checked against the scalar decoder's bytes.
 #[test]
-fn warp_decoder_follows_matches_into_their_own_batch() {
+fn decoders_follow_matches_into_their_own_batch() {
     let mut next = ferrocomp_tests::random_u64s(21);
     for _ in 0..40 {
         let (mut elements, mut n) = (vec![0x1c, 1, 2, 3, 4, 5, 6, 7, 8], 8u32); // 8 literals
@@ -132,6 +144,6 @@ fn warp_decoder_follows_matches_into_their_own_batch() {
         stream.extend(elements);
         let expected = scalar_decompress(&stream, n as usize);
         assert_eq!(expected.as_ref().map(Vec::len), Ok(n as usize));
-        assert_eq!(warp_decompress(&stream, n as usize), expected);
+        assert_eq!(gpu_decompress(&stream, n as usize), expected);
     }
 }

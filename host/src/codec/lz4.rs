@@ -11,8 +11,8 @@ use ferrocomp_kernels_gpu::lz77::block::{BLOCK_THREADS, SHARED_BYTES};
 /// The compress kernel's shape: a warp per chunk, four to a block, each with its 8 KiB hash
 /// table in shared memory (Snappy's compressor shares it).
 pub(crate) const COMPRESS_SHAPE: Shape = Shape::warps(4, COMPRESS_SHARED_BYTES_PER_WARP);
-/// The decompress kernel's shape (Snappy's decoder shares it).
-pub(crate) const DECOMPRESS_SHAPE: Shape = Shape::warps(DECOMPRESS_WARPS, 0);
+/// The decompress kernel's shape: a warp per chunk.
+const DECOMPRESS_SHAPE: Shape = Shape::warps(DECOMPRESS_WARPS, 0);
 /// The size kernel's shape: a thread per chunk.
 pub(crate) const SIZES_SHAPE: Shape = Shape::Threads { per_block: 128, shared_bytes: 0 };
 

@@ -1,12 +1,17 @@
-//! Snappy: raw Snappy streams, one per chunk. On the GPU it runs in LZ4's shapes: the
-//! compressor is LZ4's warp parse writing Snappy elements, the decoders LZ4's (a warp, or a block
-//! where the batch is small).
+//! Snappy: raw Snappy streams, one per chunk. On the GPU the compressor is LZ4's warp parse
+//! writing Snappy elements; the decoder LZ4's, by a pair of warps a chunk, one parsing while the
+//! other writes, or a block where the batch is small.
 
-use super::lz4::{COMPRESS_SHAPE, DECOMPRESS_SHAPE, SIZES_SHAPE, block_decoder};
+use super::lz4::{COMPRESS_SHAPE, SIZES_SHAPE, block_decoder};
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::lz4::HASH_ENTRIES;
 use ferrocomp_format::snappy::{self, MAX_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, DataType, Status};
+use ferrocomp_kernels_gpu::lz77::pair;
+
+/// The decompress kernel's shape: a block of two warps a chunk.
+const DECOMPRESS_SHAPE: Shape =
+    Shape::Blocks { warps: pair::WARPS, shared_bytes: pair::SHARED_BYTES, max_blocks: usize::MAX };
 
 /// Snappy with its options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

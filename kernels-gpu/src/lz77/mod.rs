@@ -12,6 +12,7 @@
 //! chunk instead ([`block`]).
 
 pub mod block;
+pub mod pair;
 
 use crate::raw::{shared_u8, shared_u32};
 use crate::warp::{WARP_SIZE, Warp};
@@ -238,24 +239,40 @@ unsafe fn short_sequences<W: Warp, S: Syntax>(warp: &W, syntax: &S, stream: &Str
 }
 
 /// The 8 input bytes from `ip + lane`, little-endian, for each lane: the warp loads the aligned
-/// words under the 40 bytes from `ip` once, and each lane funnels its own out of three of them.
-/// Only the input's bytes are read: a word reaching past either end of the input is read byte
-/// by byte, and bytes outside it read as 0.
+/// words under the 40 bytes from `ip` once ([`input_word`]: bytes outside the input read as 0),
+/// and each lane funnels its own out of three of them.
 ///
 /// # Safety
 /// As [`decode`].
 #[inline(always)]
 unsafe fn heads<W: Warp>(warp: &W, stream: &Stream, ip: u32) -> u64 {
     let lane = warp.lane();
+    let word = if lane > 10 { 0 } else { unsafe { input_word(stream, ip, lane) } };
+    let shift = aligned(unsafe { stream.block.add(ip as usize) }).1;
+    let lead = shift / 8;
+    let first = (lead + lane) / 4;
+    let bits = (shift + 8 * lane) % 32;
+    let (low, middle, high) = (warp.shuffle(word, first), warp.shuffle(word, first + 1), warp.shuffle(word, first + 2));
+    (funnel(middle, high, bits) as u64) << 32 | funnel(low, middle, bits) as u64
+}
+
+/// Aligned word `k` counted from the one holding input byte `ip`, little-endian. Only the
+/// input's bytes are read: a word reaching past either end of the input is read byte by byte,
+/// and bytes outside it read as 0.
+///
+/// # Safety
+/// As [`decode`].
+#[inline(always)]
+unsafe fn input_word(stream: &Stream, ip: u32, k: u32) -> u32 {
     let (base, shift) = aligned(unsafe { stream.block.add(ip as usize) });
     // The input's bytes lie at offsets `first_byte..end` from `base`.
     let lead = shift / 8;
     let (first_byte, end) = (lead.saturating_sub(ip), stream.end.saturating_sub(ip) + lead);
-    let at = 4 * lane;
-    let word = if lane > 10 || at >= end || ip >= stream.end {
+    let at = 4 * k;
+    if at >= end || ip >= stream.end {
         0
     } else if at >= first_byte && at + 4 <= end {
-        unsafe { *base.add(lane as usize) }
+        unsafe { *base.add(k as usize) }
     } else {
         let bytes = base as *const u8;
         let mut word = 0;
@@ -265,11 +282,7 @@ unsafe fn heads<W: Warp>(warp: &W, stream: &Stream, ip: u32) -> u64 {
             }
         }
         word
-    };
-    let first = (lead + lane) / 4;
-    let bits = (shift + 8 * lane) % 32;
-    let (low, middle, high) = (warp.shuffle(word, first), warp.shuffle(word, first + 1), warp.shuffle(word, first + 2));
-    (funnel(middle, high, bits) as u64) << 32 | funnel(low, middle, bits) as u64
+    }
 }
 
 /// Writes a batch's `total` bytes at `op`, 32 a step: lane i writes byte `op + step + i`, from

@@ -190,7 +190,7 @@ fn corrupt_chunks_get_the_cpu_decoders_status_and_the_rest_decode() {
 
 /// The two decoders of LZ4, Snappy, Zstd, Deflate and GDeflate, for small batches (several warps
 /// a chunk; GDeflate's with the output staged in shared memory in the smallest) and a warp a
-/// chunk, give the CPU decoder's bytes and statuses on the same chunks: whole, damaged, cut, too
+/// chunk (Snappy's: a pair of warps), give the CPU decoder's bytes and statuses on the same chunks: whole, damaged, cut, too
 /// large for LZ4's block decoder (for Deflate and GDeflate, whose chunks are 64 KiB at most, more
 /// room than GDeflate's staging holds), and given too little room; batches of 16 chunks and of
 /// the most the block decoder takes.

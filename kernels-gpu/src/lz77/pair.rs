@@ -1,0 +1,396 @@
+//! The warp decoder split over a block of two warps a chunk, so that reading the stream and
+//! writing the output overlap (nvCOMP's Snappy decoder also gives parsing and writing warps of
+//! their own). The first warp parses batches of up to 32 short sequences: its lanes size the
+//! sequences that would start at each byte of the next 128 input bytes into a table, the
+//! warp walks the real ones through it, a hop a sequence, and lane k parses and checks the k-th
+//! ([`Syntax::short_sequence`]; anything else goes to [`Walk::check_one`]). The second warp
+//! writes the batch the first parsed before, while the first parses the next. They meet at a
+//! block barrier a batch and hand batches over through two slots of shared memory: a slot lists
+//! its batch's sequences in output order and marks where each starts, 32 bytes a word, so that a
+//! lane finds the sequence of its byte with a popcount.
+
+use super::{Parsed, SHORT_SEQUENCE, Stream, Syntax, aligned, copy, copy_match, input_word, scan_add, source, word_at};
+use crate::block::Block;
+use crate::raw::SharedBytes;
+use crate::warp::{WARP_SIZE, Warp};
+use ferrocomp_format::Status;
+
+/// A syntax whose short sequences the pair's parser can size from their first two bytes, and
+/// whose other sequences it can check without writing them.
+pub trait Walk: Syntax {
+    /// The one sequence at input `ip` (output `op`), of any shape, read with every check of the
+    /// scalar decoder and its statuses, and whether the chunk is complete once its bytes are
+    /// written. Nothing is written: a sequence refused writes none of its bytes.
+    fn check_one(&self, stream: &Stream, ip: u32, op: u32) -> Result<(Parsed, bool), Status>;
+
+    /// Input bytes (at most 255) of the sequence whose first two bytes are `head` (the first in
+    /// the low byte; a byte past the input reads as 0), with `left` input bytes from its start
+    /// on (at least 1), if [`Syntax::short_sequence`] takes it (its `next` is then its start plus
+    /// these); else 0.
+    fn short_size(&self, head: u32, left: u32) -> u32;
+}
+
+/// Input bytes a batch's sequences start in.
+const WINDOW: u32 = 4 * WARP_SIZE;
+/// Most 32-byte steps a batch's output spans: 32 sequences of at most [`SHORT_SEQUENCE`].
+const STEPS: u32 = SHORT_SEQUENCE;
+
+/// What the writer does with a slot (its word at [`COMMAND`]).
+const BATCH: u32 = 0;
+/// Write the slot's first sequence alone ([`write_one`]).
+const ONE: u32 = 1;
+/// The chunk is done (or failed): return.
+const DONE: u32 = 2;
+
+// A slot's layout (byte offsets): the command, the output position of its bytes, their count,
+// whether a match may read bytes its own 32-byte step writes; the sequences in output order, each
+// (output start, literal count, literals' input position, match offset: the match runs up to the
+// next sequence's start); then a word a step, bit `i` set where a sequence starts at the step's
+// byte `i`.
+const COMMAND: u32 = 0;
+const OP: u32 = 4;
+const TOTAL: u32 = 8;
+const CHASES: u32 = 12;
+const SEQUENCES: u32 = 16;
+const STARTS: u32 = SEQUENCES + 16 * WARP_SIZE;
+const SLOT_BYTES: u32 = STARTS + 4 * STEPS;
+/// The parser's table (after the two slots): a byte a window position, then as many zeros, where
+/// a walk past the window stops.
+const SIZES: u32 = 2 * SLOT_BYTES;
+
+/// Shared memory of a pair.
+pub const SHARED_BYTES: usize = (SIZES + 2 * WINDOW) as usize;
+/// Warps of a pair's block.
+pub const WARPS: u32 = 2;
+/// Pairs an SM must hold at once (ptxas keeps them to 64 registers): 4,096 chunks of 64 KiB in
+/// two waves on an H200.
+pub const BLOCKS_PER_SM: u32 = 16;
+
+/// Decodes `stream` from input `ip` (output 0) with a block of two warps; the size in the first
+/// warp (the second returns `Ok(0)`).
+///
+/// # Safety
+/// As [`super::decode`]; `shared` must be [`SHARED_BYTES`] of the block's shared memory,
+/// 16-aligned, and the block these two warps, both calling this.
+pub unsafe fn decode<B: Block, W: Warp, S: Walk>(
+    block: &B,
+    warp: &W,
+    syntax: &S,
+    stream: &Stream,
+    mut ip: u32,
+    shared: *mut u8,
+) -> Result<u32, Status> {
+    let shared = unsafe { SharedBytes::new(shared) };
+    let slot = |n: u32| shared.at(n % 2 * SLOT_BYTES);
+    if block.thread() >= WARP_SIZE {
+        unsafe { write_handed_batches(block, warp, stream, slot) };
+        return Ok(0);
+    }
+    let lane = warp.lane();
+    unsafe { shared.set_u32(SIZES + WINDOW + 4 * lane, 0) }; // the zeros past the window
+    let (mut op, mut posted) = (0, 0);
+    let result = loop {
+        let (next_ip, total, complete) = match unsafe {
+            parse_batch(warp, syntax, stream, ip, op, slot(posted), shared)
+        } {
+            Some((next_ip, total)) => (next_ip, total, false),
+            None => match syntax.check_one(stream, ip, op) {
+                Err(status) => break Err(status),
+                Ok((one, complete)) => {
+                    let total = one.literals + one.len;
+                    if lane == 0 {
+                        let Parsed { literals_at, literals, offset, .. } = one;
+                        unsafe { post(slot(posted), ONE, op, total, false, [op, literals, literals_at, offset], 0) };
+                    }
+                    (one.next, total, complete)
+                }
+            },
+        };
+        if total > 0 {
+            block.sync_threads(); // the writer takes the slot
+            posted += 1;
+        }
+        (ip, op) = (next_ip, op + total);
+        if complete {
+            break Ok(op);
+        }
+    };
+    if lane == 0 {
+        unsafe { slot(posted).set_u32(COMMAND, DONE) };
+    }
+    block.sync_threads(); // the writer has written every batch and goes home
+    result
+}
+
+/// Writes a slot's header and sequence `index`.
+///
+/// # Safety
+/// `slot` must be the parser's to fill.
+#[inline(always)]
+unsafe fn post(slot: SharedBytes, command: u32, op: u32, total: u32, chases: bool, sequence: [u32; 4], index: u32) {
+    unsafe {
+        if index == 0 {
+            slot.set_u32(COMMAND, command);
+            slot.set_u32(OP, op);
+            slot.set_u32(TOTAL, total);
+            slot.set_u32(CHASES, chases as u32);
+        }
+        for (k, value) in sequence.into_iter().enumerate() {
+            slot.set_u32(SEQUENCES + 16 * index + 4 * k as u32, value);
+        }
+    }
+}
+
+/// Parses into `slot` the run of up to 32 short sequences from input `ip` (output `op`) that
+/// start in the next [`WINDOW`] bytes and pass the scalar decoder's checks, their starts marked:
+/// the input after them and their output bytes, or `None` (the slot untouched) where the first
+/// is not such.
+///
+/// # Safety
+/// As [`decode`]; `slot` the parser's to fill (the writer does not read it before the next
+/// barrier).
+#[inline(always)]
+unsafe fn parse_batch<W: Warp, S: Walk>(
+    warp: &W,
+    syntax: &S,
+    stream: &Stream,
+    ip: u32,
+    op: u32,
+    slot: SharedBytes,
+    shared: SharedBytes,
+) -> Option<(u32, u32)> {
+    let lane = warp.lane();
+    // Lane l sizes the sequences that would start at window bytes 4l to 4l + 3.
+    let word = unsafe { input_word(stream, ip, lane) };
+    let next_word = warp.shuffle(word, lane + 1);
+    let next_word = if lane == WARP_SIZE - 1 { unsafe { input_word(stream, ip, WARP_SIZE) } } else { next_word };
+    let bytes = ((next_word as u64) << 32 | word as u64) >> aligned(unsafe { stream.block.add(ip as usize) }).1;
+    let mut four = 0;
+    for i in 0..4 {
+        let left = stream.end.saturating_sub(ip + 4 * lane + i);
+        let size = if left == 0 { 0 } else { syntax.short_size((bytes >> (8 * i)) as u32 & 0xffff, left) };
+        four |= size << (8 * i);
+    }
+    unsafe { shared.set_u32(SIZES + 4 * lane, four) };
+    warp.sync(); // the table is whole
+    let (mut at, mut walked, mut mine) = (0, 0, 0);
+    loop {
+        let size = unsafe { shared.u8(SIZES + at) } as u32;
+        if size == 0 {
+            break;
+        }
+        if lane == walked {
+            mine = ip + at;
+        }
+        (at, walked) = (at + size, walked + 1);
+        if walked == WARP_SIZE {
+            break;
+        }
+    }
+    warp.sync(); // the table is read before the next batch's is written
+    let parsed =
+        if lane < walked { syntax.short_sequence(stream, mine, unsafe { head_at(stream, mine) }) } else { None };
+    let Parsed { literals_at, literals, offset, len, next } =
+        parsed.unwrap_or(Parsed { literals_at: 0, literals: 0, offset: 0, len: 0, next: 0 });
+
+    // Place them, and keep those before the first the scalar decoder refuses.
+    let bytes = literals + len;
+    let end_of_mine = op + scan_add(warp, bytes);
+    let start = end_of_mine - bytes;
+    let match_start = start + literals;
+    let capacity = stream.capacity;
+    let bad = lane < walked
+        && (literals > capacity.saturating_sub(start)
+            || (len > 0 && (offset == 0 || offset > match_start || len > capacity.saturating_sub(match_start))));
+    let count = walked.min(warp.ballot(bad).trailing_zeros());
+    if count == 0 {
+        return None;
+    }
+    let last = count - 1;
+    let (total, next_ip) = (warp.shuffle(end_of_mine, last) - op, warp.shuffle(next, last));
+    let mine = lane < count;
+    let chases = warp.ballot(mine && len > 0 && offset < WARP_SIZE && match_start + len > op + offset) != 0;
+
+    let steps = total.div_ceil(WARP_SIZE);
+    for word in [lane, lane + WARP_SIZE] {
+        if word < steps {
+            unsafe { slot.set_u32(STARTS + 4 * word, 0) };
+        }
+    }
+    warp.sync(); // the marks are cleared before any is set
+    if mine {
+        unsafe { post(slot, BATCH, op, total, chases, [start, literals, literals_at, offset], lane) };
+        let at = start - op;
+        unsafe { slot.or_u32(STARTS + 4 * (at / WARP_SIZE), 1 << (at % WARP_SIZE)) };
+    }
+    Some((next_ip, total))
+}
+
+/// The 8 input bytes from `p` on, little-endian; those at or past the input's end read as 0
+/// (and are not read).
+///
+/// # Safety
+/// As [`decode`]; `p` below `stream.end`.
+#[inline(always)]
+unsafe fn head_at(stream: &Stream, p: u32) -> u64 {
+    let at = unsafe { stream.block.add(p as usize) };
+    if stream.end - p >= 8 {
+        return unsafe { word_at(at) as u64 | (word_at(at.add(4)) as u64) << 32 };
+    }
+    let mut head = 0;
+    for i in 0..stream.end - p {
+        head |= (unsafe { *at.add(i as usize) } as u64) << (8 * i);
+    }
+    head
+}
+
+/// The writing warp's part: writes each batch handed over through the slots until told it is
+/// done.
+///
+/// # Safety
+/// As [`decode`].
+unsafe fn write_handed_batches<B: Block, W: Warp>(
+    block: &B,
+    warp: &W,
+    stream: &Stream,
+    slot: impl Fn(u32) -> SharedBytes,
+) {
+    let mut taken = 0;
+    loop {
+        block.sync_threads(); // the parser handed a slot over
+        let slot = slot(taken);
+        taken += 1;
+        match unsafe { slot.u32(COMMAND) } {
+            BATCH => unsafe { write_batch(warp, stream, slot) },
+            ONE => {
+                let [op, literals, literals_at, offset] = unsafe { slot.u32x4(SEQUENCES) };
+                let len = unsafe { slot.u32(TOTAL) } - literals;
+                unsafe { write_one(warp, stream, &Parsed { literals_at, literals, offset, len, next: 0 }, op) };
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Writes a slot's batch 32 bytes a step, as the warp decoder's `write_batch` does, each lane
+/// finding its byte's sequence by its rank among the step's marked starts.
+///
+/// # Safety
+/// As [`decode`]; `slot` handed over.
+#[inline(always)]
+unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, slot: SharedBytes) {
+    let lane = warp.lane();
+    let (op, total, chases) = unsafe { (slot.u32(OP), slot.u32(TOTAL), slot.u32(CHASES) != 0) };
+    let mut step = Step { slot, fresh: op, before: 0, starts: 0 };
+    while step.fresh < op + total {
+        step.starts = unsafe { slot.u32(STARTS + (step.fresh - op) / WARP_SIZE * 4) };
+        let (at, writing) = (step.fresh + lane, step.fresh + lane < op + total);
+        let [start, literals, literals_at, offset] = step.sequence_of(lane);
+        let i = at - start;
+        let unwritten = writing && i >= literals && at - offset >= step.fresh;
+        let followed = if chases && warp.ballot(unwritten) != 0 {
+            unsafe { step.follow(warp, stream, unwritten, at) }
+        } else {
+            core::ptr::null()
+        };
+        if writing {
+            let src = if i < literals {
+                unsafe { stream.block.add((literals_at + i) as usize) }
+            } else if unwritten {
+                followed
+            } else {
+                unsafe { stream.out.add((at - offset) as usize) }
+            };
+            unsafe { *stream.out.add(at as usize) = *src };
+        }
+        warp.sync(); // the step's bytes are visible to every lane
+        step.before += step.starts.count_ones();
+        step.fresh += WARP_SIZE;
+    }
+}
+
+/// One 32-byte step of a slot's batch.
+struct Step {
+    slot: SharedBytes,
+    /// Output position of the step's first byte.
+    fresh: u32,
+    /// Sequences starting before the step.
+    before: u32,
+    /// Where sequences start in the step (bit `i`: at its byte `i`).
+    starts: u32,
+}
+
+impl Step {
+    /// The sequence holding the step's byte `i`, the last starting at or before it: (output
+    /// start, literal count, literals' input position, match offset).
+    #[inline(always)]
+    fn sequence_of(&self, i: u32) -> [u32; 4] {
+        let at_or_before = self.starts & (u32::MAX >> (WARP_SIZE - 1 - i));
+        unsafe { self.slot.u32x4(SEQUENCES + 16 * (self.before + at_or_before.count_ones() - 1)) }
+    }
+
+    /// Where the byte at output `from` is final, for the lanes `pending` (bytes of the step):
+    /// its literal, or its match's source followed back until it lies before the step, as the
+    /// warp decoder's `follow`.
+    #[inline(always)]
+    unsafe fn follow<W: Warp>(&self, warp: &W, stream: &Stream, mut pending: bool, mut from: u32) -> *const u8 {
+        let mut src = core::ptr::null();
+        while warp.ballot(pending) != 0 {
+            if pending {
+                let [start, literals, literals_at, offset] = self.sequence_of(from - self.fresh);
+                let i = from - start;
+                if i < literals {
+                    src = unsafe { stream.block.add((literals_at + i) as usize) };
+                    pending = false;
+                } else {
+                    from = source(start + literals, offset, i - literals, self.fresh);
+                    if from < self.fresh {
+                        src = unsafe { stream.out.add(from as usize) };
+                        pending = false;
+                    }
+                }
+            }
+        }
+        src
+    }
+}
+
+/// Writes one sequence that [`Walk::check_one`] read, at output `op`, with the whole warp
+/// (its literals by [`copy_long`]); its bytes visible to every lane after.
+///
+/// # Safety
+/// As [`decode`], and the sequence must have passed its checks at `op`.
+#[inline(always)]
+unsafe fn write_one<W: Warp>(warp: &W, stream: &Stream, one: &Parsed, op: u32) {
+    let Parsed { literals_at, literals, offset, len, .. } = *one;
+    unsafe { copy_long(warp, stream.block.add(literals_at as usize), stream.out.add(op as usize), literals) };
+    warp.sync(); // the literals are visible to every lane
+    if len > 0 {
+        unsafe { copy_match(warp, stream.out, op + literals, offset, len) };
+    }
+}
+
+/// [`copy`] for copies of any length: 512 bytes a step, 16 a lane in four groups of 4, all
+/// loaded before any is stored, so that a long copy has them in flight together (where a pair
+/// of warps decodes, half as many warps an SM as a warp a chunk: Snappy's incompressible chunks
+/// decoded 28% slower at 128 bytes a step, H200), then as [`copy`].
+///
+/// # Safety
+/// As [`copy`].
+#[inline(always)]
+unsafe fn copy_long<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: u32) {
+    const GROUP: u32 = 4 * WARP_SIZE;
+    const GROUPS: u32 = 4;
+    let lane = warp.lane();
+    let mut base = 0;
+    while base + GROUPS * GROUP <= n {
+        let at = |k: u32| (base + k * GROUP + 4 * lane) as usize;
+        let held: [[u8; 4]; GROUPS as usize] =
+            core::array::from_fn(|k| unsafe { core::array::from_fn(|i| *src.add(at(k as u32) + i)) });
+        for (k, bytes) in held.iter().enumerate() {
+            unsafe { dst.add(at(k as u32)).copy_from_nonoverlapping(bytes.as_ptr(), 4) };
+        }
+        base += GROUPS * GROUP;
+    }
+    unsafe { copy(warp, src.add(base as usize), dst.add(base as usize), n - base) };
+}

@@ -310,18 +310,28 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, batch: &Batch, op: u32
             core::ptr::null()
         };
         if writing {
-            let src = if i < literals {
-                unsafe { stream.block.add((literals_at + i) as usize) }
-            } else if unwritten {
-                followed
-            } else {
-                unsafe { stream.out.add((at - offset) as usize) }
-            };
-            unsafe { *stream.out.add(at as usize) = *src };
+            unsafe { write_byte(stream, at, i, (literals, literals_at, offset), unwritten.then_some(followed)) };
         }
         warp.sync(); // the step's bytes are visible to every lane
         step += WARP_SIZE;
     }
+}
+
+/// Writes output byte `at`, byte `i` of its sequence (`literals` of them at input `literals_at`,
+/// then a match from `offset` back): from its literal, from `followed` where its source was
+/// followed back ([`follow`]), else from the output `offset` back.
+///
+/// # Safety
+/// As [`decode`]; the source final.
+#[inline(always)]
+unsafe fn write_byte(stream: &Stream, at: u32, i: u32, sequence: (u32, u32, u32), followed: Option<*const u8>) {
+    let (literals, literals_at, offset) = sequence;
+    let src = match followed {
+        _ if i < literals => unsafe { stream.block.add((literals_at + i) as usize) },
+        Some(followed) => followed,
+        None => unsafe { stream.out.add((at - offset) as usize) },
+    };
+    unsafe { *stream.out.add(at as usize) = *src };
 }
 
 /// Where the byte at output `from` is final, for the lanes `pending` (bytes of the step starting

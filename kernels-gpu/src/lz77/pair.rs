@@ -9,7 +9,10 @@
 //! its batch's sequences in output order and marks where each starts, 32 bytes a word, so that a
 //! lane finds the sequence of its byte with a popcount.
 
-use super::{Parsed, SHORT_SEQUENCE, Stream, Syntax, aligned, copy, copy_match, input_word, scan_add, source, word_at};
+use super::{
+    Parsed, SHORT_SEQUENCE, Stream, Syntax, aligned, copy, copy_match, input_word, scan_add, source, word_at,
+    write_byte,
+};
 use crate::block::Block;
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
@@ -294,14 +297,7 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, slot: SharedBytes) {
             core::ptr::null()
         };
         if writing {
-            let src = if i < literals {
-                unsafe { stream.block.add((literals_at + i) as usize) }
-            } else if unwritten {
-                followed
-            } else {
-                unsafe { stream.out.add((at - offset) as usize) }
-            };
-            unsafe { *stream.out.add(at as usize) = *src };
+            unsafe { write_byte(stream, at, i, (literals, literals_at, offset), unwritten.then_some(followed)) };
         }
         warp.sync(); // the step's bytes are visible to every lane
         step.before += step.starts.count_ones();

@@ -1,4 +1,4 @@
-//! Snappy on the GPU, one warp per chunk. Compression is LZ4's warp parse
+//! Snappy on the GPU. Compression is LZ4's warp parse, a warp per chunk
 //! (`crate::lz4::parse_chunk`) with Snappy's elements written instead of LZ4's, exactly as
 //! `ferrocomp_format::snappy::compress` writes them. Decompression is LZ4's decoder
 //! (`crate::lz77`) reading Snappy's elements, with the format crate's checks and statuses: a

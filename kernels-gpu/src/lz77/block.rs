@@ -274,6 +274,23 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
     let (scan, entries, runs) = (at(SCAN_AT) as *mut u32, at(ENTRIES_AT) as *mut u32, at(RUNS_AT) as *mut [u32; 4]);
     let (run_count, failed) = (at(RUN_COUNT_AT) as *mut u32, at(FAILED_AT) as *mut u32);
     let set_origin = |at: u32, origin: u32| unsafe { positions.set_u16(2 * at, origin as u16) };
+    // Origins `from..from + n` of the bytes `at..at + n`, two a store where aligned: a thread's
+    // literals (their own origins) and its matches no longer than their offset.
+    let set_origins = |at: u32, from: u32, n: u32| {
+        let mut i = 0;
+        if at % 2 == 1 && n > 0 {
+            set_origin(at, from);
+            i = 1;
+        }
+        while i + 2 <= n {
+            // Origins are below 2^16: `from + i` in the low half, the next one in the high.
+            unsafe { positions.set_u32(2 * (at + i), (from + i) * 0x1_0001 + 0x1_0000) };
+            i += 2;
+        }
+        if i < n {
+            set_origin(at + i, from + i);
+        }
+    };
 
     // 1. Each segment's walk, marking the starts in its own words of the marks.
     let len = stream.end - ip;
@@ -408,10 +425,25 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
         if literals > LONG_RUN {
             share(op, literals_at | LITERALS, literals);
         } else {
-            for i in 0..literals {
-                unsafe { out.set_u8(op + i, *stream.block.add((literals_at + i) as usize)) };
-                set_origin(op + i, op + i);
+            // Eight loads issued before their stores: a shared store after each load would
+            // wait on it (the compiler cannot tell the input from the shared memory).
+            let src = unsafe { stream.block.add(literals_at as usize) };
+            let mut i = 0;
+            while i < literals {
+                let mut held = 0u64;
+                for k in 0..8 {
+                    if i + k < literals {
+                        held |= (unsafe { *src.add((i + k) as usize) } as u64) << (8 * k);
+                    }
+                }
+                for k in 0..8 {
+                    if i + k < literals {
+                        unsafe { out.set_u8(op + i + k, (held >> (8 * k)) as u8) };
+                    }
+                }
+                i += 8;
             }
+            set_origins(op, op, literals);
         }
         op += literals;
         bad |= len > 0 && (offset == 0 || offset > op);
@@ -420,6 +452,8 @@ unsafe fn decode_here<B: Block, W: Warp, S: Syntax>(
         }
         if len > LONG_RUN {
             share(op, offset, len);
+        } else if len <= offset {
+            set_origins(op, op - offset, len);
         } else {
             let mut k = 0;
             for i in 0..len {

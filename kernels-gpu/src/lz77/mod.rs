@@ -317,21 +317,35 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, batch: &Batch, op: u32
     }
 }
 
-/// Writes output byte `at`, byte `i` of its sequence (`literals` of them at input `literals_at`,
-/// then a match from `offset` back): from its literal, from `followed` where its source was
-/// followed back ([`follow`]), else from the output `offset` back.
+/// Writes output byte `at`, byte `i` of its sequence, from its [`byte_source`].
 ///
 /// # Safety
 /// As [`decode`]; the source final.
 #[inline(always)]
 unsafe fn write_byte(stream: &Stream, at: u32, i: u32, sequence: (u32, u32, u32), followed: Option<*const u8>) {
+    unsafe { *stream.out.add(at as usize) = *byte_source(stream, at, i, sequence, followed) };
+}
+
+/// Where output byte `at`, byte `i` of its sequence (`literals` of them at input `literals_at`,
+/// then a match from `offset` back), comes from: its literal, `followed` where its source was
+/// followed back ([`follow`]), else the output `offset` back.
+///
+/// # Safety
+/// As [`decode`].
+#[inline(always)]
+unsafe fn byte_source(
+    stream: &Stream,
+    at: u32,
+    i: u32,
+    sequence: (u32, u32, u32),
+    followed: Option<*const u8>,
+) -> *const u8 {
     let (literals, literals_at, offset) = sequence;
-    let src = match followed {
+    match followed {
         _ if i < literals => unsafe { stream.block.add((literals_at + i) as usize) },
         Some(followed) => followed,
         None => unsafe { stream.out.add((at - offset) as usize) },
-    };
-    unsafe { *stream.out.add(at as usize) = *src };
+    }
 }
 
 /// Where the byte at output `from` is final, for the lanes `pending` (bytes of the step starting

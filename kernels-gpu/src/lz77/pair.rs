@@ -10,8 +10,8 @@
 //! lane finds the sequence of its byte with a popcount.
 
 use super::{
-    Parsed, SHORT_SEQUENCE, Stream, Syntax, aligned, copy, copy_match, input_word, scan_add, source, word_at,
-    write_byte,
+    Parsed, SHORT_SEQUENCE, Stream, Syntax, aligned, byte_source, copy, copy_match, input_word, scan_add, source,
+    word_at,
 };
 use crate::block::Block;
 use crate::raw::SharedBytes;
@@ -276,7 +276,9 @@ unsafe fn write_handed_batches<B: Block, W: Warp>(
 }
 
 /// Writes a slot's batch 32 bytes a step, as the warp decoder's `write_batch` does, each lane
-/// finding its byte's sequence by its rank among the step's marked starts.
+/// finding its byte's sequence by its rank among the step's marked starts. The next step's
+/// sequence is looked up while the step's byte loads, so that a step waits on one round trip, not
+/// on the lookup's shared loads as well (a store before them would order them after it).
 ///
 /// # Safety
 /// As [`decode`]; `slot` handed over.
@@ -284,11 +286,12 @@ unsafe fn write_handed_batches<B: Block, W: Warp>(
 unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, slot: SharedBytes) {
     let lane = warp.lane();
     let (op, total, chases) = unsafe { (slot.u32(OP), slot.u32(TOTAL), slot.u32(CHASES) != 0) };
-    let mut step = Step { slot, fresh: op, before: 0, starts: 0 };
-    while step.fresh < op + total {
-        step.starts = unsafe { slot.u32(STARTS + (step.fresh - op) / WARP_SIZE * 4) };
-        let (at, writing) = (step.fresh + lane, step.fresh + lane < op + total);
-        let [start, literals, literals_at, offset] = step.sequence_of(lane);
+    let end = op + total;
+    let mut step = Step { slot, fresh: op, before: 0, starts: unsafe { slot.u32(STARTS) } };
+    let mut sequence = step.sequence_of(lane);
+    while step.fresh < end {
+        let (at, writing) = (step.fresh + lane, step.fresh + lane < end);
+        let [start, literals, literals_at, offset] = sequence;
         let i = at - start;
         let unwritten = writing && i >= literals && at - offset >= step.fresh;
         let followed = if chases && warp.ballot(unwritten) != 0 {
@@ -296,12 +299,22 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, slot: SharedBytes) {
         } else {
             core::ptr::null()
         };
+        let sources = (literals, literals_at, offset);
+        let byte =
+            if writing { unsafe { *byte_source(stream, at, i, sources, unwritten.then_some(followed)) } } else { 0 };
+        let fresh = step.fresh + WARP_SIZE;
+        let before = step.before + step.starts.count_ones();
+        // A step past the batch has no starts (its word is not the batch's).
+        let starts = if fresh < end { unsafe { slot.u32(STARTS + (fresh - op) / WARP_SIZE * 4) } } else { 0 };
+        let next = Step { slot, fresh, before, starts };
+        if fresh < end {
+            sequence = next.sequence_of(lane);
+        }
         if writing {
-            unsafe { write_byte(stream, at, i, (literals, literals_at, offset), unwritten.then_some(followed)) };
+            unsafe { *stream.out.add(at as usize) = byte };
         }
         warp.sync(); // the step's bytes are visible to every lane
-        step.before += step.starts.count_ones();
-        step.fresh += WARP_SIZE;
+        step = next;
     }
 }
 

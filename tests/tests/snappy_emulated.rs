@@ -147,3 +147,35 @@ fn decoders_follow_matches_into_their_own_batch() {
         assert_eq!(gpu_decompress(&stream, n as usize), expected);
     }
 }
+
+/// Streams of literals of 56 to 64 bytes, one length byte each (the longest sequences the
+/// parsers batch: a batch's window of input holds two or three), between copies: every stream
+/// decodes to the scalar decoder's bytes, whole and cut short.
+#[test]
+fn decoders_walk_runs_of_long_short_literals() {
+    let mut next = ferrocomp_tests::random_u64s(22);
+    for _ in 0..30 {
+        let (mut elements, mut n) = (Vec::new(), 0u32);
+        while n < 4000 {
+            let r = next();
+            if n > 0 && r % 5 == 0 {
+                let len = 4 + (r >> 8) as u32 % 8;
+                elements.extend([1 | ((len - 4) << 2) as u8, 1 + (r >> 16) as u8 % n.min(255) as u8]);
+                n += len;
+            } else {
+                let len = 56 + (r >> 8) as u32 % 9;
+                elements.extend([60 << 2, (len - 1) as u8]);
+                elements.extend((0..len).map(|i| (r >> (i % 56)) as u8));
+                n += len;
+            }
+        }
+        let mut stream = vec![0u8; snappy::preamble_len(n as usize)];
+        snappy::write_preamble(&mut stream, n as usize);
+        stream.extend(elements);
+        let expected = scalar_decompress(&stream, n as usize);
+        assert_eq!(expected.as_ref().map(Vec::len), Ok(n as usize));
+        assert_eq!(gpu_decompress(&stream, n as usize), expected);
+        let cut = &stream[..stream.len() * 2 / 3];
+        assert_eq!(gpu_decompress(cut, n as usize), scalar_decompress(cut, n as usize));
+    }
+}

@@ -205,6 +205,27 @@ impl SharedBytes {
             (self.base.add(offset as usize) as *const [u32; 4]).read()
         }
     }
+
+    /// Writes the four words at `offset` (a multiple of 16), in one store.
+    ///
+    /// # Safety
+    /// They must be writable, by this thread alone until the block's next barrier, and in the
+    /// memory [`new`](Self::new) was given.
+    #[inline(always)]
+    pub unsafe fn set_u32x4(self, offset: u32, [a, b, c, d]: [u32; 4]) {
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            core::arch::asm!(
+                "st.shared.v4.u32 [{at}], {{{a}, {b}, {c}, {d}}};",
+                at = in(reg32) self.base + offset, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+                d = in(reg32) d, options(nostack)
+            )
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe {
+            (self.base as *mut u8).add(offset as usize).cast::<[u32; 4]>().write([a, b, c, d])
+        }
+    }
 }
 
 /// Adds `value` to the word at `at` in shared memory, atomically among the block's threads

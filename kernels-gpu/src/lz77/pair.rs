@@ -138,9 +138,7 @@ unsafe fn post(slot: SharedBytes, command: u32, op: u32, total: u32, chases: boo
             slot.set_u32(TOTAL, total);
             slot.set_u32(CHASES, chases as u32);
         }
-        for (k, value) in sequence.into_iter().enumerate() {
-            slot.set_u32(SEQUENCES + 16 * index + 4 * k as u32, value);
-        }
+        slot.set_u32x4(SEQUENCES + 16 * index, sequence);
     }
 }
 
@@ -215,10 +213,12 @@ unsafe fn parse_batch<W: Warp, S: Walk>(
     let chases = warp.ballot(mine && len > 0 && offset < WARP_SIZE && match_start + len > op + offset) != 0;
 
     let steps = total.div_ceil(WARP_SIZE);
-    for word in [lane, lane + WARP_SIZE] {
-        if word < steps {
-            unsafe { slot.set_u32(STARTS + 4 * word, 0) };
-        }
+    // Two words a lane, each written on its own: a loop over them went through local memory.
+    if lane < steps {
+        unsafe { slot.set_u32(STARTS + 4 * lane, 0) };
+    }
+    if lane + WARP_SIZE < steps {
+        unsafe { slot.set_u32(STARTS + 4 * (lane + WARP_SIZE), 0) };
     }
     warp.sync(); // the marks are cleared before any is set
     if mine {

@@ -250,19 +250,22 @@ impl Syntax for SnappySyntax {
     fn short_sequence(&self, stream: &Stream, p: u32, head: u64) -> Option<Parsed> {
         let left = stream.end.checked_sub(p).filter(|&left| left > 0)?;
         let (kind, code, rest) = (head as u32 & 3, (head as u32 >> 2) & 63, (head >> 8) as u32);
-        if kind == LITERAL {
-            let (header, len) = if code < 60 { (1, code + 1) } else { (2, (rest & 0xff) + 1) };
-            let fits = code <= 60 && len <= SHORT_SEQUENCE && header + len <= left;
-            let next = p + header + len;
-            fits.then_some(Parsed { literals_at: p + header, literals: len, offset: 0, len: 0, next })
+        // Both readings, then selects: a `match` on the kind became a jump table, the lanes of a
+        // batch parsing each kind in turn.
+        let literal = kind == LITERAL;
+        let (header, literals) = if code < 60 { (1, code + 1) } else { (2, (rest & 0xff) + 1) };
+        let copy1 = kind == COPY1;
+        let offset =
+            if copy1 { (code >> 3) << 8 | (rest & 0xff) } else { rest & if kind == COPY2 { 0xffff } else { !0 } };
+        let len = if copy1 { 4 + (code & 7) } else { code + 1 };
+        // A copy's size by its kind (1, 2, 4: 2, 3 and 5 bytes).
+        let size = if literal { header + literals } else { (0x0503_0200 >> (8 * kind)) & 0xff };
+        let fits = size <= left && (!literal || (code <= 60 && literals <= SHORT_SEQUENCE));
+        fits.then_some(if literal {
+            Parsed { literals_at: p + header, literals, offset: 0, len: 0, next: p + size }
         } else {
-            let (offset, len, size) = match kind {
-                COPY1 => ((code >> 3) << 8 | (rest & 0xff), 4 + (code & 7), 2),
-                COPY2 => (rest & 0xffff, code + 1, 3),
-                _ => (rest, code + 1, 5),
-            };
-            (size <= left).then_some(Parsed { literals_at: 0, literals: 0, offset, len, next: p + size })
-        }
+            Parsed { literals_at: 0, literals: 0, offset, len, next: p + size }
+        })
     }
 
     unsafe fn decode_one<W: Warp>(

@@ -158,7 +158,7 @@ fn decoders_walk_runs_of_long_short_literals() {
         let (mut elements, mut n) = (Vec::new(), 0u32);
         while n < 4000 {
             let r = next();
-            if n > 0 && r % 5 == 0 {
+            if n > 0 && r.is_multiple_of(5) {
                 let len = 4 + (r >> 8) as u32 % 8;
                 elements.extend([1 | ((len - 4) << 2) as u8, 1 + (r >> 16) as u8 % n.min(255) as u8]);
                 n += len;

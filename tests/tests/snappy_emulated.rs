@@ -40,6 +40,18 @@ fn gpu_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
     warp
 }
 
+/// The stream of Snappy `elements` that decode to `n` bytes, after checking that they do (the
+/// scalar decoder) and that the GPU decoders give the same bytes.
+fn check_elements(elements: Vec<u8>, n: u32) -> Vec<u8> {
+    let mut stream = vec![0u8; snappy::preamble_len(n as usize)];
+    snappy::write_preamble(&mut stream, n as usize);
+    stream.extend(elements);
+    let expected = scalar_decompress(&stream, n as usize);
+    assert_eq!(expected.as_ref().map(Vec::len), Ok(n as usize));
+    assert_eq!(gpu_decompress(&stream, n as usize), expected);
+    stream
+}
+
 fn scalar_decompress(stream: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];
     snappy::decompress(stream, &mut out).map(|n| out[..n].to_vec())
@@ -139,12 +151,7 @@ fn decoders_follow_matches_into_their_own_batch() {
                 }
             }
         }
-        let mut stream = vec![0u8; snappy::preamble_len(n as usize)];
-        snappy::write_preamble(&mut stream, n as usize);
-        stream.extend(elements);
-        let expected = scalar_decompress(&stream, n as usize);
-        assert_eq!(expected.as_ref().map(Vec::len), Ok(n as usize));
-        assert_eq!(gpu_decompress(&stream, n as usize), expected);
+        check_elements(elements, n);
     }
 }
 
@@ -169,12 +176,7 @@ fn decoders_walk_runs_of_long_short_literals() {
                 n += len;
             }
         }
-        let mut stream = vec![0u8; snappy::preamble_len(n as usize)];
-        snappy::write_preamble(&mut stream, n as usize);
-        stream.extend(elements);
-        let expected = scalar_decompress(&stream, n as usize);
-        assert_eq!(expected.as_ref().map(Vec::len), Ok(n as usize));
-        assert_eq!(gpu_decompress(&stream, n as usize), expected);
+        let stream = check_elements(elements, n);
         let cut = &stream[..stream.len() * 2 / 3];
         assert_eq!(gpu_decompress(cut, n as usize), scalar_decompress(cut, n as usize));
     }

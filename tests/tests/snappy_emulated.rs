@@ -121,7 +121,7 @@ fn decoders_give_the_scalar_statuses() {
 }
 
 /// Streams of short elements, each copy repeating bytes a few to a hundred and fifty back, often
-/// of the elements just before it: the decoders batch them, each 32-byte step reading bytes
+/// of the elements just before it: the decoders batch them, each step (32 or 64 bytes) reading bytes
 /// its batch wrote a step before and following those its own step writes back to a final byte.
 /// Every stream is checked against the scalar decoder's bytes.
 #[test]

@@ -35,8 +35,9 @@ pub trait Walk: Syntax {
 
 /// Input bytes a batch's sequences start in.
 const WINDOW: u32 = 4 * WARP_SIZE;
-/// Most 32-byte steps a batch's output spans: 32 sequences of at most [`SHORT_SEQUENCE`].
-const STEPS: u32 = SHORT_SEQUENCE;
+/// Most mark words a batch takes, one a 32 bytes of output: 32 sequences of at most
+/// [`SHORT_SEQUENCE`] bytes.
+const MARK_WORDS: u32 = SHORT_SEQUENCE;
 
 /// What the writer does with a slot (its word at [`COMMAND`]).
 const BATCH: u32 = 0;
@@ -46,17 +47,17 @@ const ONE: u32 = 1;
 const DONE: u32 = 2;
 
 // A slot's layout (byte offsets): the command, the output position of its bytes, their count,
-// whether a match may read bytes its own 32-byte step writes; the sequences in output order, each
-// (output start, literal count, literals' input position, match offset: the match runs up to the
-// next sequence's start); then a word a step, bit `i` set where a sequence starts at the step's
-// byte `i`.
+// whether a match may read bytes its own step of the writer writes; the sequences in output
+// order, each (output start, literal count, literals' input position, match offset: the match
+// runs up to the next sequence's start); then a word a 32 bytes of output, bit `i` set where a
+// sequence starts at its byte `i`.
 const COMMAND: u32 = 0;
 const OP: u32 = 4;
 const TOTAL: u32 = 8;
 const CHASES: u32 = 12;
 const SEQUENCES: u32 = 16;
 const STARTS: u32 = SEQUENCES + 16 * WARP_SIZE;
-const SLOT_BYTES: u32 = STARTS + 4 * STEPS;
+const SLOT_BYTES: u32 = STARTS + 4 * MARK_WORDS;
 /// The parser's table (after the two slots): a byte a window position, then as many zeros, where
 /// a walk past the window stops.
 const SIZES: u32 = 2 * SLOT_BYTES;
@@ -210,14 +211,15 @@ unsafe fn parse_batch<W: Warp, S: Walk>(
     let last = count - 1;
     let (total, next_ip) = (warp.shuffle(end_of_mine, last) - op, warp.shuffle(next, last));
     let mine = lane < count;
-    let chases = warp.ballot(mine && len > 0 && offset < WARP_SIZE && match_start + len > op + offset) != 0;
+    let chases = warp.ballot(mine && len > 0 && offset < STEP && match_start + len > op + offset) != 0;
 
-    let steps = total.div_ceil(WARP_SIZE);
-    // Two words a lane, each written on its own: a loop over them went through local memory.
-    if lane < steps {
+    // The mark words of the writer's steps, two a step. Two words a lane, each written on its
+    // own: a loop over them went through local memory.
+    let words = 2 * total.div_ceil(STEP);
+    if lane < words {
         unsafe { slot.set_u32(STARTS + 4 * lane, 0) };
     }
-    if lane + WARP_SIZE < steps {
+    if lane + WARP_SIZE < words {
         unsafe { slot.set_u32(STARTS + 4 * (lane + WARP_SIZE), 0) };
     }
     warp.sync(); // the marks are cleared before any is set
@@ -275,10 +277,11 @@ unsafe fn write_handed_batches<B: Block, W: Warp>(
     }
 }
 
-/// Writes a slot's batch 32 bytes a step, as the warp decoder's `write_batch` does, each lane
-/// finding its byte's sequence by its rank among the step's marked starts. The next step's
-/// sequence is looked up while the step's byte loads, so that a step waits on one round trip, not
-/// on the lookup's shared loads as well (a store before them would order them after it).
+/// Writes a slot's batch [`STEP`] bytes a step, lane `l` the step's bytes `l` and `l + 32`, each
+/// lane finding its bytes' sequences by their ranks among the step's marked starts. Both bytes
+/// load before either is stored, and the next step's sequences are looked up while they load,
+/// so that a step waits on one round trip (a store before the shared loads would order them
+/// after it): half as many round trips a chunk as 32 bytes a step.
 ///
 /// # Safety
 /// As [`decode`]; `slot` handed over.
@@ -287,54 +290,141 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, slot: SharedBytes) {
     let lane = warp.lane();
     let (op, total, chases) = unsafe { (slot.u32(OP), slot.u32(TOTAL), slot.u32(CHASES) != 0) };
     let end = op + total;
-    let mut step = Step { slot, fresh: op, before: 0, starts: unsafe { slot.u32(STARTS) } };
-    let mut sequence = step.sequence_of(lane);
+    let mut step = unsafe { Step::first(slot, op) };
+    let (mut low, mut high) = (step.sequence_of(lane), step.sequence_of(lane + WARP_SIZE));
     while step.fresh < end {
-        let (at, writing) = (step.fresh + lane, step.fresh + lane < end);
-        let [start, literals, literals_at, offset] = sequence;
-        let i = at - start;
-        let unwritten = writing && i >= literals && at - offset >= step.fresh;
-        let followed = if chases && warp.ballot(unwritten) != 0 {
-            unsafe { step.follow(warp, stream, unwritten, at) }
-        } else {
-            core::ptr::null()
-        };
-        let sources = (literals, literals_at, offset);
-        let byte =
-            if writing { unsafe { *byte_source(stream, at, i, sources, unwritten.then_some(followed)) } } else { 0 };
-        let fresh = step.fresh + WARP_SIZE;
-        let before = step.before + step.starts.count_ones();
-        // A step past the batch has no starts (its word is not the batch's).
-        let starts = if fresh < end { unsafe { slot.u32(STARTS + (fresh - op) / WARP_SIZE * 4) } } else { 0 };
-        let next = Step { slot, fresh, before, starts };
-        if fresh < end {
-            sequence = next.sequence_of(lane);
+        let mut low_byte = unsafe { Byte::new(stream, &step, lane, low, end) };
+        let mut high_byte = unsafe { Byte::new(stream, &step, lane + WARP_SIZE, high, end) };
+        if chases && warp.ballot(low_byte.unwritten || high_byte.unwritten) != 0 {
+            unsafe {
+                low_byte.follow(warp, stream, &step);
+                high_byte.follow(warp, stream, &step);
+            }
         }
-        if writing {
-            unsafe { *stream.out.add(at as usize) = byte };
+        let (low_value, high_value) = unsafe { (low_byte.load(), high_byte.load()) };
+        let next = unsafe { step.next(end) };
+        if next.fresh < end {
+            (low, high) = (next.sequence_of(lane), next.sequence_of(lane + WARP_SIZE));
+        }
+        unsafe {
+            low_byte.store(stream, low_value);
+            high_byte.store(stream, high_value);
         }
         warp.sync(); // the step's bytes are visible to every lane
         step = next;
     }
 }
 
-/// One 32-byte step of a slot's batch.
+/// A lane's byte of a step: its output position, whether the batch has it, and where it comes
+/// from, unless its own step writes that (`unwritten`, until followed).
+struct Byte {
+    at: u32,
+    writing: bool,
+    unwritten: bool,
+    source: *const u8,
+}
+
+impl Byte {
+    /// The step's byte `i`, of `sequence`, in a batch ending at `end`.
+    ///
+    /// # Safety
+    /// As [`write_batch`].
+    #[inline(always)]
+    unsafe fn new(stream: &Stream, step: &Step, i: u32, sequence: [u32; 4], end: u32) -> Self {
+        let [start, literals, literals_at, offset] = sequence;
+        let at = step.fresh + i;
+        let writing = at < end;
+        let unwritten = writing && at - start >= literals && at - offset >= step.fresh;
+        let source = unsafe { byte_source(stream, at, at - start, (literals, literals_at, offset), None) };
+        Self { at, writing, unwritten, source }
+    }
+
+    /// Follows an unwritten byte's source back to before the step (every lane calls this).
+    ///
+    /// # Safety
+    /// As [`write_batch`].
+    #[inline(always)]
+    unsafe fn follow<W: Warp>(&mut self, warp: &W, stream: &Stream, step: &Step) {
+        let followed = unsafe { step.follow(warp, stream, self.unwritten, self.at) };
+        if self.unwritten {
+            self.source = followed;
+        }
+    }
+
+    /// The byte's value (0 where the batch has no such byte).
+    ///
+    /// # Safety
+    /// As [`write_batch`], the byte followed.
+    #[inline(always)]
+    unsafe fn load(&self) -> u8 {
+        if self.writing { unsafe { *self.source } } else { 0 }
+    }
+
+    /// Writes `value` as the byte, where the batch has it.
+    ///
+    /// # Safety
+    /// As [`write_batch`].
+    #[inline(always)]
+    unsafe fn store(&self, stream: &Stream, value: u8) {
+        if self.writing {
+            unsafe { *stream.out.add(self.at as usize) = value };
+        }
+    }
+}
+
+/// Output bytes of a writer's step: two a lane.
+const STEP: u32 = 2 * WARP_SIZE;
+
+/// One [`STEP`]-byte step of a slot's batch.
 struct Step {
     slot: SharedBytes,
+    /// The batch's output position.
+    op: u32,
     /// Output position of the step's first byte.
     fresh: u32,
     /// Sequences starting before the step.
     before: u32,
     /// Where sequences start in the step (bit `i`: at its byte `i`).
-    starts: u32,
+    starts: u64,
 }
 
 impl Step {
+    /// The batch's first step.
+    ///
+    /// # Safety
+    /// `slot` must be handed over, its batch at output `op`.
+    #[inline(always)]
+    unsafe fn first(slot: SharedBytes, op: u32) -> Self {
+        Self { slot, op, fresh: op, before: 0, starts: unsafe { Self::starts_at(slot, 0) } }
+    }
+
+    /// The step after this one, in a batch ending at `end` (past it: no starts, as its mark
+    /// words are not the batch's).
+    ///
+    /// # Safety
+    /// As [`Step::first`].
+    #[inline(always)]
+    unsafe fn next(&self, end: u32) -> Self {
+        let fresh = self.fresh + STEP;
+        let starts = if fresh < end { unsafe { Self::starts_at(self.slot, fresh - self.op) } } else { 0 };
+        Self { slot: self.slot, op: self.op, fresh, before: self.before + self.starts.count_ones(), starts }
+    }
+
+    /// The two mark words of the step at `offset` bytes into the batch (a multiple of [`STEP`]).
+    ///
+    /// # Safety
+    /// As [`Step::first`].
+    #[inline(always)]
+    unsafe fn starts_at(slot: SharedBytes, offset: u32) -> u64 {
+        let word = STARTS + offset / WARP_SIZE * 4;
+        unsafe { slot.u32(word) as u64 | (slot.u32(word + 4) as u64) << 32 }
+    }
+
     /// The sequence holding the step's byte `i`, the last starting at or before it: (output
     /// start, literal count, literals' input position, match offset).
     #[inline(always)]
     fn sequence_of(&self, i: u32) -> [u32; 4] {
-        let at_or_before = self.starts & (u32::MAX >> (WARP_SIZE - 1 - i));
+        let at_or_before = self.starts & (u64::MAX >> (STEP - 1 - i));
         unsafe { self.slot.u32x4(SEQUENCES + 16 * (self.before + at_or_before.count_ones() - 1)) }
     }
 

@@ -182,23 +182,23 @@ const COPY2: u32 = 2;
 
 impl SnappySyntax {
     /// The literal element whose tag `code` (upper six bits) is at `p`: where its bytes start and
-    /// how many there are (as u64: up to 2^32), or `Truncated` if its length bytes are cut off.
+    /// how many there are, or `Truncated` if its length bytes or its bytes are cut off. In 32-bit
+    /// words and without a loop: the block decoder's walks kept a 64-bit length, and a loop's, in
+    /// local memory.
     #[inline(always)]
-    fn literal<const STAGED: bool>(stream: &Stream<STAGED>, p: u32, code: u32) -> Result<(u32, u64), Status> {
-        if code < 60 {
-            return Ok((p + 1, code as u64 + 1));
-        }
-        let extra = code - 59;
+    fn literal<const STAGED: bool>(stream: &Stream<STAGED>, p: u32, code: u32) -> Result<(u32, u32), Status> {
+        let extra = code.saturating_sub(59); // length bytes after the tag: 0 to 4
         if stream.end - (p + 1) < extra {
             return Err(Status::Truncated);
         }
-        let mut value = 0u64;
-        let mut i = 0;
-        while i < extra {
-            value |= (stream.byte(p + 1 + i) as u64) << (8 * i);
-            i += 1;
+        let byte = |i: u32| if i < extra { stream.byte(p + 1 + i) } else { 0 };
+        let below = if code < 60 { code } else { byte(0) | byte(1) << 8 | byte(2) << 16 | byte(3) << 24 };
+        // `below + 1` bytes, which may not fit in 32 bits where they would not fit the input.
+        let literals_at = p + 1 + extra;
+        if below >= stream.end - literals_at {
+            return Err(Status::Truncated);
         }
-        Ok((p + 1 + extra, value + 1))
+        Ok((literals_at, below + 1))
     }
 
     /// The copy element whose tag is at `p`: (offset, length, its size in bytes), or `Truncated`.
@@ -236,7 +236,6 @@ impl Syntax for SnappySyntax {
         let (kind, code) = (tag & 3, tag >> 2);
         if kind == LITERAL {
             let (literals_at, len) = Self::literal(stream, p, code).ok()?;
-            let len = (len <= (stream.end - literals_at) as u64).then_some(len as u32)?;
             Some(Parsed { literals_at, literals: len, offset: 0, len: 0, next: literals_at + len })
         } else {
             let (offset, len, size) = Self::copy(stream, p, kind, code).ok()?;
@@ -283,10 +282,6 @@ impl Syntax for SnappySyntax {
         let (kind, code) = (tag & 3, tag >> 2);
         if kind == LITERAL {
             let (literals_at, len) = Self::literal(stream, *ip, code)?;
-            if len > (stream.end - literals_at) as u64 {
-                return Err(Status::Truncated);
-            }
-            let len = len as u32;
             if len > n - *op {
                 return Err(Status::Malformed);
             }
@@ -323,10 +318,6 @@ impl Walk for SnappySyntax {
         let (kind, code) = (tag & 3, tag >> 2);
         let one = if kind == LITERAL {
             let (literals_at, len) = Self::literal(stream, ip, code)?;
-            if len > (stream.end - literals_at) as u64 {
-                return Err(Status::Truncated);
-            }
-            let len = len as u32;
             if len > left {
                 return Err(Status::Malformed);
             }

@@ -16,6 +16,7 @@ use super::{
 use crate::block::Block;
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
+use core::ptr::null;
 use ferrocomp_format::Status;
 
 /// A syntax whose short sequences the pair's parser can size from their first two bytes, and
@@ -335,7 +336,8 @@ impl Byte {
         let at = step.fresh + i;
         let writing = at < end;
         let unwritten = writing && at - start >= literals && at - offset >= step.fresh;
-        let source = unsafe { byte_source(stream, at, at - start, (literals, literals_at, offset), None) };
+        let sequence = (literals, literals_at, offset);
+        let source = if writing { unsafe { byte_source(stream, at, at - start, sequence, None) } } else { null() };
         Self { at, writing, unwritten, source }
     }
 
@@ -433,7 +435,7 @@ impl Step {
     /// warp decoder's `follow`.
     #[inline(always)]
     unsafe fn follow<W: Warp>(&self, warp: &W, stream: &Stream, mut pending: bool, mut from: u32) -> *const u8 {
-        let mut src = core::ptr::null();
+        let mut src = null();
         while warp.ballot(pending) != 0 {
             if pending {
                 let [start, literals, literals_at, offset] = self.sequence_of(from - self.fresh);

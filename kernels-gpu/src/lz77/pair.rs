@@ -10,8 +10,7 @@
 //! lane finds the sequence of its byte with a popcount.
 
 use super::{
-    Parsed, SHORT_SEQUENCE, Stream, Syntax, aligned, byte_source, copy, copy_match, input_word, scan_add, source,
-    word_at,
+    Parsed, SHORT_SEQUENCE, Stream, Syntax, aligned, byte_source, copy, copy_match, input_word, scan_add, word_at,
 };
 use crate::block::Block;
 use crate::raw::SharedBytes;
@@ -297,10 +296,7 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, slot: SharedBytes) {
         let mut low_byte = unsafe { Byte::new(stream, &step, lane, low, end) };
         let mut high_byte = unsafe { Byte::new(stream, &step, lane + WARP_SIZE, high, end) };
         if chases && warp.ballot(low_byte.unwritten || high_byte.unwritten) != 0 {
-            unsafe {
-                low_byte.follow(warp, stream, &step);
-                high_byte.follow(warp, stream, &step);
-            }
+            follow(warp, &mut low_byte, &mut high_byte);
         }
         let (low_value, high_value) = unsafe { (low_byte.load(), high_byte.load()) };
         let next = unsafe { step.next(end) };
@@ -316,12 +312,14 @@ unsafe fn write_batch<W: Warp>(warp: &W, stream: &Stream, slot: SharedBytes) {
     }
 }
 
-/// A lane's byte of a step: its output position, whether the batch has it, and where it comes
-/// from, unless its own step writes that (`unwritten`, until followed).
+/// A lane's byte of a step: its output position, whether the batch has it, where it comes from
+/// and, where its own step writes that (`unwritten`), that byte's index in the step (`link`;
+/// its own index otherwise).
 struct Byte {
     at: u32,
     writing: bool,
     unwritten: bool,
+    link: u32,
     source: *const u8,
 }
 
@@ -336,21 +334,10 @@ impl Byte {
         let at = step.fresh + i;
         let writing = at < end;
         let unwritten = writing && at - start >= literals && at - offset >= step.fresh;
+        let link = if unwritten { at - offset - step.fresh } else { i };
         let sequence = (literals, literals_at, offset);
         let source = if writing { unsafe { byte_source(stream, at, at - start, sequence, None) } } else { null() };
-        Self { at, writing, unwritten, source }
-    }
-
-    /// Follows an unwritten byte's source back to before the step (every lane calls this).
-    ///
-    /// # Safety
-    /// As [`write_batch`].
-    #[inline(always)]
-    unsafe fn follow<W: Warp>(&mut self, warp: &W, stream: &Stream, step: &Step) {
-        let followed = unsafe { step.follow(warp, stream, self.unwritten, self.at) };
-        if self.unwritten {
-            self.source = followed;
-        }
+        Self { at, writing, unwritten, link, source }
     }
 
     /// The byte's value (0 where the batch has no such byte).
@@ -371,6 +358,38 @@ impl Byte {
         if self.writing {
             unsafe { *stream.out.add(self.at as usize) = value };
         }
+    }
+}
+
+/// Gives the step's unwritten bytes (lane `l` holding bytes `l` and `l + 32`) the sources of the
+/// bytes they repeat, by pointer jumping: each round a byte links to its link's link, halving
+/// every chain (at most six rounds for 64 bytes), until each links to a byte whose source is
+/// final, then takes that source. Every lane calls this.
+#[inline(always)]
+fn follow<W: Warp>(warp: &W, low: &mut Byte, high: &mut Byte) {
+    // The value `low_value` / `high_value` has at the step's byte `k`.
+    let at = |low_value: u32, high_value: u32, k: u32| {
+        let (from_low, from_high) = (warp.shuffle(low_value, k % WARP_SIZE), warp.shuffle(high_value, k % WARP_SIZE));
+        if k < WARP_SIZE { from_low } else { from_high }
+    };
+    loop {
+        let (low_next, high_next) = (at(low.link, high.link, low.link), at(low.link, high.link, high.link));
+        if warp.ballot(low_next != low.link || high_next != high.link) == 0 {
+            break;
+        }
+        (low.link, high.link) = (low_next, high_next);
+    }
+    let [low_source, high_source] = [low.source as u64, high.source as u64];
+    let source_at = |k: u32| {
+        let word = |shift: u32| at((low_source >> shift) as u32, (high_source >> shift) as u32, k) as u64;
+        (word(0) | word(32) << 32) as *const u8
+    };
+    let (low_followed, high_followed) = (source_at(low.link), source_at(high.link));
+    if low.unwritten {
+        low.source = low_followed;
+    }
+    if high.unwritten {
+        high.source = high_followed;
     }
 }
 
@@ -428,31 +447,6 @@ impl Step {
     fn sequence_of(&self, i: u32) -> [u32; 4] {
         let at_or_before = self.starts & (u64::MAX >> (STEP - 1 - i));
         unsafe { self.slot.u32x4(SEQUENCES + 16 * (self.before + at_or_before.count_ones() - 1)) }
-    }
-
-    /// Where the byte at output `from` is final, for the lanes `pending` (bytes of the step):
-    /// its literal, or its match's source followed back until it lies before the step, as the
-    /// warp decoder's `follow`.
-    #[inline(always)]
-    unsafe fn follow<W: Warp>(&self, warp: &W, stream: &Stream, mut pending: bool, mut from: u32) -> *const u8 {
-        let mut src = null();
-        while warp.ballot(pending) != 0 {
-            if pending {
-                let [start, literals, literals_at, offset] = self.sequence_of(from - self.fresh);
-                let i = from - start;
-                if i < literals {
-                    src = unsafe { stream.block.add((literals_at + i) as usize) };
-                    pending = false;
-                } else {
-                    from = source(start + literals, offset, i - literals, self.fresh);
-                    if from < self.fresh {
-                        src = unsafe { stream.out.add(from as usize) };
-                        pending = false;
-                    }
-                }
-            }
-        }
-        src
     }
 }
 

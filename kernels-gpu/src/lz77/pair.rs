@@ -92,10 +92,10 @@ pub unsafe fn decode<B: Block, W: Warp, S: Walk>(
     }
     let lane = warp.lane();
     unsafe { shared.set_u32(SIZES + WINDOW + 4 * lane, 0) }; // the zeros past the window
-    let (mut op, mut posted) = (0, 0);
+    let (mut op, mut posted, mut window) = (0, 0, unsafe { Window::load(stream, ip, lane) });
     let result = loop {
         let (next_ip, total, complete) = match unsafe {
-            parse_batch(warp, syntax, stream, ip, op, slot(posted), shared)
+            parse_batch(warp, syntax, stream, ip, op, slot(posted), shared, &mut window)
         } {
             Some((next_ip, total)) => (next_ip, total, false),
             None => match syntax.check_one(stream, ip, op) {
@@ -146,7 +146,9 @@ unsafe fn post(slot: SharedBytes, command: u32, op: u32, total: u32, chases: boo
 /// Parses into `slot` the run of up to 32 short sequences from input `ip` (output `op`) that
 /// start in the next [`WINDOW`] bytes and pass the scalar decoder's checks, their starts marked:
 /// the input after them and their output bytes, or `None` (the slot untouched) where the first
-/// is not such.
+/// is not such. Its input comes from `window` where that was loaded at `ip`; the window after
+/// the run is loaded as soon as the run is known, so that its loads are in flight while the
+/// run is posted and the writer catches up.
 ///
 /// # Safety
 /// As [`decode`]; `slot` the parser's to fill (the writer does not read it before the next
@@ -160,12 +162,16 @@ unsafe fn parse_batch<W: Warp, S: Walk>(
     op: u32,
     slot: SharedBytes,
     shared: SharedBytes,
+    window: &mut Window,
 ) -> Option<(u32, u32)> {
     let lane = warp.lane();
+    if window.ip != ip {
+        *window = unsafe { Window::load(stream, ip, lane) };
+    }
     // Lane l sizes the sequences that would start at window bytes 4l to 4l + 3.
-    let word = unsafe { input_word(stream, ip, lane) };
+    let word = window.word;
     let next_word = warp.shuffle(word, lane + 1);
-    let next_word = if lane == WARP_SIZE - 1 { unsafe { input_word(stream, ip, WARP_SIZE) } } else { next_word };
+    let next_word = if lane == WARP_SIZE - 1 { window.last } else { next_word };
     let bytes = ((next_word as u64) << 32 | word as u64) >> aligned(unsafe { stream.block.add(ip as usize) }).1;
     let mut four = 0;
     for i in 0..4 {
@@ -210,6 +216,7 @@ unsafe fn parse_batch<W: Warp, S: Walk>(
     }
     let last = count - 1;
     let (total, next_ip) = (warp.shuffle(end_of_mine, last) - op, warp.shuffle(next, last));
+    *window = unsafe { Window::load(stream, next_ip, lane) };
     let mine = lane < count;
     let chases = warp.ballot(mine && len > 0 && offset < STEP && match_start + len > op + offset) != 0;
 
@@ -229,6 +236,27 @@ unsafe fn parse_batch<W: Warp, S: Walk>(
         unsafe { slot.or_u32(STARTS + 4 * (at / WARP_SIZE), 1 << (at % WARP_SIZE)) };
     }
     Some((next_ip, total))
+}
+
+/// The input words of a batch's window: lane `l`'s is the `l`-th aligned word from the one
+/// holding input byte `ip`, and the last lane's `last` the 32nd.
+struct Window {
+    ip: u32,
+    word: u32,
+    last: u32,
+}
+
+impl Window {
+    /// Loads the window at `ip` (as [`input_word`] reads them).
+    ///
+    /// # Safety
+    /// As [`decode`].
+    #[inline(always)]
+    unsafe fn load(stream: &Stream, ip: u32, lane: u32) -> Self {
+        let word = unsafe { input_word(stream, ip, lane) };
+        let last = if lane == WARP_SIZE - 1 { unsafe { input_word(stream, ip, WARP_SIZE) } } else { 0 };
+        Self { ip, word, last }
+    }
 }
 
 /// The 8 input bytes from `p` on, little-endian; those at or past the input's end read as 0

@@ -92,10 +92,11 @@ pub unsafe fn decode<B: Block, W: Warp, S: Walk>(
     }
     let lane = warp.lane();
     unsafe { shared.set_u32(SIZES + WINDOW + 4 * lane, 0) }; // the zeros past the window
-    let (mut op, mut posted, mut window) = (0, 0, unsafe { Window::load(stream, ip, lane) });
+    let mut window = unsafe { Window::new(shared.at(SIZES), stream, ip, lane) };
+    let (mut op, mut posted) = (0, 0);
     let result = loop {
         let (next_ip, total, complete) = match unsafe {
-            parse_batch(warp, syntax, stream, ip, op, slot(posted), shared, &mut window)
+            parse_batch(warp, syntax, stream, ip, op, slot(posted), &mut window)
         } {
             Some((next_ip, total)) => (next_ip, total, false),
             None => match syntax.check_one(stream, ip, op) {
@@ -161,12 +162,11 @@ unsafe fn parse_batch<W: Warp, S: Walk>(
     ip: u32,
     op: u32,
     slot: SharedBytes,
-    shared: SharedBytes,
     window: &mut Window,
 ) -> Option<(u32, u32)> {
     let lane = warp.lane();
     if window.ip != ip {
-        *window = unsafe { Window::load(stream, ip, lane) };
+        unsafe { window.load(stream, ip, lane) };
     }
     // Lane l sizes the sequences that would start at window bytes 4l to 4l + 3.
     let word = window.word;
@@ -179,11 +179,11 @@ unsafe fn parse_batch<W: Warp, S: Walk>(
         let size = if left == 0 { 0 } else { syntax.short_size((bytes >> (8 * i)) as u32 & 0xffff, left) };
         four |= size << (8 * i);
     }
-    unsafe { shared.set_u32(SIZES + 4 * lane, four) };
+    unsafe { window.sizes.set_u32(4 * lane, four) };
     warp.sync(); // the table is whole
     let (mut at, mut walked, mut mine) = (0, 0, 0);
     loop {
-        let size = unsafe { shared.u8(SIZES + at) } as u32;
+        let size = unsafe { window.sizes.u8(at) } as u32;
         if size == 0 {
             break;
         }
@@ -216,7 +216,7 @@ unsafe fn parse_batch<W: Warp, S: Walk>(
     }
     let last = count - 1;
     let (total, next_ip) = (warp.shuffle(end_of_mine, last) - op, warp.shuffle(next, last));
-    *window = unsafe { Window::load(stream, next_ip, lane) };
+    unsafe { window.load(stream, next_ip, lane) };
     let mine = lane < count;
     let chases = warp.ballot(mine && len > 0 && offset < STEP && match_start + len > op + offset) != 0;
 
@@ -238,24 +238,37 @@ unsafe fn parse_batch<W: Warp, S: Walk>(
     Some((next_ip, total))
 }
 
-/// The input words of a batch's window: lane `l`'s is the `l`-th aligned word from the one
-/// holding input byte `ip`, and the last lane's `last` the 32nd.
+/// The parser's window of input: its words, lane `l`'s the `l`-th aligned word from the one
+/// holding input byte `ip` and the last lane's `last` the 32nd, and its table of sizes in shared
+/// memory ([`SIZES`]).
 struct Window {
+    sizes: SharedBytes,
     ip: u32,
     word: u32,
     last: u32,
 }
 
 impl Window {
-    /// Loads the window at `ip` (as [`input_word`] reads them).
+    /// The window at `ip`, its table at `sizes`.
     ///
     /// # Safety
     /// As [`decode`].
     #[inline(always)]
-    unsafe fn load(stream: &Stream, ip: u32, lane: u32) -> Self {
-        let word = unsafe { input_word(stream, ip, lane) };
-        let last = if lane == WARP_SIZE - 1 { unsafe { input_word(stream, ip, WARP_SIZE) } } else { 0 };
-        Self { ip, word, last }
+    unsafe fn new(sizes: SharedBytes, stream: &Stream, ip: u32, lane: u32) -> Self {
+        let mut window = Self { sizes, ip, word: 0, last: 0 };
+        unsafe { window.load(stream, ip, lane) };
+        window
+    }
+
+    /// Loads the words of the window at `ip` (as [`input_word`] reads them).
+    ///
+    /// # Safety
+    /// As [`decode`].
+    #[inline(always)]
+    unsafe fn load(&mut self, stream: &Stream, ip: u32, lane: u32) {
+        self.word = unsafe { input_word(stream, ip, lane) };
+        self.last = if lane == WARP_SIZE - 1 { unsafe { input_word(stream, ip, WARP_SIZE) } } else { 0 };
+        self.ip = ip;
     }
 }
 

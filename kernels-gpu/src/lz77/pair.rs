@@ -35,6 +35,8 @@ pub trait Walk: Syntax {
 
 /// Input bytes a batch's sequences start in.
 const WINDOW: u32 = 4 * WARP_SIZE;
+/// Output bytes of a writer's step: two a lane.
+const STEP: u32 = 2 * WARP_SIZE;
 /// Most mark words a batch takes, one a 32 bytes of output: 32 sequences of at most
 /// [`SHORT_SEQUENCE`] bytes.
 const MARK_WORDS: u32 = SHORT_SEQUENCE;
@@ -433,9 +435,6 @@ fn follow<W: Warp>(warp: &W, low: &mut Byte, high: &mut Byte) {
         high.source = high_followed;
     }
 }
-
-/// Output bytes of a writer's step: two a lane.
-const STEP: u32 = 2 * WARP_SIZE;
 
 /// One [`STEP`]-byte step of a slot's batch.
 struct Step {

@@ -121,9 +121,9 @@ fn decoders_give_the_scalar_statuses() {
 }
 
 /// Streams of short elements, each copy repeating bytes a few to a hundred and fifty back, often
-/// of the elements just before it: the decoders batch them, each step (32 or 64 bytes) reading bytes
-/// its batch wrote a step before and following those its own step writes back to a final byte.
-/// Every stream is checked against the scalar decoder's bytes.
+/// of the elements just before it: the decoders batch them, each step (32 or 64 bytes) reading
+/// bytes its batch wrote a step before and following those its own step writes back to a final
+/// byte. Every stream is checked against the scalar decoder's bytes.
 #[test]
 fn decoders_follow_matches_into_their_own_batch() {
     let mut next = ferrocomp_tests::random_u64s(21);

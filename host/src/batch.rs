@@ -74,6 +74,12 @@ pub trait BatchCodec: Send + Sync {
         None
     }
 
+    /// The options word (`BatchArgs::options`) of the block decoder for a batch of `count`
+    /// chunks on a GPU of `multiprocessors` SMs; by default [`Launch::options`].
+    fn block_decoder_options(&self, _count: usize, _multiprocessors: u32) -> u64 {
+        self.launch().options
+    }
+
     /// Device scratch bytes [`BatchCodec::compress_async`] needs for `count` chunks of at most
     /// `max_chunk_bytes`.
     fn compress_scratch_size(&self, _count: usize, _max_chunk_bytes: usize) -> usize {
@@ -216,7 +222,10 @@ pub trait BatchCodec: Send + Sync {
         };
         unsafe {
             match self.block_decoder(count, gpu.multiprocessors()) {
-                Some(shape) => launch.run(gpu, Kernel::DecompressBlocks, shape, &args, stream)?,
+                Some(shape) => {
+                    let options = self.block_decoder_options(count, gpu.multiprocessors());
+                    launch.run(gpu, Kernel::DecompressBlocks, shape, &BatchArgs { options, ..args }, stream)?
+                }
                 None => launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream)?,
             }
             self.finish_decompress(gpu, &args, stream)

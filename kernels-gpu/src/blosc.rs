@@ -23,11 +23,11 @@ use ferrocomp_format::lz4::HASH_ENTRIES;
 /// have fewer streams to share out).
 pub const DECOMPRESS_WARPS: usize = 16;
 /// Shared memory a warp of the decompress kernel decodes a zstd or zlib stream with: Zstd's
-/// tables or Deflate's, whichever are larger.
+/// tables or Deflate's, whichever are larger, in 16-byte units (Zstd's are 16-byte aligned).
 pub const STREAM_SHARED_BYTES_PER_WARP: usize = {
     let (zstd, deflate) =
         (crate::zstd::decode::DECODE_SHARED_BYTES_PER_WARP, crate::deflate::DECODE_SHARED_BYTES_PER_WARP);
-    if zstd > deflate { zstd } else { deflate }
+    (if zstd > deflate { zstd } else { deflate }).next_multiple_of(16)
 };
 /// Warps of a decompress CTA with room for those tables: two keep a CTA of 4 warps small
 /// enough that an SM holds 8 (32 warps) for the LZ4 streams most chunks hold.
@@ -92,7 +92,7 @@ pub fn unpack_options(options: u32) -> (usize, Shuffle) {
 ///
 /// # Safety
 /// `chunk` must be readable for the stream's bytes, `dest` writable for `stream.decoded_len`
-/// bytes and `shared` (4-byte aligned) for [`STREAM_SHARED_BYTES_PER_WARP`], none of them
+/// bytes and `shared` (16-byte aligned) for [`STREAM_SHARED_BYTES_PER_WARP`], none of them
 /// written by others meanwhile.
 pub unsafe fn decode_stream<W: Warp>(
     warp: &W,

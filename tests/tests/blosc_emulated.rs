@@ -36,9 +36,10 @@ fn kernel_decompress(chunk: &[u8]) -> Result<Vec<u8>, Status> {
         out.copy_from_slice(&chunk[blosc::HEADER_LEN..blosc::HEADER_LEN + header.nbytes()]);
         return Ok(out);
     }
-    // The warp's shared memory, garbage first as a reused CTA's would be.
-    let mut shared: Vec<u32> =
-        (0..STREAM_SHARED_BYTES_PER_WARP.div_ceil(4) as u32).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
+    // The warp's shared memory (16-byte aligned), garbage first as a reused CTA's would be.
+    let mut shared: Vec<u128> = (0..STREAM_SHARED_BYTES_PER_WARP.div_ceil(16) as u128)
+        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835))
+        .collect();
     let shared_at = shared.as_mut_ptr() as usize;
     for block in 0..header.block_count() {
         if header.compressor().is_none() {

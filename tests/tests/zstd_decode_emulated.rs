@@ -10,21 +10,21 @@ use ferrocomp_format::zstd::{self, DecodeTables, MAGIC};
 use ferrocomp_kernels_gpu::block::Block;
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::decode::{
-    DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP, TeamWriter, decompress_chunk, decompressed_size,
-    read_for_team,
+    DECODE_SHARED_BYTES_PER_WARP, FullSequences, Handoff, SIZES_SHARED_BYTES_PER_WARP, TeamWriter, WalkedStates,
+    decompress_chunk, decompressed_size, read_for_team,
 };
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
 /// Shared memory of one warp (as much as either kernel takes), full of garbage as a reused
 /// block's would be.
-fn warp_shared() -> Vec<u32> {
+fn warp_shared() -> Vec<u128> {
     shared_of(1)
 }
 
-/// Shared memory of `warps` warps, full of garbage.
-fn shared_of(warps: usize) -> Vec<u32> {
+/// Shared memory of `warps` warps (16-byte aligned), full of garbage.
+fn shared_of(warps: usize) -> Vec<u128> {
     let bytes = warps * DECODE_SHARED_BYTES_PER_WARP.max(SIZES_SHARED_BYTES_PER_WARP);
-    (0..bytes.div_ceil(4)).map(|i| (i as u32).wrapping_mul(2_654_435_761)).collect()
+    (0..bytes.div_ceil(16)).map(|i| (i as u128).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)).collect()
 }
 
 /// The kernel's result with room for `capacity` bytes.
@@ -42,8 +42,9 @@ fn warp_decompress(frames: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
 }
 
 /// The team kernel's results for `chunks` (frames, and the room their output has), taken in
-/// turns by a team of `writers`: each chunk's, which the lanes of its writer agree on.
-fn team_decompress(chunks: &[(&[u8], usize)], writers: usize) -> Vec<Result<Vec<u8>, Status>> {
+/// turns by a team of `writers` handing batches over in the form `F`: each chunk's, which the
+/// lanes of its writer agree on.
+fn team_decompress<F: Handoff>(chunks: &[(&[u8], usize)], writers: usize) -> Vec<Result<Vec<u8>, Status>> {
     let mut shared = shared_of(writers);
     let mut outs: Vec<Vec<u8>> = chunks.iter().map(|&(_, capacity)| vec![0xA5u8; capacity]).collect();
     let places: Vec<_> = chunks
@@ -55,10 +56,10 @@ fn team_decompress(chunks: &[(&[u8], usize)], writers: usize) -> Vec<Result<Vec<
     let threads = emulated::run_block(32 * (writers as u32 + 1), |thread| unsafe {
         let warp = thread.thread() as usize / 32;
         if warp == writers {
-            read_for_team(thread, thread, s as *mut u8);
+            read_for_team::<_, _, F>(thread, thread, s as *mut u8);
             return vec![];
         }
-        let mut writer = TeamWriter::new(thread, thread, s as *mut u8);
+        let mut writer = TeamWriter::<_, F>::new(thread, thread, s as *mut u8);
         let results: Vec<_> = (warp..places.len())
             .step_by(writers)
             .map(|k| {
@@ -103,10 +104,12 @@ fn scalar_size(frames: &[u8]) -> Result<usize, Status> {
 fn check_same(frames: &[u8], capacity: usize, what: &str) -> Result<Vec<u8>, Status> {
     let expected = scalar_decompress(frames, capacity);
     let got = warp_decompress(frames, capacity);
-    let paired = team_decompress(&[(frames, capacity)], 1).remove(0);
+    let paired = team_decompress::<FullSequences>(&[(frames, capacity)], 1).remove(0);
+    let walked = team_decompress::<WalkedStates>(&[(frames, capacity)], 1).remove(0);
     let len = |result: &Result<Vec<u8>, Status>| result.as_ref().map(Vec::len).map_err(|&status| status);
     assert!(got == expected, "{what}: kernel {:?} scalar {:?}", len(&got), len(&expected));
     assert!(paired == expected, "{what}: a team of one {:?} scalar {:?}", len(&paired), len(&expected));
+    assert!(walked == expected, "{what}: a team of one, walked {:?} scalar {:?}", len(&walked), len(&expected));
     assert_eq!(warp_size(frames), scalar_size(frames), "{what}: sizes");
     got
 }
@@ -341,9 +344,12 @@ fn teams_take_chunks_in_turns() {
     let expected: Vec<_> = chunks.iter().map(|&(frames, capacity)| scalar_decompress(frames, capacity)).collect();
     assert_eq!(expected[0].as_deref(), Ok(&data[..]));
     for writers in [2, 3] {
-        let got = team_decompress(&chunks, writers);
-        for (k, (got, expected)) in got.iter().zip(&expected).enumerate() {
-            assert!(got == expected, "{writers} writers, chunk {k}: {:?}", got.as_ref().map(Vec::len));
+        let full = team_decompress::<FullSequences>(&chunks, writers);
+        let walked = team_decompress::<WalkedStates>(&chunks, writers);
+        for (k, expected) in expected.iter().enumerate() {
+            for (form, got) in [("full", &full[k]), ("walked", &walked[k])] {
+                assert!(got == expected, "{writers} writers, {form}, chunk {k}: {:?}", got.as_ref().map(Vec::len));
+            }
         }
     }
 }

@@ -141,6 +141,29 @@ impl<'a> ReverseBits<'a> {
         fields
     }
 
+    /// Reads a field of `wide` bits (at most 63), then one of `n` (at most 32), as reads of at
+    /// most 32 bits each would; where the window holds both (after one refill), they are taken
+    /// from it directly and the window moves once.
+    #[inline(always)]
+    pub fn read_wide_then(&mut self, wide: u32, n: u32) -> (u64, u32) {
+        self.refill();
+        if (wide + n) as i32 > self.held {
+            let (mut value, mut left) = (0, wide);
+            while left > 0 {
+                let piece = left.min(32);
+                value = value << piece | self.read(piece) as u64;
+                left -= piece;
+            }
+            return (value, self.read(n));
+        }
+        let value = self.window.checked_shr(64 - wide).unwrap_or(0);
+        // The window's top word from the second field on (`wide` is 64 only when `n` is 0).
+        let top = (self.window.wrapping_shl(wide) >> 32) as u32;
+        self.held -= (wide + n) as i32;
+        self.window = shl_or_zero(self.window, wide + n);
+        (value, shr_or_zero(top, 32 - n))
+    }
+
     /// Whether more bits were read than the stream holds.
     #[inline(always)]
     pub fn overflowed(&self) -> bool {

@@ -14,7 +14,7 @@ use ferrocomp_format::zstd::{self as format, DecodeTables, MAX_DECOMPRESSED_CHUN
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::zstd::decode::{DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
 use ferrocomp_kernels_gpu::zstd::encode::{compress_scratch_bytes_per_warp, compress_shared_bytes_per_warp};
-use ferrocomp_kernels_gpu::zstd::{COMPRESS_WARPS, DECOMPRESS_WARPS, SIZES_WARPS, TEAM_WARPS_PER_SM};
+use ferrocomp_kernels_gpu::zstd::{COMPRESS_WARPS, DECOMPRESS_WARPS, SIZES_WARPS, TEAM_WARPS_PER_SM, WALKED_STATES};
 use std::cell::RefCell;
 use std::ops::RangeInclusive;
 use std::sync::OnceLock;
@@ -30,6 +30,15 @@ const SLOTS: usize = 4096;
 /// and 64 MiB 10-27% faster than pairs meeting at block barriers did, which beat one warp a chunk
 /// at 16 MiB and on six of ten sets and levels at 64 (bench/RESULTS.md, issue 48, steps 6, 9).
 const PAIR_DECODE_WAVES: usize = 8;
+
+/// Pairs deeper than this many chunks an SM hand their batches over as walked states, shallower
+/// ones as full sequences (`ferrocomp_kernels_gpu::zstd::decode::Handoff`). On an H200 with 64
+/// KiB chunks, the walk decodes 64 MiB 12-17% faster on text, binary, float32 and the Linux
+/// sources (1-2% slower on int32), 32 MiB mixed (text and the Linux sources 8-9% faster, binary
+/// and float32 at level 1 4-5% slower), 16 MiB 4-10% slower; teams (96 MiB) mixed, -7% to +6%
+/// (bench/RESULTS.md, issue 48, step 16). `FERROCOMP_ZSTD_WALK_WAVES=N` makes it N, for teams
+/// of any size (to measure them).
+const WALK_DECODE_WAVES: usize = 4;
 
 /// Writers a team has for a batch of `count` chunks deeper than `PAIR_DECODE_WAVES` an SM: a
 /// team an SM holding them all at once, if one can (at most 15 an SM), else none (the warp
@@ -110,6 +119,22 @@ impl BatchCodec for Zstd {
             shared_bytes: DECODE_SHARED_BYTES_PER_WARP,
             max_blocks: (blocks_per_sm * multiprocessors) as usize,
         })
+    }
+
+    /// Walked states for pairs deeper than `WALK_DECODE_WAVES` chunks an SM (the level is the
+    /// compressor's alone).
+    fn block_decoder_options(&self, count: usize, multiprocessors: u32) -> u64 {
+        static WAVES: OnceLock<Option<usize>> = OnceLock::new();
+        let waves = WAVES.get_or_init(|| std::env::var("FERROCOMP_ZSTD_WALK_WAVES").ok().and_then(|v| v.parse().ok()));
+        let deeper_than = |waves: usize| count > waves * multiprocessors as usize;
+        let walk = match waves {
+            Some(waves) => deeper_than(*waves),
+            None => {
+                let pairs = matches!(self.block_decoder(count, multiprocessors), Some(Shape::Teams { writers: 1, .. }));
+                pairs && deeper_than(WALK_DECODE_WAVES)
+            }
+        };
+        if walk { WALKED_STATES } else { 0 }
     }
 
     fn launch(&self) -> Launch {

@@ -28,6 +28,9 @@ const _: () = assert!(DECOMPRESS_BLOCKS_PER_SM <= blocks_per_sm(DECOMPRESS_WARPS
 /// bounds hold ptxas to 128 registers; at 17 warps (96 registers, 474 bytes of spills) a team of
 /// 16 took 256 MiB of text at 20.3 GB/s where the warp kernel takes 32.1 (H200).
 pub const TEAM_WARPS_PER_SM: u32 = 16;
+/// The bit of the team kernel's options (`BatchArgs::options`) that has its readers hand their
+/// batches over as walked states (`decode::WalkedStates`), not full sequences.
+pub const WALKED_STATES: u64 = 1 << 8;
 /// Warps per block of the sizes kernel: as many as its shared memory allows.
 pub const SIZES_WARPS: u32 = (SHARED_BYTES_PER_BLOCK / SIZES_SHARED_BYTES_PER_WARP) as u32;
 /// Warps per block of the compress kernel, and its blocks per SM: 16 warps to an SM at 128
@@ -48,6 +51,7 @@ const _: () = assert!(
 /// The batched entry points (`zstd_compress`, `zstd_decompress`, `zstd_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
+    use super::WALKED_STATES;
     use super::decode::{self, DECODE_SHARED_BYTES_PER_WARP, SIZES_SHARED_BYTES_PER_WARP};
     use super::encode::{self, compress_scratch_bytes_per_warp, compress_shared_bytes_per_warp};
     use crate::batch::{Chunk, ChunkKernels, Lanes, for_each_chunk, warp_shared};
@@ -94,16 +98,25 @@ mod kernels {
     crate::batch_kernels!(Zstd: zstd_compress, zstd_decompress, zstd_decompressed_sizes);
 
     /// Decompresses each chunk of the batch with a team: a warp a chunk but for the block's last,
-    /// which reads the sequences of all (see `decode::read_for_team`); a status per chunk.
+    /// which reads the sequences of all (see `decode::read_for_team`), handing them over as
+    /// walked states where the options have [`WALKED_STATES`], else in full; a status per chunk.
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn zstd_decompress_blocks(args: BatchArgs) {
+        match args.options & WALKED_STATES {
+            0 => unsafe { decompress_in_teams::<decode::FullSequences>(&args) },
+            _ => unsafe { decompress_in_teams::<decode::WalkedStates>(&args) },
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn decompress_in_teams<F: decode::Handoff>(args: &BatchArgs) {
         let (block, warp, shared) = (HardwareBlock, HardwareWarp, dynamic_shared_memory::<u8>());
         if HardwareWarp::index_in_block() == decode::team_writers(&block) {
-            return unsafe { decode::read_for_team(&block, &warp, shared) };
+            return unsafe { decode::read_for_team::<_, _, F>(&block, &warp, shared) };
         }
-        let mut writer = unsafe { decode::TeamWriter::new(&block, &warp, shared) };
+        let mut writer = unsafe { decode::TeamWriter::<_, F>::new(&block, &warp, shared) };
         unsafe {
-            for_each_chunk(Lanes::TeamWriter, &args, |warp, chunk| {
+            for_each_chunk(Lanes::TeamWriter, args, |warp, chunk| {
                 writer.decompress(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity)
             });
             writer.finish(&warp);

@@ -1,28 +1,30 @@
 //! A batch of a block's sequences checked and written, 32 at a time, lane i's the i-th.
 
+use super::handoff::Handoff;
 use super::{BATCH, Job};
 use crate::lz77::{SHORT_SEQUENCE, copy_down, copy_match, last_starting_by, scan_add};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
-use ferrocomp_format::zstd::sequences::{Cursor, Sequence};
+use ferrocomp_format::zstd::sequences::{Cursor, RepeatOffsets, Sequence};
 
-/// Checks the `len` sequences of `batch` (decoded, in shared memory) at `cursor` and writes them
-/// with their literals from `literals`, moving the cursor on; returns how many literals they
-/// took.
+/// Checks the `len` sequences of `batch` (in shared memory, in the form `F`; `reps` the repeat
+/// offsets where the form resolves them in the warp) at `cursor` and writes them with their
+/// literals from `literals`, moving the cursor on; returns how many literals they took.
 ///
 /// # Safety
 /// The output must be writable up to the cursor's limit, the literals readable as far as the
 /// cursor says are left.
 #[inline(always)] // one function with its caller's loop, as before two callers shared it: 2-6% faster
-pub(super) unsafe fn write_batch_checked<W: Warp>(
+pub(super) unsafe fn write_batch_checked<W: Warp, F: Handoff>(
     warp: &W,
     chunk: &Job,
-    batch: &[[u32; 3]; BATCH],
+    batch: &[F::Item; BATCH],
     len: u32,
+    reps: &mut RepeatOffsets,
     literals: *const u8,
     cursor: &mut Cursor,
 ) -> Result<usize, Status> {
-    let me = place(warp, batch, len);
+    let me = place::<W, F>(warp, batch, len, reps);
     check(warp, cursor, &me, len)?;
     let (bytes, taken) = unsafe { write_batch(warp, chunk, literals, cursor.op, len, &me) };
     cursor.op += bytes;
@@ -42,9 +44,8 @@ struct Placed {
 }
 
 /// Lane i's sequence of the `len` in `batch` (none past them), placed by prefix sums.
-fn place<W: Warp>(warp: &W, batch: &[[u32; 3]; BATCH], len: u32) -> Placed {
-    let lane = warp.lane();
-    let [literals, match_len, offset] = if lane < len { batch[lane as usize] } else { [0; 3] };
+fn place<W: Warp, F: Handoff>(warp: &W, batch: &[F::Item; BATCH], len: u32, reps: &mut RepeatOffsets) -> Placed {
+    let [literals, match_len, offset] = F::sequence(warp, batch, len, reps);
     let bytes = literals + match_len;
     let start = scan_add(warp, bytes) - bytes;
     let literal_at = scan_add(warp, literals) - literals;

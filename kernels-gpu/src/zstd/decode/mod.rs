@@ -19,6 +19,7 @@
 //! for frames without a content size, sequences, all serial work.
 
 mod execute;
+mod handoff;
 mod reader;
 
 use crate::block::Block;
@@ -32,6 +33,8 @@ use ferrocomp_format::zstd::frame::{
 };
 use ferrocomp_format::zstd::sequences::{self, Cursor};
 use ferrocomp_format::zstd::{DecodeTables, HuffmanTables, SequenceTables, huffman, xxh64};
+use handoff::Batches;
+pub use handoff::{FullSequences, Handoff, WalkedStates};
 pub use reader::TeamWriter;
 use reader::{InLane0, Mailbox, Sequencer, SequencesJob, serve_team};
 
@@ -45,11 +48,11 @@ const BATCH: usize = WARP_SIZE as usize;
 struct WarpShared {
     literals: HuffmanTables,
     sequences: SequenceTables,
-    batches: [[[u32; 3]; BATCH]; 2],
+    batches: Batches,
     mailbox: Mailbox,
 }
 
-/// Bytes of shared memory each warp of the decompress kernel needs (4-byte aligned), and each
+/// Bytes of shared memory each warp of the decompress kernel needs (16-byte aligned), and each
 /// writer of a team ([`TeamWriter`]).
 pub const DECODE_SHARED_BYTES_PER_WARP: usize = size_of::<WarpShared>();
 /// Bytes of shared memory each warp of the sizes kernel needs (4-byte aligned): all the tables.
@@ -60,7 +63,7 @@ pub const SIZES_SHARED_BYTES_PER_WARP: usize = size_of::<DecodeTables>();
 /// the decoded size may be overwritten (with literals on their way to their place).
 ///
 /// # Safety
-/// `input` must be readable for `n` bytes, `out` writable for `capacity` and `shared` (4-byte
+/// `input` must be readable for `n` bytes, `out` writable for `capacity` and `shared` (16-byte
 /// aligned) for [`DECODE_SHARED_BYTES_PER_WARP`], none written by anyone else meanwhile.
 pub unsafe fn decompress_chunk<W: Warp>(
     warp: &W,
@@ -79,10 +82,10 @@ pub unsafe fn decompress_chunk<W: Warp>(
 /// decodes chunks with [`TeamWriter::decompress`], lane i for writer i (see `reader`).
 ///
 /// # Safety
-/// `shared` (4-byte aligned) must be the block's shared memory, [`DECODE_SHARED_BYTES_PER_WARP`]
+/// `shared` (16-byte aligned) must be the block's shared memory, [`DECODE_SHARED_BYTES_PER_WARP`]
 /// for each writer; every other warp of the block joins as a writer.
-pub unsafe fn read_for_team<B: Block, W: Warp>(block: &B, warp: &W, shared: *mut u8) {
-    unsafe { serve_team(block, warp, team_writers(block), shared as *mut WarpShared) }
+pub unsafe fn read_for_team<B: Block, W: Warp, F: Handoff>(block: &B, warp: &W, shared: *mut u8) {
+    unsafe { serve_team::<B, W, F>(block, warp, team_writers(block), shared as *mut WarpShared) }
 }
 
 /// The writers of a team the size of `block`: all its warps but the last, the reader.
@@ -90,7 +93,7 @@ pub fn team_writers<B: Block>(block: &B) -> u32 {
     block.threads() / WARP_SIZE - 1
 }
 
-impl<'b, B: Block> TeamWriter<'b, B> {
+impl<'b, B: Block, F: Handoff> TeamWriter<'b, B, F> {
     /// [`decompress_chunk`], the sequences read by the team's reader.
     ///
     /// # Safety

@@ -4,7 +4,8 @@
 //! overlap ([`TeamWriter`]): a block of warps each writing a chunk, and one more whose lane i reads
 //! the sequences of writer i ([`serve_team`]), so that one instruction of the serial loop serves
 //! as many chunks as the team has writers. Both use the format crate's decoder: the bytes and
-//! statuses are the same.
+//! statuses are the same. A team hands its batches over in either form (see `handoff`); one
+//! warp a chunk in full sequences.
 //!
 //! The team's protocol, per writer, through its [`Mailbox`]: the writer's first lane fills it,
 //! stores the command in slot `posted % 2` and releases `posted + 1`; the reader's lane acquires
@@ -13,10 +14,12 @@
 //! last chunk, even after a failure, and its reader lane stops.
 
 use super::execute::write_batch_checked;
+use super::handoff::{FullSequences, Handoff};
 use super::{BATCH, Job, WarpShared};
 use crate::block::Block;
 use crate::raw::bytes;
 use crate::warp::{WARP_SIZE, Warp, first_lane};
+use core::marker::PhantomData;
 use ferrocomp_format::Status;
 use ferrocomp_format::zstd::SequenceTables;
 use ferrocomp_format::zstd::sequences::{self, Cursor, RepeatOffsets, SequenceDecoder, SequencesHeader};
@@ -56,17 +59,19 @@ pub(super) struct Mailbox {
     pub finished: u32,
 }
 
-/// A reader lane's state: the block's decoder and the frame's repeat offsets.
-struct Reader<'a> {
+/// A reader lane's state: the block's decoder and the frame's repeat offsets (where the form
+/// `F` resolves them here).
+struct Reader<'a, F> {
     decoder: Option<SequenceDecoder<'a>>,
     reps: RepeatOffsets,
     count: u32,
     decoded: u32,
+    form: PhantomData<F>,
 }
 
-impl Reader<'_> {
+impl<F: Handoff> Reader<'_, F> {
     fn new() -> Self {
-        Self { decoder: None, reps: RepeatOffsets::START, count: 0, decoded: 0 }
+        Self { decoder: None, reps: RepeatOffsets::START, count: 0, decoded: 0, form: PhantomData }
     }
 
     /// Carries out `command` (in one lane).
@@ -111,9 +116,10 @@ impl Reader<'_> {
         let Some(mut decoder) = self.decoder.take() else { return };
         let mut reps = self.reps;
         let len = (self.count - self.decoded).min(BATCH as u32);
-        let (tables, batch) = unsafe { (&(*shared).sequences, &mut (*shared).batches[batch_half(self.decoded)]) };
+        let tables = unsafe { &(*shared).sequences };
+        let batch = unsafe { &mut *F::batch(&raw mut (*shared).batches, batch_half(self.decoded)) };
         let last = self.decoded + len == self.count;
-        decoder.decode_resolved(tables, &mut reps, &mut batch[..len as usize], last);
+        F::read(&mut decoder, tables, &mut reps, &mut batch[..len as usize], last);
         self.decoded += len;
         if last {
             unsafe { (*shared).mailbox.finished = decoder.finished() as u32 };
@@ -161,8 +167,8 @@ pub(super) trait Sequencer {
     ) -> Result<usize, Status>;
 }
 
-/// The writing warp's first lane reads the sequences, each batch before the warp writes it; it
-/// keeps the frame's repeat offsets between blocks.
+/// The writing warp's first lane reads the sequences in full, each batch before the warp writes
+/// it; it keeps the frame's repeat offsets between blocks.
 pub(super) struct InLane0 {
     reps: RepeatOffsets,
 }
@@ -199,7 +205,7 @@ impl Sequencer for InLane0 {
         // Every lane starts the decoder (the same bytes, the same result); lane 0 runs it.
         let mut decoder = SequenceDecoder::new(tables_at.get(used..).unwrap_or(&[]), tables)?;
         let (count, mut reps) = (job.header.count, self.reps);
-        let batch = unsafe { &mut (*chunk.shared).batches[0] };
+        let batch = unsafe { &mut *FullSequences::batch(&raw mut (*chunk.shared).batches, 0) };
         let (mut written, mut literal_at) = (0, 0);
         while written < count {
             let len = (count - written).min(BATCH as u32);
@@ -207,7 +213,10 @@ impl Sequencer for InLane0 {
                 decoder.decode_resolved(tables, &mut reps, &mut batch[..len as usize], written + len == count);
             }
             warp.sync(); // the batch is visible to every lane
-            literal_at += unsafe { write_batch_checked(warp, chunk, batch, len, literals.add(literal_at), cursor)? };
+            let literals = unsafe { literals.add(literal_at) };
+            literal_at += unsafe {
+                write_batch_checked::<W, FullSequences>(warp, chunk, batch, len, &mut reps, literals, cursor)?
+            };
             written += len;
         }
         self.reps = reps;
@@ -218,18 +227,21 @@ impl Sequencer for InLane0 {
     }
 }
 
-/// A writing warp of a team (see [`super::read_for_team`]): its shared memory and the commands it
-/// posted.
-pub struct TeamWriter<'b, B: Block> {
+/// A writing warp of a team (see [`super::read_for_team`]) taking batches in the form `F`: its
+/// shared memory, the commands it posted and the frame's repeat offsets (where `F` resolves them
+/// here).
+pub struct TeamWriter<'b, B: Block, F> {
     block: &'b B,
     /// Its share of the block's shared memory.
     pub(super) shared: *mut WarpShared,
     posted: u32,
+    reps: RepeatOffsets,
+    form: PhantomData<F>,
 }
 
-impl<'b, B: Block> TeamWriter<'b, B> {
+impl<'b, B: Block, F: Handoff> TeamWriter<'b, B, F> {
     /// Joins the team of `block` as the writer `warp` is (any warp but the last), with its share
-    /// of the block's shared memory `shared` (4-byte aligned, [`super::DECODE_SHARED_BYTES_PER_WARP`]
+    /// of the block's shared memory `shared` (16-byte aligned, [`super::DECODE_SHARED_BYTES_PER_WARP`]
     /// a writer): a barrier every warp of the block meets.
     ///
     /// # Safety
@@ -240,7 +252,7 @@ impl<'b, B: Block> TeamWriter<'b, B> {
             unsafe { ((*shared).mailbox.posted, (*shared).mailbox.served) = (0, 0) };
         }
         block.sync_threads(); // the mailboxes are empty before the reader looks
-        Self { block, shared, posted: 0 }
+        Self { block, shared, posted: 0, reps: RepeatOffsets::START, form: PhantomData }
     }
 
     /// Posts `command` (the mailbox's other fields written by lane 0 before) and waits until the
@@ -279,10 +291,13 @@ impl<'b, B: Block> TeamWriter<'b, B> {
     }
 }
 
-impl<B: Block> Sequencer for TeamWriter<'_, B> {
+impl<B: Block, F: Handoff> Sequencer for TeamWriter<'_, B, F> {
     const READS_AHEAD: bool = true;
 
     unsafe fn start<W: Warp>(&mut self, warp: &W, _chunk: &Job, job: &SequencesJob) {
+        if job.first_of_frame {
+            self.reps = RepeatOffsets::START;
+        }
         // The reader is done with the mailbox's fields: a START whose chunk failed before its
         // sequences (in its literals) may still be reading them.
         unsafe { self.wait_served(warp, self.posted) };
@@ -314,8 +329,10 @@ impl<B: Block> Sequencer for TeamWriter<'_, B> {
             if written == 0 {
                 status(unsafe { (*shared).mailbox.status })?; // the tables' and the decoder's start
             }
-            let batch = unsafe { &(*shared).batches[batch_half(written)] };
-            literal_at += unsafe { write_batch_checked(warp, chunk, batch, len, literals.add(literal_at), cursor)? };
+            let batch = unsafe { &*F::batch(&raw mut (*shared).batches, batch_half(written)) };
+            let literals = unsafe { literals.add(literal_at) };
+            literal_at +=
+                unsafe { write_batch_checked::<W, F>(warp, chunk, batch, len, &mut self.reps, literals, cursor)? };
             written += len;
         }
         if unsafe { (*shared).mailbox.finished } == 0 {
@@ -325,7 +342,7 @@ impl<B: Block> Sequencer for TeamWriter<'_, B> {
     }
 }
 
-/// The team's reader warp: lane i serves writer i (of `writers`, their shares of the block's
+/// The team's reader warp, handing batches over in the form `F`: lane i serves writer i (of `writers`, their shares of the block's
 /// shared memory one after another from `shared`) until each has posted [`DONE`]. A lane carries
 /// out the command its writer posted, if any; lanes that took commands together decode their
 /// batches in the same instructions.
@@ -333,12 +350,17 @@ impl<B: Block> Sequencer for TeamWriter<'_, B> {
 /// # Safety
 /// `shared` must be the block's shared memory; the block is the writers' warps and this one,
 /// whose threads meet the barrier of [`TeamWriter::new`] here.
-pub(super) unsafe fn serve_team<B: Block, W: Warp>(block: &B, warp: &W, writers: u32, shared: *mut WarpShared) {
+pub(super) unsafe fn serve_team<B: Block, W: Warp, F: Handoff>(
+    block: &B,
+    warp: &W,
+    writers: u32,
+    shared: *mut WarpShared,
+) {
     block.sync_threads(); // the writers emptied their mailboxes
     let lane = warp.lane();
     let mine = unsafe { shared.add(lane.min(writers - 1) as usize) };
     let mailbox = unsafe { &raw mut (*mine).mailbox };
-    let mut reader = Reader::new();
+    let mut reader = Reader::<F>::new();
     let (mut taken, mut done) = (0, lane >= writers);
     loop {
         let posted = if done { taken } else { unsafe { block.load_acquire(&raw const (*mailbox).posted) } };

@@ -10,7 +10,7 @@ use ferrocomp_format::zstd::{self, DecodeTables, MAGIC};
 use ferrocomp_kernels_gpu::block::Block;
 use ferrocomp_kernels_gpu::emulated;
 use ferrocomp_kernels_gpu::zstd::decode::{
-    DECODE_SHARED_BYTES_PER_WARP, FullSequences, Handoff, SIZES_SHARED_BYTES_PER_WARP, TeamWriter, WalkedStates,
+    DECODE_SHARED_BYTES_PER_WARP, FullSequences, SIZES_SHARED_BYTES_PER_WARP, SequenceForm, TeamWriter, WalkedStates,
     decompress_chunk, decompressed_size, read_for_team,
 };
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
@@ -44,7 +44,7 @@ fn warp_decompress(frames: &[u8], capacity: usize) -> Result<Vec<u8>, Status> {
 /// The team kernel's results for `chunks` (frames, and the room their output has), taken in
 /// turns by a team of `writers` handing batches over in the form `F`: each chunk's, which the
 /// lanes of its writer agree on.
-fn team_decompress<F: Handoff>(chunks: &[(&[u8], usize)], writers: usize) -> Vec<Result<Vec<u8>, Status>> {
+fn team_decompress<F: SequenceForm>(chunks: &[(&[u8], usize)], writers: usize) -> Vec<Result<Vec<u8>, Status>> {
     let mut shared = shared_of(writers);
     let mut outs: Vec<Vec<u8>> = chunks.iter().map(|&(_, capacity)| vec![0xA5u8; capacity]).collect();
     let places: Vec<_> = chunks

@@ -32,11 +32,11 @@ const SLOTS: usize = 4096;
 const PAIR_DECODE_WAVES: usize = 8;
 
 /// Pairs deeper than this many chunks an SM hand their batches over as walked states, shallower
-/// ones as full sequences (`ferrocomp_kernels_gpu::zstd::decode::Handoff`). On an H200 with 64
-/// KiB chunks, the walk decodes 64 MiB 12-17% faster on text, binary, float32 and the Linux
-/// sources (1-2% slower on int32), 32 MiB mixed (text and the Linux sources 8-9% faster, binary
-/// and float32 at level 1 4-5% slower), 16 MiB 4-10% slower; teams (96 MiB) mixed, -7% to +6%
-/// (bench/RESULTS.md, issue 48, step 16). `FERROCOMP_ZSTD_WALK_WAVES=N` makes it N, for teams
+/// ones as full sequences (`ferrocomp_kernels_gpu::zstd::decode::SequenceForm`). On an H200 with 64
+/// KiB chunks, the walk decodes 48 and 64 MiB 5-17% faster on text, binary, float32 and the
+/// Linux sources (1-3% slower on int32), 32 MiB mixed (text and the Linux sources 8-9% faster,
+/// binary and float32 at level 1 4-5% slower), 16 MiB 4-10% slower; teams (96 MiB) mixed, -7% to
+/// +6% (bench/RESULTS.md, issue 48, step 16). `FERROCOMP_ZSTD_WALK_WAVES=N` makes it N, for teams
 /// of any size (to measure them).
 const WALK_DECODE_WAVES: usize = 4;
 

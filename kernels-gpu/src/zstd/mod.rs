@@ -109,7 +109,7 @@ mod kernels {
     }
 
     #[inline(always)]
-    unsafe fn decompress_in_teams<F: decode::Handoff>(args: &BatchArgs) {
+    unsafe fn decompress_in_teams<F: decode::SequenceForm>(args: &BatchArgs) {
         let (block, warp, shared) = (HardwareBlock, HardwareWarp, dynamic_shared_memory::<u8>());
         if HardwareWarp::index_in_block() == decode::team_writers(&block) {
             return unsafe { decode::read_for_team::<_, _, F>(&block, &warp, shared) };

@@ -1,6 +1,6 @@
 //! A batch of a block's sequences checked and written, 32 at a time, lane i's the i-th.
 
-use super::handoff::Handoff;
+use super::handoff::SequenceForm;
 use super::{BATCH, Job};
 use crate::lz77::{SHORT_SEQUENCE, copy_down, copy_match, last_starting_by, scan_add};
 use crate::warp::{WARP_SIZE, Warp};
@@ -15,7 +15,7 @@ use ferrocomp_format::zstd::sequences::{Cursor, RepeatOffsets, Sequence};
 /// The output must be writable up to the cursor's limit, the literals readable as far as the
 /// cursor says are left.
 #[inline(always)] // one function with its caller's loop, as before two callers shared it: 2-6% faster
-pub(super) unsafe fn write_batch_checked<W: Warp, F: Handoff>(
+pub(super) unsafe fn write_batch_checked<W: Warp, F: SequenceForm>(
     warp: &W,
     chunk: &Job,
     batch: &[F::Item; BATCH],
@@ -44,7 +44,7 @@ struct Placed {
 }
 
 /// Lane i's sequence of the `len` in `batch` (none past them), placed by prefix sums.
-fn place<W: Warp, F: Handoff>(warp: &W, batch: &[F::Item; BATCH], len: u32, reps: &mut RepeatOffsets) -> Placed {
+fn place<W: Warp, F: SequenceForm>(warp: &W, batch: &[F::Item; BATCH], len: u32, reps: &mut RepeatOffsets) -> Placed {
     let [literals, match_len, offset] = F::sequence(warp, batch, len, reps);
     let bytes = literals + match_len;
     let start = scan_add(warp, bytes) - bytes;

@@ -19,7 +19,7 @@ use ferrocomp_format::zstd::SequenceTables;
 use ferrocomp_format::zstd::sequences::{RepeatOffsets, Sequence, SequenceDecoder, Walked};
 
 /// One of the two forms (see the module's documentation).
-pub trait Handoff {
+pub trait SequenceForm {
     /// What the serial lane stores for each sequence.
     type Item: Copy;
 
@@ -55,7 +55,7 @@ pub union Batches {
 /// Sequences decoded in full by the serial lane, their offsets resolved.
 pub struct FullSequences;
 
-impl Handoff for FullSequences {
+impl SequenceForm for FullSequences {
     type Item = [u32; 3];
 
     #[inline(always)]
@@ -82,7 +82,7 @@ impl Handoff for FullSequences {
 /// Sequences walked by the serial lane, taken apart and resolved by the writing warp.
 pub struct WalkedStates;
 
-impl Handoff for WalkedStates {
+impl SequenceForm for WalkedStates {
     type Item = Walked;
 
     #[inline(always)]

@@ -34,7 +34,7 @@ use ferrocomp_format::zstd::frame::{
 use ferrocomp_format::zstd::sequences::{self, Cursor};
 use ferrocomp_format::zstd::{DecodeTables, HuffmanTables, SequenceTables, huffman, xxh64};
 use handoff::Batches;
-pub use handoff::{FullSequences, Handoff, WalkedStates};
+pub use handoff::{FullSequences, SequenceForm, WalkedStates};
 pub use reader::TeamWriter;
 use reader::{InLane0, Mailbox, Sequencer, SequencesJob, serve_team};
 
@@ -84,7 +84,7 @@ pub unsafe fn decompress_chunk<W: Warp>(
 /// # Safety
 /// `shared` (16-byte aligned) must be the block's shared memory, [`DECODE_SHARED_BYTES_PER_WARP`]
 /// for each writer; every other warp of the block joins as a writer.
-pub unsafe fn read_for_team<B: Block, W: Warp, F: Handoff>(block: &B, warp: &W, shared: *mut u8) {
+pub unsafe fn read_for_team<B: Block, W: Warp, F: SequenceForm>(block: &B, warp: &W, shared: *mut u8) {
     unsafe { serve_team::<B, W, F>(block, warp, team_writers(block), shared as *mut WarpShared) }
 }
 
@@ -93,7 +93,7 @@ pub fn team_writers<B: Block>(block: &B) -> u32 {
     block.threads() / WARP_SIZE - 1
 }
 
-impl<'b, B: Block, F: Handoff> TeamWriter<'b, B, F> {
+impl<'b, B: Block, F: SequenceForm> TeamWriter<'b, B, F> {
     /// [`decompress_chunk`], the sequences read by the team's reader.
     ///
     /// # Safety

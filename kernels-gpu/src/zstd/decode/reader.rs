@@ -14,7 +14,7 @@
 //! last chunk, even after a failure, and its reader lane stops.
 
 use super::execute::write_batch_checked;
-use super::handoff::{FullSequences, Handoff};
+use super::handoff::{FullSequences, SequenceForm};
 use super::{BATCH, Job, WarpShared};
 use crate::block::Block;
 use crate::raw::bytes;
@@ -69,7 +69,7 @@ struct Reader<'a, F> {
     form: PhantomData<F>,
 }
 
-impl<F: Handoff> Reader<'_, F> {
+impl<F: SequenceForm> Reader<'_, F> {
     fn new() -> Self {
         Self { decoder: None, reps: RepeatOffsets::START, count: 0, decoded: 0, form: PhantomData }
     }
@@ -239,7 +239,7 @@ pub struct TeamWriter<'b, B: Block, F> {
     form: PhantomData<F>,
 }
 
-impl<'b, B: Block, F: Handoff> TeamWriter<'b, B, F> {
+impl<'b, B: Block, F: SequenceForm> TeamWriter<'b, B, F> {
     /// Joins the team of `block` as the writer `warp` is (any warp but the last), with its share
     /// of the block's shared memory `shared` (16-byte aligned, [`super::DECODE_SHARED_BYTES_PER_WARP`]
     /// a writer): a barrier every warp of the block meets.
@@ -291,7 +291,7 @@ impl<'b, B: Block, F: Handoff> TeamWriter<'b, B, F> {
     }
 }
 
-impl<B: Block, F: Handoff> Sequencer for TeamWriter<'_, B, F> {
+impl<B: Block, F: SequenceForm> Sequencer for TeamWriter<'_, B, F> {
     const READS_AHEAD: bool = true;
 
     unsafe fn start<W: Warp>(&mut self, warp: &W, _chunk: &Job, job: &SequencesJob) {
@@ -350,7 +350,7 @@ impl<B: Block, F: Handoff> Sequencer for TeamWriter<'_, B, F> {
 /// # Safety
 /// `shared` must be the block's shared memory; the block is the writers' warps and this one,
 /// whose threads meet the barrier of [`TeamWriter::new`] here.
-pub(super) unsafe fn serve_team<B: Block, W: Warp, F: Handoff>(
+pub(super) unsafe fn serve_team<B: Block, W: Warp, F: SequenceForm>(
     block: &B,
     warp: &W,
     writers: u32,

@@ -1,8 +1,10 @@
 //! ANS: order-0 entropy coding of bytes (or of the high bytes of 16-bit floats) with 32
 //! interleaved rANS states, in ferrocomp's own layout (docs/FORMAT.md gives it byte by byte),
-//! after DietGPU's: the states of lane `l` of a warp code symbols `l`, `l + 32`, …, so a warp
-//! decodes 32 symbols a step, and the 16-bit words the states refill from are stored in the order
-//! the lanes read them (a ballot's prefix gives each lane its word).
+//! after DietGPU's: the 32 states of a sub-block are a warp's lanes, so a warp decodes 32 symbols
+//! a step, and the 16-bit words the states refill from are stored in the order the lanes read
+//! them (a ballot's prefix gives each lane its word). Version 2 (written) gives lane `l` symbols
+//! `4l .. 4l + 4` of each 128, so that a lane stores a 32-bit word every four steps; version 1
+//! (still read) gave it symbols `l`, `l + 32`, … ([`symbol_index`]).
 //!
 //! This module is the CPU path and the oracle: [`compress`] and [`decompress`] emulate the 32
 //! lanes one after another; [`decompress`] checks the table, every refill and that every state
@@ -10,8 +12,15 @@
 
 use crate::Status;
 
-/// The format version [`compress`] writes.
-pub const VERSION: u8 = 1;
+/// The format version [`compress`] writes; [`decompress`] reads it and [`VERSION_1`].
+pub const VERSION: u8 = 2;
+/// The first version: lane `l` codes symbols `l`, `l + 32`, ….
+pub const VERSION_1: u8 = 1;
+/// Symbols a lane codes in a row in [`VERSION`] 2: lane `l` codes symbols `4l .. 4l + 4` of
+/// each [`ROUND`].
+pub const RUN: usize = 4;
+/// Symbols of a sub-block the 32 lanes code in [`RUN`] steps.
+pub const ROUND: usize = RUN * LANES;
 /// The chunk header: version, data type, flags ([`STORED`]), a reserved byte, the uncompressed
 /// size (u32).
 pub const HEADER_LEN: usize = 8;
@@ -215,10 +224,24 @@ pub fn decode(x: u32, table: &Table) -> (u8, u32) {
     (symbol, freq * (x >> PROB_BITS) + slot - cum)
 }
 
-/// A chunk header's data type, whether it is stored, and its uncompressed size, checked.
-pub fn read_header(input: &[u8]) -> Result<(DataType, bool, usize), Status> {
+/// A chunk's header, as [`read_header`] checks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// [`VERSION_1`] or [`VERSION`].
+    pub version: u8,
+    /// What the symbols are.
+    pub data_type: DataType,
+    /// The chunk's bytes follow as they are.
+    pub stored: bool,
+    /// The uncompressed size.
+    pub n: usize,
+}
+
+/// A chunk's header, checked.
+pub fn read_header(input: &[u8]) -> Result<Header, Status> {
     let header = input.get(..HEADER_LEN).ok_or(Status::Truncated)?;
-    if header[0] != VERSION {
+    let version = header[0];
+    if version != VERSION && version != VERSION_1 {
         return Err(Status::Unsupported);
     }
     let data_type = DataType::from_id(header[1]).ok_or(Status::Malformed)?;
@@ -226,12 +249,25 @@ pub fn read_header(input: &[u8]) -> Result<(DataType, bool, usize), Status> {
     if header[2] & !STORED != 0 || header[3] != 0 || n > MAX_CHUNK_SIZE {
         return Err(Status::Malformed);
     }
-    Ok((data_type, header[2] == STORED, n))
+    Ok(Header { version, data_type, stored: header[2] == STORED, n })
 }
 
 /// The uncompressed size of the chunk `input`, from its header, if its bytes can hold it.
 pub fn decompressed_size(input: &[u8]) -> Result<usize, Status> {
-    crate::declared_size(read_header(input)?.2, max_decompressed_size(input.len()))
+    crate::declared_size(read_header(input)?.n, max_decompressed_size(input.len()))
+}
+
+/// Steps a lane takes over a sub-block of `len` symbols in `version` (in the last, some lanes
+/// may have no symbol).
+pub const fn steps(version: u8, len: usize) -> usize {
+    if version == VERSION_1 { len.div_ceil(LANES) } else { RUN * len.div_ceil(ROUND) }
+}
+
+/// The sub-block's index of the symbol lane `lane` codes at step `k` in `version` (past the
+/// sub-block's end where the lane has none).
+#[inline(always)]
+pub const fn symbol_index(version: u8, k: usize, lane: usize) -> usize {
+    if version == VERSION_1 { k * LANES + lane } else { k / RUN * ROUND + lane * RUN + k % RUN }
 }
 
 /// Symbols of an `n`-byte chunk of `data_type`.
@@ -302,8 +338,8 @@ pub fn compress(input: &[u8], options: &Options, out: &mut [u8]) -> Result<usize
     Ok(size)
 }
 
-/// Encodes the symbols `range`, lane `l` coding those `l` apart by 32, in reverse: returns the
-/// final states and the number of refill words, written to `words` (where it has room for them)
+/// Encodes the symbols `range`, lane `l` coding those [`symbol_index`] gives it, in reverse:
+/// returns the final states and the number of refill words, written to `words` (where it has room for them)
 /// in the order decoding reads them.
 fn encode_sub_block(
     input: &[u8],
@@ -317,9 +353,9 @@ fn encode_sub_block(
     let mut emitted = 0;
     let len = range.len();
     let total = words.len() / 2;
-    for step in (0..len.div_ceil(LANES)).rev() {
+    for k in (0..steps(VERSION, len)).rev() {
         for lane in (0..LANES).rev() {
-            let i = step * LANES + lane;
+            let i = symbol_index(VERSION, k, lane);
             if i >= len {
                 continue;
             }
@@ -340,7 +376,7 @@ fn encode_sub_block(
 
 /// Decompresses the chunk `input` into `out`, returning the uncompressed size.
 pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
-    let (data_type, stored, n) = read_header(input)?;
+    let Header { version, data_type, stored, n } = read_header(input)?;
     let out = out.get_mut(..n).ok_or(Status::OutputTooSmall)?;
     if stored {
         if input.len() != HEADER_LEN + n {
@@ -359,7 +395,7 @@ pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
         let words = u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
         let block = input.get(at..at + 4 * LANES + 2 * words).ok_or(Status::Truncated)?;
         let range = b * SUB_BLOCK..((b + 1) * SUB_BLOCK).min(count);
-        decode_sub_block(block, &table, range, data_type, out)?;
+        decode_sub_block(block, &table, version, range, data_type, out)?;
         at += block.len();
     }
     let raw = n - count;
@@ -376,10 +412,12 @@ pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
     Ok(n)
 }
 
-/// Decodes the sub-block `block` (its states, then its words) into symbols `range` of `out`.
+/// Decodes the sub-block `block` (its states, then its words) of `version` into symbols `range`
+/// of `out`.
 fn decode_sub_block(
     block: &[u8],
     table: &Table,
+    version: u8,
     range: core::ops::Range<usize>,
     data_type: DataType,
     out: &mut [u8],
@@ -394,16 +432,21 @@ fn decode_sub_block(
     let words = &block[4 * LANES..];
     let mut next = 0;
     let len = range.len();
-    for i in 0..len {
-        let lane = i % LANES;
-        let (s, mut x) = decode(states[lane], table);
-        if x < LOWER {
-            let word = words.get(2 * next..2 * next + 2).ok_or(Status::Malformed)?;
-            x = x << 16 | u16::from_le_bytes([word[0], word[1]]) as u32;
-            next += 1;
+    for k in 0..steps(version, len) {
+        for (lane, state) in states.iter_mut().enumerate() {
+            let i = symbol_index(version, k, lane);
+            if i >= len {
+                continue;
+            }
+            let (s, mut x) = decode(*state, table);
+            if x < LOWER {
+                let word = words.get(2 * next..2 * next + 2).ok_or(Status::Malformed)?;
+                x = x << 16 | u16::from_le_bytes([word[0], word[1]]) as u32;
+                next += 1;
+            }
+            *state = x;
+            out[(range.start + i) * data_type.width() + data_type.width() - 1] = s;
         }
-        states[lane] = x;
-        out[(range.start + i) * data_type.width() + data_type.width() - 1] = s;
     }
     if 2 * next != words.len() || states.iter().any(|&state| state != LOWER) {
         return Err(Status::Malformed);

@@ -153,7 +153,7 @@ fn corrupt_truncated_and_lying_streams_give_statuses() {
         s[k] = byte;
         decompress(&s, input.len())
     };
-    assert_eq!(with(0, 2), Err(Status::Unsupported));
+    assert_eq!(with(0, 3), Err(Status::Unsupported));
     assert_eq!(with(1, 7), Err(Status::Malformed));
     assert_eq!(with(2, 4), Err(Status::Malformed));
     assert_eq!(with(3, 1), Err(Status::Malformed));

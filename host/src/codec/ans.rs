@@ -1,11 +1,12 @@
 //! ANS: order-0 interleaved rANS over bytes or the high bytes of 16-bit floats, in ferrocomp's
-//! own layout. On the GPU a warp codes each chunk, its lanes the 32 states.
+//! own layout. On the GPU a block of warps codes each chunk both ways, a warp a sub-block, its lanes
+//! the 32 states.
 
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::ans::{self, MAX_CHUNK_SIZE};
 pub use ferrocomp_format::ans::{DataType as AnsDataType, Options as Ans};
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::ans::{SHARED_BYTES_PER_WARP, WARPS};
+use ferrocomp_kernels_gpu::ans::{BLOCK_WARPS, COMPRESS_SHARED_BYTES, DECODE_SHARED_BYTES};
 
 impl BatchCodec for Ans {
     fn max_chunk_size(&self) -> usize {
@@ -24,8 +25,8 @@ impl BatchCodec for Ans {
         Launch {
             algorithm: Algorithm::Ans,
             options: self.data_type as u64,
-            compress: Shape::warps(WARPS, SHARED_BYTES_PER_WARP),
-            decompress: Shape::warps(WARPS, SHARED_BYTES_PER_WARP),
+            compress: Shape::Blocks { warps: BLOCK_WARPS, shared_bytes: COMPRESS_SHARED_BYTES, max_blocks: usize::MAX },
+            decompress: Shape::Blocks { warps: BLOCK_WARPS, shared_bytes: DECODE_SHARED_BYTES, max_blocks: usize::MAX },
             sizes: super::lz4::SIZES_SHAPE,
         }
     }

@@ -1,161 +1,144 @@
-//! Decompressing a chunk: the table read into shared memory, then the sub-blocks decoded four at
-//! a time, 32 symbols of each a step.
+//! Decompressing a chunk with a block of [`BLOCK_WARPS`] warps: the block writes one table of a
+//! word a slot (the slot's symbol, its frequency and the slot's offset in the symbol's range, so
+//! that a step looks up once), then each warp decodes its own sub-blocks, 32 symbols a step, and
+//! in version 2 stores a lane's four symbols of a round as one word.
 
-use super::{BITMAP_LEN, INTERLEAVED, Tables, copy, each, group_of, set_symbols};
+use super::{BITMAP_LEN, BLOCK_WARPS, set_symbols};
+use crate::block::Block;
+use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
-    DataType, HEADER_LEN, LANES, LOWER, PROB_BITS, SUB_BLOCK, TOTAL, read_header, sub_blocks, symbols,
+    DataType, HEADER_LEN, Header, LANES, LOWER, PROB_BITS, ROUND, RUN, SUB_BLOCK, TOTAL, VERSION_1, read_header, steps,
+    sub_blocks, symbol_index, symbols,
 };
 
-/// Decodes symbols `step .. step + 32` (those there are) of each sub-block of `group`, lane `l`
-/// symbol `step + l`, into `out`, the chunk's symbols `width` bytes apart: stage by stage across
-/// the members, as [`code_group`](super::encode::code_group) codes. `WHOLE`: the step is whole in every member with symbols,
-/// so no lane tests its symbol, and members without symbols compute unheeded (their states and
-/// words are never checked); testing instead cost 4% of decoding's speed.
-#[inline(always)]
-unsafe fn decode_step<W: Warp, const WHOLE: bool>(
-    warp: &W,
-    tables: &Tables,
-    chunk: &[u8],
-    out: *mut u8,
-    width: u32,
-    group: &mut [SubBlockDecoder; INTERLEAVED],
-    step: u32,
-) {
-    let lane = warp.lane();
-    let [a, b, c, d] = group;
-    let decoders = [a, b, c, d];
-    let active = each([0, 1, 2, 3], |k| WHOLE || step + lane < decoders[k].len);
-    let slots = each([0, 1, 2, 3], |k| decoders[k].state & (TOTAL - 1));
-    let symbols = each(slots, |slot| unsafe { tables.slot(slot) });
-    let entries = each(symbols, |symbol| unsafe { tables.symbol(symbol) });
-    let mut xs = each([0, 1, 2, 3], |k| entries[k].freq * (decoders[k].state >> PROB_BITS) + slots[k] - entries[k].cum);
-    let refilling = each([0, 1, 2, 3], |k| warp.ballot(active[k] && xs[k] < LOWER));
-    let below = (1u32 << lane) - 1;
-    let within = each([0, 1, 2, 3], |k| decoders[k].taken + (refilling[k] & below).count_ones());
-    let lows = each([0, 1, 2, 3], |k| warp.shuffle(decoders[k].low, within[k] & 31));
-    let highs = each([0, 1, 2, 3], |k| warp.shuffle(decoders[k].high, within[k] & 31));
-    for k in 0..INTERLEAVED {
-        if refilling[k] >> lane & 1 == 1 {
-            xs[k] = xs[k] << 16 | if within[k] < 32 { lows[k] } else { highs[k] };
-        }
-    }
-    let finish = |k: usize, decoder: &mut SubBlockDecoder| {
-        if active[k] {
-            decoder.state = xs[k];
-            if decoder.len > 0 {
-                unsafe { *out.add(((decoder.first + step + lane) * width) as usize) = symbols[k] as u8 };
-            }
-        }
-        decoder.take(chunk, lane, refilling[k].count_ones());
-    };
-    let [a, b, c, d] = decoders;
-    finish(0, a);
-    finish(1, b);
-    finish(2, c);
-    finish(3, d);
-}
+/// Slots of the table each thread of the block writes.
+const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
+/// Where the decoding block's shared memory holds each slot's entry (u32), each symbol's
+/// frequency and cumulative frequency (u32), and each warp's first failure (u32).
+const ENTRIES_AT: u32 = 0;
+const SYMBOLS_AT: u32 = ENTRIES_AT + 4 * TOTAL;
+const FAILURES_AT: u32 = SYMBOLS_AT + 4 * 256;
+/// Shared memory of the decoding block.
+pub const DECODE_SHARED_BYTES: usize = (FAILURES_AT + 4 * BLOCK_WARPS) as usize;
+/// A slot's entry: its symbol in bits 0-7, its offset from the symbol's first slot from bit 8,
+/// the symbol's frequency (up to [`TOTAL`], 12 bits) from bit 20.
+const OFFSET_SHIFT: u32 = 8;
+const FREQ_SHIFT: u32 = 20;
+/// A warp's failure word when none of its sub-blocks failed.
+const NO_FAILURE: u32 = u32::MAX;
 
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
-/// `ferrocomp_format::ans::decompress`: the same size or status, in every lane.
+/// `ferrocomp_format::ans::decompress`: the same size or status, in every thread of the block.
 ///
 /// # Safety
 /// `input` must be readable for `len` bytes, `out` writable for `capacity` bytes and `shared` for
-/// [`SHARED_BYTES_PER_WARP`](super::SHARED_BYTES_PER_WARP) (this warp's alone, aligned to 4), neither written by anyone else
-/// meanwhile.
-pub unsafe fn decompress_chunk<W: Warp>(
+/// [`DECODE_SHARED_BYTES`] (the block's alone, aligned to 4), none of them written by anyone else
+/// meanwhile; every thread of the block, [`BLOCK_WARPS`] warps, calls this with the same chunk.
+pub unsafe fn decompress_chunk<B: Block, W: Warp>(
+    block: &B,
     warp: &W,
     input: *const u8,
     len: usize,
     out: *mut u8,
     capacity: usize,
-    shared: *mut u32,
+    shared: *mut u8,
 ) -> Result<usize, Status> {
     let bytes = unsafe { crate::raw::bytes(input, len) };
-    let (data_type, stored, n) = read_header(bytes)?;
+    let Header { version, data_type, stored, n } = read_header(bytes)?;
     if n > capacity {
         return Err(Status::OutputTooSmall);
     }
+    let (thread, threads) = (block.thread() as usize, block.threads() as usize);
+    let copy = |from: usize, to: usize, count: usize| {
+        for i in (thread..count).step_by(threads) {
+            unsafe { *out.add(to + i) = bytes[from + i] };
+        }
+    };
     if stored {
         if len != HEADER_LEN + n {
             return Err(if len < HEADER_LEN + n { Status::Truncated } else { Status::Malformed });
         }
-        copy(warp, unsafe { input.add(HEADER_LEN) }, out, n);
+        copy(HEADER_LEN, 0, n);
         return Ok(n);
     }
-    let tables = Tables::new(shared);
-    let table_len = unsafe { read_table(warp, &tables, &bytes[HEADER_LEN..])? };
+    // Every warp reads the frequencies (the same loads), so the checks agree without a barrier.
+    let (freqs, table_len) = read_freqs(warp, &bytes[HEADER_LEN..])?;
     let count = symbols(n, data_type);
     let blocks = sub_blocks(count);
     let sizes_at = HEADER_LEN + table_len;
     let sizes = bytes.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
-    let mut at = sizes_at + 2 * blocks;
-    let width = data_type.width();
-    let symbols_out = unsafe { out.add(width - 1) };
-    for first in (0..blocks).step_by(INTERLEAVED) {
-        // The group's sub-blocks, each checked as the scalar decoder reaches it: the first that
-        // fails, and those after it, decode nothing.
-        let mut failure = None;
-        let mut decoders = group_of(|k| {
-            let b = first + k;
-            if failure.is_some() || b >= blocks {
-                return SubBlockDecoder::idle();
-            }
-            let words = u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
-            let end = at + 4 * LANES + 2 * words;
-            let decoder = if end > len {
-                Err(Status::Truncated)
-            } else {
-                SubBlockDecoder::new(warp, bytes, at, words, b * SUB_BLOCK, SUB_BLOCK.min(count - b * SUB_BLOCK))
-            };
-            at = end;
-            decoder.unwrap_or_else(|status| {
-                failure = Some(status);
-                SubBlockDecoder::idle()
-            })
-        });
-        // The steps whole in every sub-block with symbols, then the rest of the first, the longest.
-        let [a, b, c, d] = &decoders;
-        let live = |decoder: &SubBlockDecoder| if decoder.len > 0 { decoder.len } else { u32::MAX };
-        let whole = match live(a).min(live(b)).min(live(c)).min(live(d)) {
-            u32::MAX => 0,
-            len => len / WARP_SIZE,
-        };
-        let (width, group) = (width as u32, &mut decoders);
-        for step in (0..whole).map(|k| k * WARP_SIZE) {
-            unsafe { decode_step::<W, true>(warp, &tables, bytes, symbols_out, width, group, step) };
+    let first_at = sizes_at + 2 * blocks;
+    // Bytes of sub-blocks `from .. to`, their states and words.
+    let span = |from: usize, to: usize| {
+        let mut total = 0;
+        for b in (from + warp.lane() as usize..to).step_by(LANES) {
+            total += 4 * LANES as u32 + 2 * u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as u32;
         }
-        for step in (whole..group[0].len.div_ceil(WARP_SIZE)).map(|k| k * WARP_SIZE) {
-            unsafe { decode_step::<W, false>(warp, &tables, bytes, symbols_out, width, group, step) };
-        }
-        // Those before a failure first, as the scalar decoder meets them.
-        let [a, b, c, d] = &decoders;
-        a.finish(warp)?;
-        b.finish(warp)?;
-        c.finish(warp)?;
-        d.finish(warp)?;
-        if let Some(status) = failure {
-            return Err(status);
-        }
+        warp.reduce_add(total) as usize
+    };
+
+    let table = unsafe { SharedBytes::new(shared) };
+    let warp_index = thread / WARP_SIZE as usize;
+    block.sync_threads(); // the block is done with the chunk before
+    if warp_index == 0 {
+        unsafe { set_symbols(warp, shared.add(SYMBOLS_AT as usize) as *mut u32, freqs) };
     }
+    block.sync_threads();
+    unsafe { write_slots(table, thread as u32) };
+    block.sync_threads();
+
+    // Each warp's sub-blocks, in order, up to its first failure.
+    let warps = threads / WARP_SIZE as usize;
+    let width = data_type.width();
+    let words_out = width == 1 && out as usize % 4 == 0;
+    let mut at = first_at + span(0, warp_index.min(blocks));
+    let mut failure = NO_FAILURE;
+    for b in (warp_index..blocks).step_by(warps) {
+        let word_count = u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
+        let first = b * SUB_BLOCK;
+        let sub_block = SubBlock { first, len: SUB_BLOCK.min(count - first), version, width, words_out };
+        let status = if at + 4 * LANES + 2 * word_count > len {
+            Err(Status::Truncated)
+        } else {
+            unsafe { sub_block.decode(warp, table, bytes, at, word_count, out.add(width - 1)) }
+        };
+        if let Err(status) = status {
+            failure = (b as u32) << 8 | status as u32;
+            break;
+        }
+        at += span(b, (b + warps).min(blocks));
+    }
+    if warp.lane() == 0 {
+        unsafe { table.set_u32(FAILURES_AT + 4 * warp_index as u32, failure) };
+    }
+    block.sync_threads();
+    let first_failure =
+        (0..warps as u32).fold(NO_FAILURE, |least, w| least.min(unsafe { table.u32(FAILURES_AT + 4 * w) }));
+    if first_failure != NO_FAILURE {
+        return Err(Status::from_code(first_failure & 0xFF));
+    }
+    let end = first_at + span(0, blocks);
     let raw = n - count;
-    if len != at + raw {
-        return Err(if len < at + raw { Status::Truncated } else { Status::Malformed });
+    if len != end + raw {
+        return Err(if len < end + raw { Status::Truncated } else { Status::Malformed });
     }
     if data_type == DataType::Float16 {
-        warp.for_each_strided(count, |i| unsafe { *out.add(2 * i) = bytes[at + i] });
+        for i in (thread..count).step_by(threads) {
+            unsafe { *out.add(2 * i) = bytes[end + i] };
+        }
     }
     let tail = n - count * width;
-    copy(warp, unsafe { input.add(len - tail) }, unsafe { out.add(n - tail) }, tail);
+    copy(len - tail, n - tail, tail);
     Ok(n)
 }
 
-/// Reads the table at the start of `bytes` into the warp's tables, checked as
-/// `ferrocomp_format::ans::Table::read`; returns its length. Lane `l` takes byte `l` of the
-/// bitmap, symbols `8l .. 8l + 8`.
+/// Reads the frequencies at the start of `bytes`, checked as `ferrocomp_format::ans::Table::read`:
+/// lane `l` takes byte `l` of the bitmap, symbols `8l .. 8l + 8`; returns its frequencies and the
+/// table's length.
 #[inline(always)]
-unsafe fn read_table<W: Warp>(warp: &W, tables: &Tables, bytes: &[u8]) -> Result<usize, Status> {
+fn read_freqs<W: Warp>(warp: &W, bytes: &[u8]) -> Result<([u32; 8], usize), Status> {
     let lane = warp.lane() as usize;
     if bytes.len() < BITMAP_LEN {
         return Err(Status::Truncated);
@@ -188,28 +171,97 @@ unsafe fn read_table<W: Warp>(warp: &W, tables: &Tables, bytes: &[u8]) -> Result
     if warp.reduce_add(freqs.iter().sum()) != TOTAL {
         return Err(Status::Malformed);
     }
-    unsafe { set_symbols(warp, tables, freqs) };
-    // Each symbol's slots.
-    let slots = tables.rest;
-    let mut cum = unsafe { tables.symbol(8 * lane as u32).cum };
-    for (j, &freq) in freqs.iter().enumerate() {
-        for slot in cum..cum + freq {
-            unsafe { *slots.add(slot as usize) = (8 * lane + j) as u8 };
-        }
-        cum += freq;
-    }
-    warp.sync();
-    Ok(BITMAP_LEN + 2 * warp.shuffle(before + set, WARP_SIZE - 1) as usize)
+    Ok((freqs, BITMAP_LEN + 2 * warp.shuffle(before + set, WARP_SIZE - 1) as usize))
 }
 
-/// A lane's share of decoding one sub-block: its state, and a window on the sub-block's words,
-/// the next 64 two a lane, loaded 32 words ahead of their use (past the last, 0: a refill there
-/// leaves the words miscounted, caught by [`finish`](Self::finish)). Offsets are the chunk's,
-/// and the fields few, so that four decoders stay in registers.
-struct SubBlockDecoder {
-    /// Symbols in the sub-block (0 in one that decodes nothing), and the chunk's index of its first.
-    len: u32,
-    first: u32,
+/// Writes the entries of this thread's [`SLOTS_PER_THREAD`] slots, from the symbols' table: the
+/// first slot's symbol by a binary search (the last symbol whose range starts at or before it
+/// has a frequency, as a symbol without one starts where the next begins), the rest walking on.
+#[inline(always)]
+unsafe fn write_slots(table: SharedBytes, thread: u32) {
+    let symbol = |s: u32| unsafe { table.u32(SYMBOLS_AT + 4 * s) };
+    let first = thread * SLOTS_PER_THREAD;
+    let (mut low, mut high) = (0, 256);
+    while high - low > 1 {
+        let middle = (low + high) / 2;
+        if symbol(middle) >> 16 <= first {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    let (mut s, mut entry) = (low, symbol(low));
+    for slot in first..first + SLOTS_PER_THREAD {
+        while slot >= (entry >> 16) + (entry & 0xFFFF) {
+            s += 1;
+            entry = symbol(s);
+        }
+        let (freq, cum) = (entry & 0xFFFF, entry >> 16);
+        unsafe { table.set_u32(ENTRIES_AT + 4 * slot, freq << FREQ_SHIFT | (slot - cum) << OFFSET_SHIFT | s) };
+    }
+}
+
+/// One sub-block as a warp decodes it: its symbols `first .. first + len` of the chunk, in
+/// `version`'s order, each the last byte of a `width`-byte value; `words_out`: a lane stores its
+/// four symbols of a round as one word (bytes, and an output aligned to 4).
+struct SubBlock {
+    first: usize,
+    len: usize,
+    version: u8,
+    width: usize,
+    words_out: bool,
+}
+
+impl SubBlock {
+    /// Decodes the sub-block whose states start at `at` in `chunk`, followed by `word_count`
+    /// words, into `symbols_out`, the chunk's output from the first symbol's byte on.
+    #[inline(always)]
+    unsafe fn decode<W: Warp>(
+        &self,
+        warp: &W,
+        table: SharedBytes,
+        chunk: &[u8],
+        at: usize,
+        word_count: usize,
+        symbols_out: *mut u8,
+    ) -> Result<(), Status> {
+        let lane = warp.lane() as usize;
+        let mut lane_state = LaneState::new(warp, chunk, at, word_count)?;
+        let store = |i: usize, symbol: u32| unsafe { *symbols_out.add((self.first + i) * self.width) = symbol as u8 };
+        // The steps in which every lane has a symbol, then the last, where some may not.
+        let whole = if self.version == VERSION_1 { self.len / LANES } else { self.len / ROUND * RUN };
+        if self.version == VERSION_1 {
+            for k in 0..whole {
+                let symbol = unsafe { lane_state.step(warp, table, chunk, true) };
+                store(k * LANES + lane, symbol);
+            }
+        } else {
+            for round in 0..whole / RUN {
+                let word = (0..RUN as u32)
+                    .fold(0, |word, j| word | unsafe { lane_state.step(warp, table, chunk, true) } << (8 * j));
+                let i = round * ROUND + lane * RUN;
+                if self.words_out {
+                    unsafe { (symbols_out.add(self.first + i) as *mut u32).write(word) };
+                } else {
+                    (0..RUN).for_each(|j| store(i + j, word >> (8 * j)));
+                }
+            }
+        }
+        for k in whole..steps(self.version, self.len) {
+            let i = symbol_index(self.version, k, lane);
+            let symbol = unsafe { lane_state.step(warp, table, chunk, i < self.len) };
+            if i < self.len {
+                store(i, symbol);
+            }
+        }
+        lane_state.finish(warp)
+    }
+}
+
+/// A lane's state, and a window on the sub-block's words: the next 64, two a lane, loaded 32
+/// words ahead of their use (past the last, 0: a refill there leaves the words miscounted,
+/// caught by [`finish`](Self::finish)).
+struct LaneState {
     state: u32,
     /// Where the sub-block's words start in the chunk, and how many there are.
     words_at: u32,
@@ -222,39 +274,27 @@ struct SubBlockDecoder {
     high: u32,
 }
 
-impl SubBlockDecoder {
-    /// Ready to decode the sub-block at `at` in `chunk` (its states, then its `word_count` words),
-    /// which holds the chunk's symbols `first .. first + len`.
+impl LaneState {
+    /// Ready to decode the sub-block at `at` in `chunk`: its states, then its `word_count` words.
     #[inline(always)]
-    fn new<W: Warp>(
-        warp: &W,
-        chunk: &[u8],
-        at: usize,
-        word_count: usize,
-        first: usize,
-        len: usize,
-    ) -> Result<Self, Status> {
+    fn new<W: Warp>(warp: &W, chunk: &[u8], at: usize, word_count: usize) -> Result<Self, Status> {
         let lane = warp.lane() as usize;
         let state = u32::from_le_bytes(core::array::from_fn(|k| chunk[at + 4 * lane + k]));
         if warp.ballot(state < LOWER) != 0 {
             return Err(Status::Malformed);
         }
-        let mut decoder = Self {
-            len: len as u32,
-            first: first as u32,
+        let mut lane_state = Self {
             state,
             words_at: (at + 4 * LANES) as u32,
             word_count: word_count as u32,
-            ..Self::idle()
+            base: 0,
+            taken: 0,
+            low: 0,
+            high: 0,
         };
-        (decoder.low, decoder.high) = (decoder.word(chunk, lane as u32), decoder.word(chunk, (LANES + lane) as u32));
-        Ok(decoder)
-    }
-
-    /// A decoder of nothing that ends well.
-    #[inline(always)]
-    fn idle() -> Self {
-        Self { len: 0, first: 0, state: LOWER, words_at: 0, word_count: 0, base: 0, taken: 0, low: 0, high: 0 }
+        (lane_state.low, lane_state.high) =
+            (lane_state.word(chunk, lane as u32), lane_state.word(chunk, (LANES + lane) as u32));
+        Ok(lane_state)
     }
 
     /// Word `k`, or 0 past the last.
@@ -268,23 +308,33 @@ impl SubBlockDecoder {
         }
     }
 
-    /// Takes `words` from the window, moving it on by 32 once that many are taken.
+    /// Decodes this lane's next symbol where `active` (its state left as it is elsewhere); the
+    /// lanes whose states fall low take the window's next words in lane order. Returns the symbol.
     #[inline(always)]
-    fn take(&mut self, chunk: &[u8], lane: u32, words: u32) {
-        self.taken += words;
-        if self.taken >= LANES as u32 {
-            (self.base, self.taken) = (self.base + LANES as u32, self.taken - LANES as u32);
-            (self.low, self.high) = (self.high, self.word(chunk, self.base + LANES as u32 + lane));
+    unsafe fn step<W: Warp>(&mut self, warp: &W, table: SharedBytes, chunk: &[u8], active: bool) -> u32 {
+        let lane = warp.lane();
+        // The word lane `l` gives: window word `l` if it is not taken yet, else word `32 + l`.
+        let offer = if lane >= self.taken { self.low } else { self.high };
+        let entry = unsafe { table.u32(ENTRIES_AT + 4 * (self.state & (TOTAL - 1))) };
+        let x = (entry >> FREQ_SHIFT) * (self.state >> PROB_BITS) + (entry >> OFFSET_SHIFT & (TOTAL - 1));
+        let refill = active && x < LOWER;
+        let refilling = warp.ballot(refill);
+        let within = self.taken + (refilling & ((1u32 << lane) - 1)).count_ones();
+        let word = warp.shuffle(offer, within % WARP_SIZE);
+        if active {
+            self.state = if refill { x << 16 | word } else { x };
         }
+        self.taken += refilling.count_ones();
+        if self.taken >= WARP_SIZE {
+            (self.base, self.taken) = (self.base + WARP_SIZE, self.taken - WARP_SIZE);
+            (self.low, self.high) = (self.high, self.word(chunk, self.base + WARP_SIZE + lane));
+        }
+        entry & 0xFF
     }
 
-    /// The sub-block's status once decoded: every word taken and every state back at [`LOWER`]
-    /// (an idle decoder's, success).
+    /// The sub-block's status once decoded: every word taken and every state back at [`LOWER`].
     #[inline(always)]
     fn finish<W: Warp>(&self, warp: &W) -> Result<(), Status> {
-        if self.len == 0 {
-            return Ok(());
-        }
         if self.base + self.taken != self.word_count || warp.ballot(self.state != LOWER) != 0 {
             return Err(Status::Malformed);
         }

@@ -1,12 +1,14 @@
-//! Compressing a chunk: the symbols counted and scaled to the table's frequencies, then each
-//! sub-block coded twice, once to count its words and once to write them.
+//! Compressing a chunk with a block of [`BLOCK_WARPS`](super::BLOCK_WARPS) warps: the symbols counted and scaled to
+//! the table's frequencies, then each warp codes its own sub-blocks twice, once to count their
+//! words and, the chunk's layout known, once to write them.
 
-use super::{BITMAP_LEN, INTERLEAVED, Tables, copy, each, group_of, set_symbols};
+use super::{BITMAP_LEN, Tables, set_symbols};
+use crate::block::Block;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
     DataType, HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, STORED, SUB_BLOCK, TOTAL, VERSION, encode,
-    max_compressed_size, reciprocal, sub_blocks, symbols,
+    max_compressed_size, reciprocal, steps, sub_blocks, symbol_index, symbols,
 };
 
 /// The `width`-th byte of each value: value `i`'s symbol.
@@ -47,12 +49,14 @@ fn normalize<W: Warp>(warp: &W, counts: [u32; 8], total: usize) -> [u32; 8] {
 }
 
 /// Compresses the `n` bytes at `input` with `options` into `out` (room for `capacity` bytes), as
-/// `ferrocomp_format::ans::compress`; returns the compressed size (in every lane).
+/// `ferrocomp_format::ans::compress`; returns the compressed size (in every thread of the block).
 ///
 /// # Safety
 /// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes and `shared` for
-/// [`SHARED_BYTES_PER_WARP`](super::SHARED_BYTES_PER_WARP) (this warp's alone, aligned to 4).
-pub unsafe fn compress_chunk<W: Warp>(
+/// [`COMPRESS_SHARED_BYTES`](super::COMPRESS_SHARED_BYTES) (the block's alone, aligned to 4); every
+/// thread of the block, [`BLOCK_WARPS`](super::BLOCK_WARPS) warps, calls this with the same chunk.
+pub unsafe fn compress_chunk<B: Block, W: Warp>(
+    block: &B,
     warp: &W,
     input: *const u8,
     n: usize,
@@ -68,53 +72,68 @@ pub unsafe fn compress_chunk<W: Warp>(
         return Err(Status::OutputTooSmall);
     }
     let (data_type, lane) = (options.data_type, warp.lane() as usize);
+    let (thread, threads) = (block.thread() as usize, block.threads() as usize);
+    let (warp_index, warps) = (thread / WARP_SIZE as usize, threads / WARP_SIZE as usize);
+    let copy = |from: *const u8, to: *mut u8, count: usize| {
+        for i in (thread..count).step_by(threads) {
+            unsafe { *to.add(i) = *from.add(i) };
+        }
+    };
     let tables = Tables::new(shared);
     let count = symbols(n, data_type);
-    // The symbols' counts.
-    warp.for_each_strided(256, |s| unsafe { *tables.symbols.add(s) = 0 });
-    warp.sync();
-    warp.for_each_strided(count, |i| unsafe {
-        crate::raw::shared_add(tables.symbols.add(symbol_at(input, i, data_type) as usize), 1)
-    });
-    warp.sync();
-    let counts: [u32; 8] = core::array::from_fn(|j| unsafe { tables.count((8 * lane + j) as u32) });
-    warp.sync(); // counted before the table overwrites them
-    let freqs = normalize(warp, counts, count);
-    let (before, present) = unsafe { set_symbols(warp, &tables, freqs) };
-    let table_len = BITMAP_LEN as u32 + 2 * warp.shuffle(before + present, WARP_SIZE - 1);
-    warp.sync();
-    for (j, &freq) in freqs.iter().enumerate() {
-        let reciprocal = if freq > 0 { reciprocal(freq) } else { 0 };
-        unsafe { *tables.reciprocals.add(8 * lane + j) = reciprocal };
+    // The symbols' counts, then (the first warp) the table.
+    block.sync_threads(); // the block is done with the chunk before
+    for s in (thread..256).step_by(threads) {
+        unsafe { *tables.symbols.add(s) = 0 };
     }
-    warp.sync();
+    block.sync_threads();
+    for i in (thread..count).step_by(threads) {
+        unsafe { crate::raw::shared_add(tables.symbols.add(symbol_at(input, i, data_type) as usize), 1) };
+    }
+    block.sync_threads();
+    let counts: [u32; 8] = core::array::from_fn(|j| unsafe { tables.count((8 * lane + j) as u32) });
+    block.sync_threads(); // counted before the table overwrites them
+    let freqs = normalize(warp, counts, count);
+    let (before, present) = if warp_index == 0 {
+        unsafe { set_symbols(warp, tables.symbols, freqs) }
+    } else {
+        // The same counts in every warp, so the same frequencies: only the first writes them.
+        let present = freqs.iter().filter(|&&f| f > 0).count() as u32;
+        (crate::lz77::scan_add(warp, present) - present, present)
+    };
+    let table_len = BITMAP_LEN as u32 + 2 * warp.shuffle(before + present, WARP_SIZE - 1);
+    if warp_index == 0 {
+        for (j, &freq) in freqs.iter().enumerate() {
+            let reciprocal = if freq > 0 { reciprocal(freq) } else { 0 };
+            unsafe { *tables.reciprocals.add(8 * lane + j) = reciprocal };
+        }
+    }
+    block.sync_threads();
     // Each sub-block's words, counted by a first coding; the chunk is stored if no smaller.
     let blocks = sub_blocks(count);
     let word_counts = tables.rest as *mut u16;
-    let sizes_at = HEADER_LEN + table_len as usize;
-    let mut size = sizes_at + 2 * blocks + (n - count);
     let width = data_type.width() as u32;
-    for first in (0..blocks).step_by(INTERLEAVED) {
-        let mut group = group_of(|k| SubBlockEncoder::new(first + k, count));
-        unsafe {
-            code_group(warp, &tables, input, width, &mut group, |encoder, word| encoder.words += word.is_some() as u32)
-        };
-        let mut count_words = |k: usize, encoder: &SubBlockEncoder| {
-            let words = warp.reduce_add(encoder.words) as usize;
-            if first + k < blocks {
-                if lane == 0 {
-                    unsafe { *word_counts.add(first + k) = words as u16 };
-                }
-                size += 4 * LANES + 2 * words;
-            }
-        };
-        let [a, b, c, d] = &group;
-        count_words(0, a);
-        count_words(1, b);
-        count_words(2, c);
-        count_words(3, d);
+    for b in (warp_index..blocks).step_by(warps) {
+        let mut encoder = SubBlockEncoder::new(b, count);
+        unsafe { encoder.code(warp, &tables, input, width, |encoder, word| encoder.words += word.is_some() as u32) };
+        let words = warp.reduce_add(encoder.words);
+        if lane == 0 {
+            unsafe { *word_counts.add(b) = words as u16 };
+        }
     }
-    warp.sync();
+    block.sync_threads();
+    let word_count = |b: usize| unsafe { *word_counts.add(b) } as usize;
+    // Bytes of sub-blocks `from .. to`, their states and words.
+    let span = |from: usize, to: usize| {
+        let mut total = 0;
+        for b in (from + lane..to).step_by(LANES) {
+            total += 4 * LANES + 2 * word_count(b);
+        }
+        warp.reduce_add(total as u32) as usize
+    };
+    let sizes_at = HEADER_LEN + table_len as usize;
+    let first_at = sizes_at + 2 * blocks;
+    let size = first_at + span(0, blocks) + (n - count);
     let header = |flags: u8, k: usize| match k {
         0 => VERSION,
         1 => data_type as u8,
@@ -123,38 +142,33 @@ pub unsafe fn compress_chunk<W: Warp>(
         _ => (n >> (8 * (k - 4))) as u8,
     };
     if size >= max_compressed_size(n) {
-        if lane < HEADER_LEN {
-            unsafe { *out.add(lane) = header(STORED, lane) };
+        if thread < HEADER_LEN {
+            unsafe { *out.add(thread) = header(STORED, thread) };
         }
-        copy(warp, input, unsafe { out.add(HEADER_LEN) }, n);
+        copy(input, unsafe { out.add(HEADER_LEN) }, n);
         return Ok(max_compressed_size(n));
     }
-    if lane < HEADER_LEN {
-        unsafe { *out.add(lane) = header(0, lane) };
+    if thread < HEADER_LEN {
+        unsafe { *out.add(thread) = header(0, thread) };
     }
-    // The table: lane `l` has byte `l` of the bitmap and its symbols' frequencies.
-    let bitmap = freqs.iter().enumerate().fold(0u8, |bits, (j, &f)| bits | ((f > 0) as u8) << j);
-    unsafe { *out.add(HEADER_LEN + lane) = bitmap };
-    let mut at = HEADER_LEN + BITMAP_LEN + 2 * before as usize;
-    for &freq in freqs.iter().filter(|&&f| f > 0) {
-        unsafe { (*out.add(at), *out.add(at + 1)) = (freq as u8, (freq >> 8) as u8) };
-        at += 2;
+    if warp_index == 0 {
+        // The table: lane `l` has byte `l` of the bitmap and its symbols' frequencies.
+        let bitmap = freqs.iter().enumerate().fold(0u8, |bits, (j, &f)| bits | ((f > 0) as u8) << j);
+        unsafe { *out.add(HEADER_LEN + lane) = bitmap };
+        let mut at = HEADER_LEN + BITMAP_LEN + 2 * before as usize;
+        for &freq in freqs.iter().filter(|&&f| f > 0) {
+            unsafe { (*out.add(at), *out.add(at + 1)) = (freq as u8, (freq >> 8) as u8) };
+            at += 2;
+        }
     }
+    copy(word_counts as *const u8, unsafe { out.add(sizes_at) }, 2 * blocks);
     // Each sub-block coded again, each word written where decoding reads it: the e-th emitted
     // (the lanes after this one emitting before it in a step) the (words - 1 - e)-th read.
-    warp.for_each_strided(2 * blocks, |k| unsafe { *out.add(sizes_at + k) = *(word_counts as *const u8).add(k) });
-    let mut at = sizes_at + 2 * blocks;
     let above = !0u32 << lane << 1;
-    for first in (0..blocks).step_by(INTERLEAVED) {
-        let mut group = group_of(|k| {
-            let mut encoder = SubBlockEncoder::new(first + k, count);
-            if first + k < blocks {
-                encoder.word_count = unsafe { *word_counts.add(first + k) } as u32;
-                encoder.into = at as u32;
-                at += 4 * LANES + 2 * encoder.word_count as usize;
-            }
-            encoder
-        });
+    let mut at = first_at + span(0, warp_index.min(blocks));
+    for b in (warp_index..blocks).step_by(warps) {
+        let mut encoder = SubBlockEncoder::new(b, count);
+        (encoder.word_count, encoder.into) = (word_count(b) as u32, at as u32);
         let emit = |encoder: &mut SubBlockEncoder, word: Option<u16>| {
             let emitting = warp.ballot(word.is_some());
             if let Some(word) = word {
@@ -164,33 +178,28 @@ pub unsafe fn compress_chunk<W: Warp>(
             }
             encoder.words += emitting.count_ones();
         };
-        unsafe { code_group(warp, &tables, input, width, &mut group, emit) };
-        let write_states = |encoder: &SubBlockEncoder| {
-            if encoder.len > 0 {
-                let states = unsafe { out.add(encoder.into as usize + 4 * lane) };
-                for k in 0..4 {
-                    unsafe { *states.add(k) = (encoder.state >> (8 * k)) as u8 };
-                }
-            }
-        };
-        let [a, b, c, d] = &group;
-        write_states(a);
-        write_states(b);
-        write_states(c);
-        write_states(d);
+        unsafe { encoder.code(warp, &tables, input, width, emit) };
+        let states = unsafe { out.add(at + 4 * lane) };
+        for k in 0..4 {
+            unsafe { *states.add(k) = (encoder.state >> (8 * k)) as u8 };
+        }
+        at += span(b, (b + warps).min(blocks));
     }
+    let end = size - (n - count);
     if data_type == DataType::Float16 {
-        warp.for_each_strided(count, |i| unsafe { *out.add(at + i) = *input.add(2 * i) });
-        at += count;
+        for i in (thread..count).step_by(threads) {
+            unsafe { *out.add(end + i) = *input.add(2 * i) };
+        }
     }
-    copy(warp, unsafe { input.add(count * data_type.width()) }, unsafe { out.add(at) }, n - count * data_type.width());
+    let raw = count * data_type.width();
+    copy(unsafe { input.add(raw) }, unsafe { out.add(size - (n - raw)) }, n - raw);
     Ok(size)
 }
 
-/// A lane's share of coding one sub-block, last symbol first: lane `l` codes its symbols `l`
-/// apart by 32 into its state.
+/// A lane's share of coding one sub-block, last symbol first: lane `l` codes the symbols
+/// `symbol_index` gives it into its state.
 struct SubBlockEncoder {
-    /// Symbols in the sub-block (0 past the chunk's last), and the chunk's index of its first.
+    /// Symbols in the sub-block, and the chunk's index of its first.
     len: u32,
     first: u32,
     state: u32,
@@ -205,45 +214,32 @@ impl SubBlockEncoder {
     /// Ready to code sub-block `b` of a chunk of `count` symbols.
     #[inline(always)]
     fn new(b: usize, count: usize) -> Self {
-        let (first, len) = (b * SUB_BLOCK, SUB_BLOCK.min(count.saturating_sub(b * SUB_BLOCK)));
+        let (first, len) = (b * SUB_BLOCK, SUB_BLOCK.min(count - b * SUB_BLOCK));
         Self { len: len as u32, first: first as u32, state: LOWER, words: 0, into: 0, word_count: 0 }
     }
-}
 
-/// Codes the sub-blocks of `group`, last step first, giving `emit` each member's word of each
-/// step (if it emits one), member by member. Each step goes stage by stage across the members: a
-/// warp issues in order, waiting at a load's first use, so one member's step after another's
-/// would wait out each latency in turn.
-#[inline(always)]
-unsafe fn code_group<W: Warp>(
-    warp: &W,
-    tables: &Tables,
-    input: *const u8,
-    width: u32,
-    group: &mut [SubBlockEncoder; INTERLEAVED],
-    mut emit: impl FnMut(&mut SubBlockEncoder, Option<u16>),
-) {
-    let lane = warp.lane();
-    for step in (0..group[0].len.div_ceil(WARP_SIZE)).rev().map(|k| k * WARP_SIZE) {
-        let [a, b, c, d] = &mut *group;
-        let symbols = each([&*a, &*b, &*c, &*d], |encoder| {
-            let i = step + lane;
-            let at = (encoder.first + i) * width + width - 1;
-            (i < encoder.len).then(|| unsafe { *input.add(at as usize) as u32 })
-        });
-        let entries = each(symbols, |s| s.map(|s| unsafe { (tables.symbol(s), tables.reciprocal(s)) }));
-        let states = [a.state, b.state, c.state, d.state];
-        let [ca, cb, cc, cd] = each([0, 1, 2, 3], |k| match entries[k] {
-            Some((symbol, reciprocal)) => encode(states[k], symbol, reciprocal),
-            None => (None, states[k]),
-        });
-        let mut finish = |encoder: &mut SubBlockEncoder, (word, state)| {
-            encoder.state = state;
-            emit(encoder, word);
-        };
-        finish(a, ca);
-        finish(b, cb);
-        finish(c, cc);
-        finish(d, cd);
+    /// Codes the sub-block, last step first, giving `emit` each step's word (if this lane emits
+    /// one).
+    #[inline(always)]
+    unsafe fn code<W: Warp>(
+        &mut self,
+        warp: &W,
+        tables: &Tables,
+        input: *const u8,
+        width: u32,
+        mut emit: impl FnMut(&mut Self, Option<u16>),
+    ) {
+        let lane = warp.lane() as usize;
+        for k in (0..steps(VERSION, self.len as usize)).rev() {
+            let i = symbol_index(VERSION, k, lane) as u32;
+            let (word, state) = if i < self.len {
+                let s = unsafe { *input.add(((self.first + i) * width + width - 1) as usize) } as u32;
+                unsafe { encode(self.state, tables.symbol(s), tables.reciprocal(s)) }
+            } else {
+                (None, self.state)
+            };
+            self.state = state;
+            emit(self, word);
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::lz77::scan_add;
 use crate::warp::{WARP_SIZE, Warp};
+use ferrocomp_format::Status;
 
 /// The threads of one block executing a kernel together. Every thread must reach each barrier.
 pub trait Block {
@@ -66,4 +67,53 @@ pub trait Block {
         self.sync_threads();
         (below + sum - value, total)
     }
+}
+
+/// Decodes a chunk's `parts` (coded one after another from byte `first_at`, part `p` taking
+/// `size(p)` bytes) with the warps of `block`: warp `w` takes parts `w`, `w + warps`, … in turn,
+/// each by `decode(p, at)` with `at` where it starts, and stops at its first failure. Returns
+/// where the last part ends, or the failure of the first part that failed (the one a decoder
+/// taking the parts in turn meets), in every thread. `failures` is shared memory for a word a
+/// warp; the block is done with it, and with whatever `decode` read, when this returns.
+///
+/// # Safety
+/// `failures` must be that shared memory, the block's alone; every thread of the block calls this.
+#[inline(always)]
+pub unsafe fn decode_parts<B: Block, W: Warp>(
+    block: &B,
+    warp: &W,
+    parts: usize,
+    first_at: usize,
+    size: impl Fn(usize) -> usize,
+    failures: *mut u32,
+    mut decode: impl FnMut(usize, usize) -> Result<(), Status>,
+) -> Result<usize, Status> {
+    let (warp_index, warps) = ((block.thread() / WARP_SIZE) as usize, (block.threads() / WARP_SIZE) as usize);
+    // Bytes of parts `from .. to`.
+    let span = |from: usize, to: usize| {
+        let mut total = 0;
+        for p in (from + warp.lane() as usize..to).step_by(WARP_SIZE as usize) {
+            total += size(p);
+        }
+        warp.reduce_add(total as u32) as usize
+    };
+    let mut at = first_at + span(0, warp_index.min(parts));
+    let mut failure = u32::MAX;
+    for p in (warp_index..parts).step_by(warps) {
+        if let Err(status) = decode(p, at) {
+            failure = (p as u32) << 8 | status as u32;
+            break;
+        }
+        at += span(p, (p + warps).min(parts));
+    }
+    if warp.lane() == 0 {
+        unsafe { *failures.add(warp_index) = failure };
+    }
+    block.sync_threads();
+    let first = (0..warps).fold(u32::MAX, |first, w| first.min(unsafe { *failures.add(w) }));
+    block.sync_threads(); // every warp has read the failures before the next chunk's
+    if first != u32::MAX {
+        return Err(Status::from_code(first & 0xFF));
+    }
+    Ok(first_at + span(0, parts))
 }

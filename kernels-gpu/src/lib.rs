@@ -79,7 +79,7 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
         cascaded::WARPS * 32,
         blocks_per_sm(cascaded::WARPS, cascaded::COMPRESS_SHARED_BYTES_PER_WARP),
     ),
-    ("cascaded_decompress", cascaded::WARPS * 32, cascaded::DECOMPRESS_BLOCKS_PER_SM),
+    ("cascaded_decompress", cascaded::DECODE_WARPS * 32, cascaded::DECOMPRESS_BLOCKS_PER_SM),
     ("deflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("gdeflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("deflate_decompress", deflate::DECODE_WARPS * 32, deflate::DECOMPRESS_BLOCKS_PER_SM),

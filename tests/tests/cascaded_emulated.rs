@@ -1,6 +1,6 @@
-//! The Cascaded kernels' bodies on an emulated warp: the compressor writes the format crate's
-//! bytes at every element type and option, and the decoder gives the scalar decoder's bytes or
-//! status on those streams, on misaligned ones and on damaged ones.
+//! The Cascaded kernels' bodies emulated: the compressor (a warp) writes the format crate's bytes
+//! at every element type and option, and the decoder (a block of warps) gives the scalar decoder's
+//! bytes or status on those streams, on misaligned ones and on damaged ones.
 
 use ferrocomp_format::Status;
 use ferrocomp_format::cascaded::{self, ElementType, Options, SUB_BLOCK};
@@ -26,15 +26,26 @@ fn warp_compress(input: &[u8], options: &Options, shift: usize) -> Result<Vec<u8
     result.map(|n| out[..n].to_vec())
 }
 
-/// The warp's decoding of `stream` placed `shift` bytes past an aligned address (the allocation
+/// The block's decoding of `stream` placed `shift` bytes past an aligned address (the allocation
 /// ending with it, for a sanitizer), into an output `shift` bytes past one.
-fn warp_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<u8>, Status> {
+fn block_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity + shift];
     let mut placed = vec![0u8; stream.len() + shift].into_boxed_slice();
     placed[shift..].copy_from_slice(stream);
-    let (i, o) = (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize);
-    let result = agreed(emulated::run(|warp| unsafe {
-        gpu_cascaded::decompress_chunk(warp, i as *const u8, stream.len(), o as *mut u8, capacity)
+    let mut failures = vec![0u32; gpu_cascaded::DECODE_WARPS as usize];
+    let (i, o, f) =
+        (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, failures.as_mut_ptr() as usize);
+    let threads = gpu_cascaded::DECODE_WARPS * 32;
+    let result = agreed(emulated::run_block(threads, |thread| unsafe {
+        gpu_cascaded::decompress_chunk(
+            thread,
+            thread,
+            i as *const u8,
+            stream.len(),
+            o as *mut u8,
+            capacity,
+            f as *mut u32,
+        )
     }));
     result.map(|n| out[shift..shift + n].to_vec())
 }
@@ -92,7 +103,7 @@ fn warp_compressor_writes_the_scalar_bytes() {
             let expected = scalar_compress(input, options);
             let got = warp_compress(input, options, k % 3).unwrap();
             assert_eq!(got, expected, "{} bytes, {options:?}", input.len());
-            assert_eq!(warp_decompress(&got, input.len(), k % 4).as_ref(), Ok(input), "{options:?}");
+            assert_eq!(block_decompress(&got, input.len(), k % 4).as_ref(), Ok(input), "{options:?}");
         }
     }
 }
@@ -112,7 +123,7 @@ fn warp_compressor_reports_what_does_not_fit() {
 }
 
 #[test]
-fn warp_decoder_agrees_with_scalar_on_damaged_streams() {
+fn block_decoder_agrees_with_scalar_on_damaged_streams() {
     let mut noise = random_bytes(4096, 13).into_iter();
     for element in [ElementType::U8, ElementType::I32, ElementType::U64] {
         for options in
@@ -120,9 +131,9 @@ fn warp_decoder_agrees_with_scalar_on_damaged_streams() {
         {
             let input = numbers(element.width(), 6);
             let stream = scalar_compress(&input, &options);
-            assert_eq!(warp_decompress(&stream, input.len() - 1, 0), Err(Status::OutputTooSmall));
+            assert_eq!(block_decompress(&stream, input.len() - 1, 0), Err(Status::OutputTooSmall));
             assert_eq!(
-                warp_decompress(&stream[..stream.len() - 1], input.len(), 3),
+                block_decompress(&stream[..stream.len() - 1], input.len(), 3),
                 scalar_decompress(&stream[..stream.len() - 1], input.len())
             );
             for _ in 0..24 {
@@ -130,7 +141,7 @@ fn warp_decoder_agrees_with_scalar_on_damaged_streams() {
                 let at = (noise.next().unwrap() as usize * 256 + noise.next().unwrap() as usize) % stream.len();
                 damaged[at] ^= 1 << (noise.next().unwrap() % 8);
                 assert_eq!(
-                    warp_decompress(&damaged, input.len(), at % 4),
+                    block_decompress(&damaged, input.len(), at % 4),
                     scalar_decompress(&damaged, input.len()),
                     "{options:?}, damaged at {at}"
                 );

@@ -6,7 +6,7 @@ use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::cascaded::{self, MAX_CHUNK_SIZE};
 pub use ferrocomp_format::cascaded::{ElementType, Options as Cascaded};
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::cascaded::{COMPRESS_SHARED_BYTES_PER_WARP, WARPS};
+use ferrocomp_kernels_gpu::cascaded::{COMPRESS_SHARED_BYTES_PER_WARP, DECODE_SHARED_BYTES, DECODE_WARPS, WARPS};
 
 impl BatchCodec for Cascaded {
     fn max_chunk_size(&self) -> usize {
@@ -26,7 +26,11 @@ impl BatchCodec for Cascaded {
             algorithm: Algorithm::Cascaded,
             options: self.to_word() as u64,
             compress: Shape::warps(WARPS, COMPRESS_SHARED_BYTES_PER_WARP),
-            decompress: Shape::warps(WARPS, 0),
+            decompress: Shape::Blocks {
+                warps: DECODE_WARPS,
+                shared_bytes: DECODE_SHARED_BYTES,
+                max_blocks: usize::MAX,
+            },
             sizes: super::lz4::SIZES_SHAPE,
         }
     }

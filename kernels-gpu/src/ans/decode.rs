@@ -4,7 +4,7 @@
 //! in version 2 stores a lane's four symbols of a round as one word.
 
 use super::{BITMAP_LEN, BLOCK_WARPS, set_symbols};
-use crate::block::Block;
+use crate::block::{Block, decode_parts};
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -16,7 +16,8 @@ use ferrocomp_format::ans::{
 /// Slots of the table each thread of the block writes.
 const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
 /// Where the decoding block's shared memory holds each slot's entry (u32), each symbol's
-/// frequency and cumulative frequency (u32), and each warp's first failure (u32).
+/// frequency and cumulative frequency (u32), and each warp's first failure (u32, for
+/// [`decode_parts`]).
 const ENTRIES_AT: u32 = 0;
 const SYMBOLS_AT: u32 = ENTRIES_AT + 4 * TOTAL;
 const FAILURES_AT: u32 = SYMBOLS_AT + 4 * 256;
@@ -26,8 +27,6 @@ pub const DECODE_SHARED_BYTES: usize = (FAILURES_AT + 4 * BLOCK_WARPS) as usize;
 /// the symbol's frequency (up to [`TOTAL`], 12 bits) from bit 20.
 const OFFSET_SHIFT: u32 = 8;
 const FREQ_SHIFT: u32 = 20;
-/// A warp's failure word when none of its sub-blocks failed.
-const NO_FAILURE: u32 = u32::MAX;
 
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
 /// `ferrocomp_format::ans::decompress`: the same size or status, in every thread of the block.
@@ -69,57 +68,30 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     let blocks = sub_blocks(count);
     let sizes_at = HEADER_LEN + table_len;
     let sizes = bytes.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
-    let first_at = sizes_at + 2 * blocks;
-    // Bytes of sub-blocks `from .. to`, their states and words.
-    let span = |from: usize, to: usize| {
-        let mut total = 0;
-        for b in (from + warp.lane() as usize..to).step_by(LANES) {
-            total += 4 * LANES as u32 + 2 * u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as u32;
-        }
-        warp.reduce_add(total) as usize
-    };
+    let word_count = |b: usize| u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
 
     let table = unsafe { SharedBytes::new(shared) };
-    let warp_index = thread / WARP_SIZE as usize;
-    block.sync_threads(); // the block is done with the chunk before
-    if warp_index == 0 {
+    if thread < WARP_SIZE as usize {
         unsafe { set_symbols(warp, shared.add(SYMBOLS_AT as usize) as *mut u32, freqs) };
     }
     block.sync_threads();
     unsafe { write_slots(table, thread as u32) };
     block.sync_threads();
 
-    // Each warp's sub-blocks, in order, up to its first failure.
-    let warps = threads / WARP_SIZE as usize;
     let width = data_type.width();
     let words_out = width == 1 && out as usize % 4 == 0;
-    let mut at = first_at + span(0, warp_index.min(blocks));
-    let mut failure = NO_FAILURE;
-    for b in (warp_index..blocks).step_by(warps) {
-        let word_count = u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
-        let first = b * SUB_BLOCK;
-        let sub_block = SubBlock { first, len: SUB_BLOCK.min(count - first), version, width, words_out };
-        let status = if at + 4 * LANES + 2 * word_count > len {
-            Err(Status::Truncated)
-        } else {
-            unsafe { sub_block.decode(warp, table, bytes, at, word_count, out.add(width - 1)) }
-        };
-        if let Err(status) = status {
-            failure = (b as u32) << 8 | status as u32;
-            break;
-        }
-        at += span(b, (b + warps).min(blocks));
-    }
-    if warp.lane() == 0 {
-        unsafe { table.set_u32(FAILURES_AT + 4 * warp_index as u32, failure) };
-    }
-    block.sync_threads();
-    let first_failure =
-        (0..warps as u32).fold(NO_FAILURE, |least, w| least.min(unsafe { table.u32(FAILURES_AT + 4 * w) }));
-    if first_failure != NO_FAILURE {
-        return Err(Status::from_code(first_failure & 0xFF));
-    }
-    let end = first_at + span(0, blocks);
+    let failures = unsafe { shared.add(FAILURES_AT as usize) } as *mut u32;
+    let size = |b: usize| 4 * LANES + 2 * word_count(b);
+    let end = unsafe {
+        decode_parts(block, warp, blocks, sizes_at + 2 * blocks, size, failures, |b, at| {
+            if at + size(b) > len {
+                return Err(Status::Truncated);
+            }
+            let first = b * SUB_BLOCK;
+            let sub_block = SubBlock { first, len: SUB_BLOCK.min(count - first), version, width, words_out };
+            sub_block.decode(warp, table, bytes, at, word_count(b), out.add(width - 1))
+        })?
+    };
     let raw = n - count;
     if len != end + raw {
         return Err(if len < end + raw { Status::Truncated } else { Status::Malformed });

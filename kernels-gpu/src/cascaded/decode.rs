@@ -1,8 +1,10 @@
-//! Decompressing a chunk, a sub-block at a time, straight into the output: the values unpacked
-//! and their deltas undone 32 a step, then each run-length layer expanded in place.
+//! Decompressing a chunk with a block of warps, a warp a sub-block at a time, straight into the
+//! output: the values unpacked and their deltas undone 32 a step, then each run-length layer
+//! expanded in place.
 
 use super::{load, set};
 use crate::bitpack::{Words, scan_add64, shuffle64};
+use crate::block::{Block, decode_parts};
 use crate::lz77::last_starting_by;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -37,19 +39,22 @@ impl Elements {
 }
 
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
-/// `ferrocomp_format::cascaded::decompress`: the same size or status, in every lane. Each
-/// sub-block decodes straight into its output, which holds the values while the run-length
-/// layers expand them.
+/// `ferrocomp_format::cascaded::decompress`: the same size or status, in every thread of the
+/// block. Each warp decodes its sub-blocks straight into their output, which holds the values
+/// while the run-length layers expand them.
 ///
 /// # Safety
 /// `input` must be readable for `len` bytes and `out` writable for `capacity` bytes, neither
-/// written by anyone else meanwhile.
-pub unsafe fn decompress_chunk<W: Warp>(
+/// written by anyone else meanwhile; `failures` shared memory for a word a warp, the block's
+/// alone; every thread of the block calls this with the same chunk.
+pub unsafe fn decompress_chunk<B: Block, W: Warp>(
+    block: &B,
     warp: &W,
     input: *const u8,
     len: usize,
     out: *mut u8,
     capacity: usize,
+    failures: *mut u32,
 ) -> Result<usize, Status> {
     let bytes = unsafe { crate::raw::bytes(input, len) };
     let (element, n) = read_header(bytes)?;
@@ -57,18 +62,18 @@ pub unsafe fn decompress_chunk<W: Warp>(
         return Err(Status::OutputTooSmall);
     }
     let words = Words::new(input, len);
-    let mut at = HEADER_LEN + 2 * sub_blocks(n);
-    for s in 0..sub_blocks(n) {
-        let size = sub_block_size(bytes, s);
-        if at + size > len {
-            return Err(Status::Truncated);
-        }
-        let out = unsafe { out.add(s * SUB_BLOCK) };
-        let len = SUB_BLOCK.min(n - s * SUB_BLOCK);
-        unsafe { decode_sub_block(warp, &words, &bytes[at..at + size], 8 * at, element.width(), out, len)? };
-        at += size;
-    }
-    if at != len { Err(Status::Malformed) } else { Ok(n) }
+    let parts = sub_blocks(n);
+    let size = |s: usize| sub_block_size(bytes, s);
+    let end = unsafe {
+        decode_parts(block, warp, parts, HEADER_LEN + 2 * parts, size, failures, |s, at| {
+            if at + size(s) > len {
+                return Err(Status::Truncated);
+            }
+            let (out, len) = (out.add(s * SUB_BLOCK), SUB_BLOCK.min(n - s * SUB_BLOCK));
+            decode_sub_block(warp, &words, &bytes[at..at + size(s)], 8 * at, element.width(), out, len)
+        })?
+    };
+    if end != len { Err(Status::Malformed) } else { Ok(n) }
 }
 
 /// Decodes the sub-block `bytes` (at bit `bit` of the input `words`) into the `len` bytes at

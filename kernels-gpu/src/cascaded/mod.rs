@@ -1,5 +1,5 @@
-//! Cascaded on the GPU: a warp per chunk, a sub-block at a time, the format crate's bytes written
-//! and read (`ferrocomp_format::cascaded`).
+//! Cascaded on the GPU: the format crate's bytes written and read (`ferrocomp_format::cascaded`), a
+//! sub-block at a time by a warp: a warp per chunk compressing, a block of warps decoding.
 //!
 //! Compressing, the lanes take 32 entries a step: a run-length layer compares each entry with
 //! the one before (a shuffle), ballots the run starts into a bitmap and compacts the runs' values
@@ -29,11 +29,15 @@ const STARTS_BYTES: usize = SUB_BLOCK / 8;
 pub const COMPRESS_SHARED_BYTES_PER_WARP: usize =
     (2 * SUB_BLOCK + MAX_LAYERS * STARTS_BYTES + 4 * CODED_WORDS).next_multiple_of(8);
 const _: () = assert!(COMPRESS_SHARED_BYTES_PER_WARP.is_multiple_of(8) && SUB_BLOCK.is_multiple_of(8));
-/// Warps per block of both kernels.
+/// Warps per block of the compress kernel.
 pub const WARPS: u32 = 2;
+/// Warps of a block decoding one chunk: a 64 KiB chunk's 16 sub-blocks two a warp.
+pub const DECODE_WARPS: u32 = 8;
+/// Shared memory of the decoding block: a word a warp for its first failure.
+pub const DECODE_SHARED_BYTES: usize = 4 * DECODE_WARPS as usize;
 /// Blocks of the decompress kernel an SM must hold at once: 32 warps, which 64-KiB chunks fill in
 /// one wave (as LZ4's decoder).
-pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 32 / WARPS;
+pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 32 / DECODE_WARPS;
 
 /// Entry `i` of the `width`-byte entries at `at` (aligned to `width`).
 #[inline(always)]
@@ -74,16 +78,17 @@ unsafe fn load(at: *const u8, i: usize, width: usize, aligned: bool) -> u64 {
 mod kernels {
     use super::{COMPRESS_SHARED_BYTES_PER_WARP, compress_chunk, decompress_chunk};
     use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
-    use crate::gpu::HardwareWarp;
+    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::cascaded::{self, Options};
     use ferrocomp_format::{BatchArgs, Status};
 
-    /// Cascaded's kernels: a warp per chunk both ways, a thread per chunk for the sizes.
+    /// Cascaded's kernels: a warp per chunk compressing, a block decoding, a thread per chunk for
+    /// the sizes.
     pub struct Cascaded;
 
     impl ChunkKernels for Cascaded {
         const COMPRESS: Lanes = Lanes::Warp;
-        const DECOMPRESS: Lanes = Lanes::Warp;
+        const DECOMPRESS: Lanes = Lanes::Block;
         const SIZES: Lanes = Lanes::Thread;
 
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
@@ -95,7 +100,8 @@ mod kernels {
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity) }
+            let (input, len, failures) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u32>());
+            unsafe { decompress_chunk(&HardwareBlock, warp, input, len, chunk.output, chunk.capacity, failures) }
         }
 
         unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {

@@ -21,9 +21,10 @@ fn block_compress(input: &[u8], options: &Options, shift: usize, capacity: usize
     let mut shared = vec![0u32; gpu_ans::COMPRESS_SHARED_BYTES / 4];
     let (i, o, s) =
         (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
-    let (n, i, o, s) = (input.len(), i as *const u8, o as *mut u8, s as *mut u32);
+    let (n, o, s) = (input.len(), o as *mut u8, s as *mut u32);
     let result = agreed(emulated::run_block(BLOCK_THREADS, |thread| unsafe {
-        gpu_ans::compress_chunk(thread, thread, i, n, options, s, o, capacity)
+        let input = core::slice::from_raw_parts(i as *const u8, n);
+        gpu_ans::compress_chunk(thread, thread, input, options, s, o, capacity)
     }));
     result.map(|n| out[shift..shift + n].to_vec())
 }

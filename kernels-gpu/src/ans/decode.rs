@@ -79,7 +79,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     block.sync_threads();
 
     let width = data_type.width();
-    let words_out = width == 1 && out as usize % 4 == 0;
+    let words_out = width == 1 && (out as usize).is_multiple_of(4);
     let failures = unsafe { shared.add(FAILURES_AT as usize) } as *mut u32;
     let size = |b: usize| 4 * LANES + 2 * word_count(b);
     let end = unsafe {

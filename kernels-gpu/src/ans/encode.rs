@@ -48,23 +48,23 @@ fn normalize<W: Warp>(warp: &W, counts: [u32; 8], total: usize) -> [u32; 8] {
     freqs
 }
 
-/// Compresses the `n` bytes at `input` with `options` into `out` (room for `capacity` bytes), as
+/// Compresses `input` with `options` into `out` (room for `capacity` bytes), as
 /// `ferrocomp_format::ans::compress`; returns the compressed size (in every thread of the block).
 ///
 /// # Safety
-/// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes and `shared` for
+/// `out` must be writable for `capacity` bytes and `shared` for
 /// [`COMPRESS_SHARED_BYTES`](super::COMPRESS_SHARED_BYTES) (the block's alone, aligned to 4); every
 /// thread of the block, [`BLOCK_WARPS`](super::BLOCK_WARPS) warps, calls this with the same chunk.
 pub unsafe fn compress_chunk<B: Block, W: Warp>(
     block: &B,
     warp: &W,
-    input: *const u8,
-    n: usize,
+    input: &[u8],
     options: &Options,
     shared: *mut u32,
     out: *mut u8,
     capacity: usize,
 ) -> Result<usize, Status> {
+    let (input, n) = (input.as_ptr(), input.len());
     if n > MAX_CHUNK_SIZE {
         return Err(Status::ChunkTooLarge);
     }

@@ -112,8 +112,8 @@ mod kernels {
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let data_type = ans::DataType::from_id(args.options as u8).ok_or(Status::Unsupported)?;
             let (options, shared) = (Options { data_type }, dynamic_shared_memory::<u32>());
-            let (input, n, out, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
-            unsafe { compress_chunk(&HardwareBlock, warp, input, n, &options, shared, out, capacity) }
+            let (input, out, capacity) = (unsafe { chunk.input() }, chunk.output, chunk.capacity);
+            unsafe { compress_chunk(&HardwareBlock, warp, input, &options, shared, out, capacity) }
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {

@@ -76,8 +76,8 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("blosc_unshuffle", blosc::UNSHUFFLE_THREADS, 2),
     (
         "cascaded_compress",
-        cascaded::WARPS * 32,
-        blocks_per_sm(cascaded::WARPS, cascaded::COMPRESS_SHARED_BYTES_PER_WARP),
+        cascaded::COMPRESS_WARPS * 32,
+        blocks_per_sm(cascaded::COMPRESS_WARPS, cascaded::COMPRESS_SHARED_BYTES / cascaded::COMPRESS_WARPS as usize),
     ),
     ("cascaded_decompress", cascaded::DECODE_WARPS * 32, cascaded::DECOMPRESS_BLOCKS_PER_SM),
     ("deflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),

@@ -1,5 +1,5 @@
-//! The Cascaded kernels' bodies emulated: the compressor (a warp) writes the format crate's bytes
-//! at every element type and option, and the decoder (a block of warps) gives the scalar decoder's
+//! The Cascaded kernels' bodies on an emulated block of warps: the compressor writes the format
+//! crate's bytes at every element type and option, and the decoder gives the scalar decoder's
 //! bytes or status on those streams, on misaligned ones and on damaged ones.
 
 use ferrocomp_format::Status;
@@ -7,21 +7,19 @@ use ferrocomp_format::cascaded::{self, ElementType, Options, SUB_BLOCK};
 use ferrocomp_kernels_gpu::{cascaded as gpu_cascaded, emulated};
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
-/// Shared memory for one warp, aligned to 8.
-fn shared(bytes: usize) -> Vec<u64> {
-    vec![0; bytes.div_ceil(8)]
-}
-
-/// The warp's stream of `input` placed `shift` bytes past an aligned address.
-fn warp_compress(input: &[u8], options: &Options, shift: usize) -> Result<Vec<u8>, Status> {
-    let capacity = cascaded::max_compressed_size(input.len());
+/// The block's stream of `input` placed `shift` bytes past an aligned address, into an output
+/// with room for `capacity` bytes.
+fn block_compress(input: &[u8], options: &Options, shift: usize, capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];
     let mut placed = vec![0u8; input.len() + shift];
     placed[shift..].copy_from_slice(input);
-    let mut smem = shared(gpu_cascaded::COMPRESS_SHARED_BYTES_PER_WARP);
-    let (i, o, s) = (placed[shift..].as_ptr() as usize, out.as_mut_ptr() as usize, smem.as_mut_ptr() as usize);
-    let result = agreed(emulated::run(|warp| unsafe {
-        gpu_cascaded::compress_chunk(warp, i as *const u8, input.len(), options, s as *mut u8, o as *mut u8, capacity)
+    let mut shared = vec![0u64; gpu_cascaded::COMPRESS_SHARED_BYTES.div_ceil(8)];
+    let (i, o, s) = (placed[shift..].as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
+    let (n, o, s) = (input.len(), o as *mut u8, s as *mut u8);
+    let threads = gpu_cascaded::COMPRESS_WARPS * 32;
+    let result = agreed(emulated::run_block(threads, |thread| unsafe {
+        let input = core::slice::from_raw_parts(i as *const u8, n);
+        gpu_cascaded::compress_chunk(thread, thread, input, options, s, o, capacity)
     }));
     result.map(|n| out[..n].to_vec())
 }
@@ -81,11 +79,12 @@ fn numbers(width: usize, seed: u64) -> Vec<u8> {
 }
 
 fn small_inputs() -> Vec<Vec<u8>> {
-    vec![Vec::new(), vec![9], vec![3; 5], text_bytes(SUB_BLOCK + 77, 5)]
+    // The last takes the block's warps two rounds, the second with fewer sub-blocks than warps.
+    vec![Vec::new(), vec![9], vec![3; 5], text_bytes(SUB_BLOCK + 77, 5), text_bytes(4 * SUB_BLOCK + 901, 6)]
 }
 
 #[test]
-fn warp_compressor_writes_the_scalar_bytes() {
+fn block_compressor_writes_the_scalar_bytes() {
     for element in ElementType::ALL {
         let option_sets = [
             Options { element, ..Options::default() },
@@ -101,7 +100,8 @@ fn warp_compressor_writes_the_scalar_bytes() {
         let cases = cases.chain(small.iter().zip(option_sets.iter().cycle().skip(element as usize)));
         for (k, (input, options)) in cases.enumerate() {
             let expected = scalar_compress(input, options);
-            let got = warp_compress(input, options, k % 3).unwrap();
+            let capacity = cascaded::max_compressed_size(input.len());
+            let got = block_compress(input, options, k % 3, capacity).unwrap();
             assert_eq!(got, expected, "{} bytes, {options:?}", input.len());
             assert_eq!(block_decompress(&got, input.len(), k % 4).as_ref(), Ok(input), "{options:?}");
         }
@@ -109,17 +109,11 @@ fn warp_compressor_writes_the_scalar_bytes() {
 }
 
 #[test]
-fn warp_compressor_reports_what_does_not_fit() {
+fn block_compressor_reports_what_does_not_fit() {
     let input = numbers(4, 8);
     let options = Options::default();
     let capacity = scalar_compress(&input, &options).len() - 1;
-    let mut out = vec![0u8; capacity];
-    let mut smem = shared(gpu_cascaded::COMPRESS_SHARED_BYTES_PER_WARP);
-    let (i, o, s) = (input.as_ptr() as usize, out.as_mut_ptr() as usize, smem.as_mut_ptr() as usize);
-    let result = agreed(emulated::run(|warp| unsafe {
-        gpu_cascaded::compress_chunk(warp, i as *const u8, input.len(), &options, s as *mut u8, o as *mut u8, capacity)
-    }));
-    assert_eq!(result, Err(Status::OutputTooSmall));
+    assert_eq!(block_compress(&input, &options, 0, capacity), Err(Status::OutputTooSmall));
 }
 
 #[test]

@@ -6,7 +6,7 @@ use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::cascaded::{self, MAX_CHUNK_SIZE};
 pub use ferrocomp_format::cascaded::{ElementType, Options as Cascaded};
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::cascaded::{COMPRESS_SHARED_BYTES_PER_WARP, DECODE_SHARED_BYTES, DECODE_WARPS, WARPS};
+use ferrocomp_kernels_gpu::cascaded::{COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECODE_SHARED_BYTES, DECODE_WARPS};
 
 impl BatchCodec for Cascaded {
     fn max_chunk_size(&self) -> usize {
@@ -25,7 +25,11 @@ impl BatchCodec for Cascaded {
         Launch {
             algorithm: Algorithm::Cascaded,
             options: self.to_word() as u64,
-            compress: Shape::warps(WARPS, COMPRESS_SHARED_BYTES_PER_WARP),
+            compress: Shape::Blocks {
+                warps: COMPRESS_WARPS,
+                shared_bytes: COMPRESS_SHARED_BYTES,
+                max_blocks: usize::MAX,
+            },
             decompress: Shape::Blocks {
                 warps: DECODE_WARPS,
                 shared_bytes: DECODE_SHARED_BYTES,

@@ -7,7 +7,7 @@ use crate::block::Block;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
-    DataType, HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, STORED, SUB_BLOCK, TOTAL, VERSION, encode,
+    DataType, HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, RUN, STORED, SUB_BLOCK, TOTAL, VERSION, encode,
     max_compressed_size, reciprocal, steps, sub_blocks, symbol_index, symbols,
 };
 
@@ -219,7 +219,8 @@ impl SubBlockEncoder {
     }
 
     /// Codes the sub-block, last step first, giving `emit` each step's word (if this lane emits
-    /// one).
+    /// one). A round's four symbols and their table entries are loaded before its steps, so that
+    /// their latencies overlap rather than each step waiting on its own.
     #[inline(always)]
     unsafe fn code<W: Warp>(
         &mut self,
@@ -230,16 +231,28 @@ impl SubBlockEncoder {
         mut emit: impl FnMut(&mut Self, Option<u16>),
     ) {
         let lane = warp.lane() as usize;
-        for k in (0..steps(VERSION, self.len as usize)).rev() {
-            let i = symbol_index(VERSION, k, lane) as u32;
-            let (word, state) = if i < self.len {
-                let s = unsafe { *input.add(((self.first + i) * width + width - 1) as usize) } as u32;
-                unsafe { encode(self.state, tables.symbol(s), tables.reciprocal(s)) }
-            } else {
-                (None, self.state)
+        for round in (0..steps(VERSION, self.len as usize) / RUN).rev() {
+            let entries: [Option<_>; RUN] = core::array::from_fn(|j| {
+                let i = symbol_index(VERSION, round * RUN + j, lane) as u32;
+                (i < self.len).then(|| unsafe {
+                    let s = *input.add(((self.first + i) * width + width - 1) as usize) as u32;
+                    (tables.symbol(s), tables.reciprocal(s))
+                })
+            });
+            // Written out, not looped, so that the entries stay in registers.
+            let [a, b, c, d] = entries;
+            let mut step = |entry: Option<_>| {
+                let (word, state) = match entry {
+                    Some((symbol, reciprocal)) => encode(self.state, symbol, reciprocal),
+                    None => (None, self.state),
+                };
+                self.state = state;
+                emit(self, word);
             };
-            self.state = state;
-            emit(self, word);
+            step(d);
+            step(c);
+            step(b);
+            step(a);
         }
     }
 }

@@ -1,8 +1,10 @@
-//! Compressing a chunk, a sub-block at a time: each run-length and delta layer the options allow
-//! is framed, the smallest coding chosen as the CPU's is, and its bits ORed into shared memory.
+//! Compressing a chunk with a block of warps, a warp a sub-block at a time: each run-length and
+//! delta layer the options allow is framed, the smallest coding chosen as the CPU's is, and its
+//! bits ORed into shared memory.
 
-use super::{STARTS_BYTES, get, load, set};
+use super::{COMPRESS_SHARED_BYTES_PER_WARP, STARTS_BYTES, get, load, set};
 use crate::bitpack::{or_bits, reduce_extremes, shuffle64};
+use crate::block::Block;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::bitpack::{Extremes, Frame, mask, packed_len};
@@ -24,21 +26,25 @@ fn pick(levels: &[u64; 1 + MAX_LAYERS], d: usize) -> u64 {
     levels.iter().enumerate().fold(0, |picked, (k, &level)| if k == d { level } else { picked })
 }
 
-/// Compresses the `n` bytes at `input` with `options` into `out` (room for `capacity` bytes),
-/// as `ferrocomp_format::cascaded::compress`; returns the compressed size (in every lane).
+/// Compresses `input` with `options` into `out` (room for `capacity` bytes), as
+/// `ferrocomp_format::cascaded::compress`; returns the compressed size (in every thread of the
+/// block). The block's warps code a round of sub-blocks at once, each into its own shared memory,
+/// then write them out one after another.
 ///
 /// # Safety
-/// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes and `shared` for
-/// [`COMPRESS_SHARED_BYTES_PER_WARP`](super::COMPRESS_SHARED_BYTES_PER_WARP) bytes (aligned to 8), none written by anyone else meanwhile.
-pub unsafe fn compress_chunk<W: Warp>(
+/// `out` must be writable for `capacity` bytes and `shared` for
+/// [`COMPRESS_SHARED_BYTES`](super::COMPRESS_SHARED_BYTES) bytes (aligned to 8, the block's alone),
+/// neither written by anyone else meanwhile; every thread of the block calls this with the same chunk.
+pub unsafe fn compress_chunk<B: Block, W: Warp>(
+    block: &B,
     warp: &W,
-    input: *const u8,
-    n: usize,
+    input: &[u8],
     options: &Options,
     shared: *mut u8,
     out: *mut u8,
     capacity: usize,
 ) -> Result<usize, Status> {
+    let (input, n) = (input.as_ptr(), input.len());
     if n > MAX_CHUNK_SIZE {
         return Err(Status::ChunkTooLarge);
     }
@@ -49,35 +55,46 @@ pub unsafe fn compress_chunk<W: Warp>(
     if table > capacity {
         return Err(Status::OutputTooSmall);
     }
-    let lane = warp.lane() as usize;
-    if lane < HEADER_LEN {
+    let (thread, lane) = (block.thread() as usize, warp.lane() as usize);
+    let (warp_index, warps) = (thread / WARP_SIZE as usize, (block.threads() / WARP_SIZE) as usize);
+    if thread < HEADER_LEN {
         let header = [VERSION, options.element as u8, 0, 0, n as u8, (n >> 8) as u8, (n >> 16) as u8, (n >> 24) as u8];
-        unsafe { *out.add(lane) = header[lane] };
+        unsafe { *out.add(thread) = header[thread] };
     }
-    let mut encoder = Encoder::new(shared, options);
+    let mut encoder = Encoder::new(unsafe { shared.add(warp_index * COMPRESS_SHARED_BYTES_PER_WARP) }, options);
+    let sizes = unsafe { shared.add(warps * COMPRESS_SHARED_BYTES_PER_WARP) } as *mut u32;
     let mut at = table;
-    for s in 0..sub_blocks(n) {
-        let (from, len) = (s * SUB_BLOCK, SUB_BLOCK.min(n - s * SUB_BLOCK));
-        let coded = unsafe { encoder.encode(warp, input.add(from), len) };
-        let size = coded.unwrap_or(1 + len);
-        if at + size > capacity {
+    for round in (0..sub_blocks(n)).step_by(warps) {
+        let s = round + warp_index;
+        let (from, len) = (s * SUB_BLOCK, SUB_BLOCK.min(n.saturating_sub(s * SUB_BLOCK)));
+        let coded = if len > 0 { unsafe { encoder.encode(warp, input.add(from), len) } } else { None };
+        let size = if len > 0 { coded.unwrap_or(1 + len) } else { 0 };
+        if lane == 0 {
+            unsafe { *sizes.add(warp_index) = size as u32 };
+        }
+        block.sync_threads();
+        let (before, total) = (0..warps).fold((0, 0), |(before, total), w| {
+            let size = unsafe { *sizes.add(w) } as usize;
+            (if w < warp_index { before + size } else { before }, total + size)
+        });
+        if at + total > capacity {
             return Err(Status::OutputTooSmall);
         }
-        let to = unsafe { out.add(at) };
+        let to = unsafe { out.add(at + before) };
         if coded.is_some() {
             let coded = encoder.coded as *const u8;
             warp.for_each_strided(size, |i| unsafe { *to.add(i) = *coded.add(i) });
-        } else {
+        } else if len > 0 {
             warp.for_each_strided(len, |i| unsafe { *to.add(1 + i) = *input.add(from + i) });
             if lane == 0 {
                 unsafe { *to = STORED };
             }
         }
-        if lane < 2 {
+        if len > 0 && lane < 2 {
             unsafe { *out.add(HEADER_LEN + 2 * s + lane) = (size >> (8 * lane)) as u8 };
         }
-        warp.sync(); // the coded sub-block is read before the next is written
-        at += size;
+        block.sync_threads(); // the round's sizes and coded sub-blocks are read before the next's
+        at += total;
     }
     Ok(at)
 }

@@ -1,5 +1,5 @@
 //! Cascaded on the GPU: the format crate's bytes written and read (`ferrocomp_format::cascaded`), a
-//! sub-block at a time by a warp: a warp per chunk compressing, a block of warps decoding.
+//! block of warps a chunk both ways, each warp a sub-block at a time.
 //!
 //! Compressing, the lanes take 32 entries a step: a run-length layer compares each entry with
 //! the one before (a shuffle), ballots the run starts into a bitmap and compacts the runs' values
@@ -29,8 +29,12 @@ const STARTS_BYTES: usize = SUB_BLOCK / 8;
 pub const COMPRESS_SHARED_BYTES_PER_WARP: usize =
     (2 * SUB_BLOCK + MAX_LAYERS * STARTS_BYTES + 4 * CODED_WORDS).next_multiple_of(8);
 const _: () = assert!(COMPRESS_SHARED_BYTES_PER_WARP.is_multiple_of(8) && SUB_BLOCK.is_multiple_of(8));
-/// Warps per block of the compress kernel.
-pub const WARPS: u32 = 2;
+/// Warps of a block compressing one chunk, each with its own shared memory: as many as fit the
+/// 48 KiB a kernel takes without opting in.
+pub const COMPRESS_WARPS: u32 = 3;
+/// Shared memory of the compressing block: each warp's, then a word a warp for its sub-block's size.
+pub const COMPRESS_SHARED_BYTES: usize = COMPRESS_WARPS as usize * (COMPRESS_SHARED_BYTES_PER_WARP + 4);
+const _: () = assert!(COMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
 /// Warps of a block decoding one chunk: a 64 KiB chunk's 16 sub-blocks two a warp.
 pub const DECODE_WARPS: u32 = 8;
 /// Shared memory of the decoding block: a word a warp for its first failure.
@@ -76,27 +80,24 @@ unsafe fn load(at: *const u8, i: usize, width: usize, aligned: bool) -> u64 {
 
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
-    use super::{COMPRESS_SHARED_BYTES_PER_WARP, compress_chunk, decompress_chunk};
-    use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
+    use super::{compress_chunk, decompress_chunk};
+    use crate::batch::{Chunk, ChunkKernels, Lanes};
     use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::cascaded::{self, Options};
     use ferrocomp_format::{BatchArgs, Status};
 
-    /// Cascaded's kernels: a warp per chunk compressing, a block decoding, a thread per chunk for
-    /// the sizes.
+    /// Cascaded's kernels: a block per chunk both ways, a thread per chunk for the sizes.
     pub struct Cascaded;
 
     impl ChunkKernels for Cascaded {
-        const COMPRESS: Lanes = Lanes::Warp;
+        const COMPRESS: Lanes = Lanes::Block;
         const DECOMPRESS: Lanes = Lanes::Block;
         const SIZES: Lanes = Lanes::Thread;
 
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
             let options = Options::from_word(args.options as u32).ok_or(Status::Unsupported)?;
-            let shared = warp_shared::<u8>(COMPRESS_SHARED_BYTES_PER_WARP);
-            unsafe {
-                compress_chunk(warp, chunk.input, chunk.input_len, &options, shared, chunk.output, chunk.capacity)
-            }
+            let (input, shared) = (unsafe { chunk.input() }, dynamic_shared_memory::<u8>());
+            unsafe { compress_chunk(&HardwareBlock, warp, input, &options, shared, chunk.output, chunk.capacity) }
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {

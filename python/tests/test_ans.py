@@ -50,8 +50,8 @@ def test_skewed_bytes_compress_near_their_entropy():
 
 def test_the_raw_block_starts_with_the_documented_header():
     block = bytes(codec().encode(skewed(5000)))
-    # Version 1, bytes, not stored, a reserved byte, the size, then the symbol bitmap.
-    assert block[:8] == bytes([1, 0, 0, 0]) + (5000).to_bytes(4, "little")
+    # Version 2, bytes, not stored, a reserved byte, the size, then the symbol bitmap.
+    assert block[:8] == bytes([2, 0, 0, 0]) + (5000).to_bytes(4, "little")
 
 
 def test_noise_is_stored():

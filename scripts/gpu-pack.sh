@@ -14,6 +14,7 @@ for line in sys.stdin:
         shutil.copy(m["executable"], sys.argv[1] + "/" + m["target"]["name"])' "$1"
 }
 cargo test --release --no-run --message-format=json -p ferrocomp-tests -p ferrocomp-format | collect .gpu/tests
+cargo test --release --no-run --message-format=json -p ferrocomp --lib | collect .gpu/tests # the host's unit tests
 cargo bench --no-run --message-format=json -p ferrocomp-bench | collect .gpu
 cargo build --release -p ferrocomp-cli -p ferrocomp-bench
 cargo build --release -p ferrocomp-tests --bin differential

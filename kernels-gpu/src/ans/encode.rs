@@ -111,7 +111,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     block.sync_threads();
     // Each sub-block's words, counted by a first coding; the chunk is stored if no smaller.
     let blocks = sub_blocks(count);
-    let word_counts = tables.rest as *mut u16;
+    let word_counts = tables.word_counts;
     let width = data_type.width() as u32;
     for b in (warp_index..blocks).step_by(warps) {
         let mut encoder = SubBlockEncoder::new(b, count);

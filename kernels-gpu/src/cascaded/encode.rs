@@ -77,23 +77,28 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
             let size = unsafe { *sizes.add(w) } as usize;
             (if w < warp_index { before + size } else { before }, total + size)
         });
-        if at + total > capacity {
-            return Err(Status::OutputTooSmall);
-        }
-        let to = unsafe { out.add(at + before) };
-        if coded.is_some() {
-            let coded = encoder.coded as *const u8;
-            warp.for_each_strided(size, |i| unsafe { *to.add(i) = *coded.add(i) });
-        } else if len > 0 {
-            warp.for_each_strided(len, |i| unsafe { *to.add(1 + i) = *input.add(from + i) });
-            if lane == 0 {
-                unsafe { *to = STORED };
+        let fits = at + total <= capacity;
+        if fits && len > 0 {
+            let to = unsafe { out.add(at + before) };
+            if coded.is_some() {
+                let coded = encoder.coded as *const u8;
+                warp.for_each_strided(size, |i| unsafe { *to.add(i) = *coded.add(i) });
+            } else {
+                warp.for_each_strided(len, |i| unsafe { *to.add(1 + i) = *input.add(from + i) });
+                if lane == 0 {
+                    unsafe { *to = STORED };
+                }
+            }
+            if lane < 2 {
+                unsafe { *out.add(HEADER_LEN + 2 * s + lane) = (size >> (8 * lane)) as u8 };
             }
         }
-        if len > 0 && lane < 2 {
-            unsafe { *out.add(HEADER_LEN + 2 * s + lane) = (size >> (8 * lane)) as u8 };
+        // The round's sizes and coded sub-blocks are read before the next's (or the next chunk's)
+        // are written, whether or not the chunk goes on.
+        block.sync_threads();
+        if !fits {
+            return Err(Status::OutputTooSmall);
         }
-        block.sync_threads(); // the round's sizes and coded sub-blocks are read before the next's
         at += total;
     }
     Ok(at)

@@ -1,4 +1,4 @@
-//! ANS: order-0 entropy coding of bytes (or of the high bytes of 16-bit floats) with 32
+//! ANS: order-0 entropy coding of bytes (or of the high bytes of 16- and 32-bit floats) with 32
 //! interleaved rANS states, in ferrocomp's own layout (docs/FORMAT.md gives it byte by byte),
 //! after DietGPU's: the 32 states of a sub-block are a warp's lanes, so a warp decodes 32 symbols
 //! a step, and the 16-bit words the states refill from are stored in the order the lanes read
@@ -51,6 +51,12 @@ pub enum DataType {
     /// 16-bit floats: each value's high byte (sign, exponent, two mantissa bits) a symbol, its low
     /// byte stored as it is (nvCOMP's `float16`).
     Float16 = 1,
+    /// 32-bit floats: each value's high byte (sign, seven exponent bits) a symbol, its three low
+    /// bytes stored as they are (nvCOMP's `float32`).
+    Float32 = 2,
+    /// 8-bit floats (e4m3: sign, four exponent bits, three mantissa bits): each value one symbol,
+    /// coded whole, with the joint frequencies of its exponent and mantissa (nvCOMP's `float8`).
+    Float8 = 3,
 }
 
 impl DataType {
@@ -59,6 +65,8 @@ impl DataType {
         match id {
             0 => Some(Self::Bytes),
             1 => Some(Self::Float16),
+            2 => Some(Self::Float32),
+            3 => Some(Self::Float8),
             _ => None,
         }
     }
@@ -66,8 +74,9 @@ impl DataType {
     /// Bytes per value: each value has one symbol.
     pub const fn width(self) -> usize {
         match self {
-            Self::Bytes => 1,
+            Self::Bytes | Self::Float8 => 1,
             Self::Float16 => 2,
+            Self::Float32 => 4,
         }
     }
 }
@@ -84,10 +93,10 @@ pub const fn max_compressed_size(n: usize) -> usize {
     HEADER_LEN + n
 }
 
-/// Largest size `compressed_len` bytes can decode to: a sub-block of [`SUB_BLOCK`] symbols takes
-/// at least its 32 states and its word count (a guard against lying headers).
+/// Largest size `compressed_len` bytes can decode to: a sub-block of [`SUB_BLOCK`] symbols of up
+/// to 4 bytes takes at least its 32 states and its word count (a guard against lying headers).
 pub const fn max_decompressed_size(compressed_len: usize) -> usize {
-    let bound = (compressed_len / (4 * LANES + 2) + 1) * SUB_BLOCK * 2;
+    let bound = (compressed_len / (4 * LANES + 2) + 1) * SUB_BLOCK * 4;
     if bound > MAX_CHUNK_SIZE { MAX_CHUNK_SIZE } else { bound }
 }
 
@@ -280,9 +289,21 @@ pub const fn sub_blocks(symbols: usize) -> usize {
     symbols.div_ceil(SUB_BLOCK)
 }
 
-/// Symbol `i` of `input`: byte `i`, or the high byte of 16-bit value `i`.
+/// Symbol `i` of `input`: byte `i`, or the high byte of value `i`.
 fn symbol(input: &[u8], i: usize, data_type: DataType) -> u8 {
     input[i * data_type.width() + data_type.width() - 1]
+}
+
+/// The bytes of `values` values of `width` bytes that are not symbols: each value's low
+/// `width - 1` bytes, stored in order after the sub-blocks.
+pub const fn raw_bytes(values: usize, width: usize) -> usize {
+    values * (width - 1)
+}
+
+/// Where the `i`-th of the [`raw_bytes`] of `width`-byte values is in the values.
+#[inline(always)]
+pub const fn raw_byte_source(i: usize, width: usize) -> usize {
+    i / (width - 1) * width + i % (width - 1)
 }
 
 /// Compresses `input` into `out`, returning the compressed size.
@@ -328,13 +349,12 @@ pub fn compress(input: &[u8], options: &Options, out: &mut [u8]) -> Result<usize
         }
         at += 4 * LANES + 2 * words;
     }
-    if data_type == DataType::Float16 {
-        for i in 0..count {
-            out[at + i] = input[2 * i];
-        }
-        at += count;
+    let width = data_type.width();
+    for (i, byte) in out[at..at + raw_bytes(count, width)].iter_mut().enumerate() {
+        *byte = input[raw_byte_source(i, width)];
     }
-    out[at..size].copy_from_slice(&input[count * data_type.width()..]);
+    at += raw_bytes(count, width);
+    out[at..size].copy_from_slice(&input[count * width..]);
     Ok(size)
 }
 
@@ -402,12 +422,11 @@ pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
     if input.len() != at + raw {
         return Err(if input.len() < at + raw { Status::Truncated } else { Status::Malformed });
     }
-    if data_type == DataType::Float16 {
-        for i in 0..count {
-            out[2 * i] = input[at + i];
-        }
+    let width = data_type.width();
+    for (i, &byte) in input[at..at + raw_bytes(count, width)].iter().enumerate() {
+        out[raw_byte_source(i, width)] = byte;
     }
-    let tail = n - count * data_type.width();
+    let tail = n - count * width;
     out[n - tail..].copy_from_slice(&input[input.len() - tail..]);
     Ok(n)
 }

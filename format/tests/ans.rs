@@ -1,4 +1,4 @@
-//! ANS: round trips of bytes and 16-bit floats at every size that matters, the ratio on text, the
+//! ANS: round trips of bytes and 16-, 32- and 8-bit floats at every size that matters, the ratio on text, the
 //! stored fallback, the table's scaling, the reciprocal division, and corrupt, truncated and lying streams.
 
 use ferrocomp_format::Status;
@@ -61,6 +61,40 @@ fn float16_round_trips_odd_sizes_keep_their_tail() {
         odd.push(0x5A);
         round_trip(&odd, &FLOAT16);
     }
+}
+
+/// 32-bit floats of a smooth field, little-endian.
+fn singles(count: usize) -> Vec<u8> {
+    (0..count).flat_map(|k| (1.5 + (k as f32 / 300.0).sin()).to_le_bytes()).collect()
+}
+
+#[test]
+fn float32_codes_high_bytes_and_keeps_the_rest_in_order() {
+    let float32 = Options { data_type: DataType::Float32 };
+    for count in [0, 1, 33, SUB_BLOCK + 5, 16000] {
+        for tail in 0..4 {
+            let mut data = singles(count);
+            data.extend(&[0xA5, 0x5A, 0x3C][..tail]);
+            let compressed = round_trip(&data, &float32);
+            if count > 1000 {
+                // The high bytes of values near 1.5 take a few bits; the three low bytes stay.
+                assert!(compressed.len() < data.len() * 4 / 5, "{count}: {}", compressed.len());
+                let raw = ans::raw_bytes(count, 4);
+                let at = compressed.len() - tail - raw;
+                let lows: Vec<u8> = data.as_chunks::<4>().0.iter().flat_map(|v| v[..3].to_vec()).collect();
+                assert_eq!(&compressed[at..at + raw], &lows[..]);
+            }
+        }
+    }
+}
+
+#[test]
+fn float8_codes_each_value_whole() {
+    // e4m3 values of a narrow range: few exponents, so a skewed table.
+    let data: Vec<u8> = skewed(50_000, 5).iter().map(|&b| 0x30 | b & 0x0F).collect();
+    let float8 = round_trip(&data, &Options { data_type: DataType::Float8 });
+    let bytes = round_trip(&data, &BYTES);
+    assert_eq!((float8[1], &float8[2..]), (DataType::Float8 as u8, &bytes[2..]));
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The ANS kernels' bodies on an emulated block of warps: the compressor writes the format crate's
-//! bytes for bytes and 16-bit floats at every size that matters, and the decoder gives the scalar
+//! bytes for bytes and 16-, 32- and 8-bit floats at every size that matters, and the decoder gives the scalar
 //! decoder's bytes or status on those streams, on misaligned ones, on damaged ones and
 //! on version 1's, and sub-blocks decoded by different warps fail in the order the scalar
 //! decoder meets them.
@@ -68,7 +68,7 @@ fn inputs() -> Vec<Vec<u8>> {
 
 #[test]
 fn block_compressor_writes_the_scalar_bytes() {
-    for data_type in [DataType::Bytes, DataType::Float16] {
+    for data_type in [DataType::Bytes, DataType::Float16, DataType::Float32, DataType::Float8] {
         let options = Options { data_type };
         for (k, input) in inputs().iter().enumerate() {
             let expected = scalar_compress(input, &options);
@@ -88,7 +88,7 @@ fn block_compressor_reports_what_does_not_fit() {
 #[test]
 fn block_decoder_agrees_with_scalar_on_damaged_streams() {
     let mut noise = random_bytes(8192, 13).into_iter();
-    for data_type in [DataType::Bytes, DataType::Float16] {
+    for data_type in [DataType::Bytes, DataType::Float16, DataType::Float32] {
         let input = inputs().pop().unwrap();
         let stream = scalar_compress(&input, &Options { data_type });
         assert_eq!(block_decompress(&stream, input.len() - 1, 0), Err(Status::OutputTooSmall));

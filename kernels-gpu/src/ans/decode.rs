@@ -9,8 +9,8 @@ use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
-    DataType, HEADER_LEN, Header, LANES, LOWER, PROB_BITS, ROUND, RUN, SUB_BLOCK, TOTAL, VERSION_1, read_header, steps,
-    sub_blocks, symbol_index, symbols,
+    HEADER_LEN, Header, LANES, LOWER, PROB_BITS, ROUND, RUN, SUB_BLOCK, TOTAL, VERSION_1, raw_byte_source, raw_bytes,
+    read_header, steps, sub_blocks, symbol_index, symbols,
 };
 
 /// Slots of the table each thread of the block writes.
@@ -96,9 +96,9 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     if len != end + raw {
         return Err(if len < end + raw { Status::Truncated } else { Status::Malformed });
     }
-    if data_type == DataType::Float16 {
-        for i in (thread..count).step_by(threads) {
-            unsafe { *out.add(2 * i) = bytes[end + i] };
+    if width > 1 {
+        for i in (thread..raw_bytes(count, width)).step_by(threads) {
+            unsafe { *out.add(raw_byte_source(i, width)) = bytes[end + i] };
         }
     }
     let tail = n - count * width;

@@ -8,7 +8,7 @@ use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
     DataType, HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, RUN, STORED, SUB_BLOCK, TOTAL, VERSION, encode,
-    max_compressed_size, reciprocal, steps, sub_blocks, symbol_index, symbols,
+    max_compressed_size, raw_byte_source, raw_bytes, reciprocal, steps, sub_blocks, symbol_index, symbols,
 };
 
 /// The `width`-th byte of each value: value `i`'s symbol.
@@ -186,12 +186,13 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
         at += span(b, (b + warps).min(blocks));
     }
     let end = size - (n - count);
-    if data_type == DataType::Float16 {
-        for i in (thread..count).step_by(threads) {
-            unsafe { *out.add(end + i) = *input.add(2 * i) };
+    let width = data_type.width();
+    if width > 1 {
+        for i in (thread..raw_bytes(count, width)).step_by(threads) {
+            unsafe { *out.add(end + i) = *input.add(raw_byte_source(i, width)) };
         }
     }
-    let raw = count * data_type.width();
+    let raw = count * width;
     copy(unsafe { input.add(raw) }, unsafe { out.add(size - (n - raw)) }, n - raw);
     Ok(size)
 }

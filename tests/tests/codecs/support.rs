@@ -53,7 +53,10 @@ pub fn all_options() -> Vec<Options> {
     all.extend(Zstd::LEVELS.map(|level| Options::Zstd(Zstd { level })));
     all.extend(CASCADED.map(Options::Cascaded));
     all.extend(BITCOMP.map(Options::Bitcomp));
-    all.extend([AnsDataType::Bytes, AnsDataType::Float16].map(|data_type| Options::Ans(Ans { data_type })));
+    all.extend(
+        [AnsDataType::Bytes, AnsDataType::Float16, AnsDataType::Float32, AnsDataType::Float8]
+            .map(|data_type| Options::Ans(Ans { data_type })),
+    );
     all
 }
 

@@ -96,7 +96,9 @@ pub fn codec_name(options: &Options) -> String {
         Options::Deflate(deflate) => format!("Deflate level {}", deflate.level),
         Options::GDeflate(gdeflate) => format!("GDeflate level {}", gdeflate.level),
         Options::Zstd(zstd) => format!("Zstd level {}", zstd.level),
-        Options::Ans(ans) if ans.data_type == ferrocomp::AnsDataType::Float16 => "ANS float16".to_owned(),
+        Options::Ans(ans) if ans.data_type != ferrocomp::AnsDataType::Bytes => {
+            format!("ANS {}", format!("{:?}", ans.data_type).to_lowercase())
+        }
         Options::Bitcomp(bitcomp) => {
             let sparse = if bitcomp.sparse { " sparse" } else { "" };
             format!("Bitcomp {}{sparse}", format!("{:?}", bitcomp.element).to_lowercase())

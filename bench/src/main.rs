@@ -5,8 +5,8 @@
 
 use anyhow::{Context, Result, bail, ensure};
 use ferrocomp::{
-    Algorithm, Ans, Bitcomp, Blosc, Cascaded, Chunks, Deflate, DeviceBuffer, ElementType, GDeflate, Gpu, Lz4, Options,
-    Results, Shuffle, Snappy, Wrapper, Zstd,
+    Algorithm, Ans, AnsDataType, Bitcomp, Blosc, Cascaded, Chunks, Deflate, DeviceBuffer, ElementType, GDeflate, Gpu,
+    Lz4, Options, Results, Shuffle, Snappy, Wrapper, Zstd,
 };
 use ferrocomp_bench::nvcomp::Nvcomp;
 use ferrocomp_bench::{BenchStream, Chunked, Codec, DATASETS, Timer, chunk_sizes, codec_name, exit_code, title};
@@ -120,8 +120,10 @@ impl Args {
             Algorithm::Bitcomp => [ElementType::U8, ElementType::U32]
                 .map(|element| Options::Bitcomp(Bitcomp { element, ..Bitcomp::default() }))
                 .to_vec(),
-            // Bytes (the default), beside nvCOMP's at its defaults (bytes).
-            Algorithm::Ans => vec![Options::Ans(Ans::default())],
+            // Bytes (the default) and float32, each beside nvCOMP's at the same.
+            Algorithm::Ans => {
+                [AnsDataType::Bytes, AnsDataType::Float32].map(|data_type| Options::Ans(Ans { data_type })).to_vec()
+            }
         }
     }
 }

@@ -293,8 +293,13 @@ impl Nvcomp {
                     Box::new(Batched::load(self, "Bitcomp", label, compress, GDEFLATE_DECOMPRESS_DEFAULTS)?)
                 }
                 Options::Ans(ans) => {
-                    // `nvcompType_t`: NVCOMP_TYPE_CHAR or _FLOAT16.
-                    let data_type = if ans.data_type == AnsDataType::Float16 { 10 } else { 0 };
+                    // `nvcompType_t`: NVCOMP_TYPE_CHAR, _FLOAT16, _FLOAT32 or _FLOAT8_E4M3.
+                    let data_type = match ans.data_type {
+                        AnsDataType::Bytes => 0,
+                        AnsDataType::Float16 => 10,
+                        AnsDataType::Float32 => 11,
+                        AnsDataType::Float8 => 9,
+                    };
                     let compress = AnsOpts { kind: 0, data_type, reserved: [0; 56] };
                     let decompress = AnsOpts { kind: 0, data_type: 0xFF, reserved: [0; 56] };
                     Box::new(Batched::load(self, "ANS", label, compress, decompress)?)

@@ -25,7 +25,7 @@ pub struct CodecArgs {
     pub level: Option<u8>,
     /// Element type of the input; matches align to its width (lz4, snappy), blosc shuffles its
     /// bytes, cascaded and bitcomp code numbers of it (float and double as their bits, but for
-    /// bitcomp's --error-bound), ans codes bytes or float16. Default char, for cascaded uint,
+    /// bitcomp's --error-bound), ans codes bytes, float8, float16 or float (float32). Default char, for cascaded uint,
     /// for a lossy bitcomp float.
     #[arg(long, value_enum)]
     pub data_type: Option<DataTypeArg>,
@@ -107,7 +107,7 @@ pub enum AlgorithmArg {
     Cascaded,
     /// bit-packed tiles of --data-type numbers, lossless or within --error-bound (nvCOMP's Bitcomp)
     Bitcomp,
-    /// interleaved rANS entropy coding of bytes, or of float16's high bytes (nvCOMP's ANS)
+    /// interleaved rANS entropy coding of bytes, or of float16's and float32's high bytes (nvCOMP's ANS)
     Ans,
 }
 
@@ -186,6 +186,9 @@ pub enum DataTypeArg {
     Double,
     /// 16-bit float
     Float16,
+    /// 8-bit float (e4m3)
+    #[value(name = "float8", alias = "float8_e4m3")]
+    Float8,
 }
 
 impl DataTypeArg {
@@ -193,6 +196,7 @@ impl DataTypeArg {
     fn number_type(self) -> NumberType {
         let float = |width| NumberType { kind: NumberKind::Float, width };
         match self {
+            Self::Float8 => float(1),
             Self::Float16 => float(2),
             Self::Float => float(4),
             Self::Double => float(8),

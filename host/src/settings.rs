@@ -357,11 +357,14 @@ impl Settings<'_> {
         Ok(options)
     }
 
-    /// ANS's data type: bytes (the default) or float16.
+    /// ANS's data type: bytes (the default; any 1-byte type but floats), float8 (e4m3), float16 or
+    /// float32.
     fn ans_data_type(&self, names: Names) -> Result<AnsDataType> {
         match self.data_type {
+            Some(NumberType { kind: NumberKind::Float, width: 1 }) => Ok(AnsDataType::Float8),
             None | Some(NumberType { width: 1, .. }) => Ok(AnsDataType::Bytes),
             Some(NumberType { kind: NumberKind::Float, width: 2 }) => Ok(AnsDataType::Float16),
+            Some(NumberType { kind: NumberKind::Float, width: 4 }) => Ok(AnsDataType::Float32),
             Some(NumberType { kind, width }) => {
                 let numbers = match kind {
                     NumberKind::Signed => "signed integers",
@@ -370,7 +373,7 @@ impl Settings<'_> {
                     NumberKind::Other => "values",
                 };
                 Err(OptionError(format!(
-                    "{} of {width}-byte {numbers}: ANS codes bytes or float16",
+                    "{} of {width}-byte {numbers}: ANS codes bytes, float8, float16 or float32",
                     names(Setting::DataType)
                 )))
             }

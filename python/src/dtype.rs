@@ -39,12 +39,16 @@ impl DType {
         Ok(Self { kind, size, big_endian: order == '>' && size > 1 })
     }
 
-    /// The type a `data_type` argument names: a typestring, or anything `numpy.dtype` takes.
+    /// The type a `data_type` argument names: a typestring, an 8-bit float's name
+    /// (`float8_e4m3`, or ml_dtypes' `float8_e4m3fn`), or anything `numpy.dtype` takes.
     pub fn from_arg(arg: &Bound<'_, PyAny>) -> PyResult<Self> {
-        if let Ok(typestr) = arg.extract::<String>()
-            && let Ok(dtype) = Self::parse(&typestr)
-        {
-            return Ok(dtype);
+        if let Ok(typestr) = arg.extract::<String>() {
+            if matches!(typestr.as_str(), "float8_e4m3" | "float8_e4m3fn") {
+                return Ok(Self { kind: 'f', size: 1, big_endian: false });
+            }
+            if let Ok(dtype) = Self::parse(&typestr) {
+                return Ok(dtype);
+            }
         }
         let numpy = arg.py().import("numpy")?;
         let typestr: String = numpy.call_method1("dtype", (arg,))?.getattr("str")?.extract()?;

@@ -156,7 +156,7 @@ fn every_option() -> Vec<Options> {
         let error_bound = ErrorBound::new(0.01);
         all.push(Options::Bitcomp(Bitcomp { element, sparse: false, error_bound }));
     }
-    for data_type in [AnsDataType::Bytes, AnsDataType::Float16] {
+    for data_type in [AnsDataType::Bytes, AnsDataType::Float16, AnsDataType::Float32, AnsDataType::Float8] {
         all.push(Options::Ans(Ans { data_type }));
     }
     assert!(Algorithm::ALL.iter().all(|&a| all.iter().any(|o| o.algorithm() == a)));

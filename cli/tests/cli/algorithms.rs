@@ -216,15 +216,18 @@ fn bitcomp_takes_its_algorithm_element_type_and_error_bound() {
     assert!(stderr.contains("above 0"), "{stderr}");
 }
 
-/// ANS codes bytes and float16, as `info` shows.
+/// ANS codes bytes, float16, float32 and float8, as `info` shows.
 #[test]
-fn ans_codes_bytes_and_float16() {
+fn ans_codes_bytes_and_floats() {
     let dir = TempDir::new("ans");
     let data = sample(200_000);
     dir.file("in", &data);
-    for (args, described) in
-        [(&["-a", "ans"][..], "ans, bytes"), (&["-a", "ans", "--data-type", "float16"], "ans, float16")]
-    {
+    for (args, described) in [
+        (&["-a", "ans"][..], "ans, bytes"),
+        (&["-a", "ans", "--data-type", "float16"], "ans, float16"),
+        (&["-a", "ans", "--data-type", "float"], "ans, float32"),
+        (&["-a", "ans", "--data-type", "float8_e4m3"], "ans, float8"),
+    ] {
         let packed = dir.code(args, "in", "c");
         assert_eq!(algorithm_of(&dir, "c"), described);
         assert!(packed.len() < data.len(), "{args:?}: {}", packed.len());

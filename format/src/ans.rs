@@ -2,9 +2,11 @@
 //! interleaved rANS states, in ferrocomp's own layout (docs/FORMAT.md gives it byte by byte),
 //! after DietGPU's: the 32 states of a sub-block are a warp's lanes, so a warp decodes 32 symbols
 //! a step, and the 16-bit words the states refill from are stored in the order the lanes read
-//! them (a ballot's prefix gives each lane its word). Version 2 (written) gives lane `l` symbols
-//! `4l .. 4l + 4` of each 128, so that a lane stores a 32-bit word every four steps; version 1
-//! (still read) gave it symbols `l`, `l + 32`, … ([`symbol_index`]).
+//! them (a ballot's prefix gives each lane its word). Lane `l` codes symbols `4l .. 4l + 4` of
+//! each 128 ([`symbol_index`]), so that it stores a 32-bit word every four steps. Version 3
+//! (written) cuts a chunk into sub-blocks of 8192 symbols, so that a chunk has twice the
+//! independent chains of lookups (a GPU's warps) of version 2's 16384 (still read); version 1
+//! (still read) gave lane `l` symbols `l`, `l + 32`, ….
 //!
 //! This module is the CPU path and the oracle: [`compress`] and [`decompress`] emulate the 32
 //! lanes one after another; [`decompress`] checks the table, every refill and that every state
@@ -12,11 +14,13 @@
 
 use crate::Status;
 
-/// The format version [`compress`] writes; [`decompress`] reads it and [`VERSION_1`].
-pub const VERSION: u8 = 2;
-/// The first version: lane `l` codes symbols `l`, `l + 32`, ….
+/// The format version [`compress`] writes; [`decompress`] reads it, [`VERSION_2`] and [`VERSION_1`].
+pub const VERSION: u8 = 3;
+/// The second version: sub-blocks of [`SUB_BLOCK_2`] symbols.
+pub const VERSION_2: u8 = 2;
+/// The first version: as the second, but lane `l` coding symbols `l`, `l + 32`, ….
 pub const VERSION_1: u8 = 1;
-/// Symbols a lane codes in a row in [`VERSION`] 2: lane `l` codes symbols `4l .. 4l + 4` of
+/// Symbols a lane codes in a row from [`VERSION_2`] on: lane `l` codes symbols `4l .. 4l + 4` of
 /// each [`ROUND`].
 pub const RUN: usize = 4;
 /// Symbols of a sub-block the 32 lanes code in [`RUN`] steps.
@@ -34,8 +38,11 @@ pub const PROB_BITS: u32 = 11;
 pub const TOTAL: u32 = 1 << PROB_BITS;
 /// States per sub-block: a warp's lanes.
 pub const LANES: usize = 32;
-/// Symbols per sub-block, each coded with its own states (so sub-blocks decode in parallel).
-pub const SUB_BLOCK: usize = 16384;
+/// Symbols per sub-block in [`VERSION`], each sub-block coded with its own states (so sub-blocks
+/// decode in parallel).
+pub const SUB_BLOCK: usize = 8192;
+/// Symbols per sub-block in [`VERSION_2`] and [`VERSION_1`].
+pub const SUB_BLOCK_2: usize = 16384;
 /// The least state; coding starts and must end there.
 pub const LOWER: u32 = 1 << 16;
 /// Bytes of a coded chunk's symbol bitmap.
@@ -93,10 +100,11 @@ pub const fn max_compressed_size(n: usize) -> usize {
     HEADER_LEN + n
 }
 
-/// Largest size `compressed_len` bytes can decode to: a sub-block of [`SUB_BLOCK`] symbols of up
-/// to 4 bytes takes at least its 32 states and its word count (a guard against lying headers).
+/// Largest size `compressed_len` bytes can decode to: a sub-block of up to [`SUB_BLOCK_2`]
+/// symbols of up to 4 bytes takes at least its 32 states and its word count (a guard against
+/// lying headers).
 pub const fn max_decompressed_size(compressed_len: usize) -> usize {
-    let bound = (compressed_len / (4 * LANES + 2) + 1) * SUB_BLOCK * 4;
+    let bound = (compressed_len / (4 * LANES + 2) + 1) * SUB_BLOCK_2 * 4;
     if bound > MAX_CHUNK_SIZE { MAX_CHUNK_SIZE } else { bound }
 }
 
@@ -236,7 +244,7 @@ pub fn decode(x: u32, table: &Table) -> (u8, u32) {
 /// A chunk's header, as [`read_header`] checks it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
-    /// [`VERSION_1`] or [`VERSION`].
+    /// [`VERSION_1`], [`VERSION_2`] or [`VERSION`].
     pub version: u8,
     /// What the symbols are.
     pub data_type: DataType,
@@ -250,7 +258,7 @@ pub struct Header {
 pub fn read_header(input: &[u8]) -> Result<Header, Status> {
     let header = input.get(..HEADER_LEN).ok_or(Status::Truncated)?;
     let version = header[0];
-    if version != VERSION && version != VERSION_1 {
+    if !(VERSION_1..=VERSION).contains(&version) {
         return Err(Status::Unsupported);
     }
     let data_type = DataType::from_id(header[1]).ok_or(Status::Malformed)?;
@@ -284,9 +292,20 @@ pub const fn symbols(n: usize, data_type: DataType) -> usize {
     n / data_type.width()
 }
 
-/// Sub-blocks of `symbols` symbols.
-pub const fn sub_blocks(symbols: usize) -> usize {
-    symbols.div_ceil(SUB_BLOCK)
+/// Symbols per sub-block in `version`.
+pub const fn sub_block_symbols(version: u8) -> usize {
+    if version == VERSION { SUB_BLOCK } else { SUB_BLOCK_2 }
+}
+
+/// Sub-blocks of `symbols` symbols in `version`.
+pub const fn sub_blocks(version: u8, symbols: usize) -> usize {
+    symbols.div_ceil(sub_block_symbols(version))
+}
+
+/// Sub-block `b`'s symbols of `symbols` in `version`.
+pub fn sub_block(version: u8, b: usize, symbols: usize) -> core::ops::Range<usize> {
+    let len = sub_block_symbols(version);
+    b * len..((b + 1) * len).min(symbols)
 }
 
 /// Symbol `i` of `input`: byte `i`, or the high byte of value `i`.
@@ -320,8 +339,8 @@ pub fn compress(input: &[u8], options: &Options, out: &mut [u8]) -> Result<usize
         counts[symbol(input, i, data_type) as usize] += 1;
     }
     let table = Table::of_counts(&counts);
-    let blocks = sub_blocks(count);
-    let block = |b: usize| b * SUB_BLOCK..((b + 1) * SUB_BLOCK).min(count);
+    let blocks = sub_blocks(VERSION, count);
+    let block = |b: usize| sub_block(VERSION, b, count);
     // The coded size, from each sub-block's word count (a first encoding that writes nothing).
     let sizes_at = HEADER_LEN + table.stored_len();
     let raw = n - count;
@@ -407,14 +426,14 @@ pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
     }
     let (table, table_len) = Table::read(&input[HEADER_LEN..])?;
     let count = symbols(n, data_type);
-    let blocks = sub_blocks(count);
+    let blocks = sub_blocks(version, count);
     let sizes_at = HEADER_LEN + table_len;
     let sizes = input.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
     let mut at = sizes_at + 2 * blocks;
     for b in 0..blocks {
         let words = u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
         let block = input.get(at..at + 4 * LANES + 2 * words).ok_or(Status::Truncated)?;
-        let range = b * SUB_BLOCK..((b + 1) * SUB_BLOCK).min(count);
+        let range = sub_block(version, b, count);
         decode_sub_block(block, &table, version, range, data_type, out)?;
         at += block.len();
     }

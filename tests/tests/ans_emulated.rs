@@ -1,11 +1,11 @@
 //! The ANS kernels' bodies on an emulated block of warps: the compressor writes the format crate's
 //! bytes for bytes and 16-, 32- and 8-bit floats at every size that matters, and the decoder gives the scalar
 //! decoder's bytes or status on those streams, on misaligned ones, on damaged ones and
-//! on version 1's, and sub-blocks decoded by different warps fail in the order the scalar
+//! on versions 1's and 2's, and sub-blocks decoded by different warps fail in the order the scalar
 //! decoder meets them.
 
 use ferrocomp_format::Status;
-use ferrocomp_format::ans::{self, DataType, Options, SUB_BLOCK};
+use ferrocomp_format::ans::{self, DataType, Options, SUB_BLOCK, SUB_BLOCK_2};
 use ferrocomp_kernels_gpu::{ans as gpu_ans, emulated};
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
@@ -127,16 +127,18 @@ fn sub_block_layout(stream: &[u8], blocks: usize) -> Vec<(usize, usize)> {
 }
 
 #[test]
-fn version_1_streams_still_decode() {
-    // Written by version 1's encoder (4cad569's `ans::compress`): lane `l` codes symbols `l`,
-    // `l + 32`, ….
-    let streams: [(&[u8], DataType); 2] = [
-        (include_bytes!("../data/ans_v1_bytes.bin"), DataType::Bytes),
-        (include_bytes!("../data/ans_v1_float16.bin"), DataType::Float16),
+fn versions_1_and_2_streams_still_decode() {
+    // Written by version 1's encoder (4cad569's `ans::compress`: lane `l` codes symbols `l`,
+    // `l + 32`, …) and version 2's (1764dad's: sub-blocks of 16384 symbols).
+    let streams: [(&[u8], DataType, u8); 4] = [
+        (include_bytes!("../data/ans_v1_bytes.bin"), DataType::Bytes, ans::VERSION_1),
+        (include_bytes!("../data/ans_v1_float16.bin"), DataType::Float16, ans::VERSION_1),
+        (include_bytes!("../data/ans_v2_bytes.bin"), DataType::Bytes, ans::VERSION_2),
+        (include_bytes!("../data/ans_v2_float16.bin"), DataType::Float16, ans::VERSION_2),
     ];
-    for (stream, data_type) in streams {
-        assert_eq!(stream[0], ans::VERSION_1);
-        let input = text_bytes(2 * SUB_BLOCK * data_type.width() + 1001, 48);
+    for (stream, data_type, version) in streams {
+        assert_eq!(stream[0], version);
+        let input = text_bytes(2 * SUB_BLOCK_2 * data_type.width() + 1001, 48);
         assert_eq!(scalar_decompress(stream, input.len()).as_ref(), Ok(&input), "{data_type:?}");
         assert_eq!(block_decompress(stream, input.len(), 0).as_ref(), Ok(&input), "{data_type:?}");
         assert_eq!(block_decompress(stream, input.len(), 1).as_ref(), Ok(&input), "{data_type:?}");
@@ -146,13 +148,14 @@ fn version_1_streams_still_decode() {
 
 #[test]
 fn sub_blocks_decoded_together_fail_as_the_scalar_decoder_meets_them() {
-    // Five sub-blocks: the block's four warps decode one each, then the first the fifth.
-    let input = text_bytes(4 * SUB_BLOCK + 1234, 21);
+    // Nine sub-blocks: the block's eight warps decode one each, then the first the ninth.
+    let warps = gpu_ans::BLOCK_WARPS as usize;
+    let input = text_bytes(warps * SUB_BLOCK + 1234, 21);
     let options = Options { data_type: DataType::Bytes };
     let stream = scalar_compress(&input, &options);
     assert_eq!(block_compress(&input, &options, 1, ans::max_compressed_size(input.len())).as_ref(), Ok(&stream));
     assert_eq!(block_decompress(&stream, input.len(), 2).as_ref(), Ok(&input));
-    let layout = sub_block_layout(&stream, 5);
+    let layout = sub_block_layout(&stream, warps + 1);
     // The fourth sub-block's words reach past the end: truncated, met after the first three.
     let mut lying = stream.clone();
     lying[layout[3].1..layout[3].1 + 2].copy_from_slice(&u16::MAX.to_le_bytes());
@@ -162,9 +165,9 @@ fn sub_blocks_decoded_together_fail_as_the_scalar_decoder_meets_them() {
     lying[layout[2].0 - 1] ^= 0x10;
     assert_eq!(scalar_decompress(&lying, input.len()), Err(Status::Malformed));
     assert_eq!(block_decompress(&lying, input.len(), 0), Err(Status::Malformed));
-    // A state below the least in the fifth, the first warp's second.
+    // A state below the least in the ninth, the first warp's second.
     let mut low = stream.clone();
-    low[layout[4].0..layout[4].0 + 4].copy_from_slice(&1u32.to_le_bytes());
+    low[layout[warps].0..layout[warps].0 + 4].copy_from_slice(&1u32.to_le_bytes());
     assert_eq!(scalar_decompress(&low, input.len()), Err(Status::Malformed));
     assert_eq!(block_decompress(&low, input.len(), 3), Err(Status::Malformed));
 }

@@ -9,8 +9,8 @@ use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
-    HEADER_LEN, Header, LANES, LOWER, PROB_BITS, ROUND, RUN, SUB_BLOCK, TOTAL, VERSION_1, raw_byte_source, raw_bytes,
-    read_header, steps, sub_blocks, symbol_index, symbols,
+    HEADER_LEN, Header, LANES, LOWER, PROB_BITS, ROUND, RUN, TOTAL, VERSION_1, raw_byte_source, raw_bytes, read_header,
+    steps, sub_block, sub_blocks, symbol_index, symbols,
 };
 
 /// Slots of the table each thread of the block writes.
@@ -65,7 +65,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     // Every warp reads the frequencies (the same loads), so the checks agree without a barrier.
     let (freqs, table_len) = read_freqs(warp, &bytes[HEADER_LEN..])?;
     let count = symbols(n, data_type);
-    let blocks = sub_blocks(count);
+    let blocks = sub_blocks(version, count);
     let sizes_at = HEADER_LEN + table_len;
     let sizes = bytes.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
     let word_count = |b: usize| u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
@@ -87,8 +87,8 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
             if at + size(b) > len {
                 return Err(Status::Truncated);
             }
-            let first = b * SUB_BLOCK;
-            let sub_block = SubBlock { first, len: SUB_BLOCK.min(count - first), version, width, words_out };
+            let symbols = sub_block(version, b, count);
+            let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version, width, words_out };
             sub_block.decode(warp, table, bytes, at, word_count(b), out.add(width - 1))
         })?
     };

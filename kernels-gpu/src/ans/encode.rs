@@ -110,7 +110,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     }
     block.sync_threads();
     // Each sub-block's words, counted by a first coding; the chunk is stored if no smaller.
-    let blocks = sub_blocks(count);
+    let blocks = sub_blocks(VERSION, count);
     let word_counts = tables.word_counts;
     let width = data_type.width() as u32;
     for b in (warp_index..blocks).step_by(warps) {

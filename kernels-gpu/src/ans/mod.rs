@@ -23,12 +23,12 @@ pub use encode::compress_chunk;
 use crate::warp::Warp;
 use ferrocomp_format::ans::{MAX_CHUNK_SIZE, SUB_BLOCK, Symbol};
 
-/// Warps of a block coding one chunk either way: a 64 KiB chunk's four sub-blocks at once.
-pub const BLOCK_WARPS: u32 = 4;
+/// Warps of a block coding one chunk either way: a 64 KiB chunk's eight sub-blocks at once.
+pub const BLOCK_WARPS: u32 = 8;
 /// Blocks of either kernel an SM holds at once: 48 warps at 40 registers (on an H200 at 256 MiB,
-/// 10 blocks decoded 10-18% slower; 16 decoded as fast, binary data 16% faster, but compressed
-/// up to 19% slower).
-pub const BLOCKS_PER_SM: u32 = 12;
+/// with blocks of four warps, 40 warps decoded 10-18% slower; 64 decoded as fast, binary data 16%
+/// faster, but compressed up to 19% slower).
+pub const BLOCKS_PER_SM: u32 = 6;
 /// Shared memory of the compressing block: each symbol's frequency and cumulative frequency (u32)
 /// and its frequency's reciprocal (u32), then each sub-block's word count (u16).
 pub const COMPRESS_SHARED_BYTES: usize = 2 * 4 * 256 + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK);

@@ -49,8 +49,8 @@ def test_float32_round_trips_and_keeps_low_bytes_in_order(kind):
     assert bytes(c.decode(encoded)) == data.tobytes()
     assert len(encoded) < data.nbytes * 4 / 5
     raw = codec(data_type=np.float32).encode(data)
-    # Version 2, float32: the values' three low bytes close the block, in order.
-    assert bytes(raw)[:2] == bytes([2, 2])
+    # Version 3, float32: the values' three low bytes close the block, in order.
+    assert bytes(raw)[:2] == bytes([3, 2])
     assert bytes(raw)[-3 * data.size :] == data.view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
 
 
@@ -73,8 +73,8 @@ def test_skewed_bytes_compress_near_their_entropy():
 
 def test_the_raw_block_starts_with_the_documented_header():
     block = bytes(codec().encode(skewed(5000)))
-    # Version 2, bytes, not stored, a reserved byte, the size, then the symbol bitmap.
-    assert block[:8] == bytes([2, 0, 0, 0]) + (5000).to_bytes(4, "little")
+    # Version 3, bytes, not stored, a reserved byte, the size, then the symbol bitmap.
+    assert block[:8] == bytes([3, 0, 0, 0]) + (5000).to_bytes(4, "little")
 
 
 def test_noise_is_stored():

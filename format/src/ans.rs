@@ -4,9 +4,10 @@
 //! a step, and the 16-bit words the states refill from are stored in the order the lanes read
 //! them (a ballot's prefix gives each lane its word). Lane `l` codes symbols `4l .. 4l + 4` of
 //! each 128 ([`symbol_index`]), so that it stores a 32-bit word every four steps. Version 3
-//! (written) cuts a chunk into sub-blocks of 8192 symbols, so that a chunk has twice the
-//! independent chains of lookups (a GPU's warps) of version 2's 16384 (still read); version 1
-//! (still read) gave lane `l` symbols `l`, `l + 32`, ….
+//! (written) cuts a chunk into sub-blocks of 8192 bytes' values (8192 symbols of bytes, 2048 of
+//! float32), so that a chunk has at least twice the independent chains of lookups (a GPU's warps)
+//! of version 2's 16384 symbols (still read); version 1 (still read) gave lane `l` symbols `l`,
+//! `l + 32`, ….
 //!
 //! This module is the CPU path and the oracle: [`compress`] and [`decompress`] emulate the 32
 //! lanes one after another; [`decompress`] checks the table, every refill and that every state
@@ -38,8 +39,8 @@ pub const PROB_BITS: u32 = 11;
 pub const TOTAL: u32 = 1 << PROB_BITS;
 /// States per sub-block: a warp's lanes.
 pub const LANES: usize = 32;
-/// Symbols per sub-block in [`VERSION`], each sub-block coded with its own states (so sub-blocks
-/// decode in parallel).
+/// Bytes of values per sub-block in [`VERSION`] (a symbol a value), each sub-block coded with its
+/// own states (so sub-blocks decode in parallel).
 pub const SUB_BLOCK: usize = 8192;
 /// Symbols per sub-block in [`VERSION_2`] and [`VERSION_1`].
 pub const SUB_BLOCK_2: usize = 16384;
@@ -292,19 +293,19 @@ pub const fn symbols(n: usize, data_type: DataType) -> usize {
     n / data_type.width()
 }
 
-/// Symbols per sub-block in `version`.
-pub const fn sub_block_symbols(version: u8) -> usize {
-    if version == VERSION { SUB_BLOCK } else { SUB_BLOCK_2 }
+/// Symbols per sub-block of `data_type` in `version`.
+pub const fn sub_block_symbols(version: u8, data_type: DataType) -> usize {
+    if version == VERSION { SUB_BLOCK / data_type.width() } else { SUB_BLOCK_2 }
 }
 
-/// Sub-blocks of `symbols` symbols in `version`.
-pub const fn sub_blocks(version: u8, symbols: usize) -> usize {
-    symbols.div_ceil(sub_block_symbols(version))
+/// Sub-blocks of `symbols` symbols of `data_type` in `version`.
+pub const fn sub_blocks(version: u8, data_type: DataType, symbols: usize) -> usize {
+    symbols.div_ceil(sub_block_symbols(version, data_type))
 }
 
-/// Sub-block `b`'s symbols of `symbols` in `version`.
-pub fn sub_block(version: u8, b: usize, symbols: usize) -> core::ops::Range<usize> {
-    let len = sub_block_symbols(version);
+/// Sub-block `b`'s symbols of `symbols` symbols of `data_type` in `version`.
+pub fn sub_block(version: u8, data_type: DataType, b: usize, symbols: usize) -> core::ops::Range<usize> {
+    let len = sub_block_symbols(version, data_type);
     b * len..((b + 1) * len).min(symbols)
 }
 
@@ -339,8 +340,8 @@ pub fn compress(input: &[u8], options: &Options, out: &mut [u8]) -> Result<usize
         counts[symbol(input, i, data_type) as usize] += 1;
     }
     let table = Table::of_counts(&counts);
-    let blocks = sub_blocks(VERSION, count);
-    let block = |b: usize| sub_block(VERSION, b, count);
+    let blocks = sub_blocks(VERSION, data_type, count);
+    let block = |b: usize| sub_block(VERSION, data_type, b, count);
     // The coded size, from each sub-block's word count (a first encoding that writes nothing).
     let sizes_at = HEADER_LEN + table.stored_len();
     let raw = n - count;
@@ -426,14 +427,14 @@ pub fn decompress(input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
     }
     let (table, table_len) = Table::read(&input[HEADER_LEN..])?;
     let count = symbols(n, data_type);
-    let blocks = sub_blocks(version, count);
+    let blocks = sub_blocks(version, data_type, count);
     let sizes_at = HEADER_LEN + table_len;
     let sizes = input.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
     let mut at = sizes_at + 2 * blocks;
     for b in 0..blocks {
         let words = u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
         let block = input.get(at..at + 4 * LANES + 2 * words).ok_or(Status::Truncated)?;
-        let range = sub_block(version, b, count);
+        let range = sub_block(version, data_type, b, count);
         decode_sub_block(block, &table, version, range, data_type, out)?;
         at += block.len();
     }

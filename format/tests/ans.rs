@@ -110,7 +110,10 @@ fn one_symbol_costs_almost_nothing_and_noise_is_stored() {
     // One symbol codes to nothing: the header, the table of one frequency, and each sub-block's
     // word count (0) and states.
     let zeros = round_trip(&[0; 100_000], &BYTES);
-    assert_eq!(zeros.len(), HEADER_LEN + 32 + 2 + ans::sub_blocks(ans::VERSION, 100_000) * (2 + 4 * LANES));
+    assert_eq!(
+        zeros.len(),
+        HEADER_LEN + 32 + 2 + ans::sub_blocks(ans::VERSION, DataType::Bytes, 100_000) * (2 + 4 * LANES)
+    );
     let noise = round_trip(&random_bytes(50_000, 3), &BYTES);
     assert_eq!((noise.len(), noise[2]), (HEADER_LEN + 50_000, STORED));
 }
@@ -131,7 +134,7 @@ fn the_ratio_nears_the_entropy() {
     // The words take no more than the entropy; the rest is the layout's: the header, the table,
     // and each sub-block's word count and states (which also carry some of the information).
     let table = 32 + 2 * counts.iter().filter(|&&c| c > 0).count();
-    let layout = HEADER_LEN + table + ans::sub_blocks(ans::VERSION, data.len()) * (2 + 4 * LANES);
+    let layout = HEADER_LEN + table + ans::sub_blocks(ans::VERSION, DataType::Bytes, data.len()) * (2 + 4 * LANES);
     let bits = 8.0 * compress(&data, &BYTES).len() as f64 / data.len() as f64;
     let bound = entropy + 8.0 * layout as f64 / data.len() as f64;
     assert!(bits < bound, "{bits} bits a byte against an entropy of {entropy} and the layout's {bound}");
@@ -206,7 +209,7 @@ fn corrupt_truncated_and_lying_streams_give_statuses() {
     assert_eq!(decompress(&[], 10), Err(Status::Truncated));
     // A state below the least is refused.
     let (_, table_len) = Table::read(&stream[HEADER_LEN..]).unwrap();
-    let states_at = HEADER_LEN + table_len + 2 * ans::sub_blocks(ans::VERSION, input.len());
+    let states_at = HEADER_LEN + table_len + 2 * ans::sub_blocks(ans::VERSION, DataType::Bytes, input.len());
     let mut low = stream.clone();
     low[states_at..states_at + 4].copy_from_slice(&(LOWER - 1).to_le_bytes());
     assert_eq!(decompress(&low, input.len()), Err(Status::Malformed));

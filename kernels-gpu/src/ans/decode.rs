@@ -65,7 +65,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     // Every warp reads the frequencies (the same loads), so the checks agree without a barrier.
     let (freqs, table_len) = read_freqs(warp, &bytes[HEADER_LEN..])?;
     let count = symbols(n, data_type);
-    let blocks = sub_blocks(version, count);
+    let blocks = sub_blocks(version, data_type, count);
     let sizes_at = HEADER_LEN + table_len;
     let sizes = bytes.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
     let word_count = |b: usize| u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
@@ -87,7 +87,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
             if at + size(b) > len {
                 return Err(Status::Truncated);
             }
-            let symbols = sub_block(version, b, count);
+            let symbols = sub_block(version, data_type, b, count);
             let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version, width, words_out };
             sub_block.decode(warp, table, bytes, at, word_count(b), out.add(width - 1))
         })?

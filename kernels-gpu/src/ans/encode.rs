@@ -7,8 +7,8 @@ use crate::block::Block;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
-    DataType, HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, RUN, STORED, SUB_BLOCK, TOTAL, VERSION, encode,
-    max_compressed_size, raw_byte_source, raw_bytes, reciprocal, steps, sub_blocks, symbol_index, symbols,
+    DataType, HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, RUN, STORED, TOTAL, VERSION, encode,
+    max_compressed_size, raw_byte_source, raw_bytes, reciprocal, steps, sub_block, sub_blocks, symbol_index, symbols,
 };
 
 /// The `width`-th byte of each value: value `i`'s symbol.
@@ -110,11 +110,11 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     }
     block.sync_threads();
     // Each sub-block's words, counted by a first coding; the chunk is stored if no smaller.
-    let blocks = sub_blocks(VERSION, count);
+    let blocks = sub_blocks(VERSION, data_type, count);
     let word_counts = tables.word_counts;
     let width = data_type.width() as u32;
     for b in (warp_index..blocks).step_by(warps) {
-        let mut encoder = SubBlockEncoder::new(b, count);
+        let mut encoder = SubBlockEncoder::new(sub_block(VERSION, data_type, b, count));
         unsafe { encoder.code(warp, &tables, input, width, |encoder, word| encoder.words += word.is_some() as u32) };
         let words = warp.reduce_add(encoder.words);
         if lane == 0 {
@@ -167,7 +167,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     let above = !0u32 << lane << 1;
     let mut at = first_at + span(0, warp_index.min(blocks));
     for b in (warp_index..blocks).step_by(warps) {
-        let mut encoder = SubBlockEncoder::new(b, count);
+        let mut encoder = SubBlockEncoder::new(sub_block(VERSION, data_type, b, count));
         (encoder.word_count, encoder.into) = (word_count(b) as u32, at as u32);
         let emit = |encoder: &mut SubBlockEncoder, word: Option<u16>| {
             let emitting = warp.ballot(word.is_some());
@@ -212,11 +212,11 @@ struct SubBlockEncoder {
 }
 
 impl SubBlockEncoder {
-    /// Ready to code sub-block `b` of a chunk of `count` symbols.
+    /// Ready to code the sub-block of the chunk's `symbols`.
     #[inline(always)]
-    fn new(b: usize, count: usize) -> Self {
-        let (first, len) = (b * SUB_BLOCK, SUB_BLOCK.min(count - b * SUB_BLOCK));
-        Self { len: len as u32, first: first as u32, state: LOWER, words: 0, into: 0, word_count: 0 }
+    fn new(symbols: core::ops::Range<usize>) -> Self {
+        let (first, len) = (symbols.start as u32, symbols.len() as u32);
+        Self { len, first, state: LOWER, words: 0, into: 0, word_count: 0 }
     }
 
     /// Codes the sub-block, last step first, giving `emit` each step's word (if this lane emits

@@ -1,7 +1,7 @@
 //! Decompressing a chunk with a block of [`BLOCK_WARPS`] warps: the block writes one table of a
 //! word a slot (the slot's symbol, its frequency and the slot's offset in the symbol's range, so
 //! that a step looks up once), then each warp decodes its own sub-blocks, 32 symbols a step, and
-//! in version 2 stores a lane's four symbols of a round as one word.
+//! from version 2 on stores a lane's four symbols of a round as one word.
 
 use super::{BITMAP_LEN, BLOCK_WARPS, set_symbols};
 use crate::block::{Block, decode_parts};

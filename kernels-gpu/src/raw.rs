@@ -18,6 +18,59 @@ pub unsafe fn bytes_mut<'a>(at: *mut u8, len: usize) -> &'a mut [u8] {
     if len == 0 { &mut [] } else { unsafe { core::slice::from_raw_parts_mut(at, len) } }
 }
 
+/// Asks for the line holding `at`, in global memory, to be brought into L1, without waiting.
+///
+/// # Safety
+/// `at` must be in global memory the kernel may read.
+#[inline(always)]
+pub unsafe fn prefetch_global(at: *const u8) {
+    #[cfg(target_arch = "nvptx64")]
+    unsafe {
+        core::arch::asm!("prefetch.global.L1 [{at}];", at = in(reg64) at, options(readonly, nostack))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = at;
+}
+
+/// The little-endian `u16` `offset` bytes past `base`, in global memory, through the read-only
+/// path (the offset 32-bit up to the add); `ALIGNED`: the address is even, one load (else two).
+///
+/// # Safety
+/// The 2 bytes there must be readable global memory, not written meanwhile.
+#[inline(always)]
+pub unsafe fn global_u16<const ALIGNED: bool>(base: *const u8, offset: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (low, high): (u32, u32);
+        if ALIGNED {
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .u64 a; cvt.u64.u32 a, {offset}; add.u64 a, a, {base}; ld.global.nc.u16 {low}, [a]; }}",
+                    base = in(reg64) base, offset = in(reg32) offset, low = out(reg32) low,
+                    options(pure, readonly, nostack)
+                )
+            };
+            high = 0;
+        } else {
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .u64 a; cvt.u64.u32 a, {offset}; add.u64 a, a, {base};",
+                    "ld.global.nc.u8 {low}, [a]; ld.global.nc.u8 {high}, [a+1]; }}",
+                    base = in(reg64) base, offset = in(reg32) offset, low = out(reg32) low, high = out(reg32) high,
+                    options(pure, readonly, nostack)
+                )
+            };
+        }
+        low | high << 8
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let at = base.wrapping_add(offset as usize);
+        debug_assert!(!ALIGNED || (at as usize).is_multiple_of(2));
+        unsafe { u16::from_le_bytes([*at, *at.add(1)]) as u32 }
+    }
+}
+
 /// A load of one width from a pointer into the block's shared memory, as such (`ld.shared`): the
 /// generic load a plain read compiles to must first find which memory the address is in.
 macro_rules! shared_load {
@@ -179,6 +232,31 @@ impl SharedBytes {
         #[cfg(not(target_arch = "nvptx64"))]
         unsafe {
             shared_or(self.base.add(offset as usize) as *mut u32, value)
+        }
+    }
+
+    /// Pair `index` of words (at `8 * index`), in one load; the address is formed in one
+    /// shift-and-add (the compiler would fold a mask of `index` into the shift, making it three).
+    ///
+    /// # Safety
+    /// They must be readable, and in the memory [`new`](Self::new) was given.
+    #[inline(always)]
+    pub unsafe fn pair(self, index: u32) -> [u32; 2] {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let (a, b): (u32, u32);
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .u32 at; shl.b32 at, {index}, 3; add.u32 at, at, {base}; ld.shared.v2.u32 {{{a}, {b}}}, [at]; }}",
+                    base = in(reg32) self.base, index = in(reg32) index, a = out(reg32) a, b = out(reg32) b,
+                    options(pure, readonly, nostack)
+                )
+            };
+            [a, b]
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe {
+            (self.base as *const [u32; 2]).add(index as usize).read()
         }
     }
 

@@ -14,7 +14,7 @@ pub trait Warp {
     fn sync(&self);
     /// Bit `i` set where lane `i`'s predicate is true.
     fn ballot(&self, predicate: bool) -> u32;
-    /// `value` as held by lane `src_lane`.
+    /// `value` as held by lane `src_lane` modulo 32.
     fn shuffle(&self, value: u32, src_lane: u32) -> u32;
     /// Bit `i` set where lane `i` holds the same `value` as this lane.
     fn match_any(&self, value: u32) -> u32;

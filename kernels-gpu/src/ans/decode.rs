@@ -1,7 +1,8 @@
-//! Decompressing a chunk with a block of [`BLOCK_WARPS`] warps: the block writes one table of a
-//! word a slot (the slot's symbol, its frequency and the slot's offset in the symbol's range, so
-//! that a step looks up once), then each warp decodes its own sub-blocks, 32 symbols a step, and
-//! from version 2 on stores a lane's four symbols of a round as one word.
+//! Decompressing a chunk with a block of [`BLOCK_WARPS`] warps: the block writes one table of two
+//! words a slot (the slot's symbol, its frequency and the slot's offset in the symbol's range, so
+//! that a step looks up once), then each warp decodes its own sub-blocks, 32 symbols a step with
+//! no branch (a lane whose state falls low loads its word itself), and from version 2 on stores a
+//! lane's four symbols of a round as one word.
 
 use super::{BITMAP_LEN, BLOCK_WARPS, set_symbols};
 use crate::block::{Block, decode_parts};
@@ -15,18 +16,17 @@ use ferrocomp_format::ans::{
 
 /// Slots of the table each thread of the block writes.
 const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
-/// Where the decoding block's shared memory holds each slot's entry (u32), each symbol's
+/// Where the decoding block's shared memory holds each slot's entry (two u32), each symbol's
 /// frequency and cumulative frequency (u32), and each warp's first failure (u32, for
 /// [`decode_parts`]).
 const ENTRIES_AT: u32 = 0;
-const SYMBOLS_AT: u32 = ENTRIES_AT + 4 * TOTAL;
+const SYMBOLS_AT: u32 = ENTRIES_AT + 8 * TOTAL;
 const FAILURES_AT: u32 = SYMBOLS_AT + 4 * 256;
 /// Shared memory of the decoding block.
 pub const DECODE_SHARED_BYTES: usize = (FAILURES_AT + 4 * BLOCK_WARPS) as usize;
-/// A slot's entry: its symbol in bits 0-7, its offset from the symbol's first slot from bit 8,
-/// the symbol's frequency (up to [`TOTAL`], 12 bits) from bit 20.
-const OFFSET_SHIFT: u32 = 8;
-const FREQ_SHIFT: u32 = 20;
+/// A slot's entry is two words: its symbol in bits 0-7 and the symbol's frequency from bit
+/// [`FREQ_SHIFT`], then the slot's offset from the symbol's first slot, added as it is.
+const FREQ_SHIFT: u32 = 16;
 
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
 /// `ferrocomp_format::ans::decompress`: the same size or status, in every thread of the block.
@@ -80,6 +80,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
 
     let width = data_type.width();
     let words_out = width == 1 && (out as usize).is_multiple_of(4);
+    let words_even = (input as usize).is_multiple_of(2);
     let failures = unsafe { shared.add(FAILURES_AT as usize) } as *mut u32;
     let size = |b: usize| 4 * LANES + 2 * word_count(b);
     let end = unsafe {
@@ -89,7 +90,13 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
             }
             let symbols = sub_block(version, data_type, b, count);
             let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version, width, words_out };
-            sub_block.decode(warp, table, bytes, at, word_count(b), out.add(width - 1))
+            let symbols_out = out.add(width - 1);
+            // Every sub-block's words start at an even offset in the chunk.
+            if words_even {
+                sub_block.decode::<true, _>(warp, table, bytes, at, word_count(b), symbols_out)
+            } else {
+                sub_block.decode::<false, _>(warp, table, bytes, at, word_count(b), symbols_out)
+            }
         })?
     };
     let raw = n - count;
@@ -169,7 +176,9 @@ unsafe fn write_slots(table: SharedBytes, thread: u32) {
             entry = symbol(s);
         }
         let (freq, cum) = (entry & 0xFFFF, entry >> 16);
-        unsafe { table.set_u32(ENTRIES_AT + 4 * slot, freq << FREQ_SHIFT | (slot - cum) << OFFSET_SHIFT | s) };
+        let at = ENTRIES_AT + 8 * slot;
+        unsafe { table.set_u32(at, freq << FREQ_SHIFT | s) };
+        unsafe { table.set_u32(at + 4, slot - cum) };
     }
 }
 
@@ -188,7 +197,7 @@ impl SubBlock {
     /// Decodes the sub-block whose states start at `at` in `chunk`, followed by `word_count`
     /// words, into `symbols_out`, the chunk's output from the first symbol's byte on.
     #[inline(always)]
-    unsafe fn decode<W: Warp>(
+    unsafe fn decode<const EVEN: bool, W: Warp>(
         &self,
         warp: &W,
         table: SharedBytes,
@@ -198,58 +207,55 @@ impl SubBlock {
         symbols_out: *mut u8,
     ) -> Result<(), Status> {
         let lane = warp.lane() as usize;
-        let mut lane_state = LaneState::new(warp, chunk, at, word_count)?;
+        let mut lane_state = LaneState::<EVEN>::new(warp, chunk, at, word_count)?;
         let store = |i: usize, symbol: u32| unsafe { *symbols_out.add((self.first + i) * self.width) = symbol as u8 };
         // The steps in which every lane has a symbol, then the last, where some may not.
         let whole = if self.version == VERSION_1 { self.len / LANES } else { self.len / ROUND * RUN };
         if self.version == VERSION_1 {
             for k in 0..whole {
-                let symbol = unsafe { lane_state.step(warp, table, chunk, true) };
-                store(k * LANES + lane, symbol);
+                let entry = unsafe { lane_state.step(warp, table, true) };
+                store(k * LANES + lane, entry);
             }
+        } else if self.words_out {
+            let words = unsafe { symbols_out.add(self.first + lane * RUN) } as *mut u32;
+            let put = |round: usize, word: u32| unsafe { words.add(round * ROUND / 4).write(word) };
+            unsafe { lane_state.rounds(warp, table, whole / RUN, put) };
         } else {
-            for round in 0..whole / RUN {
-                let word = (0..RUN as u32)
-                    .fold(0, |word, j| word | unsafe { lane_state.step(warp, table, chunk, true) } << (8 * j));
-                let i = round * ROUND + lane * RUN;
-                if self.words_out {
-                    unsafe { (symbols_out.add(self.first + i) as *mut u32).write(word) };
-                } else {
-                    (0..RUN).for_each(|j| store(i + j, word >> (8 * j)));
-                }
-            }
+            let symbols =
+                |round: usize, word: u32| (0..RUN).for_each(|j| store(round * ROUND + lane * RUN + j, word >> (8 * j)));
+            unsafe { lane_state.rounds(warp, table, whole / RUN, symbols) };
         }
         for k in whole..steps(self.version, self.len) {
             let i = symbol_index(self.version, k, lane);
-            let symbol = unsafe { lane_state.step(warp, table, chunk, i < self.len) };
+            let entry = unsafe { lane_state.step(warp, table, i < self.len) };
             if i < self.len {
-                store(i, symbol);
+                store(i, entry);
             }
         }
         lane_state.finish(warp)
     }
 }
 
-/// A lane's state, and a window on the sub-block's words: the next 64, two a lane, and the 32
-/// after them in flight, so that a word's load has two moves of the window (a few steps) to
-/// arrive before a refill may take it: loaded one move ahead, its latency was most of a step's
-/// time at 16 MiB (measured on an H200). Past the last word, 0: a refill there leaves the words
-/// miscounted, caught by [`finish`](Self::finish).
-struct LaneState {
+/// How far ahead of the words taken a round's [`LaneState::prefetch`] looks: three 128-byte lines
+/// (a round takes up to 128 words, about 37 on text).
+const PREFETCH_WORDS: u32 = 192;
+
+/// A lane's state, and where the sub-block's words are: a lane whose state falls low loads its
+/// word itself, the next not yet taken by the lanes before it (a ballot's prefix). Past the last
+/// word, 0: a refill there leaves the words miscounted, caught by [`finish`](Self::finish).
+struct LaneState<const EVEN: bool> {
     state: u32,
-    /// Where the sub-block's words start in the chunk, and how many there are.
-    words_at: u32,
+    /// Where the sub-block's words start, less 2 (the last two bytes of its states), and how many
+    /// there are.
+    before: *const u8,
     word_count: u32,
-    /// The index of the window's first word, and the words taken from the window.
-    base: u32,
+    /// The words taken so far.
     taken: u32,
-    /// Words `base + lane`, `base + 32 + lane` and `base + 64 + lane`.
-    low: u32,
-    high: u32,
-    ahead: u32,
+    /// The lanes below this one, as a ballot's bits.
+    below: u32,
 }
 
-impl LaneState {
+impl<const EVEN: bool> LaneState<EVEN> {
     /// Ready to decode the sub-block at `at` in `chunk`: its states, then its `word_count` words.
     #[inline(always)]
     fn new<W: Warp>(warp: &W, chunk: &[u8], at: usize, word_count: usize) -> Result<Self, Status> {
@@ -258,63 +264,87 @@ impl LaneState {
         if warp.ballot(state < LOWER) != 0 {
             return Err(Status::Malformed);
         }
-        let mut lane_state = Self {
-            state,
-            words_at: (at + 4 * LANES) as u32,
-            word_count: word_count as u32,
-            base: 0,
-            taken: 0,
-            low: 0,
-            high: 0,
-            ahead: 0,
-        };
-        let word = |k: usize| lane_state.word(chunk, (k * LANES + lane) as u32);
-        (lane_state.low, lane_state.high, lane_state.ahead) = (word(0), word(1), word(2));
-        Ok(lane_state)
+        let before = chunk[at + 4 * LANES - 2..].as_ptr();
+        Ok(Self { state, before, word_count: word_count as u32, taken: 0, below: (1 << lane) - 1 })
     }
 
-    /// Word `k`, or 0 past the last.
+    /// Word `k` where `wanted` and not past the last, else 0 (having read the states' last two
+    /// bytes instead: no branch).
     #[inline(always)]
-    fn word(&self, chunk: &[u8], k: u32) -> u32 {
+    fn word(&self, k: u32, wanted: bool) -> u32 {
+        let valid = wanted && k < self.word_count;
+        let word = unsafe { crate::raw::global_u16::<EVEN>(self.before, if valid { 2 * k + 2 } else { 0 }) };
+        if valid { word } else { 0 }
+    }
+
+    /// Brings the words [`PREFETCH_WORDS`] on into L1 while the lanes decode, if there are any:
+    /// a refill's load is on the chain of dependent steps, and then finds them there.
+    #[inline(always)]
+    fn prefetch(&self) {
+        let k = self.taken + PREFETCH_WORDS;
         if k < self.word_count {
-            let at = (self.words_at + 2 * k) as usize;
-            unsafe { *chunk.get_unchecked(at) as u32 | (*chunk.get_unchecked(at + 1) as u32) << 8 }
-        } else {
-            0
+            unsafe { crate::raw::prefetch_global(self.before.add(2 * k as usize + 2)) };
+        }
+    }
+
+    /// Decodes `rounds` rounds of [`RUN`] steps, every lane active, giving `put` each round's
+    /// index and this lane's symbols of it, the first in the low byte.
+    #[inline(always)]
+    unsafe fn rounds<W: Warp>(&mut self, warp: &W, table: SharedBytes, rounds: usize, put: impl Fn(usize, u32)) {
+        // 32-bit counting: one add a round.
+        for round in 0..rounds as u32 {
+            self.prefetch();
+            let mut step = || unsafe { self.step(warp, table, true) };
+            let (a, b) = (step(), step());
+            let (c, d) = (step(), step());
+            put(round as usize, byte_perm(byte_perm(a, b, 0x40), byte_perm(c, d, 0x40), 0x5410));
         }
     }
 
     /// Decodes this lane's next symbol where `active` (its state left as it is elsewhere); the
-    /// lanes whose states fall low take the window's next words in lane order. Returns the symbol.
+    /// lanes whose states fall low take the next words in lane order. Returns the slot's entry,
+    /// its symbol in the low byte.
     #[inline(always)]
-    unsafe fn step<W: Warp>(&mut self, warp: &W, table: SharedBytes, chunk: &[u8], active: bool) -> u32 {
-        let lane = warp.lane();
-        // The word lane `l` gives: window word `l` if it is not taken yet, else word `32 + l`.
-        let offer = if lane >= self.taken { self.low } else { self.high };
-        let entry = unsafe { table.u32(ENTRIES_AT + 4 * (self.state & (TOTAL - 1))) };
-        let x = (entry >> FREQ_SHIFT) * (self.state >> PROB_BITS) + (entry >> OFFSET_SHIFT & (TOTAL - 1));
+    unsafe fn step<W: Warp>(&mut self, warp: &W, table: SharedBytes, active: bool) -> u32 {
+        let [head, offset] = unsafe { table.at(ENTRIES_AT).pair(self.state & (TOTAL - 1)) };
+        let x = (head >> FREQ_SHIFT) * (self.state >> PROB_BITS) + offset;
         let refill = active && x < LOWER;
         let refilling = warp.ballot(refill);
-        let within = self.taken + (refilling & ((1u32 << lane) - 1)).count_ones();
-        let word = warp.shuffle(offer, within % WARP_SIZE);
         if active {
-            self.state = if refill { x << 16 | word } else { x };
+            // Branch-free: a lane not refilling loads a word it drops, and multiplies by 1.
+            let word = self.word(self.taken + (refilling & self.below).count_ones(), refill);
+            self.state = x * if refill { 1 << 16 } else { 1 } + word;
         }
         self.taken += refilling.count_ones();
-        if self.taken >= WARP_SIZE {
-            (self.base, self.taken) = (self.base + WARP_SIZE, self.taken - WARP_SIZE);
-            let next = self.word(chunk, self.base + 2 * WARP_SIZE + lane);
-            (self.low, self.high, self.ahead) = (self.high, self.ahead, next);
-        }
-        entry & 0xFF
+        head
     }
 
     /// The sub-block's status once decoded: every word taken and every state back at [`LOWER`].
     #[inline(always)]
     fn finish<W: Warp>(&self, warp: &W) -> Result<(), Status> {
-        if self.base + self.taken != self.word_count || warp.ballot(self.state != LOWER) != 0 {
+        if self.taken != self.word_count || warp.ballot(self.state != LOWER) != 0 {
             return Err(Status::Malformed);
         }
         Ok(())
+    }
+}
+
+/// The bytes of `low` (0-3) and `high` (4-7) that `selector`'s nibbles pick, from the low byte
+/// up (as CUDA's `__byte_perm`).
+#[inline(always)]
+fn byte_perm(low: u32, high: u32, selector: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u32;
+        unsafe {
+            core::arch::asm!("prmt.b32 {out}, {low}, {high}, {selector};", out = out(reg32) out, low = in(reg32) low,
+                high = in(reg32) high, selector = in(reg32) selector, options(pure, nomem, nostack))
+        };
+        out
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let bytes = ((high as u64) << 32 | low as u64).to_le_bytes();
+        (0..4).fold(0, |out, k| out | (bytes[(selector >> (4 * k) & 7) as usize] as u32) << (8 * k))
     }
 }

@@ -69,6 +69,16 @@ pub trait Block {
     }
 }
 
+/// Bytes of the parts `parts`, part `p` taking `size(p)`, summed by the warp's lanes; in every lane.
+#[inline(always)]
+pub fn parts_len<W: Warp>(warp: &W, parts: core::ops::Range<usize>, size: impl Fn(usize) -> usize) -> usize {
+    let mut total = 0;
+    for p in (parts.start + warp.lane() as usize..parts.end).step_by(WARP_SIZE as usize) {
+        total += size(p);
+    }
+    warp.reduce_add(total as u32) as usize
+}
+
 /// Decodes a chunk's `parts` (coded one after another from byte `first_at`, part `p` taking
 /// `size(p)` bytes) with the warps of `block`: warp `w` takes parts `w`, `w + warps`, … in turn,
 /// each by `decode(p, at)` with `at` where it starts, and stops at its first failure. Returns
@@ -89,14 +99,7 @@ pub unsafe fn decode_parts<B: Block, W: Warp>(
     mut decode: impl FnMut(usize, usize) -> Result<(), Status>,
 ) -> Result<usize, Status> {
     let (warp_index, warps) = ((block.thread() / WARP_SIZE) as usize, (block.threads() / WARP_SIZE) as usize);
-    // Bytes of parts `from .. to`.
-    let span = |from: usize, to: usize| {
-        let mut total = 0;
-        for p in (from + warp.lane() as usize..to).step_by(WARP_SIZE as usize) {
-            total += size(p);
-        }
-        warp.reduce_add(total as u32) as usize
-    };
+    let span = |from: usize, to: usize| parts_len(warp, from..to, &size);
     let mut at = first_at + span(0, warp_index.min(parts));
     let mut failure = u32::MAX;
     for p in (warp_index..parts).step_by(warps) {

@@ -33,17 +33,23 @@ fn block_compress(input: &[u8], options: &Options, shift: usize, capacity: usize
 /// ending with it, for a sanitizer), into an output `shift` bytes past one (so that only a shift
 /// of 0 stores words).
 fn block_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<u8>, Status> {
-    let mut out = vec![0u32; (capacity + shift).div_ceil(4)];
-    let mut placed = vec![0u8; stream.len() + shift].into_boxed_slice();
-    placed[shift..].copy_from_slice(stream);
+    block_decompress_at(stream, capacity, shift, shift)
+}
+
+/// [`block_decompress`] with the stream `in_shift` and the output `out_shift` bytes past aligned
+/// addresses.
+fn block_decompress_at(stream: &[u8], capacity: usize, in_shift: usize, out_shift: usize) -> Result<Vec<u8>, Status> {
+    let mut out = vec![0u32; (capacity + out_shift).div_ceil(4)];
+    let mut placed = vec![0u8; stream.len() + in_shift].into_boxed_slice();
+    placed[in_shift..].copy_from_slice(stream);
     let mut shared = vec![0u32; gpu_ans::DECODE_SHARED_BYTES / 4];
-    let o = out.as_mut_ptr() as usize + shift;
-    let (i, s) = (placed[shift..].as_ptr() as usize, shared.as_mut_ptr() as usize);
+    let o = out.as_mut_ptr() as usize + out_shift;
+    let (i, s) = (placed[in_shift..].as_ptr() as usize, shared.as_mut_ptr() as usize);
     let result = agreed(emulated::run_block(BLOCK_THREADS, |thread| unsafe {
         gpu_ans::decompress_chunk(thread, thread, i as *const u8, stream.len(), o as *mut u8, capacity, s as *mut u8)
     }));
     let out: Vec<u8> = out.iter().flat_map(|word| word.to_le_bytes()).collect();
-    result.map(|n| out[shift..shift + n].to_vec())
+    result.map(|n| out[out_shift..out_shift + n].to_vec())
 }
 
 fn scalar_compress(input: &[u8], options: &Options) -> Vec<u8> {
@@ -75,6 +81,20 @@ fn block_compressor_writes_the_scalar_bytes() {
             let got = block_compress(input, &options, k % 3, ans::max_compressed_size(input.len())).unwrap();
             assert_eq!(got, expected, "{data_type:?}, {} bytes", input.len());
             assert_eq!(block_decompress(&got, input.len(), k % 4).as_ref(), Ok(input), "{data_type:?}");
+        }
+    }
+}
+
+#[test]
+fn floats_decode_whole_values_at_every_alignment() {
+    // Where the stream and the output fall decides whether lanes write words, values byte by
+    // byte, or symbols with a pass for the stored bytes after: each must give the input back.
+    let input = &inputs()[5];
+    for data_type in [DataType::Float16, DataType::Float32] {
+        let stream = scalar_compress(input, &Options { data_type });
+        for (in_shift, out_shift) in (0..4).flat_map(|i| [(i, 0), (i, 1), (i, 2)]) {
+            let got = block_decompress_at(&stream, input.len(), in_shift, out_shift);
+            assert_eq!(got.as_ref(), Ok(input), "{data_type:?}, stream +{in_shift}, output +{out_shift}");
         }
     }
 }

@@ -3,7 +3,7 @@
 //! words and, the chunk's layout known, once to write them.
 
 use super::{BITMAP_LEN, Tables, set_symbols};
-use crate::block::Block;
+use crate::block::{Block, parts_len};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
@@ -124,13 +124,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     block.sync_threads();
     let word_count = |b: usize| unsafe { *word_counts.add(b) } as usize;
     // Bytes of sub-blocks `from .. to`, their states and words.
-    let span = |from: usize, to: usize| {
-        let mut total = 0;
-        for b in (from + lane..to).step_by(LANES) {
-            total += 4 * LANES + 2 * word_count(b);
-        }
-        warp.reduce_add(total as u32) as usize
-    };
+    let span = |from: usize, to: usize| parts_len(warp, from..to, |b| 4 * LANES + 2 * word_count(b));
     let sizes_at = HEADER_LEN + table_len as usize;
     let first_at = sizes_at + 2 * blocks;
     let size = first_at + span(0, blocks) + (n - count);

@@ -39,7 +39,7 @@ fn block_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<
 /// [`block_decompress`] with the stream `in_shift` and the output `out_shift` bytes past aligned
 /// addresses.
 fn block_decompress_at(stream: &[u8], capacity: usize, in_shift: usize, out_shift: usize) -> Result<Vec<u8>, Status> {
-    let mut out = vec![0u32; (capacity + out_shift).div_ceil(4)];
+    let mut out = vec![0u128; (capacity + out_shift).div_ceil(16)]; // aligned as a device allocation
     let mut placed = vec![0u8; stream.len() + in_shift].into_boxed_slice();
     placed[in_shift..].copy_from_slice(stream);
     let mut shared = vec![0u32; gpu_ans::DECODE_SHARED_BYTES / 4];

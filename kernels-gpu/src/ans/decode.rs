@@ -239,14 +239,23 @@ impl SubBlocks<'_> {
 struct Output<const WIDTH: usize> {
     out: *mut u8,
     stored: *const u8,
-    /// A lane writes its four values of a round as words: `out` (and `stored`) aligned to 4.
+    /// A lane writes its four values of a round in one store: `out` aligned to their size, and
+    /// `stored` to 4.
     words: bool,
 }
 
+/// A float16 lane's four values, and a float32 lane's, each one store of a warp's contiguous
+/// lines (four-byte stores 8 or 16 bytes apart made the L2 take each sector in parts).
+#[repr(C, align(8))]
+struct Two([u32; 2]);
+#[repr(C, align(16))]
+struct Four([u32; 4]);
+
 impl<const WIDTH: usize> Output<WIDTH> {
     fn new(out: *mut u8, stored: *const u8) -> Self {
-        let aligned = |at: usize| at.is_multiple_of(4);
-        let words = aligned(out as usize) && (WIDTH == 1 || (!stored.is_null() && aligned(stored as usize)));
+        let aligned = |at: usize, to: usize| at.is_multiple_of(to);
+        let words =
+            aligned(out as usize, 4 * WIDTH) && (WIDTH == 1 || (!stored.is_null() && aligned(stored as usize, 4)));
         Self { out, stored, words }
     }
 
@@ -261,30 +270,32 @@ impl<const WIDTH: usize> Output<WIDTH> {
         }
     }
 
-    /// Writes values `i .. i + 4`, their symbols `symbols` from the low byte up, as words.
+    /// Writes values `i .. i + 4`, their symbols `symbols` from the low byte up, in one store.
     ///
     /// # Safety
     /// [`words`](Self::words) must be true, `i` a multiple of 4.
     #[inline(always)]
     unsafe fn words(&self, i: usize, symbols: u32) {
-        let words = unsafe { self.out.add(i * WIDTH) } as *mut u32;
+        let values = unsafe { self.out.add(i * WIDTH) };
         let stored = |k: usize| unsafe { (self.stored.add(i * (WIDTH - 1)) as *const u32).add(k).read() };
-        let write = |k: usize, word: u32| unsafe { words.add(k).write(word) };
         match WIDTH {
-            1 => write(0, symbols),
+            1 => unsafe { (values as *mut u32).write(symbols) },
             // A value's stored byte, then its symbol.
             2 => {
                 let low = stored(0);
-                write(0, byte_perm(low, symbols, 0x5140));
-                write(1, byte_perm(low, symbols, 0x7362));
+                let two = Two([byte_perm(low, symbols, 0x5140), byte_perm(low, symbols, 0x7362)]);
+                unsafe { (values as *mut Two).write(two) };
             }
             // Three stored bytes a value, then its symbol.
             _ => {
                 let [low, middle, high] = [stored(0), stored(1), stored(2)];
-                write(0, byte_perm(low, symbols, 0x4210));
-                write(1, byte_perm(byte_perm(low, middle, 0x0543), symbols, 0x5210));
-                write(2, byte_perm(byte_perm(middle, high, 0x0432), symbols, 0x6210));
-                write(3, byte_perm(high, symbols, 0x7321));
+                let four = Four([
+                    byte_perm(low, symbols, 0x4210),
+                    byte_perm(byte_perm(low, middle, 0x0543), symbols, 0x5210),
+                    byte_perm(byte_perm(middle, high, 0x0432), symbols, 0x6210),
+                    byte_perm(high, symbols, 0x7321),
+                ]);
+                unsafe { (values as *mut Four).write(four) };
             }
         }
     }

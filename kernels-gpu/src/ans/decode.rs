@@ -5,13 +5,13 @@
 //! lane's four symbols of a round as one word.
 
 use super::{BITMAP_LEN, BLOCK_WARPS, set_symbols};
-use crate::block::{Block, decode_parts, parts_len};
+use crate::block::{Block, decode_parts};
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
-    DataType, HEADER_LEN, Header, LANES, LOWER, PROB_BITS, ROUND, RUN, TOTAL, VERSION_1, raw_byte_source, raw_bytes,
-    read_header, steps, sub_block, sub_blocks, symbol_index, symbols,
+    HEADER_LEN, Header, LANES, LOWER, PROB_BITS, ROUND, RUN, TOTAL, VERSION_1, raw_byte_source, raw_bytes, read_header,
+    steps, sub_block, sub_blocks, symbol_index, symbols,
 };
 
 /// Slots of the table each thread of the block writes.
@@ -68,6 +68,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     let blocks = sub_blocks(version, data_type, count);
     let sizes_at = HEADER_LEN + table_len;
     let sizes = bytes.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
+    let word_count = |b: usize| u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
 
     let table = unsafe { SharedBytes::new(shared) };
     if thread < WARP_SIZE as usize {
@@ -78,23 +79,31 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     block.sync_threads();
 
     let width = data_type.width();
-    let chunk = SubBlocks { bytes, sizes, version, data_type, count, first_at: sizes_at + 2 * blocks, table };
-    // Floats' other bytes follow the sub-blocks: where they are all there, each lane writes its
-    // values whole as it decodes their symbols.
-    let (raw, raw_at) = (n - count, chunk.first_at + parts_len(warp, 0..blocks, |b| chunk.size(b)));
-    let stored = if width > 1 && raw_at + raw <= len { unsafe { input.add(raw_at) } } else { core::ptr::null() };
+    let words_out = width == 1 && (out as usize).is_multiple_of(4);
+    let words_even = (input as usize).is_multiple_of(2);
     let failures = unsafe { shared.add(FAILURES_AT as usize) } as *mut u32;
+    let size = |b: usize| 4 * LANES + 2 * word_count(b);
     let end = unsafe {
-        match width {
-            1 => chunk.decode(block, warp, failures, Output::<1>::new(out, stored)),
-            2 => chunk.decode(block, warp, failures, Output::<2>::new(out, stored)),
-            _ => chunk.decode(block, warp, failures, Output::<4>::new(out, stored)),
-        }?
+        decode_parts(block, warp, blocks, sizes_at + 2 * blocks, size, failures, |b, at| {
+            if at + size(b) > len {
+                return Err(Status::Truncated);
+            }
+            let symbols = sub_block(version, data_type, b, count);
+            let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version, width, words_out };
+            let symbols_out = out.add(width - 1);
+            // Every sub-block's words start at an even offset in the chunk.
+            if words_even {
+                sub_block.decode::<true, _>(warp, table, bytes, at, word_count(b), symbols_out)
+            } else {
+                sub_block.decode::<false, _>(warp, table, bytes, at, word_count(b), symbols_out)
+            }
+        })?
     };
+    let raw = n - count;
     if len != end + raw {
         return Err(if len < end + raw { Status::Truncated } else { Status::Malformed });
     }
-    if width > 1 && stored.is_null() {
+    if width > 1 {
         for i in (thread..raw_bytes(count, width)).step_by(threads) {
             unsafe { *out.add(raw_byte_source(i, width)) = bytes[end + i] };
         }
@@ -173,180 +182,54 @@ unsafe fn write_slots(table: SharedBytes, thread: u32) {
     }
 }
 
-/// A chunk's sub-blocks, as its header and sizes give them.
-struct SubBlocks<'a> {
-    bytes: &'a [u8],
-    /// Each sub-block's word count (u16).
-    sizes: &'a [u8],
-    version: u8,
-    data_type: DataType,
-    /// Symbols of the chunk.
-    count: usize,
-    /// Where the first sub-block starts.
-    first_at: usize,
-    table: SharedBytes,
-}
-
-impl SubBlocks<'_> {
-    fn word_count(&self, b: usize) -> usize {
-        u16::from_le_bytes([self.sizes[2 * b], self.sizes[2 * b + 1]]) as usize
-    }
-
-    /// Sub-block `b`'s bytes: its states and words.
-    fn size(&self, b: usize) -> usize {
-        4 * LANES + 2 * self.word_count(b)
-    }
-
-    /// Decodes the sub-blocks into `output` with the block's warps, as [`decode_parts`]: returns
-    /// where the last ends, or the first failure.
-    ///
-    /// # Safety
-    /// As [`decompress_chunk`]'s, `failures` its shared memory for them.
-    #[inline(always)]
-    unsafe fn decode<const WIDTH: usize, B: Block, W: Warp>(
-        &self,
-        block: &B,
-        warp: &W,
-        failures: *mut u32,
-        output: Output<WIDTH>,
-    ) -> Result<usize, Status> {
-        let (len, blocks) = (self.bytes.len(), self.sizes.len() / 2);
-        // Every sub-block's words start at an even offset in the chunk.
-        let words_even = (self.bytes.as_ptr() as usize).is_multiple_of(2);
-        let size = |b: usize| self.size(b);
-        unsafe {
-            decode_parts(block, warp, blocks, self.first_at, size, failures, |b, at| {
-                if at + size(b) > len {
-                    return Err(Status::Truncated);
-                }
-                let symbols = sub_block(self.version, self.data_type, b, self.count);
-                let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version: self.version };
-                let (table, words) = (self.table, self.word_count(b));
-                if words_even {
-                    sub_block.decode::<true, WIDTH, _>(warp, table, self.bytes, at, words, output)
-                } else {
-                    sub_block.decode::<false, WIDTH, _>(warp, table, self.bytes, at, words, output)
-                }
-            })
-        }
-    }
-}
-
-/// Where a chunk's decoded symbols go: each the last byte of a `WIDTH`-byte value of `out`, the
-/// value's other bytes from `stored` (the chunk's, after its sub-blocks) with it unless that is
-/// null (then a pass after decoding writes them).
-#[derive(Clone, Copy)]
-struct Output<const WIDTH: usize> {
-    out: *mut u8,
-    stored: *const u8,
-    /// A lane writes its four values of a round in one store: `out` aligned to their size, and
-    /// `stored` to 4.
-    words: bool,
-}
-
-/// A float16 lane's four values, and a float32 lane's, each one store of a warp's contiguous
-/// lines (four-byte stores 8 or 16 bytes apart made the L2 take each sector in parts).
-#[repr(C, align(8))]
-struct Two([u32; 2]);
-#[repr(C, align(16))]
-struct Four([u32; 4]);
-
-impl<const WIDTH: usize> Output<WIDTH> {
-    fn new(out: *mut u8, stored: *const u8) -> Self {
-        let aligned = |at: usize, to: usize| at.is_multiple_of(to);
-        let words =
-            aligned(out as usize, 4 * WIDTH) && (WIDTH == 1 || (!stored.is_null() && aligned(stored as usize, 4)));
-        Self { out, stored, words }
-    }
-
-    /// Writes value `i`, its symbol `symbol` (the low byte).
-    #[inline(always)]
-    unsafe fn value(&self, i: usize, symbol: u32) {
-        let value = unsafe { self.out.add(i * WIDTH) };
-        unsafe { *value.add(WIDTH - 1) = symbol as u8 };
-        if WIDTH > 1 && !self.stored.is_null() {
-            let stored = unsafe { self.stored.add(i * (WIDTH - 1)) };
-            (0..WIDTH - 1).for_each(|k| unsafe { *value.add(k) = *stored.add(k) });
-        }
-    }
-
-    /// Writes values `i .. i + 4`, their symbols `symbols` from the low byte up, in one store.
-    ///
-    /// # Safety
-    /// [`words`](Self::words) must be true, `i` a multiple of 4.
-    #[inline(always)]
-    unsafe fn words(&self, i: usize, symbols: u32) {
-        let values = unsafe { self.out.add(i * WIDTH) };
-        let stored = |k: usize| unsafe { (self.stored.add(i * (WIDTH - 1)) as *const u32).add(k).read() };
-        match WIDTH {
-            1 => unsafe { (values as *mut u32).write(symbols) },
-            // A value's stored byte, then its symbol.
-            2 => {
-                let low = stored(0);
-                let two = Two([byte_perm(low, symbols, 0x5140), byte_perm(low, symbols, 0x7362)]);
-                unsafe { (values as *mut Two).write(two) };
-            }
-            // Three stored bytes a value, then its symbol.
-            _ => {
-                let [low, middle, high] = [stored(0), stored(1), stored(2)];
-                let four = Four([
-                    byte_perm(low, symbols, 0x4210),
-                    byte_perm(byte_perm(low, middle, 0x0543), symbols, 0x5210),
-                    byte_perm(byte_perm(middle, high, 0x0432), symbols, 0x6210),
-                    byte_perm(high, symbols, 0x7321),
-                ]);
-                unsafe { (values as *mut Four).write(four) };
-            }
-        }
-    }
-}
-
 /// One sub-block as a warp decodes it: its symbols `first .. first + len` of the chunk, in
-/// `version`'s order.
+/// `version`'s order, each the last byte of a `width`-byte value; `words_out`: a lane stores its
+/// four symbols of a round as one word (bytes, and an output aligned to 4).
 struct SubBlock {
     first: usize,
     len: usize,
     version: u8,
+    width: usize,
+    words_out: bool,
 }
 
 impl SubBlock {
     /// Decodes the sub-block whose states start at `at` in `chunk`, followed by `word_count`
-    /// words, into `output`.
+    /// words, into `symbols_out`, the chunk's output from the first symbol's byte on.
     #[inline(always)]
-    unsafe fn decode<const EVEN: bool, const WIDTH: usize, W: Warp>(
+    unsafe fn decode<const EVEN: bool, W: Warp>(
         &self,
         warp: &W,
         table: SharedBytes,
         chunk: &[u8],
         at: usize,
         word_count: usize,
-        output: Output<WIDTH>,
+        symbols_out: *mut u8,
     ) -> Result<(), Status> {
         let lane = warp.lane() as usize;
         let mut lane_state = LaneState::<EVEN>::new(warp, chunk, at, word_count)?;
-        let value = |i: usize, symbol: u32| unsafe { output.value(self.first + i, symbol) };
+        let store = |i: usize, symbol: u32| unsafe { *symbols_out.add((self.first + i) * self.width) = symbol as u8 };
         // The steps in which every lane has a symbol, then the last, where some may not.
         let whole = if self.version == VERSION_1 { self.len / LANES } else { self.len / ROUND * RUN };
         if self.version == VERSION_1 {
             for k in 0..whole {
                 let entry = unsafe { lane_state.step(warp, table, true) };
-                value(k * LANES + lane, entry);
+                store(k * LANES + lane, entry);
             }
-        } else if output.words {
-            let first = self.first + lane * RUN;
-            let put = |round: usize, symbols: u32| unsafe { output.words(first + round * ROUND, symbols) };
+        } else if self.words_out {
+            let words = unsafe { symbols_out.add(self.first + lane * RUN) } as *mut u32;
+            let put = |round: usize, word: u32| unsafe { words.add(round * ROUND / 4).write(word) };
             unsafe { lane_state.rounds(warp, table, whole / RUN, put) };
         } else {
-            let put = |round: usize, symbols: u32| {
-                (0..RUN).for_each(|j| value(round * ROUND + lane * RUN + j, symbols >> (8 * j)))
-            };
-            unsafe { lane_state.rounds(warp, table, whole / RUN, put) };
+            let symbols =
+                |round: usize, word: u32| (0..RUN).for_each(|j| store(round * ROUND + lane * RUN + j, word >> (8 * j)));
+            unsafe { lane_state.rounds(warp, table, whole / RUN, symbols) };
         }
         for k in whole..steps(self.version, self.len) {
             let i = symbol_index(self.version, k, lane);
             let entry = unsafe { lane_state.step(warp, table, i < self.len) };
             if i < self.len {
-                value(i, entry);
+                store(i, entry);
             }
         }
         lane_state.finish(warp)

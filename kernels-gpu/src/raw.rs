@@ -18,7 +18,7 @@ pub unsafe fn bytes_mut<'a>(at: *mut u8, len: usize) -> &'a mut [u8] {
     if len == 0 { &mut [] } else { unsafe { core::slice::from_raw_parts_mut(at, len) } }
 }
 
-/// Asks for the line holding `at`, in global memory, to be brought into L1, without waiting.
+/// Asks for the line holding `at`, in global memory, to be brought into L2, without waiting.
 ///
 /// # Safety
 /// `at` must be in global memory the kernel may read.
@@ -26,48 +26,35 @@ pub unsafe fn bytes_mut<'a>(at: *mut u8, len: usize) -> &'a mut [u8] {
 pub unsafe fn prefetch_global(at: *const u8) {
     #[cfg(target_arch = "nvptx64")]
     unsafe {
-        core::arch::asm!("prefetch.global.L1 [{at}];", at = in(reg64) at, options(readonly, nostack))
+        core::arch::asm!("prefetch.global.L2 [{at}];", at = in(reg64) at, options(readonly, nostack))
     };
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = at;
 }
 
-/// The little-endian `u16` `offset` bytes past `base`, in global memory, through the read-only
-/// path (the offset 32-bit up to the add); `ALIGNED`: the address is even, one load (else two).
+/// The 16 bytes at `at` (a multiple of 16), in global memory, as four little-endian words, in one
+/// load through the read-only path.
 ///
 /// # Safety
-/// The 2 bytes there must be readable global memory, not written meanwhile.
+/// They must be readable global memory, not written meanwhile.
 #[inline(always)]
-pub unsafe fn global_u16<const ALIGNED: bool>(base: *const u8, offset: u32) -> u32 {
+pub unsafe fn global_u32x4(at: *const u8) -> [u32; 4] {
     #[cfg(target_arch = "nvptx64")]
     {
-        let (low, high): (u32, u32);
-        if ALIGNED {
-            unsafe {
-                core::arch::asm!(
-                    "{{ .reg .u64 a; cvt.u64.u32 a, {offset}; add.u64 a, a, {base}; ld.global.nc.u16 {low}, [a]; }}",
-                    base = in(reg64) base, offset = in(reg32) offset, low = out(reg32) low,
-                    options(pure, readonly, nostack)
-                )
-            };
-            high = 0;
-        } else {
-            unsafe {
-                core::arch::asm!(
-                    "{{ .reg .u64 a; cvt.u64.u32 a, {offset}; add.u64 a, a, {base};",
-                    "ld.global.nc.u8 {low}, [a]; ld.global.nc.u8 {high}, [a+1]; }}",
-                    base = in(reg64) base, offset = in(reg32) offset, low = out(reg32) low, high = out(reg32) high,
-                    options(pure, readonly, nostack)
-                )
-            };
-        }
-        low | high << 8
+        let (a, b, c, d): (u32, u32, u32, u32);
+        unsafe {
+            core::arch::asm!(
+                "ld.global.nc.v4.u32 {{{a}, {b}, {c}, {d}}}, [{at}];",
+                at = in(reg64) at, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+                options(pure, readonly, nostack)
+            )
+        };
+        [a, b, c, d]
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        let at = base.wrapping_add(offset as usize);
-        debug_assert!(!ALIGNED || (at as usize).is_multiple_of(2));
-        unsafe { u16::from_le_bytes([*at, *at.add(1)]) as u32 }
+        debug_assert!((at as usize).is_multiple_of(16));
+        core::array::from_fn(|k| u32::from_le_bytes(core::array::from_fn(|j| unsafe { *at.add(4 * k + j) })))
     }
 }
 

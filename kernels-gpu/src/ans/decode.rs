@@ -17,13 +17,14 @@ use ferrocomp_format::ans::{
 /// Slots of the table each thread of the block writes.
 const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
 /// Where the decoding block's shared memory holds each slot's entry (two u32), each symbol's
-/// frequency and cumulative frequency (u32), and each warp's first failure (u32, for
-/// [`decode_parts`]).
+/// frequency and cumulative frequency (u32), each warp's first failure (u32, for
+/// [`decode_parts`]) and each warp's [`RING_BYTES`] of words.
 const ENTRIES_AT: u32 = 0;
 const SYMBOLS_AT: u32 = ENTRIES_AT + 8 * TOTAL;
 const FAILURES_AT: u32 = SYMBOLS_AT + 4 * 256;
+const RINGS_AT: u32 = FAILURES_AT + 4 * BLOCK_WARPS;
 /// Shared memory of the decoding block.
-pub const DECODE_SHARED_BYTES: usize = (FAILURES_AT + 4 * BLOCK_WARPS) as usize;
+pub const DECODE_SHARED_BYTES: usize = (RINGS_AT + RING_BYTES * BLOCK_WARPS) as usize;
 /// A slot's entry is two words: its symbol in bits 0-7 and the symbol's frequency from bit
 /// [`FREQ_SHIFT`], then the slot's offset from the symbol's first slot, added as it is.
 const FREQ_SHIFT: u32 = 16;
@@ -82,6 +83,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     let words_out = width == 1 && (out as usize).is_multiple_of(4);
     let words_even = (input as usize).is_multiple_of(2);
     let failures = unsafe { shared.add(FAILURES_AT as usize) } as *mut u32;
+    let ring = table.at(RINGS_AT + thread as u32 / WARP_SIZE * RING_BYTES);
     let size = |b: usize| 4 * LANES + 2 * word_count(b);
     let end = unsafe {
         decode_parts(block, warp, blocks, sizes_at + 2 * blocks, size, failures, |b, at| {
@@ -93,9 +95,9 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
             let symbols_out = out.add(width - 1);
             // Every sub-block's words start at an even offset in the chunk.
             if words_even {
-                sub_block.decode::<true, _>(warp, table, bytes, at, word_count(b), symbols_out)
+                sub_block.decode::<true, _>(warp, table, ring, bytes, at, word_count(b), symbols_out)
             } else {
-                sub_block.decode::<false, _>(warp, table, bytes, at, word_count(b), symbols_out)
+                sub_block.decode::<false, _>(warp, table, ring, bytes, at, word_count(b), symbols_out)
             }
         })?
     };
@@ -195,24 +197,28 @@ struct SubBlock {
 
 impl SubBlock {
     /// Decodes the sub-block whose states start at `at` in `chunk`, followed by `word_count`
-    /// words, into `symbols_out`, the chunk's output from the first symbol's byte on.
+    /// words, into `symbols_out`, the chunk's output from the first symbol's byte on, its words
+    /// staged in `ring` (the warp's [`RING_BYTES`]).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn decode<const EVEN: bool, W: Warp>(
         &self,
         warp: &W,
         table: SharedBytes,
+        ring: SharedBytes,
         chunk: &[u8],
         at: usize,
         word_count: usize,
         symbols_out: *mut u8,
     ) -> Result<(), Status> {
         let lane = warp.lane() as usize;
-        let mut lane_state = LaneState::<EVEN>::new(warp, chunk, at, word_count)?;
+        let mut lane_state = unsafe { LaneState::<EVEN>::new(warp, ring, chunk, at, word_count)? };
         let store = |i: usize, symbol: u32| unsafe { *symbols_out.add((self.first + i) * self.width) = symbol as u8 };
         // The steps in which every lane has a symbol, then the last, where some may not.
         let whole = if self.version == VERSION_1 { self.len / LANES } else { self.len / ROUND * RUN };
         if self.version == VERSION_1 {
             for k in 0..whole {
+                unsafe { lane_state.stage(warp) };
                 let entry = unsafe { lane_state.step(warp, table, true) };
                 store(k * LANES + lane, entry);
             }
@@ -227,6 +233,7 @@ impl SubBlock {
         }
         for k in whole..steps(self.version, self.len) {
             let i = symbol_index(self.version, k, lane);
+            unsafe { lane_state.stage(warp) };
             let entry = unsafe { lane_state.step(warp, table, i < self.len) };
             if i < self.len {
                 store(i, entry);
@@ -236,55 +243,127 @@ impl SubBlock {
     }
 }
 
-/// How far ahead of the words taken a round's [`LaneState::prefetch`] looks: three 128-byte lines
-/// (a round takes up to 128 words, about 37 on text).
-const PREFETCH_WORDS: u32 = 192;
+/// Bytes of a warp's words in shared memory: two spans of [`SPAN`], the one the lanes read and
+/// the next, while the one after waits in the lanes' registers.
+const RING_BYTES: u32 = 2 * SPAN;
+/// The words a warp stages in one go: 16 bytes a lane, at least two rounds' worth (a round takes
+/// up to 128 words), so that a span's loads have the next span's rounds to arrive in.
+const SPAN: u32 = 16 * WARP_SIZE;
 
-/// A lane's state, and where the sub-block's words are: a lane whose state falls low loads its
-/// word itself, the next not yet taken by the lanes before it (a ballot's prefix). Past the last
-/// word, 0: a refill there leaves the words miscounted, caught by [`finish`](Self::finish).
+/// A lane's state, and where the sub-block's words are: a lane whose state falls low takes its
+/// word itself, the next not yet taken by the lanes before it (a ballot's prefix), from the
+/// warp's ring in shared memory, which [`stage`](Self::stage) keeps a span ahead of the words
+/// taken. Positions count bytes from `from`, the 16-byte boundary at or before the first word.
 struct LaneState<const EVEN: bool> {
     state: u32,
-    /// Where the sub-block's words start, less 2 (the last two bytes of its states), and how many
-    /// there are.
-    before: *const u8,
-    word_count: u32,
-    /// The words taken so far.
-    taken: u32,
+    /// The position of the next word to take, and the position past the last.
+    at: u32,
+    end: u32,
     /// The lanes below this one, as a ballot's bits.
     below: u32,
+    ring: SharedBytes,
+    from: *const u8,
+    /// Bytes of the chunk from `from` on.
+    readable: u32,
+    /// The span the ring was last staged for: it holds this one and the next.
+    span: u32,
+    /// This lane's 16 bytes of the span after those.
+    staged: [u32; 4],
 }
 
 impl<const EVEN: bool> LaneState<EVEN> {
-    /// Ready to decode the sub-block at `at` in `chunk`: its states, then its `word_count` words.
+    /// Ready to decode the sub-block at `at` in `chunk`: its states, then its `word_count` words,
+    /// of which the first two spans are staged in `ring` (the rest asked into L2).
+    ///
+    /// # Safety
+    /// `ring` must be the warp's [`RING_BYTES`] of shared memory, aligned to 16.
     #[inline(always)]
-    fn new<W: Warp>(warp: &W, chunk: &[u8], at: usize, word_count: usize) -> Result<Self, Status> {
-        let lane = warp.lane() as usize;
-        let state = u32::from_le_bytes(core::array::from_fn(|k| chunk[at + 4 * lane + k]));
+    unsafe fn new<W: Warp>(
+        warp: &W,
+        ring: SharedBytes,
+        chunk: &[u8],
+        at: usize,
+        word_count: usize,
+    ) -> Result<Self, Status> {
+        let lane = warp.lane();
+        let state = u32::from_le_bytes(core::array::from_fn(|k| chunk[at + 4 * lane as usize + k]));
         if warp.ballot(state < LOWER) != 0 {
             return Err(Status::Malformed);
         }
-        let before = chunk[at + 4 * LANES - 2..].as_ptr();
-        Ok(Self { state, before, word_count: word_count as u32, taken: 0, below: (1 << lane) - 1 })
-    }
-
-    /// Word `k` where `wanted` and not past the last, else 0 (having read the states' last two
-    /// bytes instead: no branch).
-    #[inline(always)]
-    fn word(&self, k: u32, wanted: bool) -> u32 {
-        let valid = wanted && k < self.word_count;
-        let word = unsafe { crate::raw::global_u16::<EVEN>(self.before, if valid { 2 * k + 2 } else { 0 }) };
-        if valid { word } else { 0 }
-    }
-
-    /// Brings the words [`PREFETCH_WORDS`] on into L1 while the lanes decode, if there are any:
-    /// a refill's load is on the chain of dependent steps, and then finds them there.
-    #[inline(always)]
-    fn prefetch(&self) {
-        let k = self.taken + PREFETCH_WORDS;
-        if k < self.word_count {
-            unsafe { crate::raw::prefetch_global(self.before.add(2 * k as usize + 2)) };
+        let words = &chunk[at + 4 * LANES..];
+        // The bytes before the words, down to `from`, are the states': in the chunk too.
+        let first = (words.as_ptr() as usize % 16) as u32;
+        let from = words.as_ptr().wrapping_sub(first as usize);
+        let (end, readable) = (first + 2 * word_count as u32, first + words.len() as u32);
+        // All the words asked into L2 now, for the spans staged later.
+        for line in (128 * lane..end).step_by(128 * WARP_SIZE as usize) {
+            unsafe { crate::raw::prefetch_global(from.add(line as usize)) };
         }
+        let below = (1 << lane) - 1;
+        let mut lane_state = Self { state, at: first, end, below, ring, from, readable, span: 0, staged: [0; 4] };
+        let (first, second) = (lane_state.load(lane, 0), lane_state.load(lane, 1));
+        lane_state.staged = lane_state.load(lane, 2);
+        unsafe { lane_state.put(lane, 0, first) };
+        unsafe { lane_state.put(lane, 1, second) };
+        warp.sync();
+        Ok(lane_state)
+    }
+
+    /// Lane `lane`'s 16 bytes of span `span`, where the chunk has all 16 (else
+    /// [`put`](Self::put) copies what it has).
+    #[inline(always)]
+    fn load(&self, lane: u32, span: u32) -> [u32; 4] {
+        let offset = span * SPAN + 16 * lane;
+        if offset + 16 <= self.readable {
+            unsafe { crate::raw::global_u32x4(self.from.add(offset as usize)) }
+        } else {
+            [0; 4]
+        }
+    }
+
+    /// Puts lane `lane`'s `bytes` of span `span`, [`load`](Self::load)ed, into the ring; where
+    /// the chunk ends inside them, its last bytes one by one.
+    #[inline(always)]
+    unsafe fn put(&self, lane: u32, span: u32, bytes: [u32; 4]) {
+        let (offset, at) = (span * SPAN + 16 * lane, span % 2 * SPAN + 16 * lane);
+        unsafe { self.ring.set_u32x4(at, bytes) };
+        if offset < self.readable && self.readable < offset + 16 {
+            for k in 0..self.readable - offset {
+                unsafe { self.ring.set_u8(at + k, *self.from.add((offset + k) as usize)) };
+            }
+        }
+    }
+
+    /// Before a round (or a step): once the words taken have passed into the next span, the
+    /// staged one goes into the ring in place of the span left behind and the one after is
+    /// loaded into the lanes' registers; the ring then holds the span of the next word and the
+    /// one after, more than a round's words.
+    #[inline(always)]
+    unsafe fn stage<W: Warp>(&mut self, warp: &W) {
+        // A round moves `at` by 256 bytes at most: a span at a time.
+        if self.at / SPAN != self.span {
+            warp.sync(); // every lane has read the span left behind
+            let lane = warp.lane();
+            unsafe { self.put(lane, self.span + 2, self.staged) };
+            self.span += 1;
+            self.staged = self.load(lane, self.span + 2);
+            warp.sync();
+        }
+    }
+
+    /// The word at `at + 2 * prefix` where `refill`, else 0; no branch, as the ring holds words
+    /// at every position (past the last, whatever it held before: a refill there leaves the
+    /// words miscounted, caught by [`finish`](Self::finish)).
+    #[inline(always)]
+    fn word(&self, prefix: u32, refill: bool) -> u32 {
+        let position = (self.at + 2 * prefix) % RING_BYTES;
+        let word = if EVEN {
+            unsafe { self.ring.u16(position) as u32 }
+        } else {
+            let byte = |p: u32| unsafe { self.ring.u8(p % RING_BYTES) as u32 };
+            byte(position) | byte(position + 1) << 8
+        };
+        if refill { word } else { 0 }
     }
 
     /// Decodes `rounds` rounds of [`RUN`] steps, every lane active, giving `put` each round's
@@ -293,7 +372,7 @@ impl<const EVEN: bool> LaneState<EVEN> {
     unsafe fn rounds<W: Warp>(&mut self, warp: &W, table: SharedBytes, rounds: usize, put: impl Fn(usize, u32)) {
         // 32-bit counting: one add a round.
         for round in 0..rounds as u32 {
-            self.prefetch();
+            unsafe { self.stage(warp) };
             let mut step = || unsafe { self.step(warp, table, true) };
             let (a, b) = (step(), step());
             let (c, d) = (step(), step());
@@ -303,7 +382,7 @@ impl<const EVEN: bool> LaneState<EVEN> {
 
     /// Decodes this lane's next symbol where `active` (its state left as it is elsewhere); the
     /// lanes whose states fall low take the next words in lane order. Returns the slot's entry,
-    /// its symbol in the low byte.
+    /// its symbol in the low byte. At most 32 words are taken: [`stage`](Self::stage) before.
     #[inline(always)]
     unsafe fn step<W: Warp>(&mut self, warp: &W, table: SharedBytes, active: bool) -> u32 {
         let [head, offset] = unsafe { table.at(ENTRIES_AT).pair(self.state & (TOTAL - 1)) };
@@ -311,18 +390,18 @@ impl<const EVEN: bool> LaneState<EVEN> {
         let refill = active && x < LOWER;
         let refilling = warp.ballot(refill);
         if active {
-            // Branch-free: a lane not refilling loads a word it drops, and multiplies by 1.
-            let word = self.word(self.taken + (refilling & self.below).count_ones(), refill);
+            // Branch-free: a lane not refilling reads a word it drops, and multiplies by 1.
+            let word = self.word((refilling & self.below).count_ones(), refill);
             self.state = x * if refill { 1 << 16 } else { 1 } + word;
         }
-        self.taken += refilling.count_ones();
+        self.at += 2 * refilling.count_ones();
         head
     }
 
     /// The sub-block's status once decoded: every word taken and every state back at [`LOWER`].
     #[inline(always)]
     fn finish<W: Warp>(&self, warp: &W) -> Result<(), Status> {
-        if self.taken != self.word_count || warp.ballot(self.state != LOWER) != 0 {
+        if self.at != self.end || warp.ballot(self.state != LOWER) != 0 {
             return Err(Status::Malformed);
         }
         Ok(())

@@ -32,12 +32,52 @@ pub unsafe fn copy_unit(copy: &StridedCopy, unit: u64, src: *const u8, dst: *mut
     }
 }
 
-/// Copies `n` bytes from `src` to `dst`, 32 bytes a step across the warp.
+/// Copies `n` bytes from `src` to `dst`, across the warp (as [`copy_spread`]).
 ///
 /// # Safety
 /// `src` must be readable and `dst` writable for `n` bytes, and not overlap.
 pub unsafe fn copy_chunk<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: usize) {
-    warp.for_each_strided(n, |i| unsafe { *dst.add(i) = *src.add(i) });
+    unsafe { copy_spread(warp.lane() as usize, crate::warp::WARP_SIZE as usize, src, dst, n) };
+}
+
+/// Copies `n` bytes from `src` to `dst`, thread `thread` of `threads` its share: 16 bytes a
+/// thread a step, each stored whole where `dst` is aligned to 16 and built from the aligned
+/// words of `src` they span (shifted together, whatever the two addresses' alignments); the
+/// first and last few bytes one at a time. Every read is inside the `n` bytes.
+///
+/// # Safety
+/// `src` must be readable and `dst` writable for `n` bytes, and not overlap; the threads' shares
+/// are theirs alone.
+#[inline(always)]
+pub unsafe fn copy_spread(thread: usize, threads: usize, src: *const u8, dst: *mut u8, n: usize) {
+    // The units start past `src`'s first aligned word and end before its last: `start` is
+    // where `dst` is aligned to 16, at least 4 in; they end at least 3 before the end.
+    let start = 4 + (16 - (dst as usize + 4) % 16) % 16;
+    let units = n.saturating_sub(start + 3) / 16;
+    let end = start + 16 * units;
+    let bytes = |from: usize, to: usize| {
+        for i in (from + thread..to).step_by(threads) {
+            unsafe { *dst.add(i) = *src.add(i) };
+        }
+    };
+    if units == 0 {
+        return bytes(0, n);
+    }
+    bytes(0, start);
+    // Byte `shift` of the word at `words` is the first unit's first.
+    let shift = (src as usize + start) % 4;
+    let words = unsafe { src.add(start - shift) } as *const u32;
+    for unit in (thread..units).step_by(threads) {
+        let word = |k: usize| unsafe { words.add(4 * unit + k).read() };
+        let out = if shift == 0 {
+            [word(0), word(1), word(2), word(3)]
+        } else {
+            let funnel = |k: usize| ((word(k + 1) as u64) << 32 | word(k) as u64) >> (8 * shift);
+            [funnel(0) as u32, funnel(1) as u32, funnel(2) as u32, funnel(3) as u32]
+        };
+        unsafe { (dst.add(start + 16 * unit) as *mut Unit16).write(Unit16(out)) };
+    }
+    bytes(end, n);
 }
 
 #[cfg(target_arch = "nvptx64")]

@@ -68,8 +68,8 @@ pub fn with_launch_bounds(ptx: &str) -> std::string::String {
 /// per block, blocks that must fit on one SM at once). ptxas then keeps each thread's registers
 /// within the SM's share; [`with_launch_bounds`] writes them into the PTX.
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
-    ("ans_compress", ans::BLOCK_WARPS * 32, ans::BLOCKS_PER_SM),
-    ("ans_decompress", ans::BLOCK_WARPS * 32, ans::BLOCKS_PER_SM),
+    ("ans_compress", ans::BLOCK_WARPS * 32, ans::COMPRESS_BLOCKS_PER_SM),
+    ("ans_decompress", ans::BLOCK_WARPS * 32, ans::DECOMPRESS_BLOCKS_PER_SM),
     ("bitcomp_compress", bitcomp::WARPS * 32, bitcomp::BLOCKS_PER_SM),
     ("bitcomp_decompress", bitcomp::WARPS * 32, bitcomp::BLOCKS_PER_SM),
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),

@@ -51,10 +51,8 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
         return Err(Status::OutputTooSmall);
     }
     let (thread, threads) = (block.thread() as usize, block.threads() as usize);
-    let copy = |from: usize, to: usize, count: usize| {
-        for i in (thread..count).step_by(threads) {
-            unsafe { *out.add(to + i) = bytes[from + i] };
-        }
+    let copy = |from: usize, to: usize, count: usize| unsafe {
+        crate::copy::copy_spread(thread, threads, bytes[from..from + count].as_ptr(), out.add(to), count)
     };
     if stored {
         if len != HEADER_LEN + n {

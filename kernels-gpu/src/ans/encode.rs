@@ -74,10 +74,8 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     let (data_type, lane) = (options.data_type, warp.lane() as usize);
     let (thread, threads) = (block.thread() as usize, block.threads() as usize);
     let (warp_index, warps) = (thread / WARP_SIZE as usize, threads / WARP_SIZE as usize);
-    let copy = |from: *const u8, to: *mut u8, count: usize| {
-        for i in (thread..count).step_by(threads) {
-            unsafe { *to.add(i) = *from.add(i) };
-        }
+    let copy = |from: *const u8, to: *mut u8, count: usize| unsafe {
+        crate::copy::copy_spread(thread, threads, from, to, count)
     };
     let tables = Tables::new(shared);
     let count = symbols(n, data_type);

@@ -25,10 +25,13 @@ use ferrocomp_format::ans::{MAX_CHUNK_SIZE, SUB_BLOCK, Symbol};
 
 /// Warps of a block coding one chunk either way: a 64 KiB chunk's eight sub-blocks at once.
 pub const BLOCK_WARPS: u32 = 8;
-/// Blocks of either kernel an SM holds at once: 48 warps at 40 registers (on an H200 at 256 MiB,
-/// with blocks of four warps, 40 warps decoded 10-18% slower; 64 decoded as fast, binary data 16%
-/// faster, but compressed up to 19% slower).
-pub const BLOCKS_PER_SM: u32 = 6;
+/// Blocks of the compressor an SM holds at once: 48 warps at 40 registers (at 64, an H200
+/// compressed up to 19% slower).
+pub const COMPRESS_BLOCKS_PER_SM: u32 = 6;
+/// Blocks of the decoder an SM holds at once: 32 warps at 64 registers, which hold a step's
+/// values where 40 spilled the table's address (on an H200 with 64 KiB chunks, 4-10% faster at
+/// 256 MiB than 48 warps at 40 registers, 15-45% at 16 and 64 MiB).
+pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 4;
 /// Shared memory of the compressing block: each symbol's frequency and cumulative frequency (u32)
 /// and its frequency's reciprocal (u32), then each sub-block's word count (u16).
 pub const COMPRESS_SHARED_BYTES: usize = 2 * 4 * 256 + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK);

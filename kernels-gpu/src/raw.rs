@@ -202,6 +202,26 @@ impl SharedBytes {
     widths!(u16, set_u16, u16, "u16", "`u16`");
     widths!(u32, set_u32, u32, "u32", "word");
 
+    /// Adds `value` to the word at `offset`, atomically among the block's threads (as
+    /// [`shared_add`]).
+    ///
+    /// # Safety
+    /// It must be in the memory [`new`](Self::new) was given.
+    #[inline(always)]
+    pub unsafe fn add_u32(self, offset: u32, value: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        unsafe {
+            core::arch::asm!(
+                "red.shared.add.u32 [{at}], {value};",
+                at = in(reg32) self.base + offset, value = in(reg32) value, options(nostack)
+            )
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe {
+            shared_add(self.base.add(offset as usize) as *mut u32, value)
+        }
+    }
+
     /// ORs `value` into the word at `offset`, atomically among the block's threads (as
     /// [`shared_or`]).
     ///

@@ -4,7 +4,7 @@
 //! no branch (a lane whose state falls low loads its word itself), and from version 2 on stores a
 //! lane's four symbols of a round as one word.
 
-use super::{BITMAP_LEN, BLOCK_WARPS, set_symbols};
+use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
 use crate::block::{Block, decode_parts};
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
@@ -403,25 +403,5 @@ impl<const EVEN: bool> LaneState<EVEN> {
             return Err(Status::Malformed);
         }
         Ok(())
-    }
-}
-
-/// The bytes of `low` (0-3) and `high` (4-7) that `selector`'s nibbles pick, from the low byte
-/// up (as CUDA's `__byte_perm`).
-#[inline(always)]
-fn byte_perm(low: u32, high: u32, selector: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let out: u32;
-        unsafe {
-            core::arch::asm!("prmt.b32 {out}, {low}, {high}, {selector};", out = out(reg32) out, low = in(reg32) low,
-                high = in(reg32) high, selector = in(reg32) selector, options(pure, nomem, nostack))
-        };
-        out
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let bytes = ((high as u64) << 32 | low as u64).to_le_bytes();
-        (0..4).fold(0, |out, k| out | (bytes[(selector >> (4 * k) & 7) as usize] as u32) << (8 * k))
     }
 }

@@ -2,19 +2,86 @@
 //! the table's frequencies, then each warp codes its own sub-blocks twice, once to count their
 //! words and, the chunk's layout known, once to write them.
 
-use super::{BITMAP_LEN, Tables, set_symbols};
+use super::{BITMAP_LEN, Tables, byte_perm, set_symbols};
 use crate::block::{Block, parts_len};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
-    DataType, HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, RUN, STORED, TOTAL, VERSION, encode,
-    max_compressed_size, raw_byte_source, raw_bytes, reciprocal, steps, sub_block, sub_blocks, symbol_index, symbols,
+    HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, ROUND, RUN, STORED, Symbol, TOTAL, VERSION, encode,
+    max_compressed_size, raw_byte_source, raw_bytes, steps, sub_block, sub_blocks, symbol_index, symbols,
 };
 
-/// The `width`-th byte of each value: value `i`'s symbol.
-#[inline(always)]
-unsafe fn symbol_at(input: *const u8, i: usize, data_type: DataType) -> u8 {
-    unsafe { *input.add(i * data_type.width() + data_type.width() - 1) }
+/// Where a chunk's symbols are: the last byte of each `width`-byte value from `input` on;
+/// `aligned`: `input` is aligned to 16, and symbols are loaded in words of several.
+#[derive(Clone, Copy)]
+struct Symbols {
+    input: *const u8,
+    width: usize,
+    aligned: bool,
+}
+
+impl Symbols {
+    /// Symbol `i`, of values `WIDTH` bytes wide.
+    #[inline(always)]
+    unsafe fn at<const WIDTH: usize>(self, i: usize) -> u32 {
+        unsafe { *self.input.add(i * WIDTH + WIDTH - 1) as u32 }
+    }
+
+    /// Symbols `i .. i + 4` (`i` a multiple of 4), the first in the low byte: one load where
+    /// aligned.
+    #[inline(always)]
+    unsafe fn four<const WIDTH: usize>(self, i: usize) -> u32 {
+        if !self.aligned {
+            return (0..4).fold(0, |word, j| word | unsafe { self.at::<WIDTH>(i + j) } << (8 * j));
+        }
+        let at = unsafe { self.input.add(i * WIDTH) };
+        match WIDTH {
+            1 => unsafe { (at as *const u32).read() },
+            2 => {
+                let values = unsafe { (at as *const u64).read() };
+                byte_perm(values as u32, (values >> 32) as u32, 0x7531)
+            }
+            _ => {
+                let [a, b, c, d] = unsafe { crate::raw::global_u32x4(at) };
+                byte_perm(byte_perm(a, b, 0x73), byte_perm(c, d, 0x73), 0x5410)
+            }
+        }
+    }
+
+    /// Counts the first `count` symbols into `tables`, thread `thread` of `threads` its share.
+    #[inline(always)]
+    unsafe fn count(self, tables: &Tables, thread: usize, threads: usize, count: usize) {
+        match self.width {
+            1 => unsafe { self.count_values::<1>(tables, thread, threads, count) },
+            2 => unsafe { self.count_values::<2>(tables, thread, threads, count) },
+            _ => unsafe { self.count_values::<4>(tables, thread, threads, count) },
+        }
+    }
+
+    /// [`count`](Self::count) for values `WIDTH` bytes wide: 16 bytes a load where aligned, two
+    /// loads in flight.
+    #[inline(always)]
+    unsafe fn count_values<const WIDTH: usize>(self, tables: &Tables, thread: usize, threads: usize, count: usize) {
+        let units = if self.aligned { count * WIDTH / 16 } else { 0 };
+        let load = |unit: usize| unsafe { crate::raw::global_u32x4(self.input.add(16 * unit)) };
+        let add = |words: [u32; 4]| {
+            for k in 0..16 / WIDTH {
+                let byte = WIDTH * k + WIDTH - 1;
+                unsafe { tables.add(words[byte / 4] >> (8 * (byte % 4)) & 0xFF) };
+            }
+        };
+        for unit in (thread..units).step_by(2 * threads) {
+            let more = unit + threads < units;
+            let (first, second) = (load(unit), if more { load(unit + threads) } else { [0; 4] });
+            add(first);
+            if more {
+                add(second);
+            }
+        }
+        for i in (units * 16 / WIDTH + thread..count).step_by(threads) {
+            unsafe { tables.add(self.at::<WIDTH>(i)) };
+        }
+    }
 }
 
 /// Scales lane `l`'s counts of symbols `8l .. 8l + 8` (of `total` symbols) to frequencies summing
@@ -85,9 +152,8 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
         unsafe { *tables.symbols.add(s) = 0 };
     }
     block.sync_threads();
-    for i in (thread..count).step_by(threads) {
-        unsafe { crate::raw::shared_add(tables.symbols.add(symbol_at(input, i, data_type) as usize), 1) };
-    }
+    let symbols_in = Symbols { input, width: data_type.width(), aligned: (input as usize).is_multiple_of(16) };
+    unsafe { symbols_in.count(&tables, thread, threads, count) };
     block.sync_threads();
     let counts: [u32; 8] = core::array::from_fn(|j| unsafe { tables.count((8 * lane + j) as u32) });
     block.sync_threads(); // counted before the table overwrites them
@@ -101,19 +167,17 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     };
     let table_len = BITMAP_LEN as u32 + 2 * warp.shuffle(before + present, WARP_SIZE - 1);
     if warp_index == 0 {
-        for (j, &freq) in freqs.iter().enumerate() {
-            let reciprocal = if freq > 0 { reciprocal(freq) } else { 0 };
-            unsafe { *tables.reciprocals.add(8 * lane + j) = reciprocal };
+        for j in 0..8 {
+            unsafe { tables.set_entry(8 * lane as u32 + j) };
         }
     }
     block.sync_threads();
     // Each sub-block's words, counted by a first coding; the chunk is stored if no smaller.
     let blocks = sub_blocks(VERSION, data_type, count);
     let word_counts = tables.word_counts;
-    let width = data_type.width() as u32;
     for b in (warp_index..blocks).step_by(warps) {
         let mut encoder = SubBlockEncoder::new(sub_block(VERSION, data_type, b, count));
-        unsafe { encoder.code(warp, &tables, input, width, |encoder, word| encoder.words += word.is_some() as u32) };
+        unsafe { encoder.code(warp, &tables, symbols_in, |encoder, word| encoder.words += word.is_some() as u32) };
         let words = warp.reduce_add(encoder.words);
         if lane == 0 {
             unsafe { *word_counts.add(b) = words as u16 };
@@ -170,7 +234,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
             }
             encoder.words += emitting.count_ones();
         };
-        unsafe { encoder.code(warp, &tables, input, width, emit) };
+        unsafe { encoder.code(warp, &tables, symbols_in, emit) };
         let states = unsafe { out.add(at + 4 * lane) };
         for k in 0..4 {
             unsafe { *states.add(k) = (encoder.state >> (8 * k)) as u8 };
@@ -212,40 +276,65 @@ impl SubBlockEncoder {
     }
 
     /// Codes the sub-block, last step first, giving `emit` each step's word (if this lane emits
-    /// one). A round's four symbols and their table entries are loaded before its steps, so that
-    /// their latencies overlap rather than each step waiting on its own.
+    /// one).
     #[inline(always)]
     unsafe fn code<W: Warp>(
         &mut self,
         warp: &W,
         tables: &Tables,
-        input: *const u8,
-        width: u32,
+        symbols: Symbols,
+        emit: impl FnMut(&mut Self, Option<u16>),
+    ) {
+        match symbols.width {
+            1 => unsafe { self.code_values::<1, W>(warp, tables, symbols, emit) },
+            2 => unsafe { self.code_values::<2, W>(warp, tables, symbols, emit) },
+            _ => unsafe { self.code_values::<4, W>(warp, tables, symbols, emit) },
+        }
+    }
+
+    /// [`code`](Self::code) for values `WIDTH` bytes wide. A round's four symbols are loaded two
+    /// rounds before it (in one load where aligned) and their table entries before its steps, so
+    /// that the latencies overlap rather than each step waiting on its own.
+    #[inline(always)]
+    unsafe fn code_values<const WIDTH: usize, W: Warp>(
+        &mut self,
+        warp: &W,
+        tables: &Tables,
+        symbols: Symbols,
         mut emit: impl FnMut(&mut Self, Option<u16>),
     ) {
         let lane = warp.lane() as usize;
-        for round in (0..steps(VERSION, self.len as usize) / RUN).rev() {
-            let entries: [Option<_>; RUN] = core::array::from_fn(|j| {
-                let i = symbol_index(VERSION, round * RUN + j, lane) as u32;
-                (i < self.len).then(|| unsafe {
-                    let s = *input.add(((self.first + i) * width + width - 1) as usize) as u32;
-                    (tables.symbol(s), tables.reciprocal(s))
-                })
-            });
+        let (first, len) = (self.first as usize, self.len as usize);
+        let at = |round: usize| first + round * ROUND + lane * RUN;
+        let rounds = steps(VERSION, len) / RUN;
+        // Only the last round may be cut short (its symbols past the sub-block 0): read first.
+        let last = |round: usize| {
+            let i = round * ROUND + lane * RUN;
+            (0..RUN)
+                .filter(|j| i + j < len)
+                .fold(0, |word, j| word | unsafe { symbols.at::<WIDTH>(first + i + j) } << (8 * j))
+        };
+        let full = |round: usize| unsafe { symbols.four::<WIDTH>(at(round)) };
+        let mut ahead = [rounds.checked_sub(1).map_or(0, last), rounds.checked_sub(2).map_or(0, full)];
+        for round in (0..rounds).rev() {
+            let word = ahead[0];
+            ahead = [ahead[1], round.checked_sub(2).map_or(0, full)];
+            // Looked up before the steps; a symbol past the sub-block (only in the last round)
+            // looks up symbol 0 and is not coded.
+            let entries: [(Symbol, u32); RUN] =
+                core::array::from_fn(|j| unsafe { tables.entry(word >> (8 * j) & 0xFF) });
+            let valid = |j: usize| symbol_index(VERSION, round * RUN + j, lane) < len;
             // Written out, not looped, so that the entries stay in registers.
             let [a, b, c, d] = entries;
-            let mut step = |entry: Option<_>| {
-                let (word, state) = match entry {
-                    Some((symbol, reciprocal)) => encode(self.state, symbol, reciprocal),
-                    None => (None, self.state),
-                };
+            let mut step = |(symbol, reciprocal), j| {
+                let (word, state) = if valid(j) { encode(self.state, symbol, reciprocal) } else { (None, self.state) };
                 self.state = state;
                 emit(self, word);
             };
-            step(d);
-            step(c);
-            step(b);
-            step(a);
+            step(d, 3);
+            step(c, 2);
+            step(b, 1);
+            step(a, 0);
         }
     }
 }

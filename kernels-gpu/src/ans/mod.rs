@@ -32,53 +32,64 @@ pub const COMPRESS_BLOCKS_PER_SM: u32 = 6;
 /// values where 40 spilled the table's address (on an H200 with 64 KiB chunks, 4-10% faster at
 /// 256 MiB than 48 warps at 40 registers, 15-45% at 16 and 64 MiB).
 pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 4;
-/// Shared memory of the compressing block: each symbol's frequency and cumulative frequency (u32)
-/// and its frequency's reciprocal (u32), then each sub-block's word count (u16).
-pub const COMPRESS_SHARED_BYTES: usize = 2 * 4 * 256 + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK);
+/// Shared memory of the compressing block: each symbol's count, then frequency and cumulative
+/// frequency (u32), each symbol's coding entry (two u32), then each sub-block's word count (u16).
+pub const COMPRESS_SHARED_BYTES: usize = (WORD_COUNTS_AT as usize) + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK);
 /// Bytes of the symbol bitmap.
 const BITMAP_LEN: usize = 32;
 
 /// The compressing block's tables in shared memory.
 struct Tables {
-    /// Symbol `s`'s frequency (low 16 bits) and cumulative frequency (high 16).
+    /// Symbol `s`'s count, then its frequency (low 16 bits) and cumulative frequency (high 16).
     symbols: *mut u32,
-    /// The [`reciprocal`] of each symbol's frequency.
-    reciprocals: *mut u32,
     /// Each sub-block's word count.
     word_counts: *mut u16,
-    /// The three, to read.
-    read: crate::raw::SharedBytes,
+    /// The three, to read and count in: from [`ENTRIES_AT`], symbol `s`'s coding entry, its
+    /// word of `symbols` and its frequency's [`reciprocal`](ferrocomp_format::ans::reciprocal),
+    /// looked up in one load.
+    shared: crate::raw::SharedBytes,
 }
 
 /// Where [`Tables`]' parts start, in bytes.
-const RECIPROCALS_AT: u32 = 4 * 256;
-const WORD_COUNTS_AT: u32 = 2 * 4 * 256;
+const ENTRIES_AT: u32 = 4 * 256;
+const WORD_COUNTS_AT: u32 = ENTRIES_AT + 8 * 256;
 
 impl Tables {
     fn new(shared: *mut u32) -> Self {
         Self {
             symbols: shared,
-            reciprocals: shared.wrapping_byte_add(RECIPROCALS_AT as usize),
             word_counts: shared.wrapping_byte_add(WORD_COUNTS_AT as usize) as *mut u16,
-            read: unsafe { crate::raw::SharedBytes::new(shared as *const u8) },
+            shared: unsafe { crate::raw::SharedBytes::new(shared as *const u8) },
         }
     }
 
     /// Compressing, before the table is written: symbol `s`'s count.
     #[inline(always)]
     unsafe fn count(&self, s: u32) -> u32 {
-        unsafe { self.read.u32(4 * s) }
+        unsafe { self.shared.u32(4 * s) }
     }
 
+    /// Counts one more of symbol `s`, atomically among the block's threads.
     #[inline(always)]
-    unsafe fn symbol(&self, s: u32) -> Symbol {
-        let entry = unsafe { self.read.u32(4 * s) };
-        Symbol { freq: entry & 0xFFFF, cum: entry >> 16 }
+    unsafe fn add(&self, s: u32) {
+        unsafe { self.shared.add_u32(4 * s, 1) }
     }
 
+    /// Writes symbol `s`'s coding entry from its word of `symbols` (which this thread wrote).
     #[inline(always)]
-    unsafe fn reciprocal(&self, s: u32) -> u32 {
-        unsafe { self.read.u32(RECIPROCALS_AT + 4 * s) }
+    unsafe fn set_entry(&self, s: u32) {
+        let word = unsafe { self.shared.u32(4 * s) };
+        let freq = word & 0xFFFF;
+        let reciprocal = if freq > 0 { ferrocomp_format::ans::reciprocal(freq) } else { 0 };
+        unsafe { self.shared.set_u32(ENTRIES_AT + 8 * s, word) };
+        unsafe { self.shared.set_u32(ENTRIES_AT + 8 * s + 4, reciprocal) };
+    }
+
+    /// Symbol `s`'s frequencies and reciprocal.
+    #[inline(always)]
+    unsafe fn entry(&self, s: u32) -> (Symbol, u32) {
+        let [word, reciprocal] = unsafe { self.shared.at(ENTRIES_AT).pair(s) };
+        (Symbol { freq: word & 0xFFFF, cum: word >> 16 }, reciprocal)
     }
 }
 
@@ -96,6 +107,26 @@ unsafe fn set_symbols<W: Warp>(warp: &W, symbols: *mut u32, freqs: [u32; 8]) -> 
     }
     let present = freqs.iter().filter(|&&f| f > 0).count() as u32;
     (crate::lz77::scan_add(warp, present) - present, present)
+}
+
+/// The bytes of `low` (0-3) and `high` (4-7) that `selector`'s nibbles pick, from the low byte
+/// up (as CUDA's `__byte_perm`).
+#[inline(always)]
+fn byte_perm(low: u32, high: u32, selector: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u32;
+        unsafe {
+            core::arch::asm!("prmt.b32 {out}, {low}, {high}, {selector};", out = out(reg32) out, low = in(reg32) low,
+                high = in(reg32) high, selector = in(reg32) selector, options(pure, nomem, nostack))
+        };
+        out
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let bytes = ((high as u64) << 32 | low as u64).to_le_bytes();
+        (0..4).fold(0, |out, k| out | (bytes[(selector >> (4 * k) & 7) as usize] as u32) << (8 * k))
+    }
 }
 
 #[cfg(target_arch = "nvptx64")]

@@ -6,6 +6,7 @@
 
 use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
 use crate::block::{Block, decode_parts};
+use crate::copy::copy_spread;
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -51,14 +52,11 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
         return Err(Status::OutputTooSmall);
     }
     let (thread, threads) = (block.thread() as usize, block.threads() as usize);
-    let copy = |from: usize, to: usize, count: usize| unsafe {
-        crate::copy::copy_spread(thread, threads, bytes[from..from + count].as_ptr(), out.add(to), count)
-    };
     if stored {
         if len != HEADER_LEN + n {
             return Err(if len < HEADER_LEN + n { Status::Truncated } else { Status::Malformed });
         }
-        copy(HEADER_LEN, 0, n);
+        unsafe { copy_spread(thread, threads, bytes[HEADER_LEN..].as_ptr(), out, n) };
         return Ok(n);
     }
     // Every warp reads the frequencies (the same loads), so the checks agree without a barrier.
@@ -109,7 +107,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
         }
     }
     let tail = n - count * width;
-    copy(len - tail, n - tail, tail);
+    unsafe { copy_spread(thread, threads, bytes[len - tail..].as_ptr(), out.add(n - tail), tail) };
     Ok(n)
 }
 

@@ -1,8 +1,8 @@
 //! Decompressing a chunk with a block of [`BLOCK_WARPS`] warps: the block writes one table of two
 //! words a slot (the slot's symbol, its frequency and the slot's offset in the symbol's range, so
 //! that a step looks up once), then each warp decodes its own sub-blocks, 32 symbols a step with
-//! no branch (a lane whose state falls low loads its word itself), and from version 2 on stores a
-//! lane's four symbols of a round as one word.
+//! no branch (a lane whose state falls low takes its word itself, from the warp's words staged in
+//! shared memory), and from version 2 on stores a lane's four symbols of a round as one word.
 
 use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
 use crate::block::{Block, decode_parts};

@@ -152,6 +152,31 @@ macro_rules! widths {
     };
 }
 
+/// An atomic update of a word through [`SharedBytes`]: `red.shared` at the base plus a 32-bit
+/// offset (on the host, the generic-pointer function `$host`).
+macro_rules! reduction {
+    ($name:ident, $ptx:literal, $host:ident, $what:literal) => {
+        #[doc = concat!($what, " the word at `offset`, atomically among the block's threads (as [`", stringify!($host), "`]).")]
+        ///
+        /// # Safety
+        /// It must be in the memory [`new`](Self::new) was given.
+        #[inline(always)]
+        pub unsafe fn $name(self, offset: u32, value: u32) {
+            #[cfg(target_arch = "nvptx64")]
+            unsafe {
+                core::arch::asm!(
+                    concat!("red.shared.", $ptx, " [{at}], {value};"),
+                    at = in(reg32) self.base + offset, value = in(reg32) value, options(nostack)
+                )
+            };
+            #[cfg(not(target_arch = "nvptx64"))]
+            unsafe {
+                $host(self.base.add(offset as usize) as *mut u32, value)
+            }
+        }
+    };
+}
+
 /// Shared memory read and written at 32-bit offsets from a base: on the GPU, with the 32-bit
 /// shared addresses the SM computes natively, where a generic pointer takes 64-bit sums and a
 /// conversion at every access (a third of a table lookup's instructions).
@@ -202,45 +227,8 @@ impl SharedBytes {
     widths!(u16, set_u16, u16, "u16", "`u16`");
     widths!(u32, set_u32, u32, "u32", "word");
 
-    /// Adds `value` to the word at `offset`, atomically among the block's threads (as
-    /// [`shared_add`]).
-    ///
-    /// # Safety
-    /// It must be in the memory [`new`](Self::new) was given.
-    #[inline(always)]
-    pub unsafe fn add_u32(self, offset: u32, value: u32) {
-        #[cfg(target_arch = "nvptx64")]
-        unsafe {
-            core::arch::asm!(
-                "red.shared.add.u32 [{at}], {value};",
-                at = in(reg32) self.base + offset, value = in(reg32) value, options(nostack)
-            )
-        };
-        #[cfg(not(target_arch = "nvptx64"))]
-        unsafe {
-            shared_add(self.base.add(offset as usize) as *mut u32, value)
-        }
-    }
-
-    /// ORs `value` into the word at `offset`, atomically among the block's threads (as
-    /// [`shared_or`]).
-    ///
-    /// # Safety
-    /// It must be in the memory [`new`](Self::new) was given.
-    #[inline(always)]
-    pub unsafe fn or_u32(self, offset: u32, value: u32) {
-        #[cfg(target_arch = "nvptx64")]
-        unsafe {
-            core::arch::asm!(
-                "red.shared.or.b32 [{at}], {value};",
-                at = in(reg32) self.base + offset, value = in(reg32) value, options(nostack)
-            )
-        };
-        #[cfg(not(target_arch = "nvptx64"))]
-        unsafe {
-            shared_or(self.base.add(offset as usize) as *mut u32, value)
-        }
-    }
+    reduction!(add_u32, "add.u32", shared_add, "Adds `value` to");
+    reduction!(or_u32, "or.b32", shared_or, "ORs `value` into");
 
     /// Pair `index` of words (at `8 * index`), in one load; the address is formed in one
     /// shift-and-add (the compiler would fold a mask of `index` into the shift, making it three).

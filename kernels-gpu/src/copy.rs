@@ -40,42 +40,122 @@ pub unsafe fn copy_chunk<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: usi
     unsafe { copy_spread(warp.lane() as usize, crate::warp::WARP_SIZE as usize, src, dst, n) };
 }
 
-/// Copies `n` bytes from `src` to `dst`, thread `thread` of `threads` its share: 16 bytes a
-/// thread a step, each stored whole where `dst` is aligned to 16 and built from the aligned
-/// words of `src` they span (shifted together, whatever the two addresses' alignments); the
-/// first and last few bytes one at a time. Every read is inside the `n` bytes.
+/// Copies `n` bytes from `src` to `dst`, thread `thread` of `threads` its share, as [`spread`]
+/// does: 16 bytes a thread a step, stored whole where `dst` is aligned to 16, built from the
+/// aligned words of `src` they span; the first and last few bytes one at a time. Every read is
+/// inside the `n` bytes.
 ///
 /// # Safety
 /// `src` must be readable and `dst` writable for `n` bytes, and not overlap; the threads' shares
 /// are theirs alone.
 #[inline(always)]
 pub unsafe fn copy_spread(thread: usize, threads: usize, src: *const u8, dst: *mut u8, n: usize) {
+    unsafe { spread(thread, threads, &Memory(src as *mut u8), &Memory(dst), n) };
+}
+
+/// Bytes a [`spread`] copy reads: one at a time, or as the aligned words that hold them.
+pub trait Source {
+    /// Where byte 0 lies in word 0 (0 to 3).
+    fn skew(&self) -> usize;
+    /// Byte `i`.
+    ///
+    /// # Safety
+    /// It must be readable.
+    unsafe fn byte(&self, i: usize) -> u8;
+    /// Aligned word `k`: bytes `4k - skew .. 4k - skew + 4`.
+    ///
+    /// # Safety
+    /// All of its bytes must be readable.
+    unsafe fn word(&self, k: usize) -> u32;
+}
+
+/// Bytes a [`spread`] copy writes: one at a time, or 16 at once where aligned to 16.
+pub trait Sink {
+    /// Where byte 0 lies in a 16-byte unit (0 to 15).
+    fn unit_skew(&self) -> usize;
+    /// Writes byte `i`.
+    ///
+    /// # Safety
+    /// It must be writable.
+    unsafe fn set_byte(&self, i: usize, value: u8);
+    /// Writes bytes `at .. at + 16` (`at + unit_skew` a multiple of 16) as four little-endian words.
+    ///
+    /// # Safety
+    /// They must be writable.
+    unsafe fn set_unit(&self, at: usize, words: [u32; 4]);
+}
+
+/// Memory at a pointer, as a [`Source`] and a [`Sink`].
+pub struct Memory(pub *mut u8);
+
+impl Source for Memory {
+    #[inline(always)]
+    fn skew(&self) -> usize {
+        self.0 as usize % 4
+    }
+
+    #[inline(always)]
+    unsafe fn byte(&self, i: usize) -> u8 {
+        unsafe { *self.0.add(i) }
+    }
+
+    #[inline(always)]
+    unsafe fn word(&self, k: usize) -> u32 {
+        unsafe { (self.0.wrapping_sub(self.skew()) as *const u32).add(k).read() }
+    }
+}
+
+impl Sink for Memory {
+    #[inline(always)]
+    fn unit_skew(&self) -> usize {
+        self.0 as usize % 16
+    }
+
+    #[inline(always)]
+    unsafe fn set_byte(&self, i: usize, value: u8) {
+        unsafe { *self.0.add(i) = value };
+    }
+
+    #[inline(always)]
+    unsafe fn set_unit(&self, at: usize, words: [u32; 4]) {
+        unsafe { (self.0.add(at) as *mut Unit16).write(Unit16(words)) };
+    }
+}
+
+/// Copies `n` bytes from `src` to `dst`, thread `thread` of `threads` its share: 16 bytes a
+/// thread a step, each stored whole where `dst` is aligned to 16 and built from the aligned
+/// words of `src` they span (shifted together, whatever the two alignments); the first and last
+/// few bytes one at a time. Every read is inside the `n` bytes.
+///
+/// # Safety
+/// `src` must be readable and `dst` writable for `n` bytes; the threads' shares are theirs alone.
+#[inline(always)]
+pub unsafe fn spread(thread: usize, threads: usize, src: &impl Source, dst: &impl Sink, n: usize) {
     // The units start past `src`'s first aligned word and end before its last: `start` is
     // where `dst` is aligned to 16, at least 4 in; they end at least 3 before the end.
-    let start = 4 + (16 - (dst as usize + 4) % 16) % 16;
+    let start = 4 + (16 - (dst.unit_skew() + 4) % 16) % 16;
     let units = n.saturating_sub(start + 3) / 16;
     let end = start + 16 * units;
     let bytes = |from: usize, to: usize| {
         for i in (from + thread..to).step_by(threads) {
-            unsafe { *dst.add(i) = *src.add(i) };
+            unsafe { dst.set_byte(i, src.byte(i)) };
         }
     };
     if units == 0 {
         return bytes(0, n);
     }
     bytes(0, start);
-    // Byte `shift` of the word at `words` is the first unit's first.
-    let shift = (src as usize + start) % 4;
-    let words = unsafe { src.add(start - shift) } as *const u32;
+    // Byte `shift` of word `first` is the first unit's first.
+    let (first, shift) = ((src.skew() + start) / 4, (src.skew() + start) % 4);
     for unit in (thread..units).step_by(threads) {
-        let word = |k: usize| unsafe { words.add(4 * unit + k).read() };
+        let word = |k: usize| unsafe { src.word(first + 4 * unit + k) };
         let out = if shift == 0 {
             [word(0), word(1), word(2), word(3)]
         } else {
             let funnel = |k: usize| ((word(k + 1) as u64) << 32 | word(k) as u64) >> (8 * shift);
             [funnel(0) as u32, funnel(1) as u32, funnel(2) as u32, funnel(3) as u32]
         };
-        unsafe { (dst.add(start + 16 * unit) as *mut Unit16).write(Unit16(out)) };
+        unsafe { dst.set_unit(start + 16 * unit, out) };
     }
     bytes(end, n);
 }

@@ -1,6 +1,6 @@
 //! Bit packing across a warp, shared by the integer codecs (Cascaded, Bitcomp): 64-bit shuffles
-//! and scans, frames of reference reduced over the lanes, bits ORed into shared words or written
-//! as whole words from runs laid end to end, and an input read as the aligned words that hold it.
+//! and scans, frames of reference reduced over the lanes, bits ORed into shared words, and an
+//! input read as the aligned words that hold it.
 
 use crate::lz77::scan;
 use crate::warp::{WARP_SIZE, Warp};
@@ -136,65 +136,5 @@ impl Words {
             unsafe { (self.word(word) as u64 | (self.word(word + 1) as u64) << 32, self.word(word + 2) as u64) };
         let value = if shift == 0 { low } else { low >> shift | high << (64 - shift) };
         value & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
-    }
-}
-
-/// Stores `value` as word `k` of `out`, whole where `out` is aligned to 4.
-#[inline(always)]
-unsafe fn store_word(out: *mut u8, k: usize, value: u32) {
-    unsafe {
-        if (out as usize).is_multiple_of(4) {
-            *(out as *mut u32).add(k) = value;
-        } else {
-            for b in 0..4 {
-                *out.add(4 * k + b) = (value >> (8 * b)) as u8;
-            }
-        }
-    }
-}
-
-/// Writes a run of bits from each lane, the runs laid end to end in lane order (lane `l`'s `bits`
-/// (at most 64) low bits of `value` at bit `start`, the next lane's run starting where it ends),
-/// as the first `words` 32-bit words at `out`, least significant bit first. Each word is written
-/// once, whole: the bits of the runs that start in it are ORed by a segmented scan and stored by
-/// the last of those lanes, with the tail of the run that crossed into it; a word a run covers
-/// alone, or ends, is stored by that run's lane. Nothing needs zeroing first.
-///
-/// # Safety
-/// `out` must be writable for `words` words, by this warp alone.
-#[inline(always)]
-pub unsafe fn write_runs<W: Warp>(warp: &W, start: u32, bits: u32, value: u64, words: u32, out: *mut u8) {
-    let lane = warp.lane();
-    let (word, shift) = (start / 32, start % 32);
-    let wide = if bits == 0 { 0 } else { (value as u128) << shift };
-    let part = |k: u32| (wide >> (32 * k)) as u32;
-    // The word holding the run's last bit, relative to `word`, and whether the run ends there
-    // before the word does (so the next run finishes it).
-    let last = if bits == 0 { 0 } else { (shift + bits - 1) / 32 };
-    let open = last > 0 && !(shift + bits).is_multiple_of(32) && lane + 1 < WARP_SIZE;
-    let tail_word = if open { word + last } else { u32::MAX };
-    let (before_word, before_tail) =
-        (warp.shuffle(tail_word, lane.wrapping_sub(1) & 31), warp.shuffle(part(last), lane.wrapping_sub(1) & 31));
-    let mut head = part(0);
-    if lane > 0 && before_word == word {
-        head |= before_tail;
-    }
-    let mut distance = 1;
-    while distance < WARP_SIZE {
-        let (theirs, their_word) =
-            (warp.shuffle(head, lane.saturating_sub(distance)), warp.shuffle(word, lane.saturating_sub(distance)));
-        if lane >= distance && their_word == word {
-            head |= theirs;
-        }
-        distance *= 2;
-    }
-    let after_word = warp.shuffle(word, (lane + 1).min(WARP_SIZE - 1));
-    if (lane + 1 == WARP_SIZE || after_word != word) && word < words {
-        unsafe { store_word(out, word as usize, head) };
-    }
-    for k in 1..=last {
-        if (k < last || !open) && word + k < words {
-            unsafe { store_word(out, (word + k) as usize, part(k)) };
-        }
     }
 }

@@ -70,8 +70,8 @@ pub fn with_launch_bounds(ptx: &str) -> std::string::String {
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("ans_compress", ans::BLOCK_WARPS * 32, ans::COMPRESS_BLOCKS_PER_SM),
     ("ans_decompress", ans::BLOCK_WARPS * 32, ans::DECOMPRESS_BLOCKS_PER_SM),
-    ("bitcomp_compress", bitcomp::WARPS * 32, bitcomp::BLOCKS_PER_SM),
-    ("bitcomp_decompress", bitcomp::WARPS * 32, bitcomp::BLOCKS_PER_SM),
+    ("bitcomp_compress", bitcomp::COMPRESS_WARPS * 32, bitcomp::COMPRESS_BLOCKS_PER_SM),
+    ("bitcomp_decompress", bitcomp::DECODE_WARPS * 32, bitcomp::DECOMPRESS_BLOCKS_PER_SM),
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),
     ("blosc_unshuffle", blosc::UNSHUFFLE_THREADS, 2),
     (

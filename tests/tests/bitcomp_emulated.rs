@@ -1,35 +1,47 @@
-//! The Bitcomp kernels' bodies on an emulated warp: the compressor writes the format crate's
-//! bytes at every element type and option (lossy included), and the decoder gives the scalar
-//! decoder's bytes or status on those streams, on misaligned ones and on damaged ones.
+//! The Bitcomp kernels' bodies on an emulated block of warps: the compressor writes the format
+//! crate's bytes at every element type and option (lossy included), and the decoder gives the
+//! scalar decoder's bytes or status on those streams, on misaligned ones and on damaged ones.
 
 use ferrocomp_format::Status;
 use ferrocomp_format::bitcomp::{self, ElementType, ErrorBound, Options};
 use ferrocomp_kernels_gpu::{bitcomp as gpu_bitcomp, emulated};
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
-/// The warp's stream of `input` placed `shift` bytes past an aligned address, written `shift`
-/// bytes past one.
-fn warp_compress(input: &[u8], options: &Options, shift: usize) -> Result<Vec<u8>, Status> {
-    let capacity = bitcomp::max_compressed_size(input.len(), options);
+/// The block's stream of `input` placed `shift` bytes past an aligned address, written `shift`
+/// bytes past one, into an output with room for `capacity` bytes.
+fn block_compress(input: &[u8], options: &Options, shift: usize, capacity: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity + shift];
     let mut placed = vec![0u8; input.len() + shift];
     placed[shift..].copy_from_slice(input);
-    let (i, o) = (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize);
-    let result = agreed(emulated::run(|warp| unsafe {
-        gpu_bitcomp::compress_chunk(warp, i as *const u8, input.len(), options, o as *mut u8, capacity)
+    let mut shared = vec![0u128; gpu_bitcomp::COMPRESS_SHARED_BYTES.div_ceil(16)];
+    let (i, o, s) =
+        (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
+    let (n, o, s) = (input.len(), o as *mut u8, s as *mut u8);
+    let result = agreed(emulated::run_block(gpu_bitcomp::COMPRESS_WARPS * 32, |thread| unsafe {
+        gpu_bitcomp::compress_chunk(thread, thread, i as *const u8, n, options, o, capacity, s)
     }));
     result.map(|n| out[shift..shift + n].to_vec())
 }
 
-/// The warp's decoding of `stream` placed `shift` bytes past an aligned address (the allocation
+/// The block's decoding of `stream` placed `shift` bytes past an aligned address (the allocation
 /// ending with it, for a sanitizer), into an output `shift` bytes past one.
-fn warp_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<u8>, Status> {
+fn block_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity + shift];
     let mut placed = vec![0u8; stream.len() + shift].into_boxed_slice();
     placed[shift..].copy_from_slice(stream);
-    let (i, o) = (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize);
-    let result = agreed(emulated::run(|warp| unsafe {
-        gpu_bitcomp::decompress_chunk(warp, i as *const u8, stream.len(), o as *mut u8, capacity)
+    let mut shared = vec![0u128; gpu_bitcomp::DECODE_SHARED_BYTES.div_ceil(16)];
+    let (i, o, s) =
+        (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
+    let result = agreed(emulated::run_block(gpu_bitcomp::DECODE_WARPS * 32, |thread| unsafe {
+        gpu_bitcomp::decompress_chunk(
+            thread,
+            thread,
+            i as *const u8,
+            stream.len(),
+            o as *mut u8,
+            capacity,
+            s as *mut u8,
+        )
     }));
     result.map(|n| out[shift..shift + n].to_vec())
 }
@@ -102,7 +114,7 @@ fn option_sets(element: ElementType) -> Vec<Options> {
 }
 
 #[test]
-fn warp_compressor_writes_the_scalar_bytes() {
+fn block_compressor_writes_the_scalar_bytes() {
     for element in ElementType::ALL {
         let width = element.width();
         for (k, options) in option_sets(element).iter().enumerate() {
@@ -110,9 +122,10 @@ fn warp_compressor_writes_the_scalar_bytes() {
             let small = [Vec::new(), vec![9], vec![3; 5], input[..width * 129 + 3].to_vec(), text_bytes(1000, 5)];
             for (s, input) in std::iter::once(&input).chain(&small).enumerate() {
                 let expected = scalar_compress(input, options);
-                let got = warp_compress(input, options, (k + s) % 3).unwrap();
+                let capacity = bitcomp::max_compressed_size(input.len(), options);
+                let got = block_compress(input, options, (k + s) % 3, capacity).unwrap();
                 assert_eq!(got, expected, "{} bytes, {options:?}", input.len());
-                let decoded = warp_decompress(&got, input.len(), s % 4);
+                let decoded = block_decompress(&got, input.len(), s % 4);
                 assert_eq!(decoded, scalar_decompress(&expected, input.len()), "{options:?}");
                 if options.error_bound.is_none() {
                     assert_eq!(decoded.as_ref(), Ok(input), "{options:?}");
@@ -123,30 +136,25 @@ fn warp_compressor_writes_the_scalar_bytes() {
 }
 
 #[test]
-fn warp_compressor_reports_what_does_not_fit() {
+fn block_compressor_reports_what_does_not_fit() {
     let input = numbers(4, 8);
     let options = Options { element: ElementType::U32, ..Options::default() };
     let capacity = bitcomp::max_compressed_size(input.len(), &options) - 1;
-    let mut out = vec![0u8; capacity];
-    let (i, o) = (input.as_ptr() as usize, out.as_mut_ptr() as usize);
-    let result = agreed(emulated::run(|warp| unsafe {
-        gpu_bitcomp::compress_chunk(warp, i as *const u8, input.len(), &options, o as *mut u8, capacity)
-    }));
-    assert_eq!(result, Err(Status::OutputTooSmall));
+    assert_eq!(block_compress(&input, &options, 0, capacity), Err(Status::OutputTooSmall));
 }
 
 #[test]
-fn warp_decoder_agrees_with_scalar_on_damaged_streams() {
+fn block_decoder_agrees_with_scalar_on_damaged_streams() {
     let mut noise = random_bytes(8192, 13).into_iter();
     for element in [ElementType::U8, ElementType::I16, ElementType::U32, ElementType::I64] {
         for options in option_sets(element) {
             let width = element.width();
             let input = if options.error_bound.is_some() { floats(width, 6) } else { numbers(width, 6) };
             let stream = scalar_compress(&input, &options);
-            assert_eq!(warp_decompress(&stream, input.len() - 1, 0), Err(Status::OutputTooSmall));
+            assert_eq!(block_decompress(&stream, input.len() - 1, 0), Err(Status::OutputTooSmall));
             for cut in [1, 3, stream.len() / 2, stream.len() - bitcomp::HEADER_LEN + 1] {
                 let short = &stream[..stream.len() - cut];
-                assert_eq!(warp_decompress(short, input.len(), 3), scalar_decompress(short, input.len()), "cut {cut}");
+                assert_eq!(block_decompress(short, input.len(), 3), scalar_decompress(short, input.len()), "cut {cut}");
             }
             for _ in 0..16 {
                 let mut damaged = stream.clone();
@@ -155,10 +163,49 @@ fn warp_decoder_agrees_with_scalar_on_damaged_streams() {
                 let at = (noise.next().unwrap() as usize * 256 + noise.next().unwrap() as usize) % span;
                 damaged[at] ^= 1 << (noise.next().unwrap() % 8);
                 assert_eq!(
-                    warp_decompress(&damaged, input.len(), at % 4),
+                    block_decompress(&damaged, input.len(), at % 4),
                     scalar_decompress(&damaged, input.len()),
                     "{options:?}, damaged at {at}"
                 );
+            }
+        }
+    }
+}
+
+#[test]
+fn block_kernels_carry_across_warps_and_rounds() {
+    // Two rounds and a part of every warp's groups: sorted offsets (delta tiles, each needing
+    // the tile before's last element), broken now and then by noise (other codings); lossy, a
+    // smooth field with values no bound holds now and then (verbatim tiles, whose last element
+    // the next tile's deltas start from unquantised).
+    let noise = random_bytes(1 << 16, 21);
+    for element in [ElementType::U8, ElementType::U16, ElementType::U32, ElementType::U64] {
+        let width = element.width();
+        let count = (2 * gpu_bitcomp::COMPRESS_WARPS as usize * 4096 + 3000) / width;
+        let mut value = 0u64;
+        let mut numbers = Vec::new();
+        let mut floats = Vec::new();
+        for k in 0..count {
+            value = value.wrapping_add(3 + noise[k % noise.len()] as u64 % 5);
+            let element = if k % 1500 < 40 { u64::from_le_bytes(noise[k..k + 8].try_into().unwrap()) } else { value };
+            numbers.extend_from_slice(&element.to_le_bytes()[..width]);
+            let float = if k % 700 == 13 { f64::NAN } else { 1e3 * (k as f64 / 300.0).sin() };
+            match width {
+                4 => floats.extend_from_slice(&(float as f32).to_le_bytes()),
+                8 => floats.extend_from_slice(&float.to_le_bytes()),
+                _ => {}
+            }
+        }
+        numbers.extend_from_slice(&noise[..width - 1]);
+        for options in option_sets(element) {
+            let input = if options.error_bound.is_some() { &floats } else { &numbers };
+            let stream = scalar_compress(input, &options);
+            let capacity = bitcomp::max_compressed_size(input.len(), &options);
+            assert_eq!(block_compress(input, &options, width % 3, capacity).as_ref(), Ok(&stream), "{options:?}");
+            let decoded = block_decompress(&stream, input.len(), width % 3);
+            assert_eq!(decoded, scalar_decompress(&stream, input.len()), "{options:?}");
+            if options.error_bound.is_none() {
+                assert_eq!(decoded.as_ref(), Ok(input), "{options:?}");
             }
         }
     }

@@ -1,12 +1,12 @@
 //! Bitcomp: numbers in tiles of frame-of-reference, delta or sparse bit-packing, optionally
-//! quantised within an error bound, in ferrocomp's own layout. On the GPU a warp codes each
-//! chunk, a tile at a time.
+//! quantised within an error bound, in ferrocomp's own layout. On the GPU a block of warps codes
+//! each chunk both ways, a tile a lane.
 
 use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::bitcomp::{self, MAX_CHUNK_SIZE};
 pub use ferrocomp_format::bitcomp::{ErrorBound, Options as Bitcomp};
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::bitcomp::WARPS;
+use ferrocomp_kernels_gpu::bitcomp::{COMPRESS_SHARED_BYTES, COMPRESS_WARPS, DECODE_SHARED_BYTES, DECODE_WARPS};
 
 impl BatchCodec for Bitcomp {
     fn max_chunk_size(&self) -> usize {
@@ -25,8 +25,16 @@ impl BatchCodec for Bitcomp {
         Launch {
             algorithm: Algorithm::Bitcomp,
             options: self.to_word(),
-            compress: Shape::warps(WARPS, 0),
-            decompress: Shape::warps(WARPS, 0),
+            compress: Shape::Blocks {
+                warps: COMPRESS_WARPS,
+                shared_bytes: COMPRESS_SHARED_BYTES,
+                max_blocks: usize::MAX,
+            },
+            decompress: Shape::Blocks {
+                warps: DECODE_WARPS,
+                shared_bytes: DECODE_SHARED_BYTES,
+                max_blocks: usize::MAX,
+            },
             sizes: super::lz4::SIZES_SHAPE,
         }
     }

@@ -1,52 +1,69 @@
-//! Bitcomp on the GPU: a warp per chunk, a tile at a time, the format crate's bytes written and
-//! read (`ferrocomp_format::bitcomp`).
-//!
-//! Lane `l` owns the tile's `l`-th 4 bytes (or 8-byte element), so its packed bits are one
-//! contiguous run. Compressing, a tile's frames of reference (of its elements, of their deltas)
-//! and non-zero count are warp reductions; the chosen coding's runs are merged into whole words
-//! by a segmented scan and stored straight to the output. Decompressing, 32 tile headers are read at once, one a lane, their payload offsets
-//! a scan; then each tile is decoded a lane word a lane (a delta tile's sums a scan, a sparse
-//! tile's ranks a scan of its bitmap's counts) and stored whole.
+//! Compressing a chunk with a block of warps, a tile a lane. Each warp takes a group of tiles
+//! (4 KiB of elements) a round: it copies the group into shared memory 16 bytes a lane, a row a
+//! tile, and each lane measures its own tile in one pass over its row (the extremes of its
+//! elements, of their differences and of its non-zero elements, read unsigned and signed) and
+//! chooses its coding as the format crate does. A block scan of the payload sizes places the
+//! tiles; each lane packs its tile into the group's payload in shared memory a word at a time,
+//! and the warp copies the payload out 16 bytes a lane. Lossy, each lane first quantises its row
+//! in place, unless a value cannot be, which keeps the tile verbatim.
 
-use crate::bitpack::{Words, reduce_extremes, scan_add64, shuffle_value, write_runs};
-use crate::lz77::scan_add;
+use super::{COMPRESS_WARPS, Rows, Swizzled, group_tiles, row_bytes};
+use crate::block::Block;
+use crate::copy::{Memory, spread};
+use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::bitcomp::{
-    Geometry, HEADER_LEN, Kind, MAX_CHUNK_SIZE, Options, Tile, choose, dequantize, frame, header, max_compressed_size,
-    per_lane, quantize, read_header,
+    ErrorBound, Geometry, HEADER_LEN, Kind, MAX_CHUNK_SIZE, Options, Tile, choose, frame, header, max_compressed_size,
+    per_lane, quantize,
 };
-use ferrocomp_format::bitpack::{Extremes, mask};
+use ferrocomp_format::bitpack::{Extremes, mask, sign_extend};
 
-/// Warps per block of both kernels.
-pub const WARPS: u32 = 4;
-/// Blocks of either kernel an SM must hold at once: 32 warps.
-pub const BLOCKS_PER_SM: u32 = 32 / WARPS;
-/// Most elements a lane owns (4 bytes).
-const MAX_PER_LANE: usize = 4;
+/// Bytes of the block scan's scratch (65 words), rounded up to 16.
+const SCAN_BYTES: usize = 272;
+/// Bytes of a warp's slot: whether the last tile of its group is verbatim (lossy).
+const SLOT_BYTES: usize = 16;
+/// Where the warps' shared memory starts.
+const WARPS_AT: usize = SCAN_BYTES + SLOT_BYTES * COMPRESS_WARPS as usize;
+/// Bytes of a warp's payload stage ([`Swizzled`]): its group's payloads, at most the group's 4 KiB
+/// (no coding the format crate chooses is larger than the tile as it is).
+const PAYLOAD_BYTES: usize = 4096;
 
-/// A lane's elements of a tile.
-type Elements = [u64; MAX_PER_LANE];
-
-/// The `width`-byte element at `at`, byte by byte.
-#[inline(always)]
-unsafe fn load_bytes(at: *const u8, width: usize) -> u64 {
-    (0..width).rev().fold(0, |value, k| value << 8 | unsafe { *at.add(k) } as u64)
+/// Shared memory of a compressing warp: its group's rows, then their payloads.
+const fn warp_bytes(width: usize) -> usize {
+    group_tiles(width) * row_bytes(width) + PAYLOAD_BYTES
 }
 
-/// Compresses the `n` bytes at `input` with `options` into `out` (room for `capacity` bytes),
-/// as `ferrocomp_format::bitcomp::compress`; returns the compressed size (in every lane).
+/// The most any element width takes.
+const WARP_BYTES: usize = {
+    let (narrow, wide) = (warp_bytes(1), warp_bytes(8));
+    if narrow > wide { narrow } else { wide }
+};
+
+/// Shared memory of the compressing block.
+pub const COMPRESS_SHARED_BYTES: usize = WARPS_AT + COMPRESS_WARPS as usize * WARP_BYTES;
+const _: () = assert!(COMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
+const _: () = assert!(warp_bytes(2) <= WARP_BYTES && warp_bytes(4) <= WARP_BYTES && WARP_BYTES.is_multiple_of(16));
+
+/// Compresses the `n` bytes at `input` with `options` into `out` (room for `capacity` bytes), as
+/// `ferrocomp_format::bitcomp::compress`; returns the compressed size, in every thread of the
+/// block.
 ///
 /// # Safety
-/// `input` must be readable for `n` bytes and `out` writable for `capacity` bytes, by this warp
-/// alone.
-pub unsafe fn compress_chunk<W: Warp>(
+/// `input` must be readable for `n` bytes and `out` writable for `capacity` bytes, by this block
+/// alone; `shared` must be [`COMPRESS_SHARED_BYTES`] of shared memory (aligned to 16), the
+/// block's alone; the block has at most [`COMPRESS_WARPS`] warps, and every thread calls this
+/// with the same chunk.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn compress_chunk<B: Block, W: Warp>(
+    block: &B,
     warp: &W,
     input: *const u8,
     n: usize,
     options: &Options,
     out: *mut u8,
     capacity: usize,
+    shared: *mut u8,
 ) -> Result<usize, Status> {
     if n > MAX_CHUNK_SIZE {
         return Err(Status::ChunkTooLarge);
@@ -57,470 +74,374 @@ pub unsafe fn compress_chunk<W: Warp>(
     if capacity < max_compressed_size(n, options) {
         return Err(Status::OutputTooSmall);
     }
-    let start = options.geometry().payload_start(n);
-    let chunk_header = header(options, n);
-    let word = |k: usize| {
-        u32::from_le_bytes([
-            chunk_header[4 * k],
-            chunk_header[4 * k + 1],
-            chunk_header[4 * k + 2],
-            chunk_header[4 * k + 3],
-        ])
-    };
-    let words = [word(0), word(1), word(2)];
-    warp.for_each_strided(start, |i| {
-        // Picked by comparisons, which keep the header in registers.
-        let word = if i < 4 {
-            words[0]
-        } else if i < 8 {
-            words[1]
-        } else {
-            words[2]
-        };
-        unsafe { *out.add(i) = if i < HEADER_LEN { (word >> (8 * (i % 4))) as u8 } else { 0 } };
-    });
+    let geometry = options.geometry();
+    if block.thread() == 0 {
+        // The chunk header, and the zeros between the tile table and the payloads.
+        let table_end = HEADER_LEN + geometry.tiles(n) * geometry.header;
+        for (k, byte) in header(options, n).into_iter().enumerate() {
+            unsafe { *out.add(k) = byte };
+        }
+        for k in table_end..geometry.payload_start(n) {
+            unsafe { *out.add(k) = 0 };
+        }
+    }
     let compressed = unsafe {
         match options.element.width() {
-            1 => compress_tiles::<W, 1>(warp, input, n, options, out),
-            2 => compress_tiles::<W, 2>(warp, input, n, options, out),
-            4 => compress_tiles::<W, 4>(warp, input, n, options, out),
-            _ => compress_tiles::<W, 8>(warp, input, n, options, out),
+            1 => compress_tiles::<B, W, 1>(block, warp, input, n, options, out, shared),
+            2 => compress_tiles::<B, W, 2>(block, warp, input, n, options, out, shared),
+            4 => compress_tiles::<B, W, 4>(block, warp, input, n, options, out, shared),
+            _ => compress_tiles::<B, W, 8>(block, warp, input, n, options, out, shared),
         }
     };
     Ok(compressed)
 }
 
-/// Writes the tiles of a chunk of `WIDTH`-byte elements and its tail after its header; returns
-/// the compressed size.
+/// Writes the tile table, the tiles and the tail of a chunk of `WIDTH`-byte elements, a round of
+/// groups at a time; returns the compressed size.
 #[inline(always)]
-unsafe fn compress_tiles<W: Warp, const WIDTH: usize>(
+unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
+    block: &B,
     warp: &W,
     input: *const u8,
     n: usize,
     options: &Options,
     out: *mut u8,
+    shared: *mut u8,
 ) -> usize {
     let geometry = Geometry::new(WIDTH, options.sparse);
-    let per_lane = per_lane(WIDTH);
-    let lane = warp.lane() as usize;
-    let count = n / WIDTH;
-    let lane_bytes = per_lane * WIDTH;
-    let aligned = (input as usize).is_multiple_of(lane_bytes);
+    let (tiles, count, tile_bytes) = (geometry.tiles(n), n / WIDTH, geometry.tile_bytes());
+    let (group, lane, index) = (group_tiles(WIDTH), warp.lane() as usize, (block.thread() / WARP_SIZE) as usize);
+    let warps = (block.threads() / WARP_SIZE) as usize;
+    let (scratch, slots) = (shared as *mut u32, unsafe { SharedBytes::new(shared.add(SCAN_BYTES)) });
+    let warp_at = unsafe { shared.add(WARPS_AT + index * WARP_BYTES) };
+    let rows = unsafe { Rows::<WIDTH>::new(warp_at) };
+    let payload = unsafe { Swizzled::new(warp_at.add(group * row_bytes(WIDTH))) };
     let mut at = geometry.payload_start(n);
-    let mut previous = 0;
-    for t in 0..geometry.tiles(n) {
-        let first = t * geometry.elements;
-        let real = (count - first).min(geometry.elements);
-        // This lane's elements; past the chunk's end, copies of its last.
-        let mut elements: Elements = [0; MAX_PER_LANE];
-        let tile_input = unsafe { input.add(first * WIDTH) };
-        if real == geometry.elements && aligned {
-            let word = unsafe {
-                if lane_bytes == 8 {
-                    *(tile_input as *const u64).add(lane)
-                } else {
-                    *(tile_input as *const u32).add(lane) as u64
-                }
-            };
-            for (i, e) in elements.iter_mut().enumerate().take(per_lane) {
-                *e = word >> (8 * WIDTH * i) & mask(WIDTH);
-            }
-        } else {
-            for (i, e) in elements.iter_mut().enumerate().take(per_lane) {
-                let index = (lane * per_lane + i).min(real - 1);
-                *e = unsafe { load_bytes(tile_input.add(index * WIDTH), WIDTH) };
-            }
-        }
-        let coded = &mut elements;
-        let verbatim = quantize_lane::<W, WIDTH>(warp, options, coded);
-        let deltas = deltas::<W, WIDTH>(warp, coded, previous);
-        let tile = if verbatim {
-            Tile { kind: Kind::Verbatim, bits: 0, base: 0 }
-        } else {
-            code_tile::<W, WIDTH>(warp, &geometry, options, coded, &deltas, real)
+    // Whether the last tile before the round is verbatim (lossy).
+    let mut verbatim_before_round = false;
+    let mut round = 0;
+    while round < tiles {
+        let first_tile = round + index * group;
+        let (t, first_byte) = (first_tile + lane, first_tile * tile_bytes);
+        let mine = lane < group && t < tiles;
+        let group_bytes = (count * WIDTH).saturating_sub(first_byte).min(group * tile_bytes);
+        unsafe {
+            spread(lane, WARP_SIZE as usize, &Memory(input.wrapping_add(first_byte) as *mut u8), &rows, group_bytes)
         };
-        if lane < geometry.header {
-            unsafe { *out.add(HEADER_LEN + t * geometry.header + lane) = tile.entry_byte(&geometry, lane) };
+        warp.sync();
+        let (row, real) =
+            (rows.row(lane), if mine { (count - t * geometry.elements).min(geometry.elements) } else { 0 });
+        if mine && real < geometry.elements {
+            unsafe { pad::<WIDTH>(row, real) };
         }
-        unsafe { pack_tile::<W, WIDTH>(warp, &geometry, &tile, coded, &deltas, real, out.add(at)) };
-        previous = shuffle_value(warp, coded[per_lane - 1], WARP_SIZE - 1, WIDTH <= 4);
-        at += 4 * tile.words(&geometry);
+        // (Lossy coding is over floats: 4 or 8 bytes.)
+        let verbatim = match options.error_bound {
+            Some(bound) if mine && WIDTH >= 4 => unsafe { quantize_row::<WIDTH>(row, bound) },
+            _ => false,
+        };
+        // Lossy, whether the tile before the group's first is verbatim, from the warp before.
+        let verbatim_before = options.error_bound.is_some() && {
+            let last = warp.shuffle(verbatim as u32, group as u32 - 1);
+            if lane == 0 {
+                unsafe { slots.set_u32((SLOT_BYTES * index) as u32, last) };
+            }
+            block.sync_threads();
+            let before = if index == 0 {
+                verbatim_before_round
+            } else {
+                unsafe { slots.u32((SLOT_BYTES * (index - 1)) as u32) != 0 }
+            };
+            verbatim_before_round = unsafe { slots.u32((SLOT_BYTES * (warps - 1)) as u32) != 0 };
+            before
+        };
+        warp.sync();
+        // The last coded element of the tile before this lane's.
+        let previous = if lane > 0 {
+            unsafe { element::<WIDTH>(rows.row(lane - 1), geometry.elements - 1) }
+        } else if first_tile == 0 {
+            0
+        } else {
+            let raw = unsafe { load_element::<WIDTH>(input.add((first_tile * geometry.elements - 1) * WIDTH)) };
+            match options.error_bound {
+                Some(bound) if !verbatim_before => quantize(raw, WIDTH, bound).unwrap_or(0),
+                _ => raw,
+            }
+        };
+        let tile = match (mine, verbatim) {
+            (false, _) => None,
+            (_, true) => Some(Tile { kind: Kind::Verbatim, bits: 0, base: 0 }),
+            _ if options.sparse => Some(unsafe { measure::<WIDTH, true>(row, previous, real, &geometry) }),
+            _ => Some(unsafe { measure::<WIDTH, false>(row, previous, real, &geometry) }),
+        };
+        let size = tile.map_or(0, |tile| 4 * tile.words(&geometry) as u32);
+        if let Some(tile) = tile {
+            for k in 0..geometry.header {
+                unsafe { *out.add(HEADER_LEN + t * geometry.header + k) = tile.entry_byte(&geometry, k) };
+            }
+        }
+        let (below, total) = unsafe { block.scan_add(warp, size, scratch) };
+        let group_below = warp.shuffle(below, 0);
+        if let Some(tile) = tile {
+            unsafe { pack::<WIDTH>(&tile, row, previous, real, payload, below - group_below) };
+        }
+        warp.sync();
+        let group_len = (warp.shuffle(below + size, WARP_SIZE - 1) - group_below) as usize;
+        let to = unsafe { out.add(at + group_below as usize) };
+        unsafe { spread(lane, WARP_SIZE as usize, &payload, &Memory(to), group_len) };
+        warp.sync();
+        at += total as usize;
+        round += warps * group;
     }
-    let tail = n % WIDTH;
-    if lane < tail {
-        unsafe { *out.add(at + lane) = *input.add(n - tail + lane) };
+    let (thread, tail) = (block.thread() as usize, n % WIDTH);
+    if thread < tail {
+        unsafe { *out.add(at + thread) = *input.add(n - tail + thread) };
     }
     at + tail
 }
 
-/// This lane's elements' differences from the elements before them (`previous` before the
-/// tile's first).
+/// The `WIDTH`-byte element at `at`, byte by byte.
 #[inline(always)]
-fn deltas<W: Warp, const WIDTH: usize>(warp: &W, coded: &Elements, previous: u64) -> Elements {
-    let (per_lane, lane) = (per_lane(WIDTH), warp.lane());
-    let below = shuffle_value(warp, coded[per_lane - 1], lane.saturating_sub(1), WIDTH <= 4);
-    let mut deltas = [0; MAX_PER_LANE];
-    for i in 0..per_lane {
-        let before = match (i, lane) {
-            (0, 0) => previous,
-            (0, _) => below,
-            _ => coded[i - 1],
-        };
-        deltas[i] = coded[i].wrapping_sub(before) & mask(WIDTH);
-    }
-    deltas
+unsafe fn load_element<const WIDTH: usize>(at: *const u8) -> u64 {
+    (0..WIDTH).rev().fold(0, |value, k| value << 8 | unsafe { *at.add(k) } as u64)
 }
 
-/// Whether lossy coding must keep the tile verbatim; else this lane's `elements` quantised.
-/// (Element by element, so that the arrays stay in registers.)
+/// Element `i` of `row`.
 #[inline(always)]
-fn quantize_lane<W: Warp, const WIDTH: usize>(warp: &W, options: &Options, elements: &mut Elements) -> bool {
-    let Some(bound) = options.error_bound else { return false };
-    let mut quantized = *elements;
-    let mut exact = true;
-    for i in 0..per_lane(WIDTH) {
-        match quantize(elements[i], WIDTH, bound) {
-            Some(q) => quantized[i] = q,
-            None => exact = false,
-        }
-    }
-    let verbatim = warp.ballot(!exact) != 0;
-    for i in 0..per_lane(WIDTH) {
-        elements[i] = if verbatim { elements[i] } else { quantized[i] };
-    }
-    verbatim
+unsafe fn element<const WIDTH: usize>(row: SharedBytes, i: usize) -> u64 {
+    (0..WIDTH).rev().fold(0, |value, k| value << 8 | unsafe { row.u8((i * WIDTH + k) as u32) } as u64)
 }
 
-/// The coding of a tile of `coded` elements (quantised where lossy), whose differences from the
-/// elements before them are `deltas`, as `ferrocomp_format::bitcomp` chooses it.
+/// Fills `row` past its first `real` elements with copies of the last of them.
 #[inline(always)]
-fn code_tile<W: Warp, const WIDTH: usize>(
-    warp: &W,
-    geometry: &Geometry,
-    options: &Options,
-    coded: &Elements,
-    deltas: &Elements,
-    real: usize,
-) -> Tile {
-    let (width, per_lane, lane) = (WIDTH, per_lane(WIDTH), warp.lane() as usize);
-    let extremes = coded.iter().take(per_lane).fold(Extremes::EMPTY, |x, &e| x.merge(Extremes::of(e, width)));
-    let frame_of_all = frame(reduce_extremes(warp, extremes, WIDTH <= 4), width);
-    let delta_extremes = deltas.iter().take(per_lane).fold(Extremes::EMPTY, |x, &d| x.merge(Extremes::of(d, width)));
-    let delta = frame(reduce_extremes(warp, delta_extremes, WIDTH <= 4), width);
-    let sparse = if options.sparse {
-        let mut nonzero = Extremes::EMPTY;
-        let mut count = 0;
-        for (i, &e) in coded.iter().enumerate().take(per_lane) {
-            if lane * per_lane + i < real && e != 0 {
-                nonzero = nonzero.merge(Extremes::of(e, width));
-                count += 1;
-            }
-        }
-        Some((frame(reduce_extremes(warp, nonzero, WIDTH <= 4), width), warp.reduce_add(count) as usize))
-    } else {
-        None
-    };
-    choose(geometry, frame_of_all, delta, sparse)
-}
-
-/// Writes `tile`'s payload at `payload`, this lane's part from its `coded` elements (or their
-/// `deltas`), as runs of bits laid end to end.
-#[inline(always)]
-unsafe fn pack_tile<W: Warp, const WIDTH: usize>(
-    warp: &W,
-    geometry: &Geometry,
-    tile: &Tile,
-    coded: &Elements,
-    deltas: &Elements,
-    real: usize,
-    payload: *mut u8,
-) {
-    let (width, per_lane, lane) = (WIDTH, per_lane(WIDTH), warp.lane());
-    let (bits, words) = (tile.bits, tile.words(geometry) as u32);
-    let first = lane as usize * per_lane;
-    // Each element's bits after the one before's: the elements of a lane make one run.
-    let run_of = |elements: &Elements, take: &dyn Fn(usize) -> bool| {
-        let (mut run, mut count) = (0u64, 0);
-        for (i, &e) in elements.iter().enumerate().take(per_lane) {
-            if take(i) {
-                run |= (e.wrapping_sub(tile.base) & mask(width)) << (count * bits);
-                count += 1;
-            }
-        }
-        (run, count)
-    };
-    match tile.kind {
-        Kind::Frame | Kind::Delta => {
-            let (run, _) = run_of(if tile.kind == Kind::Delta { deltas } else { coded }, &|_| true);
-            let lane_bits = per_lane as u32 * bits;
-            unsafe { write_runs(warp, lane * lane_bits, lane_bits, run, words, payload) };
-        }
-        Kind::Sparse { .. } => {
-            let nonzero = |i: usize| first + i < real && coded[i] != 0;
-            let flags = (0..per_lane).fold(0, |flags, i| flags | (nonzero(i) as u64) << i);
-            let (run, count) = run_of(coded, &nonzero);
-            let rank = scan_add(warp, count) - count;
-            let bitmap = geometry.bitmap_words() as u32;
-            unsafe {
-                write_runs(warp, first as u32, per_lane as u32, flags, bitmap, payload);
-                write_runs(warp, rank * bits, count * bits, run, words - bitmap, payload.add(4 * bitmap as usize));
-            }
-        }
-        Kind::Verbatim => {
-            let raw = coded.iter().take(per_lane).enumerate().fold(0, |raw, (i, &e)| raw | e << (8 * width * i));
-            let lane_bits = 8 * (per_lane * width) as u32;
-            unsafe { write_runs(warp, lane * lane_bits, lane_bits, raw, words, payload) };
+unsafe fn pad<const WIDTH: usize>(row: SharedBytes, real: usize) {
+    let last = unsafe { element::<WIDTH>(row, real - 1) };
+    for i in real..Geometry::new(WIDTH, false).elements {
+        for k in 0..WIDTH {
+            unsafe { row.set_u8((i * WIDTH + k) as u32, (last >> (8 * k)) as u8) };
         }
     }
 }
 
-/// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
-/// `ferrocomp_format::bitcomp::decompress`: the same size or status, in every lane.
-///
-/// # Safety
-/// `input` must be readable for `len` bytes and `out` writable for `capacity` bytes, neither
-/// written by anyone else meanwhile.
-pub unsafe fn decompress_chunk<W: Warp>(
-    warp: &W,
-    input: *const u8,
-    len: usize,
-    out: *mut u8,
-    capacity: usize,
-) -> Result<usize, Status> {
-    let bytes = unsafe { crate::raw::bytes(input, len) };
-    let (options, n) = read_header(bytes)?;
-    if n > capacity {
-        return Err(Status::OutputTooSmall);
+/// Element `k` of the 16 bytes `words` (`k` known at compile time: an index into the array
+/// computed at run time would put it in local memory).
+#[inline(always)]
+fn piece_element<const WIDTH: usize>(words: [u32; 4], k: usize) -> u64 {
+    if WIDTH == 8 {
+        return words[2 * k] as u64 | (words[2 * k + 1] as u64) << 32;
     }
-    unsafe {
-        match options.element.width() {
-            1 => decode_tiles::<W, 1>(warp, bytes, &options, n, out),
-            2 => decode_tiles::<W, 2>(warp, bytes, &options, n, out),
-            4 => decode_tiles::<W, 4>(warp, bytes, &options, n, out),
-            _ => decode_tiles::<W, 8>(warp, bytes, &options, n, out),
-        }
-    }
+    let per_word = 4 / WIDTH;
+    (words[k / per_word] >> (8 * WIDTH * (k % per_word))) as u64 & mask(WIDTH)
 }
 
-/// Decodes the tiles and tail of the chunk `bytes` of `WIDTH`-byte elements (`n` bytes) into
-/// `out`.
+/// Calls `f` with each element of `row` in order, and its index: a piece of 16 bytes a load,
+/// each of its words taken apart in registers.
 #[inline(always)]
-unsafe fn decode_tiles<W: Warp, const WIDTH: usize>(
-    warp: &W,
-    bytes: &[u8],
-    options: &Options,
-    n: usize,
-    out: *mut u8,
-) -> Result<usize, Status> {
-    let (input, len) = (bytes.as_ptr(), bytes.len());
-    let geometry = Geometry::new(WIDTH, options.sparse);
-    let lane = warp.lane() as usize;
-    let words = Words::new(input, len);
-    let tiles = geometry.tiles(n);
-    let mut at = geometry.payload_start(n);
-    let (mut group, mut previous) = (0, 0);
-    while group < tiles {
-        // Lane `l` reads tile `group + l`'s header and finds its payload.
-        let t = group + lane;
-        let entry = HEADER_LEN + t * geometry.header;
-        let parsed = match bytes.get(entry..entry + geometry.header) {
-            _ if t >= tiles => Ok(Tile { kind: Kind::Frame, bits: 0, base: 0 }),
-            Some(entry) => Tile::parse(entry, &geometry),
-            None => Err(Status::Truncated),
-        };
-        let (tile, status) = match parsed {
-            Ok(tile) => (tile, Status::Success),
-            Err(status) => (Tile { kind: Kind::Frame, bits: 0, base: 0 }, status),
-        };
-        let size = 4 * tile.words(&geometry) as u32;
-        let end = at + scan_add(warp, size) as usize;
-        let offset = end - size as usize;
-        let status = if status == Status::Success && end > len { Status::Truncated } else { status };
-        // The tiles before the first that fails are decoded, then its status returned.
-        let failing = warp.ballot(status != Status::Success);
-        let decodable =
-            if failing == 0 { (tiles - group).min(WARP_SIZE as usize) } else { failing.trailing_zeros() as usize };
-        for j in 0..decodable as u32 {
-            let tile = broadcast(warp, &tile, j, WIDTH <= 4);
-            let offset = warp.shuffle(offset as u32, j) as usize;
-            let t = group + j as usize;
-            unsafe {
-                decode_tile::<W, WIDTH>(warp, &geometry, options, &tile, &words, offset, out, n, t, &mut previous)?
+unsafe fn for_each_element<const WIDTH: usize>(row: SharedBytes, mut f: impl FnMut(usize, u64)) {
+    let per_piece = 16 / WIDTH;
+    for piece in 0..Geometry::new(WIDTH, false).tile_bytes() / 16 {
+        let [a, b, c, d] = unsafe { row.u32x4(16 * piece as u32) };
+        let first = piece * per_piece;
+        if WIDTH == 8 {
+            f(first, a as u64 | (b as u64) << 32);
+            f(first + 1, c as u64 | (d as u64) << 32);
+        } else {
+            let per_word = 4 / WIDTH;
+            let mut word = |word: u32, first: usize| {
+                for i in 0..per_word {
+                    f(first + i, (word >> (8 * WIDTH * i)) as u64 & mask(WIDTH));
+                }
             };
+            word(a, first);
+            word(b, first + per_word);
+            word(c, first + 2 * per_word);
+            word(d, first + 3 * per_word);
         }
-        if failing != 0 {
-            return Err(Status::from_code(warp.shuffle(status as u32, decodable as u32)));
+    }
+}
+
+/// Quantises `row`'s floats in place within `bound`, unless one cannot be; returns whether one
+/// cannot (the tile stays verbatim).
+#[inline(always)]
+unsafe fn quantize_row<const WIDTH: usize>(row: SharedBytes, bound: ErrorBound) -> bool {
+    let mut exact = true;
+    unsafe { for_each_element::<WIDTH>(row, |_, value| exact &= quantize(value, WIDTH, bound).is_some()) };
+    if !exact {
+        return true;
+    }
+    for piece in 0..Geometry::new(WIDTH, false).tile_bytes() as u32 / 16 {
+        let words = unsafe { row.u32x4(16 * piece) };
+        let q = |k: usize| quantize(piece_element::<WIDTH>(words, k), WIDTH, bound).unwrap_or(0);
+        let words = if WIDTH == 8 {
+            let (a, b) = (q(0), q(1));
+            [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32]
+        } else {
+            [q(0) as u32, q(1) as u32, q(2) as u32, q(3) as u32]
+        };
+        unsafe { row.set_u32x4(16 * piece, words) };
+    }
+    false
+}
+
+/// The extremes of `WIDTH`-byte entries, read unsigned and with their sign bits flipped (whose
+/// unsigned order is the signed order of the entries).
+#[derive(Clone, Copy)]
+struct Span<const WIDTH: usize> {
+    low: u64,
+    high: u64,
+    low_flipped: u64,
+    high_flipped: u64,
+}
+
+impl<const WIDTH: usize> Span<WIDTH> {
+    const SIGN: u64 = 1 << (8 * WIDTH - 1);
+    const EMPTY: Self = Self { low: mask(WIDTH), high: 0, low_flipped: mask(WIDTH), high_flipped: 0 };
+
+    /// Adds `value` (of `WIDTH` bytes); in 32-bit steps where they hold it.
+    #[inline(always)]
+    fn add(&mut self, value: u64) {
+        let flipped = value ^ Self::SIGN;
+        if WIDTH <= 4 {
+            let (min, max) =
+                (|a: u64, b: u64| (a as u32).min(b as u32) as u64, |a: u64, b: u64| (a as u32).max(b as u32) as u64);
+            (self.low, self.high) = (min(self.low, value), max(self.high, value));
+            (self.low_flipped, self.high_flipped) = (min(self.low_flipped, flipped), max(self.high_flipped, flipped));
+        } else {
+            (self.low, self.high) = (self.low.min(value), self.high.max(value));
+            (self.low_flipped, self.high_flipped) = (self.low_flipped.min(flipped), self.high_flipped.max(flipped));
         }
-        at = warp.shuffle(end as u32, WARP_SIZE - 1) as usize;
-        group += WARP_SIZE as usize;
     }
-    let tail = n % WIDTH;
-    if len != at + tail {
-        return Err(if len < at + tail { Status::Truncated } else { Status::Malformed });
+
+    /// The extremes of the entries added: none if `empty`.
+    #[inline(always)]
+    fn extremes(self, empty: bool) -> Extremes {
+        if empty {
+            return Extremes::EMPTY;
+        }
+        let signed = |flipped: u64| sign_extend(flipped ^ Self::SIGN, WIDTH);
+        Extremes {
+            min: self.low,
+            max: self.high,
+            min_signed: signed(self.low_flipped),
+            max_signed: signed(self.high_flipped),
+        }
     }
-    if lane < tail {
-        unsafe { *out.add(n - tail + lane) = bytes[at + lane] };
-    }
-    Ok(n)
 }
 
-/// Lane `lane`'s `tile`, in every lane.
+/// The coding the format crate chooses for the tile in `row` (its elements coded: quantised where
+/// lossy), the first `real` real, after a tile whose last coded element is `previous`: one pass.
+/// `SPARSE`: whether the chunk may hold sparse tiles (its non-zero elements measured too).
 #[inline(always)]
-fn broadcast<W: Warp>(warp: &W, tile: &Tile, lane: u32, narrow: bool) -> Tile {
-    let (tag, count) = match tile.kind {
-        Kind::Frame => (0, 0),
-        Kind::Delta => (1, 0),
-        Kind::Sparse { count } => (2, count as u32),
-        Kind::Verbatim => (3, 0),
-    };
-    let word = warp.shuffle(tag | tile.bits << 2 | count << 9, lane);
-    let kind = match word & 3 {
-        0 => Kind::Frame,
-        1 => Kind::Delta,
-        2 => Kind::Sparse { count: (word >> 9) as usize },
-        _ => Kind::Verbatim,
-    };
-    Tile { kind, bits: word >> 2 & 0x7F, base: shuffle_value(warp, tile.base, lane, narrow) }
-}
-
-/// A lane's `bits` bits at bit `bit` of `words`: at most 32 for elements of 4 bytes or fewer.
-#[inline(always)]
-unsafe fn lane_bits<const WIDTH: usize>(words: &Words, bit: usize, bits: u32) -> u64 {
-    unsafe { if WIDTH <= 4 { words.bits32(bit, bits) as u64 } else { words.bits(bit, bits) } }
-}
-
-/// The low `bits` bits.
-#[inline(always)]
-const fn low(bits: usize) -> u64 {
-    if bits >= 64 { u64::MAX } else { (1 << bits) - 1 }
-}
-
-/// Decodes tile `t` (header `tile`, payload at byte `offset` of the input `words`) into its
-/// place in `out`, a lane word a lane; `previous`, the last coded element of the tile before,
-/// becomes this one's.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-unsafe fn decode_tile<W: Warp, const WIDTH: usize>(
-    warp: &W,
+unsafe fn measure<const WIDTH: usize, const SPARSE: bool>(
+    row: SharedBytes,
+    previous: u64,
+    real: usize,
     geometry: &Geometry,
-    options: &Options,
-    tile: &Tile,
-    words: &Words,
-    offset: usize,
-    out: *mut u8,
-    n: usize,
-    t: usize,
-    previous: &mut u64,
-) -> Result<(), Status> {
-    let (width, per_lane, lane) = (WIDTH, per_lane(WIDTH), warp.lane() as usize);
-    let (first, bits, bit) = (t * geometry.elements, tile.bits as usize, 8 * offset);
-    let real = (n / width - first).min(geometry.elements);
-    let lane_first = lane * per_lane;
-    let mut values: Elements = [0; MAX_PER_LANE];
-    match tile.kind {
-        Kind::Frame => {
-            let packed = unsafe { lane_bits::<WIDTH>(words, bit + lane_first * bits, (per_lane * bits) as u32) };
-            for (i, value) in values.iter_mut().enumerate().take(per_lane) {
-                *value = tile.base.wrapping_add(packed >> (i * bits) & low(bits)) & mask(width);
+) -> Tile {
+    let (mut values, mut deltas, mut nonzero) = (Span::<WIDTH>::EMPTY, Span::<WIDTH>::EMPTY, Span::<WIDTH>::EMPTY);
+    let (mut before, mut count, real) = (previous, 0, real as u32);
+    unsafe {
+        for_each_element::<WIDTH>(row, |i, value| {
+            values.add(value);
+            deltas.add(value.wrapping_sub(before) & mask(WIDTH));
+            before = value;
+            if SPARSE && (i as u32) < real && value != 0 {
+                nonzero.add(value);
+                count += 1;
             }
-        }
-        Kind::Delta => {
-            let packed = unsafe { lane_bits::<WIDTH>(words, bit + lane_first * bits, (per_lane * bits) as u32) };
-            let mut sum = 0u64;
-            for (i, value) in values.iter_mut().enumerate().take(per_lane) {
-                sum = sum.wrapping_add(tile.base.wrapping_add(packed >> (i * bits) & low(bits)));
-                *value = sum;
-            }
-            let before = scan_add64(warp, sum, WIDTH <= 4).wrapping_sub(sum).wrapping_add(*previous);
-            for value in values.iter_mut().take(per_lane) {
-                *value = value.wrapping_add(before) & mask(width);
-            }
-        }
-        Kind::Sparse { count } => {
-            let flags = unsafe { words.bits32(bit + lane_first, per_lane as u32) };
-            let nonzero = flags.count_ones();
-            let through = scan_add(warp, nonzero);
-            if warp.shuffle(through, WARP_SIZE - 1) as usize != count {
-                return Err(Status::Malformed);
-            }
-            let at = bit + 32 * geometry.bitmap_words() + (through - nonzero) as usize * bits;
-            let packed = unsafe { lane_bits::<WIDTH>(words, at, nonzero * bits as u32) };
-            let mut k = 0;
-            for (i, value) in values.iter_mut().enumerate().take(per_lane) {
-                if flags >> i & 1 == 1 {
-                    *value = tile.base.wrapping_add(packed >> (k * bits) & low(bits)) & mask(width);
-                    k += 1;
-                }
-            }
-        }
-        Kind::Verbatim => {
-            let raw = unsafe { lane_bits::<WIDTH>(words, bit + 8 * lane_first * width, 8 * (per_lane * width) as u32) };
-            for (i, value) in values.iter_mut().enumerate().take(per_lane) {
-                *value = raw >> (8 * width * i) & mask(width);
-            }
-        }
-    }
-    *previous = shuffle_value(warp, values[per_lane - 1], WARP_SIZE - 1, WIDTH <= 4);
-    if let Some(bound) = options.error_bound
-        && tile.kind != Kind::Verbatim
-    {
-        for value in values.iter_mut().take(per_lane) {
-            *value = dequantize(*value, width, bound.step());
-        }
-    }
-    let tile_out = unsafe { out.add(first * width) };
-    let lane_bytes = per_lane * width;
-    if real == geometry.elements && (tile_out as usize).is_multiple_of(lane_bytes) {
-        let word =
-            values.iter().take(per_lane).enumerate().fold(0, |word, (i, &value)| word | value << (8 * width * i));
-        unsafe {
-            if lane_bytes == 8 {
-                *(tile_out as *mut u64).add(lane) = word;
-            } else {
-                *(tile_out as *mut u32).add(lane) = word as u32;
-            }
-        }
-    } else {
-        for (i, &value) in values.iter().enumerate().take(per_lane) {
-            if lane_first + i < real {
-                for k in 0..width {
-                    unsafe { *tile_out.add((lane_first + i) * width + k) = (value >> (8 * k)) as u8 };
-                }
-            }
-        }
-    }
-    Ok(())
+        })
+    };
+    let sparse = SPARSE.then(|| (frame(nonzero.extremes(count == 0), WIDTH), count));
+    choose(geometry, frame(values.extremes(false), WIDTH), frame(deltas.extremes(false), WIDTH), sparse)
 }
 
-#[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use super::*;
-    use crate::batch::{Chunk, ChunkKernels, Lanes};
-    use crate::gpu::HardwareWarp;
-    use ferrocomp_format::BatchArgs;
-    use ferrocomp_format::bitcomp;
+/// Bits appended to a payload in shared memory, a word stored whenever one fills.
+struct BitWriter {
+    payload: Swizzled,
+    /// The next word.
+    at: u32,
+    pending: u64,
+    bits: u32,
+}
 
-    /// Bitcomp's kernels: a warp per chunk both ways, a thread per chunk for the sizes.
-    pub struct Bitcomp;
-
-    impl ChunkKernels for Bitcomp {
-        const COMPRESS: Lanes = Lanes::Warp;
-        const DECOMPRESS: Lanes = Lanes::Warp;
-        const SIZES: Lanes = Lanes::Thread;
-
-        unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-            let options = Options::from_word(args.options).ok_or(Status::Unsupported)?;
-            unsafe { compress_chunk(warp, chunk.input, chunk.input_len, &options, chunk.output, chunk.capacity) }
-        }
-
-        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            unsafe { decompress_chunk(warp, chunk.input, chunk.input_len, chunk.output, chunk.capacity) }
-        }
-
-        unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            bitcomp::decompressed_size(unsafe { chunk.input() })
+impl BitWriter {
+    /// Appends the `bits` (at most 32) low bits of `value` (no others set).
+    #[inline(always)]
+    unsafe fn push32(&mut self, value: u32, bits: u32) {
+        self.pending |= (value as u64) << self.bits;
+        self.bits += bits;
+        if self.bits >= 32 {
+            unsafe { self.payload.set_word(self.at, self.pending as u32) };
+            (self.at, self.pending, self.bits) = (self.at + 1, self.pending >> 32, self.bits - 32);
         }
     }
 
-    crate::batch_kernels!(Bitcomp: bitcomp_compress, bitcomp_decompress, bitcomp_decompressed_sizes);
+    /// Appends the `bits` low bits of `value` (no others set).
+    #[inline(always)]
+    unsafe fn push(&mut self, value: u64, bits: u32) {
+        unsafe {
+            if bits > 32 {
+                self.push32(value as u32, 32);
+                self.push32((value >> 32) as u32, bits - 32);
+            } else {
+                self.push32(value as u32, bits);
+            }
+        }
+    }
+
+    /// Stores the last, partly filled word.
+    #[inline(always)]
+    unsafe fn finish(self) {
+        if self.bits > 0 {
+            unsafe { self.payload.set_word(self.at, self.pending as u32) };
+        }
+    }
+}
+
+/// Packs the tile `tile` in `row` (its first `real` elements real, after a tile whose last coded
+/// element is `previous`) into the payload at byte `offset` of `payload`.
+#[inline(always)]
+unsafe fn pack<const WIDTH: usize>(
+    tile: &Tile,
+    row: SharedBytes,
+    previous: u64,
+    real: usize,
+    payload: Swizzled,
+    offset: u32,
+) {
+    let mut writer = BitWriter { payload, at: offset / 4, pending: 0, bits: 0 };
+    let (base, bits) = (tile.base, if tile.kind == Kind::Verbatim { 8 * WIDTH as u32 } else { tile.bits });
+    let entry = |value: u64| value.wrapping_sub(base) & mask(WIDTH);
+    unsafe {
+        match tile.kind {
+            Kind::Frame | Kind::Verbatim | Kind::Delta => {
+                // A unit's entries (4 bytes of elements, or one of 8) appended at once.
+                let (delta, per_unit) = (tile.kind == Kind::Delta, per_lane(WIDTH));
+                let (mut before, mut unit) = (previous, 0u64);
+                for_each_element::<WIDTH>(row, |i, value| {
+                    unit |= entry(value.wrapping_sub(if delta { before } else { 0 })) << (i % per_unit * bits as usize);
+                    before = value;
+                    if i % per_unit == per_unit - 1 {
+                        writer.push(unit, per_unit as u32 * bits);
+                        unit = 0;
+                    }
+                });
+            }
+            Kind::Sparse { .. } => {
+                let mut bitmap = 0u32;
+                for_each_element::<WIDTH>(row, |i, value| {
+                    bitmap |= ((i < real && value != 0) as u32) << (i % 32);
+                    if i % 32 == 31 {
+                        writer.push32(bitmap, 32);
+                        bitmap = 0;
+                    }
+                });
+                for_each_element::<WIDTH>(row, |i, value| {
+                    if i < real && value != 0 {
+                        writer.push(entry(value), bits);
+                    }
+                });
+            }
+        }
+        writer.finish();
+    }
 }

@@ -1,0 +1,372 @@
+//! Decompressing a chunk with a block of warps, a tile a lane. Each warp takes a group of tiles
+//! (4 KiB of elements) a round: its lanes parse the tiles' headers, a block scan of their payload
+//! sizes places them, the warp copies the group's payloads into shared memory 16 bytes a lane,
+//! and each lane decodes its own tile there, a 4-byte unit (or 8-byte element) a step, into its
+//! row of the group's output. A delta tile needs the last element of the tile before, which the
+//! lanes do not have until all are decoded: each decodes its tile from 0 and the lanes' last
+//! elements are composed by a warp scan and across the warps, then the delta tiles add what
+//! came before. The warp copies its rows out 16 bytes a lane.
+
+use super::{DECODE_WARPS, Rows, Swizzled, group_tiles, max_payload, row_bytes};
+use crate::bitpack::shuffle_value;
+use crate::block::Block;
+use crate::copy::{Memory, spread};
+use crate::lz77::funnel;
+use crate::raw::SharedBytes;
+use crate::warp::{WARP_SIZE, Warp};
+use ferrocomp_format::Status;
+use ferrocomp_format::bitcomp::{Geometry, HEADER_LEN, Kind, Options, Tile, dequantize, per_lane, read_header};
+use ferrocomp_format::bitpack::mask;
+
+/// Bytes of the block scan's scratch (65 words), rounded up to 16.
+const SCAN_BYTES: usize = 272;
+/// Bytes of a warp's slot for its round's outcome: its first failure, then the last element of
+/// its group (whether it stands alone, and its value, two words).
+const SLOT_BYTES: usize = 16;
+/// Where the warps' stages start.
+const WARPS_AT: usize = SCAN_BYTES + SLOT_BYTES * DECODE_WARPS as usize;
+
+/// Bytes of a warp's payload stage for `width`-byte elements ([`Swizzled`]): its group's largest
+/// payloads and 16 bytes past them, which a lane's last window may reach; whole lines of 128.
+const fn stage_bytes(width: usize) -> usize {
+    (group_tiles(width) * max_payload(width) + 16).next_multiple_of(128)
+}
+
+/// Shared memory of a decoding warp: its payload stage, then its output rows.
+const fn warp_bytes(width: usize) -> usize {
+    stage_bytes(width) + group_tiles(width) * row_bytes(width)
+}
+
+/// The most any element width takes.
+const WARP_BYTES: usize = {
+    let (narrow, wide) = (warp_bytes(1), warp_bytes(8));
+    if narrow > wide { narrow } else { wide }
+};
+
+/// Shared memory of the decoding block.
+pub const DECODE_SHARED_BYTES: usize = WARPS_AT + DECODE_WARPS as usize * WARP_BYTES;
+const _: () = assert!(DECODE_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
+const _: () = assert!(warp_bytes(2) <= WARP_BYTES && warp_bytes(4) <= WARP_BYTES && WARP_BYTES.is_multiple_of(16));
+
+/// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
+/// `ferrocomp_format::bitcomp::decompress`: the same size or status, in every thread of the
+/// block.
+///
+/// # Safety
+/// `input` must be readable for `len` bytes and `out` writable for `capacity` bytes, neither
+/// written by anyone else meanwhile; `shared` must be [`DECODE_SHARED_BYTES`] of shared memory
+/// (aligned to 16), the block's alone; the block has at most [`DECODE_WARPS`] warps, and every
+/// thread calls this with the same chunk.
+pub unsafe fn decompress_chunk<B: Block, W: Warp>(
+    block: &B,
+    warp: &W,
+    input: *const u8,
+    len: usize,
+    out: *mut u8,
+    capacity: usize,
+    shared: *mut u8,
+) -> Result<usize, Status> {
+    let bytes = unsafe { crate::raw::bytes(input, len) };
+    let (options, n) = read_header(bytes)?;
+    if n > capacity {
+        return Err(Status::OutputTooSmall);
+    }
+    unsafe {
+        match options.element.width() {
+            1 => decode_tiles::<B, W, 1>(block, warp, bytes, &options, n, out, shared),
+            2 => decode_tiles::<B, W, 2>(block, warp, bytes, &options, n, out, shared),
+            4 => decode_tiles::<B, W, 4>(block, warp, bytes, &options, n, out, shared),
+            _ => decode_tiles::<B, W, 8>(block, warp, bytes, &options, n, out, shared),
+        }
+    }
+}
+
+/// A tile's header as a lane decodes it: verbatim tiles are frames of reference of full-width
+/// entries from 0.
+#[derive(Clone, Copy)]
+struct Coding {
+    bits: u32,
+    base: u64,
+    delta: bool,
+    sparse: bool,
+    verbatim: bool,
+}
+
+impl Coding {
+    /// No tile: nothing to decode.
+    const NONE: Self = Self { bits: 0, base: 0, delta: false, sparse: false, verbatim: false };
+
+    fn of(tile: &Tile, width: usize) -> Self {
+        let verbatim = tile.kind == Kind::Verbatim;
+        Self {
+            bits: if verbatim { 8 * width as u32 } else { tile.bits },
+            base: tile.base,
+            delta: tile.kind == Kind::Delta,
+            sparse: matches!(tile.kind, Kind::Sparse { .. }),
+            verbatim,
+        }
+    }
+}
+
+/// Decodes the tiles and tail of the chunk `bytes` of `WIDTH`-byte elements (`n` bytes) into
+/// `out`, a round of groups at a time.
+#[inline(always)]
+unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
+    block: &B,
+    warp: &W,
+    bytes: &[u8],
+    options: &Options,
+    n: usize,
+    out: *mut u8,
+    shared: *mut u8,
+) -> Result<usize, Status> {
+    let len = bytes.len();
+    let geometry = Geometry::new(WIDTH, options.sparse);
+    let (tiles, elements) = (geometry.tiles(n), n / WIDTH);
+    let (group, lane, index) = (group_tiles(WIDTH), warp.lane() as usize, (block.thread() / WARP_SIZE) as usize);
+    let warps = (block.threads() / WARP_SIZE) as usize;
+    let (scratch, slots) = (shared as *mut u32, unsafe { SharedBytes::new(shared.add(SCAN_BYTES)) });
+    let stage_at = unsafe { shared.add(WARPS_AT + index * WARP_BYTES) };
+    let stage = unsafe { Swizzled::new(stage_at) };
+    let rows = unsafe { Rows::<WIDTH>::new(stage_at.add(stage_bytes(WIDTH))) };
+    let mut at = geometry.payload_start(n);
+    // The last element of the tiles before the round, as decoded (before any dequantisation).
+    let mut before_round = 0u64;
+    let mut round = 0;
+    while round < tiles {
+        let t = round + index * group + lane;
+        let mine = lane < group && t < tiles;
+        let entry = HEADER_LEN + t * geometry.header;
+        let parsed = match bytes.get(entry..entry + geometry.header) {
+            _ if !mine => Ok(None),
+            Some(entry) => Tile::parse(entry, &geometry).map(Some),
+            None => Err(Status::Truncated),
+        };
+        let (tile, mut status) = match parsed {
+            Ok(tile) => (tile, Status::Success),
+            Err(status) => (None, status),
+        };
+        let coding = tile.map_or(Coding::NONE, |tile| Coding::of(&tile, WIDTH));
+        let size = tile.map_or(0, |tile| 4 * tile.words(&geometry) as u32);
+        let (below, total) = unsafe { block.scan_add(warp, size, scratch) };
+        if status == Status::Success && at + (below + size) as usize > len {
+            status = Status::Truncated;
+        }
+        // The group's payloads, from where its first starts, into the stage.
+        let group_at = at + warp.shuffle(below, 0) as usize;
+        let group_end = at + warp.shuffle(below + size, WARP_SIZE - 1) as usize;
+        let (from, to) = (group_at.min(len), group_end.min(len));
+        unsafe { spread(lane, WARP_SIZE as usize, &Memory(bytes.as_ptr().add(from) as *mut u8), &stage, to - from) };
+        warp.sync();
+        let offset = at + below as usize - group_at;
+        if let Some(Tile { kind: Kind::Sparse { count }, .. }) = tile
+            && status == Status::Success
+            && unsafe { set_bits(stage, offset, &geometry) } != count
+        {
+            status = Status::Malformed;
+        }
+        let last = if mine && status == Status::Success {
+            unsafe {
+                if coding.sparse {
+                    decode_tile::<WIDTH, true>(&coding, stage, offset, rows.row(lane))
+                } else {
+                    decode_tile::<WIDTH, false>(&coding, stage, offset, rows.row(lane))
+                }
+            }
+        } else {
+            0
+        };
+        // Each lane's last element, composed with those before it in the warp.
+        let (through_alone, through) = compose_scan(warp, mine && !coding.delta, last, WIDTH);
+        let failing = warp.ballot(status != Status::Success);
+        let first = failing.trailing_zeros();
+        let first_status = warp.shuffle(status as u32, first & (WARP_SIZE - 1));
+        if lane == WARP_SIZE as usize - 1 {
+            let failure = match failing {
+                0 => u32::MAX,
+                _ => ((round + index * group + first as usize) as u32) << 8 | first_status,
+            };
+            let slot = [failure, through_alone as u32, through as u32, (through >> 32) as u32];
+            unsafe { slots.set_u32x4((SLOT_BYTES * index) as u32, slot) };
+        }
+        block.sync_threads();
+        // The warps' outcomes in order: the first failure, and what precedes each group.
+        let (mut failure, mut before_group, mut before_next) = (u32::MAX, 0, before_round);
+        for w in 0..warps {
+            let [failed, alone, low, high] = unsafe { slots.u32x4((SLOT_BYTES * w) as u32) };
+            failure = failure.min(failed);
+            if w == index {
+                before_group = before_next;
+            }
+            let value = low as u64 | (high as u64) << 32;
+            before_next = if alone != 0 { value } else { before_next.wrapping_add(value) & mask(WIDTH) };
+        }
+        if failure != u32::MAX {
+            return Err(Status::from_code(failure & 0xFF));
+        }
+        // What precedes this lane's tile: the lanes' before it, after the group's.
+        let below = (lane as u32).saturating_sub(1);
+        let (below_alone, below_value) =
+            (warp.shuffle(through_alone as u32, below) != 0, shuffle_value(warp, through, below, WIDTH <= 4));
+        let previous = match (lane, below_alone) {
+            (0, _) => before_group,
+            (_, true) => below_value,
+            _ => before_group.wrapping_add(below_value) & mask(WIDTH),
+        };
+        if mine {
+            let carry = if coding.delta { previous } else { 0 };
+            // (Lossy coding is over floats: 4 or 8 bytes.)
+            let step = options.error_bound.filter(|_| WIDTH >= 4 && !coding.verbatim).map(|bound| bound.step());
+            unsafe { finish_tile::<WIDTH>(rows.row(lane), carry, step) };
+        }
+        warp.sync();
+        let first_byte = (round + index * group) * geometry.tile_bytes();
+        let group_bytes = (elements * WIDTH).saturating_sub(first_byte).min(group * geometry.tile_bytes());
+        unsafe { spread(lane, WARP_SIZE as usize, &rows, &Memory(out.add(first_byte)), group_bytes) };
+        warp.sync();
+        at += total as usize;
+        before_round = before_next;
+        round += warps * group;
+    }
+    let tail = n % WIDTH;
+    if len != at + tail {
+        return Err(if len < at + tail { Status::Truncated } else { Status::Malformed });
+    }
+    let lane = block.thread() as usize;
+    if lane < tail {
+        unsafe { *out.add(n - tail + lane) = bytes[at + lane] };
+    }
+    Ok(n)
+}
+
+/// Set bits of the sparse tile's bitmap at byte `offset` of the stage.
+#[inline(always)]
+unsafe fn set_bits(stage: Swizzled, offset: usize, geometry: &Geometry) -> usize {
+    let words = geometry.bitmap_words() as u32;
+    (0..words).map(|k| unsafe { stage.word(offset as u32 / 4 + k) }.count_ones() as usize).sum()
+}
+
+/// `(alone, value)` composed over lanes `0..=lane`: a lane's `value` stands alone where `alone`,
+/// else adds (mod 2^(8 `width`)) to the composition of those before; returns whether the
+/// composition stands alone, and its value.
+#[inline(always)]
+fn compose_scan<W: Warp>(warp: &W, mut alone: bool, mut value: u64, width: usize) -> (bool, u64) {
+    let lane = warp.lane();
+    let mut distance = 1;
+    while distance < WARP_SIZE {
+        let from = lane.saturating_sub(distance);
+        let (below_alone, below) =
+            (warp.shuffle(alone as u32, from) != 0, shuffle_value(warp, value, from, width <= 4));
+        if lane >= distance && !alone {
+            alone = below_alone;
+            value = value.wrapping_add(below) & mask(width);
+        }
+        distance *= 2;
+    }
+    (alone, value)
+}
+
+/// The 32 bits (64 for 8-byte elements) of the stage from bit `bit`.
+#[inline(always)]
+unsafe fn window<const WIDTH: usize>(stage: Swizzled, bit: u32) -> u64 {
+    let (at, shift) = (bit / 32, bit % 32);
+    let (low, high) = unsafe { (stage.word(at), stage.word(at + 1)) };
+    if WIDTH <= 4 {
+        return funnel(low, high, shift) as u64;
+    }
+    let top = unsafe { stage.word(at + 2) };
+    funnel(low, high, shift) as u64 | (funnel(high, top, shift) as u64) << 32
+}
+
+/// The low `bits` bits.
+#[inline(always)]
+const fn low(bits: u32) -> u64 {
+    if bits >= 64 { u64::MAX } else { (1 << bits) - 1 }
+}
+
+/// Decodes the tile `coding` whose payload is at byte `offset` of the stage into `row`, a 4-byte
+/// unit (or 8-byte element) a step, a delta tile's from 0; returns its last element. `SPARSE`:
+/// whether it is a sparse tile (its entries after a bitmap of its elements).
+#[inline(always)]
+unsafe fn decode_tile<const WIDTH: usize, const SPARSE: bool>(
+    coding: &Coding,
+    stage: Swizzled,
+    offset: usize,
+    row: SharedBytes,
+) -> u64 {
+    let (per_unit, unit_bytes) = (per_lane(WIDTH) as u32, (per_lane(WIDTH) * WIDTH) as u32);
+    let units_per_piece = 16 / unit_bytes;
+    let bitmap_words = if SPARSE { Geometry::new(WIDTH, true).bitmap_words() as u32 } else { 0 };
+    let (bits, fields, offset) = (coding.bits, low(coding.bits), offset as u32);
+    let first_bit = 8 * offset + 32 * bitmap_words;
+    let (mut rank, mut last) = (0, 0u64);
+    for piece in 0..super::TILE_UNITS as u32 / units_per_piece {
+        let mut words = [0u32; 4];
+        for u in 0..units_per_piece {
+            let k = piece * units_per_piece + u;
+            let flags = if SPARSE {
+                let at = k * per_unit;
+                (unsafe { stage.word(offset / 4 + at / 32) } >> (at % 32)) & ((1 << per_unit) - 1)
+            } else {
+                (1 << per_unit) - 1
+            };
+            let window = unsafe { window::<WIDTH>(stage, first_bit + rank * bits) };
+            let (mut used, mut unit) = (0, 0u64);
+            for i in 0..per_unit {
+                let set = flags >> i & 1 != 0;
+                let entry = coding.base.wrapping_add(window >> (used * bits) & fields) & mask(WIDTH);
+                let value = if set { entry } else { 0 };
+                last = if coding.delta { last.wrapping_add(value) & mask(WIDTH) } else { value };
+                unit |= last << (8 * WIDTH as u32 * i);
+                used += set as u32;
+            }
+            rank += used;
+            if unit_bytes == 4 {
+                words[u as usize] = unit as u32;
+            } else {
+                [words[2 * u as usize], words[2 * u as usize + 1]] = [unit as u32, (unit >> 32) as u32];
+            }
+        }
+        unsafe { row.set_u32x4(16 * piece, words) };
+    }
+    last
+}
+
+/// Adds `carry` to every element of the decoded tile in `row` (mod 2^(8 `WIDTH`)), then turns
+/// each into the float it stands for where `step` is given (lossy).
+#[inline(always)]
+unsafe fn finish_tile<const WIDTH: usize>(row: SharedBytes, carry: u64, step: Option<f64>) {
+    if carry == 0 && step.is_none() {
+        return;
+    }
+    for piece in 0..(super::TILE_UNITS * per_lane(WIDTH) * WIDTH / 16) as u32 {
+        let words = unsafe { row.u32x4(16 * piece) };
+        let words = if WIDTH == 8 {
+            let element = |k: usize| {
+                let q = (words[2 * k] as u64 | (words[2 * k + 1] as u64) << 32).wrapping_add(carry);
+                step.map_or(q, |step| dequantize(q, WIDTH, step))
+            };
+            let (a, b) = (element(0), element(1));
+            [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32]
+        } else {
+            words.map(|word| {
+                let sum = add_elements::<WIDTH>(word, carry as u32);
+                step.map_or(sum, |step| dequantize(sum as u64, WIDTH, step) as u32)
+            })
+        };
+        unsafe { row.set_u32x4(16 * piece, words) };
+    }
+}
+
+/// `carry` added to each `WIDTH`-byte element of `word`, mod 2^(8 `WIDTH`): one addition with
+/// the elements' top bits kept out of it and put back.
+#[inline(always)]
+fn add_elements<const WIDTH: usize>(word: u32, carry: u32) -> u32 {
+    let (spread, top) = match WIDTH {
+        1 => (0x0101_0101, 0x8080_8080),
+        2 => (0x0001_0001, 0x8000_8000),
+        _ => return word.wrapping_add(carry),
+    };
+    let carry = carry.wrapping_mul(spread);
+    ((word & !top).wrapping_add(carry & !top)) ^ ((word ^ carry) & top)
+}

@@ -1,0 +1,221 @@
+//! Bitcomp on the GPU: the format crate's bytes written and read (`ferrocomp_format::bitcomp`),
+//! a block of warps a chunk both ways, a tile a lane: each warp takes a group of tiles (4 KiB of
+//! elements) at a time, staged in shared memory a row a tile ([`Rows`]), and each lane codes its
+//! own tile there in one pass, so that a step costs a few instructions a unit of 4 bytes rather
+//! than a warp's reductions and shuffles a tile.
+
+mod decode;
+mod encode;
+
+pub use decode::{DECODE_SHARED_BYTES, decompress_chunk};
+pub use encode::{COMPRESS_SHARED_BYTES, compress_chunk};
+
+use crate::copy::{Sink, Source};
+use crate::raw::SharedBytes;
+use ferrocomp_format::bitcomp::{Geometry, LANES};
+
+/// Warps of the block compressing a chunk.
+pub const COMPRESS_WARPS: u32 = 4;
+/// Blocks of the compress kernel an SM must hold at once: as many as its shared memory holds
+/// (228 KiB on an H100 or H200, 1 KiB of it reserved a block).
+pub const COMPRESS_BLOCKS_PER_SM: u32 = 6;
+/// Warps of the block decoding a chunk.
+pub const DECODE_WARPS: u32 = 4;
+/// Blocks of the decompress kernel an SM must hold at once: as many as its shared memory holds
+/// (228 KiB on an H100 or H200, 1 KiB of it reserved a block).
+pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 5;
+
+/// Units of a tile: 4 bytes of its elements (or one 8-byte element) each.
+const TILE_UNITS: usize = LANES;
+
+/// Tiles of a group, which one warp takes at once: 4 KiB of elements, a tile a lane.
+pub const fn group_tiles(width: usize) -> usize {
+    4096 / Geometry::new(width, false).tile_bytes()
+}
+
+/// Bytes of a tile's largest payload: a sparse tile with every element set at full width.
+pub const fn max_payload(width: usize) -> usize {
+    let geometry = Geometry::new(width, true);
+    4 * geometry.bitmap_words() + geometry.tile_bytes()
+}
+
+/// Bytes from one row of [`Rows`] to the next: a tile, then 16 bytes.
+pub const fn row_bytes(width: usize) -> usize {
+    Geometry::new(width, false).tile_bytes() + 16
+}
+
+/// A group's tiles of `WIDTH`-byte elements in shared memory, a row each, rows [`row_bytes`]
+/// apart: the lanes' 16-byte accesses to the same piece of their rows fall in different banks
+/// (four lanes a bank group, the fewest a 512-byte access can take). Read or written as the
+/// group's bytes in order, by [`crate::copy::spread`].
+#[derive(Clone, Copy)]
+pub struct Rows<const WIDTH: usize>(SharedBytes);
+
+impl<const WIDTH: usize> Rows<WIDTH> {
+    const TILE_BYTES: u32 = Geometry::new(WIDTH, false).tile_bytes() as u32;
+
+    /// The rows from `at` (shared memory, aligned to 16) on.
+    ///
+    /// # Safety
+    /// `at` must be shared memory.
+    pub unsafe fn new(at: *mut u8) -> Self {
+        Self(unsafe { SharedBytes::new(at) })
+    }
+
+    /// Row `j`.
+    #[inline(always)]
+    pub fn row(self, j: usize) -> SharedBytes {
+        self.0.at(j as u32 * row_bytes(WIDTH) as u32)
+    }
+
+    /// Where byte `i` of the group is.
+    #[inline(always)]
+    fn offset(&self, i: usize) -> u32 {
+        let i = i as u32;
+        i / Self::TILE_BYTES * row_bytes(WIDTH) as u32 + i % Self::TILE_BYTES
+    }
+}
+
+impl<const WIDTH: usize> Source for Rows<WIDTH> {
+    #[inline(always)]
+    fn skew(&self) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    unsafe fn byte(&self, i: usize) -> u8 {
+        unsafe { self.0.u8(self.offset(i)) }
+    }
+
+    #[inline(always)]
+    unsafe fn word(&self, k: usize) -> u32 {
+        unsafe { self.0.u32(self.offset(4 * k)) }
+    }
+}
+
+impl<const WIDTH: usize> Sink for Rows<WIDTH> {
+    #[inline(always)]
+    fn unit_skew(&self) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    unsafe fn set_byte(&self, i: usize, value: u8) {
+        unsafe { self.0.set_u8(self.offset(i), value) };
+    }
+
+    #[inline(always)]
+    unsafe fn set_unit(&self, at: usize, words: [u32; 4]) {
+        unsafe { self.0.set_u32x4(self.offset(at), words) };
+    }
+}
+
+/// Words in shared memory, each 128-byte line's 16-byte quarters swapped by the line's place
+/// (word `w` at `w ^ ((w >> 3) & 28)`): lanes at words 32 apart (payloads of 128 bytes, back to
+/// back) fall in eight bank groups instead of one, and lanes 31 apart still spread. Read and
+/// written as bytes in order by [`crate::copy::spread`], 16 bytes a store.
+#[derive(Clone, Copy)]
+pub struct Swizzled(SharedBytes);
+
+impl Swizzled {
+    /// The words from `at` (shared memory, aligned to 16) on.
+    ///
+    /// # Safety
+    /// `at` must be shared memory.
+    pub unsafe fn new(at: *mut u8) -> Self {
+        Self(unsafe { SharedBytes::new(at) })
+    }
+
+    /// Where byte `i` is.
+    #[inline(always)]
+    fn offset(i: u32) -> u32 {
+        i ^ ((i >> 3) & 0x70)
+    }
+
+    /// Word `w`.
+    ///
+    /// # Safety
+    /// It must be inside the memory given.
+    #[inline(always)]
+    pub unsafe fn word(self, w: u32) -> u32 {
+        unsafe { self.0.u32(Self::offset(4 * w)) }
+    }
+
+    /// Writes word `w`.
+    ///
+    /// # Safety
+    /// It must be inside the memory given, this thread's alone until the next barrier.
+    #[inline(always)]
+    pub unsafe fn set_word(self, w: u32, value: u32) {
+        unsafe { self.0.set_u32(Self::offset(4 * w), value) };
+    }
+}
+
+impl Source for Swizzled {
+    #[inline(always)]
+    fn skew(&self) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    unsafe fn byte(&self, i: usize) -> u8 {
+        unsafe { self.0.u8(Self::offset(i as u32)) }
+    }
+
+    #[inline(always)]
+    unsafe fn word(&self, k: usize) -> u32 {
+        unsafe { Swizzled::word(*self, k as u32) }
+    }
+}
+
+impl Sink for Swizzled {
+    #[inline(always)]
+    fn unit_skew(&self) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    unsafe fn set_byte(&self, i: usize, value: u8) {
+        unsafe { self.0.set_u8(Self::offset(i as u32), value) };
+    }
+
+    #[inline(always)]
+    unsafe fn set_unit(&self, at: usize, words: [u32; 4]) {
+        unsafe { self.0.set_u32x4(Self::offset(at as u32), words) };
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels {
+    use super::*;
+    use crate::batch::{Chunk, ChunkKernels, Lanes};
+    use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
+    use ferrocomp_format::bitcomp::{self, Options};
+    use ferrocomp_format::{BatchArgs, Status};
+
+    /// Bitcomp's kernels: a block per chunk both ways, a thread per chunk for the sizes.
+    pub struct Bitcomp;
+
+    impl ChunkKernels for Bitcomp {
+        const COMPRESS: Lanes = Lanes::Block;
+        const DECOMPRESS: Lanes = Lanes::Block;
+        const SIZES: Lanes = Lanes::Thread;
+
+        unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            let options = Options::from_word(args.options).ok_or(Status::Unsupported)?;
+            let (input, n, shared) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u8>());
+            unsafe { compress_chunk(&HardwareBlock, warp, input, n, &options, chunk.output, chunk.capacity, shared) }
+        }
+
+        unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            let (input, len, shared) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u8>());
+            unsafe { decompress_chunk(&HardwareBlock, warp, input, len, chunk.output, chunk.capacity, shared) }
+        }
+
+        unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
+            bitcomp::decompressed_size(unsafe { chunk.input() })
+        }
+    }
+
+    crate::batch_kernels!(Bitcomp: bitcomp_compress, bitcomp_decompress, bitcomp_decompressed_sizes);
+}

@@ -7,7 +7,7 @@
 //! elements are composed by a warp scan and across the warps, then the delta tiles add what
 //! came before. The warp copies its rows out 16 bytes a lane.
 
-use super::{DECODE_WARPS, Rows, Swizzled, group_tiles, max_payload, row_bytes};
+use super::{DECODE_WARPS, Layout, Rows, Swizzled, group_tiles, larger, max_payload, row_bytes};
 use crate::bitpack::shuffle_value;
 use crate::block::Block;
 use crate::copy::{Memory, spread};
@@ -17,14 +17,6 @@ use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::bitcomp::{Geometry, HEADER_LEN, Kind, Options, Tile, dequantize, per_lane, read_header};
 use ferrocomp_format::bitpack::mask;
-
-/// Bytes of the block scan's scratch (65 words), rounded up to 16.
-const SCAN_BYTES: usize = 272;
-/// Bytes of a warp's slot for its round's outcome: its first failure, then the last element of
-/// its group (whether it stands alone, and its value, two words).
-const SLOT_BYTES: usize = 16;
-/// Where the warps' stages start.
-const WARPS_AT: usize = SCAN_BYTES + SLOT_BYTES * DECODE_WARPS as usize;
 
 /// Bytes of a warp's payload stage for `width`-byte elements ([`Swizzled`]): its group's largest
 /// payloads and 16 bytes past them, which a lane's last window may reach; whole lines of 128.
@@ -38,13 +30,13 @@ const fn warp_bytes(width: usize) -> usize {
 }
 
 /// The most any element width takes.
-const WARP_BYTES: usize = {
-    let (narrow, wide) = (warp_bytes(1), warp_bytes(8));
-    if narrow > wide { narrow } else { wide }
-};
+const WARP_BYTES: usize = larger(warp_bytes(1), warp_bytes(8));
+
+/// The block's shared memory.
+type Shared = Layout<DECODE_WARPS, WARP_BYTES>;
 
 /// Shared memory of the decoding block.
-pub const DECODE_SHARED_BYTES: usize = WARPS_AT + DECODE_WARPS as usize * WARP_BYTES;
+pub const DECODE_SHARED_BYTES: usize = Shared::BYTES;
 const _: () = assert!(DECODE_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
 const _: () = assert!(warp_bytes(2) <= WARP_BYTES && warp_bytes(4) <= WARP_BYTES && WARP_BYTES.is_multiple_of(16));
 
@@ -125,8 +117,8 @@ unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
     let (tiles, elements) = (geometry.tiles(n), n / WIDTH);
     let (group, lane, index) = (group_tiles(WIDTH), warp.lane() as usize, (block.thread() / WARP_SIZE) as usize);
     let warps = (block.threads() / WARP_SIZE) as usize;
-    let (scratch, slots) = (shared as *mut u32, unsafe { SharedBytes::new(shared.add(SCAN_BYTES)) });
-    let stage_at = unsafe { shared.add(WARPS_AT + index * WARP_BYTES) };
+    let shared = Shared::new(shared);
+    let (scratch, slots, stage_at) = unsafe { (shared.scratch(), shared.slots(), shared.warp(index)) };
     let stage = unsafe { Swizzled::new(stage_at) };
     let rows = unsafe { Rows::<WIDTH>::new(stage_at.add(stage_bytes(WIDTH))) };
     let mut at = geometry.payload_start(n);
@@ -187,13 +179,13 @@ unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
                 _ => ((round + index * group + first as usize) as u32) << 8 | first_status,
             };
             let slot = [failure, through_alone as u32, through as u32, (through >> 32) as u32];
-            unsafe { slots.set_u32x4((SLOT_BYTES * index) as u32, slot) };
+            unsafe { slots.set_u32x4(Shared::slot(index), slot) };
         }
         block.sync_threads();
         // The warps' outcomes in order: the first failure, and what precedes each group.
         let (mut failure, mut before_group, mut before_next) = (u32::MAX, 0, before_round);
         for w in 0..warps {
-            let [failed, alone, low, high] = unsafe { slots.u32x4((SLOT_BYTES * w) as u32) };
+            let [failed, alone, low, high] = unsafe { slots.u32x4(Shared::slot(w)) };
             failure = failure.min(failed);
             if w == index {
                 before_group = before_next;

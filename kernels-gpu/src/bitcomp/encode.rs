@@ -7,7 +7,7 @@
 //! and the warp copies the payload out 16 bytes a lane. Lossy, each lane first quantises its row
 //! in place, unless a value cannot be, which keeps the tile verbatim.
 
-use super::{COMPRESS_WARPS, Rows, Swizzled, group_tiles, row_bytes};
+use super::{COMPRESS_WARPS, Layout, Rows, Swizzled, group_tiles, larger, row_bytes};
 use crate::block::Block;
 use crate::copy::{Memory, spread};
 use crate::raw::SharedBytes;
@@ -19,12 +19,6 @@ use ferrocomp_format::bitcomp::{
 };
 use ferrocomp_format::bitpack::{Extremes, mask, sign_extend};
 
-/// Bytes of the block scan's scratch (65 words), rounded up to 16.
-const SCAN_BYTES: usize = 272;
-/// Bytes of a warp's slot: whether the last tile of its group is verbatim (lossy).
-const SLOT_BYTES: usize = 16;
-/// Where the warps' shared memory starts.
-const WARPS_AT: usize = SCAN_BYTES + SLOT_BYTES * COMPRESS_WARPS as usize;
 /// Bytes of a warp's payload stage ([`Swizzled`]): its group's payloads, at most the group's 4 KiB
 /// (no coding the format crate chooses is larger than the tile as it is).
 const PAYLOAD_BYTES: usize = 4096;
@@ -35,13 +29,13 @@ const fn warp_bytes(width: usize) -> usize {
 }
 
 /// The most any element width takes.
-const WARP_BYTES: usize = {
-    let (narrow, wide) = (warp_bytes(1), warp_bytes(8));
-    if narrow > wide { narrow } else { wide }
-};
+const WARP_BYTES: usize = larger(warp_bytes(1), warp_bytes(8));
+
+/// The block's shared memory.
+type Shared = Layout<COMPRESS_WARPS, WARP_BYTES>;
 
 /// Shared memory of the compressing block.
-pub const COMPRESS_SHARED_BYTES: usize = WARPS_AT + COMPRESS_WARPS as usize * WARP_BYTES;
+pub const COMPRESS_SHARED_BYTES: usize = Shared::BYTES;
 const _: () = assert!(COMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
 const _: () = assert!(warp_bytes(2) <= WARP_BYTES && warp_bytes(4) <= WARP_BYTES && WARP_BYTES.is_multiple_of(16));
 
@@ -112,8 +106,8 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
     let (tiles, count, tile_bytes) = (geometry.tiles(n), n / WIDTH, geometry.tile_bytes());
     let (group, lane, index) = (group_tiles(WIDTH), warp.lane() as usize, (block.thread() / WARP_SIZE) as usize);
     let warps = (block.threads() / WARP_SIZE) as usize;
-    let (scratch, slots) = (shared as *mut u32, unsafe { SharedBytes::new(shared.add(SCAN_BYTES)) });
-    let warp_at = unsafe { shared.add(WARPS_AT + index * WARP_BYTES) };
+    let shared = Shared::new(shared);
+    let (scratch, slots, warp_at) = unsafe { (shared.scratch(), shared.slots(), shared.warp(index)) };
     let rows = unsafe { Rows::<WIDTH>::new(warp_at) };
     let payload = unsafe { Swizzled::new(warp_at.add(group * row_bytes(WIDTH))) };
     let mut at = geometry.payload_start(n);
@@ -143,15 +137,12 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
         let verbatim_before = options.error_bound.is_some() && {
             let last = warp.shuffle(verbatim as u32, group as u32 - 1);
             if lane == 0 {
-                unsafe { slots.set_u32((SLOT_BYTES * index) as u32, last) };
+                unsafe { slots.set_u32(Shared::slot(index), last) };
             }
             block.sync_threads();
-            let before = if index == 0 {
-                verbatim_before_round
-            } else {
-                unsafe { slots.u32((SLOT_BYTES * (index - 1)) as u32) != 0 }
-            };
-            verbatim_before_round = unsafe { slots.u32((SLOT_BYTES * (warps - 1)) as u32) != 0 };
+            let before =
+                if index == 0 { verbatim_before_round } else { unsafe { slots.u32(Shared::slot(index - 1)) != 0 } };
+            verbatim_before_round = unsafe { slots.u32(Shared::slot(warps - 1)) != 0 };
             before
         };
         warp.sync();

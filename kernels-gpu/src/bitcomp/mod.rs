@@ -25,6 +25,57 @@ pub const DECODE_WARPS: u32 = 4;
 /// (228 KiB on an H100 or H200, 1 KiB of it reserved a block).
 pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 5;
 
+/// A block's shared memory in either kernel: the block scan's scratch (65 words, to 16 bytes), a
+/// 16-byte slot a warp for what its round leaves to the others, then each of `WARPS` warps' own
+/// `WARP_BYTES`.
+#[derive(Clone, Copy)]
+struct Layout<const WARPS: u32, const WARP_BYTES: usize>(*mut u8);
+
+impl<const WARPS: u32, const WARP_BYTES: usize> Layout<WARPS, WARP_BYTES> {
+    const SCAN_BYTES: usize = 272;
+    const SLOT_BYTES: u32 = 16;
+    const WARPS_AT: usize = Self::SCAN_BYTES + (Self::SLOT_BYTES * WARPS) as usize;
+    /// Bytes of the whole.
+    const BYTES: usize = Self::WARPS_AT + WARPS as usize * WARP_BYTES;
+
+    /// The layout of the shared memory at `at`.
+    fn new(at: *mut u8) -> Self {
+        Self(at)
+    }
+
+    /// The block scan's scratch.
+    fn scratch(self) -> *mut u32 {
+        self.0 as *mut u32
+    }
+
+    /// Offset of warp `w`'s slot in [`Layout::slots`].
+    fn slot(w: usize) -> u32 {
+        Self::SLOT_BYTES * w as u32
+    }
+
+    /// The slots.
+    ///
+    /// # Safety
+    /// The layout must be shared memory.
+    unsafe fn slots(self) -> SharedBytes {
+        unsafe { SharedBytes::new(self.0.add(Self::SCAN_BYTES)) }
+    }
+
+    /// Warp `index`'s own memory.
+    ///
+    /// # Safety
+    /// The layout must be shared memory, `index` one of its warps.
+    unsafe fn warp(self, index: usize) -> *mut u8 {
+        unsafe { self.0.add(Self::WARPS_AT + index * WARP_BYTES) }
+    }
+}
+
+/// The larger of `narrow` and `wide`: a warp's shared memory for the element widths that take
+/// the most (1 and 8 bytes).
+const fn larger(narrow: usize, wide: usize) -> usize {
+    if narrow > wide { narrow } else { wide }
+}
+
 /// Units of a tile: 4 bytes of its elements (or one 8-byte element) each.
 const TILE_UNITS: usize = LANES;
 

@@ -214,7 +214,9 @@ unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
         warp.sync();
         let first_byte = (round + index * group) * geometry.tile_bytes();
         let group_bytes = (elements * WIDTH).saturating_sub(first_byte).min(group * geometry.tile_bytes());
-        unsafe { spread(lane, WARP_SIZE as usize, &rows, &Memory(out.add(first_byte)), group_bytes) };
+        if group_bytes > 0 {
+            unsafe { spread(lane, WARP_SIZE as usize, &rows, &Memory(out.add(first_byte)), group_bytes) };
+        }
         warp.sync();
         at += total as usize;
         before_round = before_next;

@@ -147,10 +147,10 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
         };
         warp.sync();
         // The last coded element of the tile before this lane's.
-        let previous = if lane > 0 {
-            unsafe { element::<WIDTH>(rows.row(lane - 1), geometry.elements - 1) }
-        } else if first_tile == 0 {
+        let previous = if !mine || (lane == 0 && first_tile == 0) {
             0
+        } else if lane > 0 {
+            unsafe { element::<WIDTH>(rows.row(lane - 1), geometry.elements - 1) }
         } else {
             let raw = unsafe { load_element::<WIDTH>(input.add((first_tile * geometry.elements - 1) * WIDTH)) };
             match options.error_bound {

@@ -33,6 +33,23 @@ fn gpu_writes_the_cpu_bytes_and_reads_them_back() {
 }
 
 #[test]
+fn gpu_codes_a_lone_chunk_that_ends_its_buffer() {
+    // Under memcheck, a read past the chunk's last byte is a read past its buffer's: one chunk of an
+    // odd size (a partial last tile, warps of a block with nothing to code) in a buffer of its own.
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = mixed_bytes(CHUNK, 9);
+    let piece = &data[..12 * 1024 + 777];
+    for options in all_options() {
+        let codec = options.codec();
+        let on_gpu = gpu_compress(&gpu, codec, &[piece], &stream);
+        assert_eq!(on_gpu[0], cpu_compress(codec, piece), "{options:?}");
+        let decoded = gpu_decompress(&gpu, codec, &[&on_gpu[0]], &[piece.len()], &stream);
+        assert_eq!(decoded[0], (Status::Success, piece.to_vec()), "{options:?}");
+    }
+}
+
+#[test]
 fn gpu_decodes_streams_from_the_cpu_libraries() {
     let Some(gpu) = gpu() else { return };
     let stream = gpu.stream().unwrap();

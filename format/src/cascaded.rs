@@ -150,6 +150,7 @@ impl Layout {
     /// The layout of the coded (not stored) sub-block `bytes` holding `elements` elements of
     /// `width` bytes and `tail` bytes more: checks every count against its layer and every
     /// stream against the sub-block's end, which must be the tail's.
+    #[inline(always)]
     pub fn parse(bytes: &[u8], width: usize, elements: usize, tail: usize) -> Result<Self, Status> {
         let layers = *bytes.first().ok_or(Status::Truncated)?;
         let (rles, deltas) = ((layers & 15) as usize, (layers >> 4) as usize);
@@ -186,6 +187,7 @@ impl Layout {
 
 /// Reads a stream header (bits, then a base of `width` bytes) at `*at` and steps past the
 /// stream's `count` packed entries.
+#[inline(always)]
 fn read_stream(bytes: &[u8], at: &mut usize, count: usize, width: usize) -> Result<Stream, Status> {
     let header = bytes.get(*at..*at + 1 + width).ok_or(Status::Truncated)?;
     let bits = header[0] as u32;

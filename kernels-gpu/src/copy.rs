@@ -1,6 +1,7 @@
 //! Batched copies: packing compressed chunks into one container, and scattering decoded chunks
 //! to their places in an array ([`StridedCopy`] boxes, a block's threads sharing each box).
 
+use crate::raw::SharedBytes;
 use crate::warp::Warp;
 use ferrocomp_format::strided::StridedCopy;
 
@@ -119,6 +120,41 @@ impl Sink for Memory {
     #[inline(always)]
     unsafe fn set_unit(&self, at: usize, words: [u32; 4]) {
         unsafe { (self.0.add(at) as *mut Unit16).write(Unit16(words)) };
+    }
+}
+
+/// Shared memory from an address aligned to 16, as a [`Source`] and a [`Sink`].
+impl Source for SharedBytes {
+    #[inline(always)]
+    fn skew(&self) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    unsafe fn byte(&self, i: usize) -> u8 {
+        unsafe { self.u8(i as u32) }
+    }
+
+    #[inline(always)]
+    unsafe fn word(&self, k: usize) -> u32 {
+        unsafe { self.u32(4 * k as u32) }
+    }
+}
+
+impl Sink for SharedBytes {
+    #[inline(always)]
+    fn unit_skew(&self) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    unsafe fn set_byte(&self, i: usize, value: u8) {
+        unsafe { self.set_u8(i as u32, value) };
+    }
+
+    #[inline(always)]
+    unsafe fn set_unit(&self, at: usize, words: [u32; 4]) {
+        unsafe { self.set_u32x4(at as u32, words) };
     }
 }
 

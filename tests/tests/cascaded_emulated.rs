@@ -30,9 +30,9 @@ fn block_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<
     let mut out = vec![0u8; capacity + shift];
     let mut placed = vec![0u8; stream.len() + shift].into_boxed_slice();
     placed[shift..].copy_from_slice(stream);
-    let mut failures = vec![0u32; gpu_cascaded::DECODE_WARPS as usize];
+    let mut shared = vec![0u128; gpu_cascaded::DECODE_SHARED_BYTES.div_ceil(16)];
     let (i, o, f) =
-        (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, failures.as_mut_ptr() as usize);
+        (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
     let threads = gpu_cascaded::DECODE_WARPS * 32;
     let result = agreed(emulated::run_block(threads, |thread| unsafe {
         gpu_cascaded::decompress_chunk(
@@ -42,7 +42,7 @@ fn block_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<
             stream.len(),
             o as *mut u8,
             capacity,
-            f as *mut u32,
+            f as *mut u8,
         )
     }));
     result.map(|n| out[shift..shift + n].to_vec())

@@ -1,52 +1,42 @@
-//! Decompressing a chunk with a block of warps, a warp a sub-block at a time, straight into the
-//! output: the values unpacked and their deltas undone 32 a step, then each run-length layer
-//! expanded in place.
+//! Decompressing a chunk with a block of warps, a warp a sub-block at a time. A coded sub-block
+//! is staged in the warp's shared memory, 16 bytes a lane; the lanes unpack its values 32 a step
+//! from there and undo their deltas with warp scans into the warp's row of elements, expand each
+//! run-length layer in place in the row, and copy the row out 16 bytes a lane. A stored sub-block
+//! is copied straight, 16 bytes a lane. Every global load of a sub-block is made at once, before
+//! any of its work waits on one.
 
-use super::{load, set};
-use crate::bitpack::{Words, scan_add64, shuffle64};
+use super::DECODE_WARPS;
+use crate::bitpack::{scan_add64, shuffle_value};
 use crate::block::{Block, decode_parts};
-use crate::lz77::last_starting_by;
+use crate::copy::{Memory, spread};
+use crate::lz77::{last_starting_by, scan_add};
+use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::bitpack::mask;
 use ferrocomp_format::cascaded::{
-    HEADER_LEN, Layout, MAX_LAYERS, RUN_WIDTH, STORED, SUB_BLOCK, read_header, sub_block_size, sub_blocks,
+    HEADER_LEN, Layout, MAX_LAYERS, RUN_WIDTH, STORED, SUB_BLOCK, Stream, read_header, sub_block_size, sub_blocks,
 };
 
-/// A sub-block's output as `width`-byte elements, stored whole where the output is aligned.
-struct Elements {
-    at: *mut u8,
-    width: usize,
-    aligned: bool,
-}
-
-impl Elements {
-    #[inline(always)]
-    unsafe fn get(&self, i: usize) -> u64 {
-        unsafe { load(self.at, i, self.width, self.aligned) }
-    }
-
-    #[inline(always)]
-    unsafe fn set(&self, i: usize, value: u64) {
-        if self.aligned {
-            unsafe { set(self.at, i, self.width, value) };
-        } else {
-            for k in 0..self.width {
-                unsafe { *self.at.add(i * self.width + k) = (value >> (8 * k)) as u8 };
-            }
-        }
-    }
-}
+/// Bytes of the block's failures: a word a warp, to 16.
+const FAILURES_BYTES: usize = (4 * DECODE_WARPS as usize).next_multiple_of(16);
+/// Bytes of a warp's stage: the largest coded sub-block (`1 + SUB_BLOCK`) to 16, and 16 more
+/// that a lane unpacking a stream's last entry reads past it (those bits are masked off).
+const STAGE_BYTES: usize = (1 + SUB_BLOCK).next_multiple_of(16) + 16;
+/// Bytes of a warp's shared memory: its stage, then its row of elements.
+const WARP_BYTES: usize = STAGE_BYTES + SUB_BLOCK;
+/// Shared memory of the decoding block: the failures, then each warp's stage and row.
+pub const DECODE_SHARED_BYTES: usize = FAILURES_BYTES + DECODE_WARPS as usize * WARP_BYTES;
+const _: () = assert!(DECODE_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
 
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
 /// `ferrocomp_format::cascaded::decompress`: the same size or status, in every thread of the
-/// block. Each warp decodes its sub-blocks straight into their output, which holds the values
-/// while the run-length layers expand them.
+/// block.
 ///
 /// # Safety
 /// `input` must be readable for `len` bytes and `out` writable for `capacity` bytes, neither
-/// written by anyone else meanwhile; `failures` shared memory for a word a warp, the block's
-/// alone; every thread of the block calls this with the same chunk.
+/// written by anyone else meanwhile; `shared` must be [`DECODE_SHARED_BYTES`] of shared memory,
+/// aligned to 16, the block's alone; every thread of the block calls this with the same chunk.
 pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     block: &B,
     warp: &W,
@@ -54,36 +44,97 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     len: usize,
     out: *mut u8,
     capacity: usize,
-    failures: *mut u32,
+    shared: *mut u8,
 ) -> Result<usize, Status> {
     let bytes = unsafe { crate::raw::bytes(input, len) };
     let (element, n) = read_header(bytes)?;
     if n > capacity {
         return Err(Status::OutputTooSmall);
     }
-    let words = Words::new(input, len);
     let parts = sub_blocks(n);
     let size = |s: usize| sub_block_size(bytes, s);
+    let warp_index = (block.thread() / WARP_SIZE) as usize;
+    let own = unsafe { shared.add(FAILURES_BYTES + warp_index * WARP_BYTES) };
     let end = unsafe {
-        decode_parts(block, warp, parts, HEADER_LEN + 2 * parts, size, failures, |s, at| {
+        decode_parts(block, warp, parts, HEADER_LEN + 2 * parts, size, shared as *mut u32, |s, at| {
             if at + size(s) > len {
                 return Err(Status::Truncated);
             }
             let (out, len) = (out.add(s * SUB_BLOCK), SUB_BLOCK.min(n - s * SUB_BLOCK));
-            decode_sub_block(warp, &words, &bytes[at..at + size(s)], 8 * at, element.width(), out, len)
+            let bytes = &bytes[at..at + size(s)];
+            match element.width() {
+                1 => decode_sub_block::<W, 1>(warp, bytes, own, out, len),
+                2 => decode_sub_block::<W, 2>(warp, bytes, own, out, len),
+                4 => decode_sub_block::<W, 4>(warp, bytes, own, out, len),
+                _ => decode_sub_block::<W, 8>(warp, bytes, own, out, len),
+            }
         })?
     };
     if end != len { Err(Status::Malformed) } else { Ok(n) }
 }
 
-/// Decodes the sub-block `bytes` (at bit `bit` of the input `words`) into the `len` bytes at
-/// `out`.
-unsafe fn decode_sub_block<W: Warp>(
+/// A row of `WIDTH`-byte elements in shared memory.
+#[derive(Clone, Copy)]
+struct Row<const WIDTH: usize>(SharedBytes);
+
+impl<const WIDTH: usize> Row<WIDTH> {
+    #[inline(always)]
+    unsafe fn get(self, i: usize) -> u64 {
+        let (at, i) = (self.0, i as u32);
+        unsafe {
+            match WIDTH {
+                1 => at.u8(i) as u64,
+                2 => at.u16(2 * i) as u64,
+                4 => at.u32(4 * i) as u64,
+                _ => at.u32(8 * i) as u64 | (at.u32(8 * i + 4) as u64) << 32,
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn set(self, i: usize, value: u64) {
+        let (at, i) = (self.0, i as u32);
+        unsafe {
+            match WIDTH {
+                1 => at.set_u8(i, value as u8),
+                2 => at.set_u16(2 * i, value as u16),
+                4 => at.set_u32(4 * i, value as u32),
+                _ => {
+                    at.set_u32(8 * i, value as u32);
+                    at.set_u32(8 * i + 4, (value >> 32) as u32);
+                }
+            }
+        }
+    }
+}
+
+/// Entry `i` of `stream` in the staged sub-block, `WIDTH` bytes wide (32-bit arithmetic where
+/// that is at most 4).
+#[inline(always)]
+unsafe fn entry<const WIDTH: usize>(stage: SharedBytes, stream: &Stream, i: usize) -> u64 {
+    let bit = 8 * stream.at as u32 + i as u32 * stream.bits;
+    let (word, shift) = (bit / 32, bit % 32);
+    let low = unsafe { stage.u32(4 * word) as u64 | (stage.u32(4 * word + 4) as u64) << 32 };
+    if WIDTH <= 4 {
+        let packed = (low >> shift) as u32 & u32::MAX.checked_shr(32 - stream.bits).unwrap_or(0);
+        return (stream.base as u32).wrapping_add(packed) as u64 & mask(WIDTH);
+    }
+    // A third word only where an entry of more than 32 bits crosses two word boundaries.
+    let packed = if shift + stream.bits > 64 {
+        low >> shift | (unsafe { stage.u32(4 * word + 8) } as u64) << (64 - shift)
+    } else {
+        low >> shift
+    };
+    let packed = packed & u64::MAX.checked_shr(64 - stream.bits).unwrap_or(0);
+    stream.base.wrapping_add(packed) & mask(WIDTH)
+}
+
+/// Decodes the sub-block `bytes` of `WIDTH`-byte elements into the `len` bytes at `out`, with
+/// `own` (the warp's shared memory) as its stage and row.
+unsafe fn decode_sub_block<W: Warp, const WIDTH: usize>(
     warp: &W,
-    words: &Words,
     bytes: &[u8],
-    bit: usize,
-    width: usize,
+    own: *mut u8,
     out: *mut u8,
     len: usize,
 ) -> Result<(), Status> {
@@ -95,20 +146,21 @@ unsafe fn decode_sub_block<W: Warp>(
         if bytes.len() != 1 + len {
             return Err(if bytes.len() < 1 + len { Status::Truncated } else { Status::Malformed });
         }
-        // Whole words where the output is aligned to them, the rest byte by byte.
-        let whole = if (out as usize).is_multiple_of(4) { len / 4 } else { 0 };
-        warp.for_each_strided(whole, |k| unsafe {
-            *(out as *mut u32).add(k) = words.bits(bit + 8 + 32 * k, 32) as u32
-        });
-        warp.for_each_strided(len - 4 * whole, |i| unsafe { *out.add(4 * whole + i) = bytes[1 + 4 * whole + i] });
+        unsafe { spread(lane, WARP_SIZE as usize, &Memory(bytes[1..].as_ptr() as *mut u8), &Memory(out), len) };
         return Ok(());
     }
-    let (count, tail) = (len / width, len % width);
-    let layout = Layout::parse(bytes, width, count, tail)?;
-    let elements = Elements { at: out, width, aligned: (out as usize).is_multiple_of(width) };
-    // The values, their deltas undone (the last layer first), to the end of the output.
-    let stream = layout.values;
-    let first = count - stream.count;
+    let (stage, row) = unsafe { (SharedBytes::new(own), SharedBytes::new(own.add(STAGE_BYTES))) };
+    warp.sync(); // the sub-block before is out of the stage and the row
+    unsafe { spread(lane, WARP_SIZE as usize, &Memory(bytes.as_ptr() as *mut u8), &stage, bytes.len()) };
+    warp.sync();
+    let (count, tail) = (len / WIDTH, len % WIDTH);
+    let layout = Layout::parse(unsafe { core::slice::from_raw_parts(own, bytes.len()) }, WIDTH, count, tail)?;
+    let row = Row::<WIDTH>(row);
+    let narrow = WIDTH <= 4;
+    // The values, their deltas undone (the last layer first), to the end of the row.
+    let values = layout.values;
+    let first = count - values.count;
+    // Constant indices (a guard, not a bound) keep the sums in registers.
     let mut sums = [0u64; MAX_LAYERS];
     for (j, sum) in sums.iter_mut().enumerate() {
         if j + 1 == layout.deltas {
@@ -116,29 +168,23 @@ unsafe fn decode_sub_block<W: Warp>(
         }
     }
     let mut tile = 0;
-    while tile < stream.count {
+    while tile < values.count {
         let i = tile + lane;
-        let mut value = if i < stream.count {
-            let packed = unsafe { words.bits(bit + 8 * stream.at + i * stream.bits as usize, stream.bits) };
-            stream.base.wrapping_add(packed) & mask(width)
-        } else {
-            0
-        };
+        let mut value = if i < values.count { unsafe { entry::<WIDTH>(stage, &values, i) } } else { 0 };
         for (j, sum) in sums.iter_mut().enumerate() {
-            if j >= layout.deltas {
-                break;
+            if j < layout.deltas {
+                value = scan_add64(warp, value, narrow).wrapping_add(*sum) & mask(WIDTH);
+                *sum = shuffle_value(warp, value, WARP_SIZE - 1, narrow);
             }
-            value = scan_add64(warp, value, width <= 4).wrapping_add(*sum) & mask(width);
-            *sum = shuffle64(warp, value, WARP_SIZE - 1);
         }
-        if i < stream.count {
-            unsafe { elements.set(first + i, value) };
+        if i < values.count {
+            unsafe { row.set(first + i, value) };
         }
         tile += WARP_SIZE as usize;
     }
     warp.sync();
-    // Each run-length layer expands its values (at the end of the output) forward from there,
-    // 32 runs a step, never past a value it has still to read.
+    // Each run-length layer expands its values (at the end of the row) forward from there, 32
+    // runs a step, never past a value it has still to read.
     for r in (0..layout.rles).rev() {
         let runs = layout.runs[r];
         let first = count - runs.count;
@@ -147,14 +193,12 @@ unsafe fn decode_sub_block<W: Warp>(
         let mut k = 0;
         while k < runs.count {
             let i = k + lane;
-            let run = if i < runs.count {
-                let packed = unsafe { words.bits(bit + 8 * runs.at + i * runs.bits as usize, runs.bits) };
-                (runs.base.wrapping_add(packed) & mask(RUN_WIDTH)) as u32
+            let (run, value) = if i < runs.count {
+                unsafe { (entry::<RUN_WIDTH>(stage, &runs, i) as u32, row.get(first + i)) }
             } else {
-                0
+                (0, 0)
             };
-            let value = if i < runs.count { unsafe { elements.get(first + i) } } else { 0 };
-            let end = crate::lz77::scan_add(warp, run);
+            let end = scan_add(warp, run);
             let total = warp.shuffle(end, WARP_SIZE - 1) as usize;
             let empty = warp.ballot(i < runs.count && run == 0);
             warp.sync(); // this step's values are read before its entries are written
@@ -166,9 +210,9 @@ unsafe fn decode_sub_block<W: Warp>(
             while step < total {
                 let q = (step + lane) as u32;
                 let owner = last_starting_by(warp, start, q);
-                let entry = shuffle64(warp, value, owner);
+                let entry = shuffle_value(warp, value, owner, narrow);
                 if (q as usize) < total {
-                    unsafe { elements.set(at + q as usize, entry) };
+                    unsafe { row.set(at + q as usize, entry) };
                 }
                 step += WARP_SIZE as usize;
             }
@@ -181,7 +225,9 @@ unsafe fn decode_sub_block<W: Warp>(
         }
     }
     if lane < tail {
-        unsafe { *out.add(count * width + lane) = bytes[layout.tail + lane] };
+        unsafe { row.0.set_u8((count * WIDTH + lane) as u32, stage.u8((layout.tail + lane) as u32)) };
     }
+    warp.sync();
+    unsafe { spread(lane, WARP_SIZE as usize, &row.0, &Memory(out), len) };
     Ok(())
 }

@@ -6,15 +6,15 @@
 //! with a population count; a delta layer is a shuffle and a subtraction; frames of reference are
 //! warp reductions; packing ORs each entry's bits into the coded sub-block with shared-memory
 //! atomics. The run lengths are read back from the bitmaps, so only two layers' values are ever
-//! held. Decoding needs no shared memory: the lanes unpack 32 entries a step from the input's
-//! aligned words, undo the deltas with warp scans, and expand each run-length layer in place in
-//! the output: 32 runs a step, their starts a scan, each entry finding its run by a binary search
-//! over the lanes.
+//! held. Decoding, a warp stages a coded sub-block in its shared memory 16 bytes a lane, unpacks
+//! 32 entries a step from there, undoes the deltas with warp scans into a row of elements beside
+//! it, and expands each run-length layer in place in the row (32 runs a step, their starts a
+//! scan, each entry finding its run by a binary search over the lanes) before copying it out.
 
 mod decode;
 mod encode;
 
-pub use decode::decompress_chunk;
+pub use decode::{DECODE_SHARED_BYTES, decompress_chunk};
 pub use encode::compress_chunk;
 
 use ferrocomp_format::cascaded::{MAX_LAYERS, SUB_BLOCK};
@@ -35,13 +35,11 @@ pub const COMPRESS_WARPS: u32 = 3;
 /// Shared memory of the compressing block: each warp's, then a word a warp for its sub-block's size.
 pub const COMPRESS_SHARED_BYTES: usize = COMPRESS_WARPS as usize * (COMPRESS_SHARED_BYTES_PER_WARP + 4);
 const _: () = assert!(COMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
-/// Warps of a block decoding one chunk: a 64 KiB chunk's 16 sub-blocks two a warp.
-pub const DECODE_WARPS: u32 = 8;
-/// Shared memory of the decoding block: a word a warp for its first failure.
-pub const DECODE_SHARED_BYTES: usize = 4 * DECODE_WARPS as usize;
-/// Blocks of the decompress kernel an SM must hold at once: 32 warps, which 64-KiB chunks fill in
-/// one wave (as LZ4's decoder).
-pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 32 / DECODE_WARPS;
+/// Warps of a block decoding one chunk, each with a stage and a row of elements in shared memory.
+pub const DECODE_WARPS: u32 = 4;
+/// Blocks of the decompress kernel an SM must hold at once: as many as its shared memory holds.
+pub const DECOMPRESS_BLOCKS_PER_SM: u32 =
+    crate::blocks_per_sm(DECODE_WARPS, DECODE_SHARED_BYTES / DECODE_WARPS as usize);
 
 /// Entry `i` of the `width`-byte entries at `at` (aligned to `width`).
 #[inline(always)]
@@ -101,8 +99,8 @@ mod kernels {
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
-            let (input, len, failures) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u32>());
-            unsafe { decompress_chunk(&HardwareBlock, warp, input, len, chunk.output, chunk.capacity, failures) }
+            let (input, len, shared) = (chunk.input, chunk.input_len, dynamic_shared_memory::<u8>());
+            unsafe { decompress_chunk(&HardwareBlock, warp, input, len, chunk.output, chunk.capacity, shared) }
         }
 
         unsafe fn decompressed_size(_: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {

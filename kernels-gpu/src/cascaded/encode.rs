@@ -1,10 +1,13 @@
-//! Compressing a chunk with a block of warps, a warp a sub-block at a time: each run-length and
-//! delta layer the options allow is framed, the smallest coding chosen as the CPU's is, and its
-//! bits ORed into shared memory.
+//! Compressing a chunk with a block of warps, a warp a sub-block at a time: the sub-block is
+//! staged in the warp's shared memory 16 bytes a lane, each run-length and delta layer the
+//! options allow is framed, the smallest coding chosen as the CPU's is, its bits ORed into
+//! shared memory, and the coded (or stored) sub-block copied out 16 bytes a lane.
 
-use super::{COMPRESS_SHARED_BYTES_PER_WARP, STARTS_BYTES, get, load, set};
+use super::{COMPRESS_SHARED_BYTES_PER_WARP, ROW_BYTES, get, set};
 use crate::bitpack::{or_bits, reduce_extremes, shuffle64};
 use crate::block::Block;
+use crate::copy::{Memory, spread};
+use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::bitpack::{Extremes, Frame, mask, packed_len};
@@ -80,15 +83,16 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
         let fits = at + total <= capacity;
         if fits && len > 0 {
             let to = unsafe { out.add(at + before) };
-            if coded.is_some() {
-                let coded = encoder.coded as *const u8;
-                warp.for_each_strided(size, |i| unsafe { *to.add(i) = *coded.add(i) });
-            } else {
-                warp.for_each_strided(len, |i| unsafe { *to.add(1 + i) = *input.add(from + i) });
-                if lane == 0 {
-                    unsafe { *to = STORED };
+            let (from, to, len) = match coded {
+                Some(size) => (encoder.coded as *mut u8, to, size),
+                None => {
+                    if lane == 0 {
+                        unsafe { *to = STORED };
+                    }
+                    (encoder.input, unsafe { to.add(1) }, len)
                 }
-            }
+            };
+            unsafe { spread(lane, WARP_SIZE as usize, &SharedBytes::new(from), &Memory(to), len) };
             if lane < 2 {
                 unsafe { *out.add(HEADER_LEN + 2 * s + lane) = (size >> (8 * lane)) as u8 };
             }
@@ -108,64 +112,64 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
 struct Encoder<'a> {
     options: &'a Options,
     width: usize,
-    /// Values of the run-length layers, odd layers in the first, even in the second.
-    values: [*mut u8; 2],
-    /// A bitmap of run starts per run-length layer.
+    /// The staged sub-block: the elements (layer 0's values), then the trailing bytes.
+    input: *mut u8,
+    /// Values of the first run-length layer, which are every later layer's too (consecutive
+    /// runs have different values, so a run-length layer over run values has a run an entry).
+    layer: *mut u8,
+    /// A bitmap of the first run-length layer's run starts (a later layer has a run an entry).
     starts: *mut u32,
-    /// The coded sub-block.
+    /// The coded sub-block: in whichever row the chosen layers do not read.
     coded: *mut u32,
     /// Entries of the elements and of each run-length layer's values.
     counts: [usize; 1 + MAX_LAYERS],
     /// The frame of each run-length layer's run lengths.
     runs: [Frame; MAX_LAYERS],
-    /// The sub-block's input, and whether its elements are aligned to their width.
-    input: *const u8,
-    aligned: bool,
 }
 
 impl<'a> Encoder<'a> {
     fn new(shared: *mut u8, options: &'a Options) -> Self {
-        let values = [shared, shared.wrapping_add(SUB_BLOCK)];
-        let starts = shared.wrapping_add(2 * SUB_BLOCK) as *mut u32;
-        let coded = shared.wrapping_add(2 * SUB_BLOCK + MAX_LAYERS * STARTS_BYTES) as *mut u32;
+        let (input, layer) = (shared, shared.wrapping_add(ROW_BYTES));
+        let starts = shared.wrapping_add(2 * ROW_BYTES) as *mut u32;
+        let coded = core::ptr::null_mut();
         let width = options.element.width();
         Self {
             options,
             width,
-            values,
+            input,
+            layer,
             starts,
             coded,
             counts: [0; 1 + MAX_LAYERS],
             runs: [Frame { base: 0, bits: 0 }; MAX_LAYERS],
-            input: core::ptr::null(),
-            aligned: false,
         }
     }
 
-    /// Entry `i` of layer `r`'s values (the elements at `input` for layer 0).
+    /// Entry `i` of layer `r`'s values (the staged elements for layer 0).
     #[inline(always)]
     unsafe fn value(&self, r: usize, i: usize) -> u64 {
-        if r == 0 {
-            unsafe { load(self.input, i, self.width, self.aligned) }
-        } else {
-            unsafe { get(self.values[(r - 1) % 2], i, self.width) }
-        }
+        unsafe { get(if r == 0 { self.input } else { self.layer }, i, self.width) }
     }
 
-    /// Codes the `len` bytes at `input` into `self.coded`; returns the coded size, or `None`
-    /// where the sub-block is better stored.
+    /// Stages the `len` bytes at `input` and codes them into `self.coded`; returns the coded
+    /// size, or `None` where the sub-block is better stored (as staged).
     unsafe fn encode<W: Warp>(&mut self, warp: &W, input: *const u8, len: usize) -> Option<usize> {
         let (options, width) = (self.options, self.width);
-        (self.input, self.aligned) = (input, (input as usize).is_multiple_of(width));
+        let stage = unsafe { SharedBytes::new(self.input) };
+        unsafe { spread(warp.lane() as usize, WARP_SIZE as usize, &Memory(input as *mut u8), &stage, len) };
+        warp.sync();
         let (rles, deltas) = (options.rles as usize, options.deltas as usize);
         self.counts[0] = len / width;
         let tail = len % width;
-        // The frames of each layer's values after 0 to `deltas` delta layers, where searched.
+        // The frames of each layer's values after 0 to `deltas` delta layers, where searched
+        // (every layer past the first has the first's values).
         let mut frames = [[Frame { base: 0, bits: 0 }; 1 + MAX_LAYERS]; 1 + MAX_LAYERS];
-        for (r, layer) in frames.iter_mut().enumerate().take(rles + 1) {
-            if options.auto || r == rles {
+        for r in 0..=rles {
+            if r >= 2 && options.auto {
+                frames[r] = frames[1];
+            } else if options.auto || r == rles {
                 let extremes = unsafe { self.delta_extremes(warp, r, deltas) };
-                for (frame, extremes) in layer.iter_mut().zip(extremes).take(deltas + 1) {
+                for (frame, extremes) in frames[r].iter_mut().zip(extremes).take(deltas + 1) {
                     *frame = reduce_extremes(warp, extremes, width <= 4).frame(width, options.bitpack);
                 }
             }
@@ -193,12 +197,6 @@ impl<'a> Encoder<'a> {
             return None;
         }
         let (r, d) = (chosen / (deltas + 1), chosen % (deltas + 1));
-        // Layers past the chosen one may have overwritten its values: take them again.
-        if r >= 1 && r + 2 <= rles {
-            for k in 0..r {
-                unsafe { self.run_length_layer(warp, k) };
-            }
-        }
         unsafe { self.write(warp, r, d, frames[r][d], best) };
         Some(best)
     }
@@ -264,10 +262,18 @@ impl<'a> Encoder<'a> {
     }
 
     /// Run-length layer `r + 1` over layer `r`'s values: its run starts into bitmap `r`, its
-    /// values into their row, its count and the frame of its run lengths.
+    /// values into the layer row (for the first layer; a later one's are the same), its count
+    /// and the frame of its run lengths.
     unsafe fn run_length_layer<W: Warp>(&mut self, warp: &W, r: usize) {
         let (count, lane) = (self.counts[r], warp.lane());
-        let (to, starts) = (self.values[r % 2], unsafe { self.starts.add(r * STARTS_BYTES / 4) });
+        let (to, starts) = (self.layer, self.starts);
+        if r >= 1 {
+            // A run an entry.
+            self.counts[r + 1] = count;
+            let ones = if count > 0 { Extremes::of(1, RUN_WIDTH) } else { Extremes::EMPTY };
+            self.runs[r] = ones.frame(RUN_WIDTH, self.options.bitpack);
+            return;
+        }
         let (mut runs, mut last, mut tile) = (0, 0, 0);
         while tile < count {
             let i = tile + lane as usize;
@@ -295,7 +301,13 @@ impl<'a> Encoder<'a> {
     #[inline(always)]
     unsafe fn for_each_run<W: Warp>(&self, warp: &W, r: usize, mut f: impl FnMut(usize, usize)) {
         let (count, lane) = (self.counts[r], warp.lane());
-        let starts = unsafe { self.starts.add(r * STARTS_BYTES / 4) };
+        if r >= 1 {
+            for k in (lane as usize..count).step_by(WARP_SIZE as usize) {
+                f(k, 1);
+            }
+            return;
+        }
+        let starts = self.starts;
         // Each start closes the run before it, which began at the start before (`open` where
         // that lies in an earlier word).
         let (mut open, mut runs, mut tile) = (0, 0, 0);
@@ -318,8 +330,15 @@ impl<'a> Encoder<'a> {
     }
 
     /// Writes the sub-block's `size` coded bytes with `r` run-length and `d` delta layers.
-    unsafe fn write<W: Warp>(&self, warp: &W, r: usize, d: usize, values: Frame, size: usize) {
-        let (width, lane, coded) = (self.width, warp.lane() as usize, self.coded);
+    unsafe fn write<W: Warp>(&mut self, warp: &W, r: usize, d: usize, values: Frame, size: usize) {
+        let (width, lane) = (self.width, warp.lane() as usize);
+        // The trailing bytes (fewer than a lane each) are taken before the input row may be
+        // written over.
+        let whole = self.counts[0] * width;
+        let trailing = if lane < width { unsafe { *self.input.add(whole + lane) } } else { 0 };
+        self.coded = (if r == 0 { self.layer } else { self.input }) as *mut u32;
+        let coded = self.coded;
+        warp.sync(); // the trailing bytes are read before the coded sub-block is cleared
         warp.for_each_strided(size.div_ceil(4), |i| unsafe { *coded.add(i) = 0 });
         warp.sync();
         // The header's bytes (layers, counts, frames) in the first lane, the entries in all.
@@ -361,10 +380,9 @@ impl<'a> Encoder<'a> {
             })
         };
         bit += 8 * packed_len(self.counts[r], values.bits);
-        let (tail_at, whole) = (bit / 8, self.counts[0] * width);
-        let tail = size - tail_at;
-        if lane < tail {
-            unsafe { or_bits(coded, 8 * (tail_at + lane), 8, *self.input.add(whole + lane) as u64) };
+        let tail_at = bit / 8;
+        if lane < size - tail_at {
+            unsafe { or_bits(coded, 8 * (tail_at + lane), 8, trailing as u64) };
         }
         warp.sync(); // every lane's bits are in before the sub-block is copied out
     }

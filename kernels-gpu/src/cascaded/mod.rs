@@ -17,21 +17,19 @@ mod encode;
 pub use decode::{DECODE_SHARED_BYTES, decompress_chunk};
 pub use encode::compress_chunk;
 
-use ferrocomp_format::cascaded::{MAX_LAYERS, SUB_BLOCK};
+use ferrocomp_format::cascaded::SUB_BLOCK;
 
-/// Words of a coded sub-block in shared memory: room for the largest (stored, `1 + SUB_BLOCK`
-/// bytes).
-const CODED_WORDS: usize = (1 + SUB_BLOCK).div_ceil(4);
-/// Bytes of a run-start bitmap (a bit per entry of the layer before).
+/// Bytes of a compressing warp's row: a sub-block's elements, or its coding (at most stored,
+/// `1 + SUB_BLOCK` bytes), to 16.
+const ROW_BYTES: usize = (1 + SUB_BLOCK).next_multiple_of(16);
+/// Bytes of the run-start bitmap (a bit per element).
 const STARTS_BYTES: usize = SUB_BLOCK / 8;
-/// Shared memory of each compressing warp: two layers' values, the bitmaps, the coded sub-block;
-/// a multiple of 8 bytes, so that every warp's 64-bit values are aligned.
-pub const COMPRESS_SHARED_BYTES_PER_WARP: usize =
-    (2 * SUB_BLOCK + MAX_LAYERS * STARTS_BYTES + 4 * CODED_WORDS).next_multiple_of(8);
-const _: () = assert!(COMPRESS_SHARED_BYTES_PER_WARP.is_multiple_of(8) && SUB_BLOCK.is_multiple_of(8));
-/// Warps of a block compressing one chunk, each with its own shared memory: as many as fit the
-/// 48 KiB a kernel takes without opting in.
-pub const COMPRESS_WARPS: u32 = 3;
+/// Shared memory of each compressing warp: the staged sub-block and the first run-length
+/// layer's values (a row each, one of them taking the coded sub-block), then the bitmap; a
+/// multiple of 16 bytes, so that every warp's rows are aligned to 16.
+pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = (2 * ROW_BYTES + STARTS_BYTES).next_multiple_of(16);
+/// Warps of a block compressing one chunk, each with its own shared memory.
+pub const COMPRESS_WARPS: u32 = 4;
 /// Shared memory of the compressing block: each warp's, then a word a warp for its sub-block's size.
 pub const COMPRESS_SHARED_BYTES: usize = COMPRESS_WARPS as usize * (COMPRESS_SHARED_BYTES_PER_WARP + 4);
 const _: () = assert!(COMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
@@ -65,15 +63,6 @@ unsafe fn set(at: *mut u8, i: usize, width: usize, value: u64) {
             _ => *(at as *mut u64).add(i) = value,
         }
     }
-}
-
-/// Element `i` of the input at `at`, read whole where the input is aligned to `width`.
-#[inline(always)]
-unsafe fn load(at: *const u8, i: usize, width: usize, aligned: bool) -> u64 {
-    if aligned {
-        return unsafe { get(at, i, width) };
-    }
-    (0..width).rev().fold(0, |value, k| value << 8 | unsafe { *at.add(i * width + k) } as u64)
 }
 
 #[cfg(target_arch = "nvptx64")]

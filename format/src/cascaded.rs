@@ -161,14 +161,17 @@ impl Layout {
         let mut at = 1 + 2 * rles;
         let counts = bytes.get(1..at).ok_or(Status::Truncated)?;
         let mut previous = elements;
-        for r in 0..rles {
-            let count = u16::from_le_bytes([counts[2 * r], counts[2 * r + 1]]) as usize;
-            // Each layer has at most one run per entry of the one before, and some if it has any.
-            if count > previous || (count == 0) != (previous == 0) {
-                return Err(Status::Malformed);
+        // Constant indices (a guard, not a bound) keep the layout in a GPU's registers.
+        for r in 0..MAX_LAYERS {
+            if r < rles {
+                let count = u16::from_le_bytes([counts[2 * r], counts[2 * r + 1]]) as usize;
+                // Each layer has at most one run per entry of the one before, and some if it has any.
+                if count > previous || (count == 0) != (previous == 0) {
+                    return Err(Status::Malformed);
+                }
+                layout.runs[r] = read_stream(bytes, &mut at, count, RUN_WIDTH)?;
+                previous = count;
             }
-            layout.runs[r] = read_stream(bytes, &mut at, count, RUN_WIDTH)?;
-            previous = count;
         }
         if deltas > 0 {
             let start = bytes.get(at..at + width).ok_or(Status::Truncated)?;

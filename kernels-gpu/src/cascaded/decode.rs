@@ -108,6 +108,48 @@ impl<const WIDTH: usize> Row<WIDTH> {
     }
 }
 
+impl<const WIDTH: usize> Row<WIDTH> {
+    /// Sets entries `i ..` to `group`, as many of them as `left` allows; one store for the group
+    /// where the row is aligned to it.
+    #[inline(always)]
+    unsafe fn set_group(self, i: usize, group: &[u64; GROUP], left: usize) {
+        let (at, offset) = (self.0, (i * WIDTH) as u32);
+        let word = |k: usize| match WIDTH {
+            1 => (0..4).fold(0, |word, j| word | (group[j] as u32) << (8 * j)),
+            2 => group[2 * k] as u32 | (group[2 * k + 1] as u32) << 16,
+            4 => group[k] as u32,
+            _ => (group[k / 2] >> (32 * (k % 2))) as u32,
+        };
+        if left < GROUP || !offset.is_multiple_of((GROUP * WIDTH).min(16) as u32) {
+            // Constant indices (a guard, not a bound) keep the group in registers.
+            for (j, &value) in group.iter().enumerate() {
+                if j < left {
+                    unsafe { self.set(i + j, value) };
+                }
+            }
+            return;
+        }
+        unsafe {
+            match WIDTH {
+                1 => at.set_u32(offset, word(0)),
+                2 => {
+                    at.set_u32(offset, word(0));
+                    at.set_u32(offset + 4, word(1));
+                }
+                4 => at.set_u32x4(offset, [word(0), word(1), word(2), word(3)]),
+                _ => {
+                    at.set_u32x4(offset, [word(0), word(1), word(2), word(3)]);
+                    at.set_u32x4(offset + 16, [word(4), word(5), word(6), word(7)]);
+                }
+            }
+        }
+    }
+}
+
+/// Entries a lane unpacks a step, one after another: a delta layer is then a lane's own sums and
+/// one warp scan a step.
+const GROUP: usize = 4;
+
 /// Entry `i` of `stream` in the staged sub-block, `WIDTH` bytes wide (32-bit arithmetic where
 /// that is at most 4).
 #[inline(always)]
@@ -127,6 +169,54 @@ unsafe fn entry<const WIDTH: usize>(stage: SharedBytes, stream: &Stream, i: usiz
     };
     let packed = packed & u64::MAX.checked_shr(64 - stream.bits).unwrap_or(0);
     stream.base.wrapping_add(packed) & mask(WIDTH)
+}
+
+/// Expands the run-length layer whose run lengths are `runs` and whose values are at the end of
+/// the row (before them, `count` entries in all) into the `target` entries of the layer before,
+/// also ending the row: 32 runs a step, never past a value it has still to read.
+#[inline(always)]
+unsafe fn expand<W: Warp, const WIDTH: usize>(
+    warp: &W,
+    stage: SharedBytes,
+    row: Row<WIDTH>,
+    runs: &Stream,
+    count: usize,
+    target: usize,
+) -> Result<(), Status> {
+    let lane = warp.lane() as usize;
+    let first = count - runs.count;
+    let mut at = count - target;
+    let mut k = 0;
+    while k < runs.count {
+        let i = k + lane;
+        let (run, value) = if i < runs.count {
+            unsafe { (entry::<RUN_WIDTH>(stage, runs, i) as u32, row.get(first + i)) }
+        } else {
+            (0, 0)
+        };
+        let end = scan_add(warp, run);
+        let total = warp.shuffle(end, WARP_SIZE - 1) as usize;
+        let empty = warp.ballot(i < runs.count && run == 0);
+        warp.sync(); // this step's values are read before its entries are written
+        if empty != 0 || at + total > count {
+            return Err(Status::Malformed);
+        }
+        let start = if i < runs.count { end - run } else { u32::MAX };
+        let mut step = 0;
+        while step < total {
+            let q = (step + lane) as u32;
+            let owner = last_starting_by(warp, start, q);
+            let entry = shuffle_value(warp, value, owner, WIDTH <= 4);
+            if (q as usize) < total {
+                unsafe { row.set(at + q as usize, entry) };
+            }
+            step += WARP_SIZE as usize;
+        }
+        warp.sync();
+        at += total;
+        k += WARP_SIZE as usize;
+    }
+    if at != count { Err(Status::Malformed) } else { Ok(()) }
 }
 
 /// Decodes the sub-block `bytes` of `WIDTH`-byte elements into the `len` bytes at `out`, with
@@ -169,60 +259,48 @@ unsafe fn decode_sub_block<W: Warp, const WIDTH: usize>(
     }
     let mut tile = 0;
     while tile < values.count {
-        let i = tile + lane;
-        let mut value = if i < values.count { unsafe { entry::<WIDTH>(stage, &values, i) } } else { 0 };
-        for (j, sum) in sums.iter_mut().enumerate() {
-            if j < layout.deltas {
-                value = scan_add64(warp, value, narrow).wrapping_add(*sum) & mask(WIDTH);
-                *sum = shuffle_value(warp, value, WARP_SIZE - 1, narrow);
+        let at = tile + GROUP * lane;
+        let mut group = [0u64; GROUP];
+        for (j, value) in group.iter_mut().enumerate() {
+            if at + j < values.count {
+                *value = unsafe { entry::<WIDTH>(stage, &values, at + j) };
             }
         }
-        if i < values.count {
-            unsafe { row.set(first + i, value) };
+        for (layer, sum) in sums.iter_mut().enumerate() {
+            if layer < layout.deltas {
+                for j in 1..GROUP {
+                    group[j] = group[j].wrapping_add(group[j - 1]);
+                }
+                let own = group[GROUP - 1];
+                let before = scan_add64(warp, own, narrow).wrapping_sub(own).wrapping_add(*sum);
+                for value in &mut group {
+                    *value = value.wrapping_add(before) & mask(WIDTH);
+                }
+                *sum = shuffle_value(warp, group[GROUP - 1], WARP_SIZE - 1, narrow);
+            }
         }
-        tile += WARP_SIZE as usize;
+        if at < values.count {
+            unsafe { row.set_group(first + at, &group, values.count - at) };
+        }
+        tile += GROUP * WARP_SIZE as usize;
     }
     warp.sync();
-    // Each run-length layer expands its values (at the end of the row) forward from there, 32
-    // runs a step, never past a value it has still to read.
-    for r in (0..layout.rles).rev() {
-        let runs = layout.runs[r];
-        let first = count - runs.count;
-        let target = if r == 0 { count } else { layout.runs[r - 1].count };
-        let mut at = count - target;
-        let mut k = 0;
-        while k < runs.count {
-            let i = k + lane;
-            let (run, value) = if i < runs.count {
-                unsafe { (entry::<RUN_WIDTH>(stage, &runs, i) as u32, row.get(first + i)) }
-            } else {
-                (0, 0)
-            };
-            let end = scan_add(warp, run);
-            let total = warp.shuffle(end, WARP_SIZE - 1) as usize;
-            let empty = warp.ballot(i < runs.count && run == 0);
-            warp.sync(); // this step's values are read before its entries are written
-            if empty != 0 || at + total > count {
-                return Err(Status::Malformed);
-            }
-            let start = if i < runs.count { end - run } else { u32::MAX };
-            let mut step = 0;
-            while step < total {
-                let q = (step + lane) as u32;
-                let owner = last_starting_by(warp, start, q);
-                let entry = shuffle_value(warp, value, owner, narrow);
-                if (q as usize) < total {
-                    unsafe { row.set(at + q as usize, entry) };
-                }
-                step += WARP_SIZE as usize;
-            }
-            warp.sync();
-            at += total;
-            k += WARP_SIZE as usize;
-        }
-        if at != count {
-            return Err(Status::Malformed);
-        }
+    // Each run-length layer expands its values (at the end of the row) into the entries of the
+    // layer before, the last layer first: spelled out, so that the layout stays in registers.
+    let [first, second, third, fourth] = layout.runs;
+    let expand = |runs: &Stream, target: usize| unsafe { expand::<W, WIDTH>(warp, stage, row, runs, count, target) };
+    const _: () = assert!(MAX_LAYERS == 4);
+    if layout.rles > 3 {
+        expand(&fourth, third.count)?;
+    }
+    if layout.rles > 2 {
+        expand(&third, second.count)?;
+    }
+    if layout.rles > 1 {
+        expand(&second, first.count)?;
+    }
+    if layout.rles > 0 {
+        expand(&first, count)?;
     }
     if lane < tail {
         unsafe { row.0.set_u8((count * WIDTH + lane) as u32, stage.u8((layout.tail + lane) as u32)) };

@@ -51,7 +51,7 @@ pub unsafe fn copy_chunk<W: Warp>(warp: &W, src: *const u8, dst: *mut u8, n: usi
 /// are theirs alone.
 #[inline(always)]
 pub unsafe fn copy_spread(thread: usize, threads: usize, src: *const u8, dst: *mut u8, n: usize) {
-    unsafe { spread(thread, threads, &Memory(src as *mut u8), &Memory(dst), n) };
+    unsafe { spread::<1>(thread, threads, &Memory(src as *mut u8), &Memory(dst), n) };
 }
 
 /// Bytes a [`spread`] copy reads: one at a time, or as the aligned words that hold them.
@@ -161,12 +161,20 @@ impl Sink for SharedBytes {
 /// Copies `n` bytes from `src` to `dst`, thread `thread` of `threads` its share: 16 bytes a
 /// thread a step, each stored whole where `dst` is aligned to 16 and built from the aligned
 /// words of `src` they span (shifted together, whatever the two alignments); the first and last
-/// few bytes one at a time. Every read is inside the `n` bytes.
+/// few bytes one at a time. Every read is inside the `n` bytes. A thread reads `IN_FLIGHT` units
+/// before it writes them: as far as the compiler knows a store may alias the next unit's loads,
+/// so that a step waits out its loads once (more in flight cost registers).
 ///
 /// # Safety
 /// `src` must be readable and `dst` writable for `n` bytes; the threads' shares are theirs alone.
 #[inline(always)]
-pub unsafe fn spread(thread: usize, threads: usize, src: &impl Source, dst: &impl Sink, n: usize) {
+pub unsafe fn spread<const IN_FLIGHT: usize>(
+    thread: usize,
+    threads: usize,
+    src: &impl Source,
+    dst: &impl Sink,
+    n: usize,
+) {
     // The units start past `src`'s first aligned word and end before its last: `start` is
     // where `dst` is aligned to 16, at least 4 in; they end at least 3 before the end.
     let start = 4 + (16 - (dst.unit_skew() + 4) % 16) % 16;
@@ -183,15 +191,31 @@ pub unsafe fn spread(thread: usize, threads: usize, src: &impl Source, dst: &imp
     bytes(0, start);
     // Byte `shift` of word `first` is the first unit's first.
     let (first, shift) = ((src.skew() + start) / 4, (src.skew() + start) % 4);
-    for unit in (thread..units).step_by(threads) {
+    let unit_words = |unit: usize| {
         let word = |k: usize| unsafe { src.word(first + 4 * unit + k) };
-        let out = if shift == 0 {
+        if shift == 0 {
             [word(0), word(1), word(2), word(3)]
         } else {
             let funnel = |k: usize| ((word(k + 1) as u64) << 32 | word(k) as u64) >> (8 * shift);
             [funnel(0) as u32, funnel(1) as u32, funnel(2) as u32, funnel(3) as u32]
-        };
-        unsafe { dst.set_unit(start + 16 * unit, out) };
+        }
+    };
+    if IN_FLIGHT == 1 {
+        for unit in (thread..units).step_by(threads) {
+            unsafe { dst.set_unit(start + 16 * unit, unit_words(unit)) };
+        }
+        return bytes(end, n);
+    }
+    for unit in (thread..units).step_by(IN_FLIGHT * threads) {
+        // Past the last unit, the step's first again (read, not written).
+        let real = |k: usize| k == 0 || unit + k * threads < units;
+        let words: [[u32; 4]; IN_FLIGHT] =
+            core::array::from_fn(|k| unit_words(if real(k) { unit + k * threads } else { unit }));
+        for (k, &words) in words.iter().enumerate() {
+            if real(k) {
+                unsafe { dst.set_unit(start + 16 * (unit + k * threads), words) };
+            }
+        }
     }
     bytes(end, n);
 }

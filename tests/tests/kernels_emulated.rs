@@ -173,16 +173,21 @@ fn cut_blocks_fail_as_the_scalar_decoder_does_at_every_small_room() {
 }
 
 /// The spread copy at every alignment of source and destination and at lengths around its
-/// 16-byte units' edges: the bytes copied, nothing written around them.
+/// 16-byte units' edges, with one and two units in flight: the bytes copied, nothing written
+/// around them.
 #[test]
 fn spread_copy_copies_exactly_at_every_alignment() {
     let src = random_bytes(400, 10);
     for (src_shift, dst_shift) in (0..16).flat_map(|s| (0..16).map(move |d| (s, d))) {
-        for n in (0..48).chain([63, 64, 65, 200, 383]) {
+        for (n, paired) in (0..48).chain([63, 64, 65, 200, 383]).flat_map(|n| [(n, false), (n, true)]) {
             let mut dst = vec![0xA5u8; 420];
             let (s, d) = (src[src_shift..].as_ptr() as usize, dst[dst_shift..].as_mut_ptr() as usize);
             for thread in 0..3 {
-                unsafe { copy::copy_spread(thread, 3, s as *const u8, d as *mut u8, n) };
+                let (from, to) = (copy::Memory(s as *mut u8), copy::Memory(d as *mut u8));
+                match paired {
+                    false => unsafe { copy::copy_spread(thread, 3, s as *const u8, d as *mut u8, n) },
+                    true => unsafe { copy::spread::<2>(thread, 3, &from, &to, n) },
+                }
             }
             assert_eq!(dst[dst_shift..dst_shift + n], src[src_shift..src_shift + n], "{src_shift} {dst_shift} {n}");
             assert!(dst[..dst_shift].iter().chain(&dst[dst_shift + n..]).all(|&b| b == 0xA5));

@@ -148,7 +148,9 @@ unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
         let group_at = at + warp.shuffle(below, 0) as usize;
         let group_end = at + warp.shuffle(below + size, WARP_SIZE - 1) as usize;
         let (from, to) = (group_at.min(len), group_end.min(len));
-        unsafe { spread(lane, WARP_SIZE as usize, &Memory(bytes.as_ptr().add(from) as *mut u8), &stage, to - from) };
+        unsafe {
+            spread::<1>(lane, WARP_SIZE as usize, &Memory(bytes.as_ptr().add(from) as *mut u8), &stage, to - from)
+        };
         warp.sync();
         let offset = at + below as usize - group_at;
         if let Some(Tile { kind: Kind::Sparse { count }, .. }) = tile
@@ -215,7 +217,7 @@ unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
         let first_byte = (round + index * group) * geometry.tile_bytes();
         let group_bytes = (elements * WIDTH).saturating_sub(first_byte).min(group * geometry.tile_bytes());
         if group_bytes > 0 {
-            unsafe { spread(lane, WARP_SIZE as usize, &rows, &Memory(out.add(first_byte)), group_bytes) };
+            unsafe { spread::<1>(lane, WARP_SIZE as usize, &rows, &Memory(out.add(first_byte)), group_bytes) };
         }
         warp.sync();
         at += total as usize;

@@ -120,7 +120,13 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
         let mine = lane < group && t < tiles;
         let group_bytes = (count * WIDTH).saturating_sub(first_byte).min(group * tile_bytes);
         unsafe {
-            spread(lane, WARP_SIZE as usize, &Memory(input.wrapping_add(first_byte) as *mut u8), &rows, group_bytes)
+            spread::<1>(
+                lane,
+                WARP_SIZE as usize,
+                &Memory(input.wrapping_add(first_byte) as *mut u8),
+                &rows,
+                group_bytes,
+            )
         };
         warp.sync();
         let (row, real) =
@@ -178,7 +184,7 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
         warp.sync();
         let group_len = (warp.shuffle(below + size, WARP_SIZE - 1) - group_below) as usize;
         let to = unsafe { out.add(at + group_below as usize) };
-        unsafe { spread(lane, WARP_SIZE as usize, &payload, &Memory(to), group_len) };
+        unsafe { spread::<1>(lane, WARP_SIZE as usize, &payload, &Memory(to), group_len) };
         warp.sync();
         at += total as usize;
         round += warps * group;

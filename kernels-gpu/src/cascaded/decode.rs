@@ -236,12 +236,12 @@ unsafe fn decode_sub_block<W: Warp, const WIDTH: usize>(
         if bytes.len() != 1 + len {
             return Err(if bytes.len() < 1 + len { Status::Truncated } else { Status::Malformed });
         }
-        unsafe { spread(lane, WARP_SIZE as usize, &Memory(bytes[1..].as_ptr() as *mut u8), &Memory(out), len) };
+        unsafe { spread::<2>(lane, WARP_SIZE as usize, &Memory(bytes[1..].as_ptr() as *mut u8), &Memory(out), len) };
         return Ok(());
     }
     let (stage, row) = unsafe { (SharedBytes::new(own), SharedBytes::new(own.add(STAGE_BYTES))) };
     warp.sync(); // the sub-block before is out of the stage and the row
-    unsafe { spread(lane, WARP_SIZE as usize, &Memory(bytes.as_ptr() as *mut u8), &stage, bytes.len()) };
+    unsafe { spread::<2>(lane, WARP_SIZE as usize, &Memory(bytes.as_ptr() as *mut u8), &stage, bytes.len()) };
     warp.sync();
     let (count, tail) = (len / WIDTH, len % WIDTH);
     let layout = Layout::parse(unsafe { core::slice::from_raw_parts(own, bytes.len()) }, WIDTH, count, tail)?;
@@ -306,6 +306,6 @@ unsafe fn decode_sub_block<W: Warp, const WIDTH: usize>(
         unsafe { row.0.set_u8((count * WIDTH + lane) as u32, stage.u8((layout.tail + lane) as u32)) };
     }
     warp.sync();
-    unsafe { spread(lane, WARP_SIZE as usize, &row.0, &Memory(out), len) };
+    unsafe { spread::<2>(lane, WARP_SIZE as usize, &row.0, &Memory(out), len) };
     Ok(())
 }

@@ -92,7 +92,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
                     (encoder.input, unsafe { to.add(1) }, len)
                 }
             };
-            unsafe { spread(lane, WARP_SIZE as usize, &SharedBytes::new(from), &Memory(to), len) };
+            unsafe { spread::<2>(lane, WARP_SIZE as usize, &SharedBytes::new(from), &Memory(to), len) };
             if lane < 2 {
                 unsafe { *out.add(HEADER_LEN + 2 * s + lane) = (size >> (8 * lane)) as u8 };
             }
@@ -156,7 +156,7 @@ impl<'a> Encoder<'a> {
     unsafe fn encode<W: Warp>(&mut self, warp: &W, input: *const u8, len: usize) -> Option<usize> {
         let (options, width) = (self.options, self.width);
         let stage = unsafe { SharedBytes::new(self.input) };
-        unsafe { spread(warp.lane() as usize, WARP_SIZE as usize, &Memory(input as *mut u8), &stage, len) };
+        unsafe { spread::<2>(warp.lane() as usize, WARP_SIZE as usize, &Memory(input as *mut u8), &stage, len) };
         warp.sync();
         let (rles, deltas) = (options.rles as usize, options.deltas as usize);
         self.counts[0] = len / width;

@@ -1,6 +1,5 @@
 //! Bit packing across a warp, shared by the integer codecs (Cascaded, Bitcomp): 64-bit shuffles
-//! and scans, frames of reference reduced over the lanes, bits ORed into shared words, and an
-//! input read as the aligned words that hold it.
+//! and scans, frames of reference reduced over the lanes, and bits ORed into shared words.
 
 use crate::lz77::scan;
 use crate::warp::{WARP_SIZE, Warp};
@@ -75,66 +74,5 @@ pub unsafe fn or_bits(words: *mut u32, bit: usize, bits: u32, value: u64) {
         if part != 0 {
             unsafe { crate::raw::shared_or(words.add(word + k), part) };
         }
-    }
-}
-
-/// A chunk's input read as the aligned words that hold it: every load is an aligned `u32` inside
-/// the input, or, for the words it only partly covers, its bytes (the others read as 0).
-pub struct Words {
-    base: *const u32,
-    /// The input's bytes, as offsets from `base`.
-    start: usize,
-    end: usize,
-}
-
-impl Words {
-    /// The words of the `len` bytes at `input`, which the reads below require to be readable.
-    pub fn new(input: *const u8, len: usize) -> Self {
-        let start = input as usize % 4;
-        Self { base: input.wrapping_sub(start) as *const u32, start, end: start + len }
-    }
-
-    /// Word `k` from `base`.
-    #[inline(always)]
-    unsafe fn word(&self, k: usize) -> u32 {
-        let at = 4 * k;
-        if at >= self.start && at + 4 <= self.end {
-            return unsafe { *self.base.add(k) };
-        }
-        let bytes = self.base as *const u8;
-        (0..4)
-            .filter(|b| (self.start..self.end).contains(&(at + b)))
-            .fold(0, |word, b| word | (unsafe { *bytes.add(at + b) } as u32) << (8 * b))
-    }
-
-    /// The `bits` (at most 32) bits at bit `bit` of the input, least significant first; bits
-    /// past its end read as 0. Two loads, where [`Words::bits`] takes three.
-    ///
-    /// # Safety
-    /// The input given to [`Words::new`] must be readable, and not written meanwhile.
-    #[inline(always)]
-    pub unsafe fn bits32(&self, bit: usize, bits: u32) -> u32 {
-        let bit = bit + 8 * self.start;
-        let (word, shift) = (bit / 32, (bit % 32) as u32);
-        let pair = unsafe { self.word(word) as u64 | (self.word(word + 1) as u64) << 32 };
-        (pair >> shift) as u32 & if bits >= 32 { u32::MAX } else { (1 << bits) - 1 }
-    }
-
-    /// The `bits` (at most 64) bits at bit `bit` of the input, least significant first; bits
-    /// past its end read as 0.
-    ///
-    /// # Safety
-    /// The input given to [`Words::new`] must be readable, and not written meanwhile.
-    #[inline(always)]
-    pub unsafe fn bits(&self, bit: usize, bits: u32) -> u64 {
-        if bits == 0 {
-            return 0;
-        }
-        let bit = bit + 8 * self.start;
-        let (word, shift) = (bit / 32, (bit % 32) as u32);
-        let (low, high) =
-            unsafe { (self.word(word) as u64 | (self.word(word + 1) as u64) << 32, self.word(word + 2) as u64) };
-        let value = if shift == 0 { low } else { low >> shift | high << (64 - shift) };
-        value & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
     }
 }

@@ -5,9 +5,10 @@
 //! the one before (a shuffle), ballots the run starts into a bitmap and compacts the runs' values
 //! with a population count; a delta layer is a shuffle and a subtraction; frames of reference are
 //! warp reductions; packing ORs each entry's bits into the coded sub-block with shared-memory
-//! atomics. The run lengths are read back from the bitmaps, so only two layers' values are ever
-//! held. Decoding, a warp stages a coded sub-block in its shared memory 16 bytes a lane, unpacks
-//! 32 entries a step from there, undoes the deltas with warp scans into a row of elements beside
+//! atomics. The run lengths are read back from the bitmap, and run-length layers past the first
+//! have a run an entry, so only the first layer's values are ever held. Decoding, a warp stages a
+//! coded sub-block in its shared memory 16 bytes a lane, unpacks four entries a lane a step from
+//! there, undoes the deltas with the lanes' own sums and a warp scan into a row of elements beside
 //! it, and expands each run-length layer in place in the row (32 runs a step, their starts a
 //! scan, each entry finding its run by a binary search over the lanes) before copying it out.
 

@@ -107,13 +107,14 @@ pub const fn max_decompressed_size(compressed_len: usize) -> usize {
     if bound > MAX_CHUNK_SIZE { MAX_CHUNK_SIZE } else { bound }
 }
 
-/// Where one stream of a sub-block lies, as [`Layout::parse`] finds it.
+/// Where one stream of a sub-block lies, as [`Layout::parse`] finds it (offsets in 32 bits: a
+/// sub-block is at most `1 + SUB_BLOCK` bytes, and a GPU's arithmetic on them stays narrow).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stream {
     /// Entries.
-    pub count: usize,
+    pub count: u32,
     /// Offset of the packed entries in the sub-block.
-    pub at: usize,
+    pub at: u32,
     /// The frame of reference's base, added to each packed entry.
     pub base: u64,
     /// Bits per packed entry.
@@ -124,7 +125,8 @@ impl Stream {
     /// Entry `i` of the stream in `bytes` (the sub-block), `width` bytes wide.
     #[inline(always)]
     pub fn entry(&self, bytes: &[u8], i: usize, width: usize) -> u64 {
-        self.base.wrapping_add(read_bits(bytes, self.at * 8 + i * self.bits as usize, self.bits)) & mask(width)
+        let bit = 8 * self.at as usize + i * self.bits as usize;
+        self.base.wrapping_add(read_bits(bytes, bit, self.bits)) & mask(width)
     }
 }
 
@@ -132,9 +134,9 @@ impl Stream {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Layout {
     /// Run-length layers, applied first.
-    pub rles: usize,
+    pub rles: u32,
     /// Delta layers, applied after the run-length layers, to the last layer's values.
-    pub deltas: usize,
+    pub deltas: u32,
     /// The run lengths of layer `r + 1` (applied `r`-th to the input): `runs[r].count` runs,
     /// which add up to the previous layer's entries (the elements for `r = 0`).
     pub runs: [Stream; MAX_LAYERS],
@@ -143,68 +145,70 @@ pub struct Layout {
     /// The first delta layer's first entry (the others' are 0).
     pub start: u64,
     /// Offset of the trailing bytes (those past the last whole element) in the sub-block.
-    pub tail: usize,
+    pub tail: u32,
 }
 
 impl Layout {
-    /// The layout of the coded (not stored) sub-block `bytes` holding `elements` elements of
+    /// The layout of the coded (not stored) sub-block of `len` bytes whose byte `i` is
+    /// `byte(i)` (a slice on the CPU, a GPU warp's staged copy), holding `elements` elements of
     /// `width` bytes and `tail` bytes more: checks every count against its layer and every
-    /// stream against the sub-block's end, which must be the tail's.
+    /// stream against the sub-block's end, which must be the tail's. Reads only bytes below
+    /// `len`.
     #[inline(always)]
-    pub fn parse(bytes: &[u8], width: usize, elements: usize, tail: usize) -> Result<Self, Status> {
-        let layers = *bytes.first().ok_or(Status::Truncated)?;
-        let (rles, deltas) = ((layers & 15) as usize, (layers >> 4) as usize);
-        if rles > MAX_LAYERS || deltas > MAX_LAYERS {
+    pub fn parse(len: u32, byte: impl Fn(u32) -> u8, width: u32, elements: u32, tail: u32) -> Result<Self, Status> {
+        // The `n` bytes at `at`, little-endian, if the sub-block holds them.
+        let read = |at: u32, n: u32| {
+            if at + n > len {
+                return Err(Status::Truncated);
+            }
+            Ok((0..n).rev().fold(0u64, |value, k| value << 8 | byte(at + k) as u64))
+        };
+        let layers = read(0, 1)? as u32;
+        let (rles, deltas) = (layers & 15, layers >> 4);
+        if rles as usize > MAX_LAYERS || deltas as usize > MAX_LAYERS {
             return Err(Status::Malformed);
         }
         let mut layout = Self { rles, deltas, ..Self::default() };
         let mut at = 1 + 2 * rles;
-        let counts = bytes.get(1..at).ok_or(Status::Truncated)?;
+        if at > len {
+            return Err(Status::Truncated);
+        }
+        // Reads a stream's header (bits, then a base of `width` bytes) at `at` and steps past
+        // its `count` packed entries.
+        let stream = |at: &mut u32, count: u32, width: u32| {
+            let bits = read(*at, 1)? as u32;
+            if bits > 8 * width {
+                return Err(Status::Malformed);
+            }
+            let stream = Stream { count, at: *at + 1 + width, base: read(*at + 1, width)?, bits };
+            *at = stream.at + packed_len(count as usize, bits) as u32;
+            Ok(stream)
+        };
         let mut previous = elements;
         // Constant indices (a guard, not a bound) keep the layout in a GPU's registers.
-        for r in 0..MAX_LAYERS {
+        for r in 0..MAX_LAYERS as u32 {
             if r < rles {
-                let count = u16::from_le_bytes([counts[2 * r], counts[2 * r + 1]]) as usize;
+                let count = read(1 + 2 * r, 2)? as u32;
                 // Each layer has at most one run per entry of the one before, and some if it has any.
                 if count > previous || (count == 0) != (previous == 0) {
                     return Err(Status::Malformed);
                 }
-                layout.runs[r] = read_stream(bytes, &mut at, count, RUN_WIDTH)?;
+                layout.runs[r as usize] = stream(&mut at, count, RUN_WIDTH as u32)?;
                 previous = count;
             }
         }
         if deltas > 0 {
-            let start = bytes.get(at..at + width).ok_or(Status::Truncated)?;
-            layout.start = little_endian(start);
+            layout.start = read(at, width)?;
             at += width;
         }
-        layout.values = read_stream(bytes, &mut at, previous, width)?;
+        layout.values = stream(&mut at, previous, width)?;
         layout.tail = at;
-        match (at + tail).cmp(&bytes.len()) {
+        match (at + tail).cmp(&len) {
             core::cmp::Ordering::Equal => Ok(layout),
             core::cmp::Ordering::Greater => Err(Status::Truncated),
             core::cmp::Ordering::Less => Err(Status::Malformed),
         }
     }
-}
-
-/// Reads a stream header (bits, then a base of `width` bytes) at `*at` and steps past the
-/// stream's `count` packed entries.
-#[inline(always)]
-fn read_stream(bytes: &[u8], at: &mut usize, count: usize, width: usize) -> Result<Stream, Status> {
-    let header = bytes.get(*at..*at + 1 + width).ok_or(Status::Truncated)?;
-    let bits = header[0] as u32;
-    if bits > 8 * width as u32 {
-        return Err(Status::Malformed);
-    }
-    let stream = Stream { count, at: *at + 1 + width, base: little_endian(&header[1..]), bits };
-    *at = stream.at + packed_len(count, bits);
-    Ok(stream)
-}
-
-/// The number in `bytes`, little-endian.
-fn little_endian(bytes: &[u8]) -> u64 {
-    bytes.iter().rev().fold(0, |value, &b| value << 8 | b as u64)
 }
 
 /// The chunk header's element type and uncompressed size, checked against the input's length
@@ -267,29 +271,30 @@ fn decode_sub_block(bytes: &[u8], width: usize, out: &mut [u8], elements: &mut [
         return Ok(());
     }
     let (count, tail) = (out.len() / width, out.len() % width);
-    let layout = Layout::parse(bytes, width, count, tail)?;
+    let layout = Layout::parse(bytes.len() as u32, |i| bytes[i as usize], width as u32, count as u32, tail as u32)?;
     // The values go to the end of the room; each run-length layer expands its values forward
     // from there to the end, never past an entry it has still to read.
     let values = layout.values;
-    let mut first = count - values.count;
+    let mut first = count - values.count as usize;
     // Undoing the last delta layer first; the first layer's sum starts from its kept entry.
     let mut sums = [0u64; MAX_LAYERS];
-    if layout.deltas > 0 {
-        sums[layout.deltas - 1] = layout.start;
+    let deltas = layout.deltas as usize;
+    if deltas > 0 {
+        sums[deltas - 1] = layout.start;
     }
-    for i in 0..values.count {
+    for i in 0..values.count as usize {
         let mut value = values.entry(bytes, i, width);
-        for sum in &mut sums[..layout.deltas] {
+        for sum in &mut sums[..deltas] {
             *sum = sum.wrapping_add(value) & mask(width);
             value = *sum;
         }
         elements[first + i] = value;
     }
-    for r in (0..layout.rles).rev() {
+    for r in (0..layout.rles as usize).rev() {
         let runs = layout.runs[r];
-        let target = if r == 0 { count } else { layout.runs[r - 1].count };
+        let target = if r == 0 { count } else { layout.runs[r - 1].count as usize };
         let mut at = count - target;
-        for i in 0..runs.count {
+        for i in 0..runs.count as usize {
             let (run, value) = (runs.entry(bytes, i, RUN_WIDTH) as usize, elements[first + i]);
             if run == 0 || at + run > count {
                 return Err(Status::Malformed);
@@ -305,7 +310,7 @@ fn decode_sub_block(bytes: &[u8], width: usize, out: &mut [u8], elements: &mut [
     for (element, out) in elements[..count].iter().zip(out.chunks_exact_mut(width)) {
         out.copy_from_slice(&element.to_le_bytes()[..width]);
     }
-    out[count * width..].copy_from_slice(&bytes[layout.tail..]);
+    out[count * width..].copy_from_slice(&bytes[layout.tail as usize..]);
     Ok(())
 }
 

@@ -29,6 +29,11 @@ pub trait Block {
     /// # Safety
     /// As [`Block::load_acquire`].
     unsafe fn store_release(&self, at: *mut u32, value: u32);
+    /// Adds `value` to the word at `at` in shared memory atomically; the word before.
+    ///
+    /// # Safety
+    /// As [`Block::load_acquire`].
+    unsafe fn fetch_add(&self, at: *mut u32, value: u32) -> u32;
 
     /// Waits until `ready()` holds in every lane of `warp` (on values other warps store with
     /// [`Block::store_release`]), polling with [`Block::load_acquire`] in `ready`.
@@ -79,15 +84,28 @@ pub fn parts_len<W: Warp>(warp: &W, parts: core::ops::Range<usize>, size: impl F
     warp.reduce_add(total as u32) as usize
 }
 
+/// Shared words [`decode_parts`] works in for a block of `threads` threads: the block scan's
+/// scratch, where each of a round's parts starts and where the last ends, the next part to hand
+/// out, and a failure a warp.
+pub const fn decode_parts_words(threads: u32) -> usize {
+    SCAN_WORDS + threads as usize + 1 + 1 + (threads / WARP_SIZE) as usize
+}
+
+/// Shared words of [`Block::scan_add`]'s scratch.
+const SCAN_WORDS: usize = 2 * WARP_SIZE as usize + 1;
+
 /// Decodes a chunk's `parts` (coded one after another from byte `first_at`, part `p` taking
-/// `size(p)` bytes) with the warps of `block`: warp `w` takes parts `w`, `w + warps`, … in turn,
-/// each by `decode(p, at)` with `at` where it starts, and stops at its first failure. Returns
-/// where the last part ends, or the failure of the first part that failed (the one a decoder
-/// taking the parts in turn meets), in every thread. `failures` is shared memory for a word a
-/// warp; the block is done with it, and with whatever `decode` read, when this returns.
+/// `size(p)` bytes) with the warps of `block`, by `decode(p, at, size)` with `at` where part `p`
+/// starts. The parts are placed a round of one a thread at a time (a size a thread and a block
+/// scan) and handed out in order to whichever warp is free, so that a warp held up by a slow part
+/// does not leave the others waiting at the round's end. A warp stops at its first failure.
+/// Returns where the last part ends, or the failure of the first part that failed (the one a
+/// decoder taking the parts in turn meets: the parts are handed out in order), in every thread.
+/// `scratch` is shared memory for [`decode_parts_words`] words; the block is done with it, and
+/// with whatever `decode` read, when this returns.
 ///
 /// # Safety
-/// `failures` must be that shared memory, the block's alone; every thread of the block calls this.
+/// `scratch` must be that shared memory, the block's alone; every thread of the block calls this.
 #[inline(always)]
 pub unsafe fn decode_parts<B: Block, W: Warp>(
     block: &B,
@@ -95,28 +113,48 @@ pub unsafe fn decode_parts<B: Block, W: Warp>(
     parts: usize,
     first_at: usize,
     size: impl Fn(usize) -> usize,
-    failures: *mut u32,
-    mut decode: impl FnMut(usize, usize) -> Result<(), Status>,
+    scratch: *mut u32,
+    mut decode: impl FnMut(usize, usize, usize) -> Result<(), Status>,
 ) -> Result<usize, Status> {
-    let (warp_index, warps) = ((block.thread() / WARP_SIZE) as usize, (block.threads() / WARP_SIZE) as usize);
-    let span = |from: usize, to: usize| parts_len(warp, from..to, &size);
-    let mut at = first_at + span(0, warp_index.min(parts));
+    let (thread, threads) = (block.thread() as usize, block.threads() as usize);
+    let (lane, warp_index, warps) = (warp.lane(), thread / WARP_SIZE as usize, threads / WARP_SIZE as usize);
+    let (places, next) = unsafe { (scratch.add(SCAN_WORDS), scratch.add(SCAN_WORDS + threads + 1)) };
+    let failures = unsafe { next.add(1) };
+    let mut round_at = first_at;
     let mut failure = u32::MAX;
-    for p in (warp_index..parts).step_by(warps) {
-        if let Err(status) = decode(p, at) {
-            failure = (p as u32) << 8 | status as u32;
-            break;
+    for round in (0..parts).step_by(threads) {
+        let own = if round + thread < parts { size(round + thread) as u32 } else { 0 };
+        let (before, total) = unsafe { block.scan_add(warp, own, scratch) };
+        unsafe {
+            *places.add(thread) = before;
+            if thread == 0 {
+                (*places.add(threads), *next) = (total, 0);
+            }
         }
-        at += span(p, (p + warps).min(parts));
+        block.sync_threads();
+        let in_round = (parts - round).min(threads);
+        while failure == u32::MAX {
+            let claimed = if lane == 0 { unsafe { block.fetch_add(next, 1) } } else { 0 };
+            let k = warp.shuffle(claimed, 0) as usize;
+            if k >= in_round {
+                break;
+            }
+            let (start, end) = unsafe { (*places.add(k) as usize, *places.add(k + 1) as usize) };
+            if let Err(status) = decode(round + k, round_at + start, end - start) {
+                failure = ((round + k) as u32) << 8 | status as u32;
+            }
+        }
+        round_at += total as usize;
+        if lane == 0 {
+            unsafe { *failures.add(warp_index) = failure };
+        }
+        block.sync_threads();
+        let first = (0..warps).fold(u32::MAX, |first, w| first.min(unsafe { *failures.add(w) }));
+        if first != u32::MAX {
+            block.sync_threads(); // every warp has read the failures before the next chunk's
+            return Err(Status::from_code(first & 0xFF));
+        }
     }
-    if warp.lane() == 0 {
-        unsafe { *failures.add(warp_index) = failure };
-    }
-    block.sync_threads();
-    let first = (0..warps).fold(u32::MAX, |first, w| first.min(unsafe { *failures.add(w) }));
-    block.sync_threads(); // every warp has read the failures before the next chunk's
-    if first != u32::MAX {
-        return Err(Status::from_code(first & 0xFF));
-    }
-    Ok(first_at + span(0, parts))
+    block.sync_threads(); // every warp is done with the places before the next chunk's
+    Ok(round_at)
 }

@@ -191,4 +191,11 @@ impl Block for EmulatedThread<'_> {
         self.pauses.set(0);
         unsafe { at.write_volatile(value) }
     }
+
+    /// One thread runs at a time, between barriers: a read and a write are atomic.
+    unsafe fn fetch_add(&self, at: *mut u32, value: u32) -> u32 {
+        let before = unsafe { at.read_volatile() };
+        unsafe { at.write_volatile(before.wrapping_add(value)) };
+        before
+    }
 }

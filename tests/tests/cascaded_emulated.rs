@@ -143,3 +143,88 @@ fn block_decoder_agrees_with_scalar_on_damaged_streams() {
         }
     }
 }
+
+/// Where sub-block `s` of `stream` starts (after the header and the size table).
+fn sub_block_at(stream: &[u8], s: usize) -> usize {
+    let parts = cascaded::sub_blocks(u32::from_le_bytes(stream[4..8].try_into().unwrap()) as usize);
+    (0..s).fold(cascaded::HEADER_LEN + 2 * parts, |at, k| at + cascaded::sub_block_size(stream, k))
+}
+
+/// `stream` with the first byte of each sub-block `s` of `parts` set to `byte`.
+fn with_first_bytes(stream: &[u8], parts: &[(usize, u8)]) -> Vec<u8> {
+    let mut damaged = stream.to_vec();
+    for &(s, byte) in parts {
+        damaged[sub_block_at(stream, s)] = byte;
+    }
+    damaged
+}
+
+/// A layers byte past the most layers (malformed), and a stored mark on a coded size (truncated).
+const MALFORMED: u8 = 0x0F;
+const TRUNCATED: u8 = cascaded::STORED;
+
+#[test]
+fn block_decoder_reports_the_first_failing_sub_block() {
+    // The sub-blocks go to whichever warp is free, so a later one may fail first in time, and in
+    // a warp with a lower index; the first in the stream must win, whichever that is.
+    let options = Options { element: ElementType::I32, ..Options::default() };
+    let input: Vec<u8> = (0..40 * SUB_BLOCK / 4).flat_map(|i: usize| ((i / 3 + i % 7) as u32).to_le_bytes()).collect();
+    let stream = scalar_compress(&input, &options);
+    for first in 0..8 {
+        for later in first + 1..first + 5 {
+            for (a, b) in [(MALFORMED, TRUNCATED), (TRUNCATED, MALFORMED)] {
+                let damaged = with_first_bytes(&stream, &[(later, b), (first, a)]);
+                let expected = scalar_decompress(&damaged, input.len());
+                assert_eq!(expected, Err(if a == MALFORMED { Status::Malformed } else { Status::Truncated }));
+                assert_eq!(block_decompress(&damaged, input.len(), first % 4), expected, "{first}, {later}");
+            }
+        }
+    }
+}
+
+#[test]
+fn block_decoder_places_sub_blocks_a_round_at_a_time() {
+    // 150 sub-blocks: the block places them 128 a round.
+    let options = Options { element: ElementType::I32, ..Options::default() };
+    let input: Vec<u8> = (0..150 * SUB_BLOCK / 4).flat_map(|i: usize| ((i / 3) as u32).to_le_bytes()).collect();
+    let stream = scalar_compress(&input, &options);
+    assert_eq!(block_decompress(&stream, input.len(), 1).as_ref(), Ok(&input));
+    let cases = [
+        ([(131, MALFORMED), (140, TRUNCATED)], Status::Malformed),
+        ([(149, TRUNCATED), (3, MALFORMED)], Status::Malformed),
+        ([(127, TRUNCATED), (128, MALFORMED)], Status::Truncated),
+    ];
+    for (parts, status) in cases {
+        let damaged = with_first_bytes(&stream, &parts);
+        assert_eq!(scalar_decompress(&damaged, input.len()), Err(status));
+        assert_eq!(block_decompress(&damaged, input.len(), 2), Err(status), "{parts:?}");
+    }
+}
+
+#[test]
+fn block_decoder_decodes_a_coding_as_long_as_stored() {
+    // 16 bytes coded as one stream of 7-bit entries: 1 + 1 + 1 + 14 bytes, the size a stored
+    // sub-block of 16 bytes takes, so that only its first byte tells them apart.
+    let input: Vec<u8> = (0..16u32).map(|i| (100 + (i * 37) % 128) as u8).collect();
+    let mut stream = vec![cascaded::VERSION, ElementType::U8 as u8, 0, 0, 16, 0, 0, 0, 17, 0];
+    stream.extend_from_slice(&[0x00, 7, 100]);
+    let mut packed = [0u8; 14];
+    for (i, &value) in input.iter().enumerate() {
+        ferrocomp_format::bitpack::write_bits(&mut packed, 7 * i, 7, (value - 100) as u64);
+    }
+    stream.extend_from_slice(&packed);
+    assert_eq!(scalar_decompress(&stream, 16).as_ref(), Ok(&input));
+    assert_eq!(block_decompress(&stream, 16, 1).as_ref(), Ok(&input));
+    // The same size stored, and stored one byte short or long.
+    let mut stored = stream[..10].to_vec();
+    stored.push(cascaded::STORED);
+    stored.extend_from_slice(&input);
+    assert_eq!(block_decompress(&stored, 16, 3).as_ref(), Ok(&input));
+    for (size, status) in [(16, Status::Truncated), (18, Status::Malformed)] {
+        let mut wrong = stored.clone();
+        wrong[8] = size;
+        wrong.resize(10 + size as usize, 0);
+        assert_eq!(scalar_decompress(&wrong, 16), Err(status));
+        assert_eq!(block_decompress(&wrong, 16, 0), Err(status));
+    }
+}

@@ -5,7 +5,7 @@
 //! shared memory), and from version 2 on stores a lane's four symbols of a round as one word.
 
 use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
-use crate::block::{Block, decode_parts};
+use crate::block::{Block, decode_parts, decode_parts_words};
 use crate::copy::copy_spread;
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
@@ -18,12 +18,12 @@ use ferrocomp_format::ans::{
 /// Slots of the table each thread of the block writes.
 const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
 /// Where the decoding block's shared memory holds each slot's entry (two u32), each symbol's
-/// frequency and cumulative frequency (u32), each warp's first failure (u32, for
-/// [`decode_parts`]) and each warp's [`RING_BYTES`] of words.
+/// frequency and cumulative frequency (u32), [`decode_parts`]'s words (to 16 bytes) and each
+/// warp's [`RING_BYTES`] of words.
 const ENTRIES_AT: u32 = 0;
 const SYMBOLS_AT: u32 = ENTRIES_AT + 8 * TOTAL;
-const FAILURES_AT: u32 = SYMBOLS_AT + 4 * 256;
-const RINGS_AT: u32 = FAILURES_AT + 4 * BLOCK_WARPS;
+const PARTS_AT: u32 = SYMBOLS_AT + 4 * 256;
+const RINGS_AT: u32 = PARTS_AT + (4 * decode_parts_words(BLOCK_WARPS * WARP_SIZE) as u32).next_multiple_of(16);
 /// Shared memory of the decoding block.
 pub const DECODE_SHARED_BYTES: usize = (RINGS_AT + RING_BYTES * BLOCK_WARPS) as usize;
 /// A slot's entry is two words: its symbol in bits 0-7 and the symbol's frequency from bit
@@ -78,12 +78,12 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     let width = data_type.width();
     let words_out = width == 1 && (out as usize).is_multiple_of(4);
     let words_even = (input as usize).is_multiple_of(2);
-    let failures = unsafe { shared.add(FAILURES_AT as usize) } as *mut u32;
+    let parts_scratch = unsafe { shared.add(PARTS_AT as usize) } as *mut u32;
     let ring = table.at(RINGS_AT + thread as u32 / WARP_SIZE * RING_BYTES);
     let size = |b: usize| 4 * LANES + 2 * word_count(b);
     let end = unsafe {
-        decode_parts(block, warp, blocks, sizes_at + 2 * blocks, size, failures, |b, at| {
-            if at + size(b) > len {
+        decode_parts(block, warp, blocks, sizes_at + 2 * blocks, size, parts_scratch, |b, at, size| {
+            if at + size > len {
                 return Err(Status::Truncated);
             }
             let symbols = sub_block(version, data_type, b, count);

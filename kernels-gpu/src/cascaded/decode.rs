@@ -1,13 +1,14 @@
-//! Decompressing a chunk with a block of warps, a warp a sub-block at a time. A coded sub-block
-//! is staged in the warp's shared memory, 16 bytes a lane; the lanes unpack its values 32 a step
-//! from there and undo their deltas with warp scans into the warp's row of elements, expand each
-//! run-length layer in place in the row, and copy the row out 16 bytes a lane. A stored sub-block
-//! is copied straight, 16 bytes a lane. Every global load of a sub-block is made at once, before
-//! any of its work waits on one.
+//! Decompressing a chunk with a block of warps, a warp a sub-block at a time, handed out in
+//! order to whichever warp is free. A coded sub-block is staged in the warp's shared memory, 16
+//! bytes a lane; its layout is parsed there (32-bit offsets, shared loads), the lanes unpack its
+//! values four a lane a step and undo their deltas with their own sums and a warp scan into the
+//! warp's row of elements, expand each run-length layer in place in the row, and copy the row out
+//! 16 bytes a lane. A stored sub-block is copied straight, 16 bytes a lane. Every global load of a
+//! sub-block is made at once, before any of its work waits on one.
 
 use super::DECODE_WARPS;
 use crate::bitpack::{scan_add64, shuffle_value};
-use crate::block::{Block, decode_parts};
+use crate::block::{Block, decode_parts, decode_parts_words};
 use crate::copy::{Memory, spread};
 use crate::lz77::{last_starting_by, scan_add};
 use crate::raw::SharedBytes;
@@ -18,15 +19,15 @@ use ferrocomp_format::cascaded::{
     HEADER_LEN, Layout, MAX_LAYERS, RUN_WIDTH, STORED, SUB_BLOCK, Stream, read_header, sub_block_size, sub_blocks,
 };
 
-/// Bytes of the block's failures: a word a warp, to 16.
-const FAILURES_BYTES: usize = (4 * DECODE_WARPS as usize).next_multiple_of(16);
+/// Bytes of the block's [`decode_parts`] words, to 16.
+const PARTS_BYTES: usize = (4 * decode_parts_words(DECODE_WARPS * WARP_SIZE)).next_multiple_of(16);
 /// Bytes of a warp's stage: the largest coded sub-block (`1 + SUB_BLOCK`) to 16, and 16 more
 /// that a lane unpacking a stream's last entry reads past it (those bits are masked off).
 const STAGE_BYTES: usize = (1 + SUB_BLOCK).next_multiple_of(16) + 16;
 /// Bytes of a warp's shared memory: its stage, then its row of elements.
 const WARP_BYTES: usize = STAGE_BYTES + SUB_BLOCK;
-/// Shared memory of the decoding block: the failures, then each warp's stage and row.
-pub const DECODE_SHARED_BYTES: usize = FAILURES_BYTES + DECODE_WARPS as usize * WARP_BYTES;
+/// Shared memory of the decoding block: [`decode_parts`]'s words, then each warp's stage and row.
+pub const DECODE_SHARED_BYTES: usize = PARTS_BYTES + DECODE_WARPS as usize * WARP_BYTES;
 const _: () = assert!(DECODE_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
 
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
@@ -51,26 +52,50 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     if n > capacity {
         return Err(Status::OutputTooSmall);
     }
+    let warp_index = (block.thread() / WARP_SIZE) as usize;
+    let own = unsafe { shared.add(PARTS_BYTES + warp_index * WARP_BYTES) };
+    let decode = |bytes, shared| unsafe {
+        match element.width() {
+            1 => decode_chunk::<B, W, 1>(block, warp, bytes, n, out, own, shared),
+            2 => decode_chunk::<B, W, 2>(block, warp, bytes, n, out, own, shared),
+            4 => decode_chunk::<B, W, 4>(block, warp, bytes, n, out, own, shared),
+            _ => decode_chunk::<B, W, 8>(block, warp, bytes, n, out, own, shared),
+        }
+    };
+    let end = decode(bytes, shared as *mut u32)?;
+    if end != len { Err(Status::Malformed) } else { Ok(n) }
+}
+
+/// Decodes the `n` bytes of sub-blocks of `WIDTH`-byte elements in `bytes` (a whole chunk) into
+/// `out`, the warp's stage and row at `own`; where the last sub-block ends.
+#[inline(always)]
+unsafe fn decode_chunk<B: Block, W: Warp, const WIDTH: usize>(
+    block: &B,
+    warp: &W,
+    bytes: &[u8],
+    n: usize,
+    out: *mut u8,
+    own: *mut u8,
+    scratch: *mut u32,
+) -> Result<usize, Status> {
     let parts = sub_blocks(n);
     let size = |s: usize| sub_block_size(bytes, s);
-    let warp_index = (block.thread() / WARP_SIZE) as usize;
-    let own = unsafe { shared.add(FAILURES_BYTES + warp_index * WARP_BYTES) };
-    let end = unsafe {
-        decode_parts(block, warp, parts, HEADER_LEN + 2 * parts, size, shared as *mut u32, |s, at| {
-            if at + size(s) > len {
-                return Err(Status::Truncated);
-            }
-            let (out, len) = (out.add(s * SUB_BLOCK), SUB_BLOCK.min(n - s * SUB_BLOCK));
-            let bytes = &bytes[at..at + size(s)];
-            match element.width() {
-                1 => decode_sub_block::<W, 1>(warp, bytes, own, out, len),
-                2 => decode_sub_block::<W, 2>(warp, bytes, own, out, len),
-                4 => decode_sub_block::<W, 4>(warp, bytes, own, out, len),
-                _ => decode_sub_block::<W, 8>(warp, bytes, own, out, len),
-            }
-        })?
-    };
-    if end != len { Err(Status::Malformed) } else { Ok(n) }
+    unsafe {
+        decode_parts(
+            block,
+            warp,
+            parts,
+            HEADER_LEN + 2 * parts,
+            size,
+            scratch,
+            #[inline(always)]
+            |s, at, size| {
+                let sub_block = bytes.get(at..at + size).ok_or(Status::Truncated)?;
+                let (out, len) = (out.add(s * SUB_BLOCK), SUB_BLOCK.min(n - s * SUB_BLOCK));
+                decode_sub_block::<W, WIDTH>(warp, sub_block, own, out, len)
+            },
+        )
+    }
 }
 
 /// A row of `WIDTH`-byte elements in shared memory.
@@ -79,8 +104,8 @@ struct Row<const WIDTH: usize>(SharedBytes);
 
 impl<const WIDTH: usize> Row<WIDTH> {
     #[inline(always)]
-    unsafe fn get(self, i: usize) -> u64 {
-        let (at, i) = (self.0, i as u32);
+    unsafe fn get(self, i: u32) -> u64 {
+        let at = self.0;
         unsafe {
             match WIDTH {
                 1 => at.u8(i) as u64,
@@ -92,8 +117,8 @@ impl<const WIDTH: usize> Row<WIDTH> {
     }
 
     #[inline(always)]
-    unsafe fn set(self, i: usize, value: u64) {
-        let (at, i) = (self.0, i as u32);
+    unsafe fn set(self, i: u32, value: u64) {
+        let at = self.0;
         unsafe {
             match WIDTH {
                 1 => at.set_u8(i, value as u8),
@@ -106,25 +131,23 @@ impl<const WIDTH: usize> Row<WIDTH> {
             }
         }
     }
-}
 
-impl<const WIDTH: usize> Row<WIDTH> {
     /// Sets entries `i ..` to `group`, as many of them as `left` allows; one store for the group
     /// where the row is aligned to it.
     #[inline(always)]
-    unsafe fn set_group(self, i: usize, group: &[u64; GROUP], left: usize) {
-        let (at, offset) = (self.0, (i * WIDTH) as u32);
+    unsafe fn set_group(self, i: u32, group: &[u64; GROUP], left: u32) {
+        let (at, offset) = (self.0, i * WIDTH as u32);
         let word = |k: usize| match WIDTH {
             1 => (0..4).fold(0, |word, j| word | (group[j] as u32) << (8 * j)),
             2 => group[2 * k] as u32 | (group[2 * k + 1] as u32) << 16,
             4 => group[k] as u32,
             _ => (group[k / 2] >> (32 * (k % 2))) as u32,
         };
-        if left < GROUP || !offset.is_multiple_of((GROUP * WIDTH).min(16) as u32) {
+        if left < GROUP as u32 || !offset.is_multiple_of((GROUP * WIDTH).min(16) as u32) {
             // Constant indices (a guard, not a bound) keep the group in registers.
             for (j, &value) in group.iter().enumerate() {
-                if j < left {
-                    unsafe { self.set(i + j, value) };
+                if (j as u32) < left {
+                    unsafe { self.set(i + j as u32, value) };
                 }
             }
             return;
@@ -153,8 +176,8 @@ const GROUP: usize = 4;
 /// Entry `i` of `stream` in the staged sub-block, `WIDTH` bytes wide (32-bit arithmetic where
 /// that is at most 4).
 #[inline(always)]
-unsafe fn entry<const WIDTH: usize>(stage: SharedBytes, stream: &Stream, i: usize) -> u64 {
-    let bit = 8 * stream.at as u32 + i as u32 * stream.bits;
+unsafe fn entry<const WIDTH: usize>(stage: SharedBytes, stream: &Stream, i: u32) -> u64 {
+    let bit = 8 * stream.at + i * stream.bits;
     let (word, shift) = (bit / 32, bit % 32);
     let low = unsafe { stage.u32(4 * word) as u64 | (stage.u32(4 * word + 4) as u64) << 32 };
     if WIDTH <= 4 {
@@ -180,10 +203,10 @@ unsafe fn expand<W: Warp, const WIDTH: usize>(
     stage: SharedBytes,
     row: Row<WIDTH>,
     runs: &Stream,
-    count: usize,
-    target: usize,
+    count: u32,
+    target: u32,
 ) -> Result<(), Status> {
-    let lane = warp.lane() as usize;
+    let lane = warp.lane();
     let first = count - runs.count;
     let mut at = count - target;
     let mut k = 0;
@@ -195,7 +218,7 @@ unsafe fn expand<W: Warp, const WIDTH: usize>(
             (0, 0)
         };
         let end = scan_add(warp, run);
-        let total = warp.shuffle(end, WARP_SIZE - 1) as usize;
+        let total = warp.shuffle(end, WARP_SIZE - 1);
         let empty = warp.ballot(i < runs.count && run == 0);
         warp.sync(); // this step's values are read before its entries are written
         if empty != 0 || at + total > count {
@@ -204,23 +227,24 @@ unsafe fn expand<W: Warp, const WIDTH: usize>(
         let start = if i < runs.count { end - run } else { u32::MAX };
         let mut step = 0;
         while step < total {
-            let q = (step + lane) as u32;
+            let q = step + lane;
             let owner = last_starting_by(warp, start, q);
             let entry = shuffle_value(warp, value, owner, WIDTH <= 4);
-            if (q as usize) < total {
-                unsafe { row.set(at + q as usize, entry) };
+            if q < total {
+                unsafe { row.set(at + q, entry) };
             }
-            step += WARP_SIZE as usize;
+            step += WARP_SIZE;
         }
         warp.sync();
         at += total;
-        k += WARP_SIZE as usize;
+        k += WARP_SIZE;
     }
     if at != count { Err(Status::Malformed) } else { Ok(()) }
 }
 
 /// Decodes the sub-block `bytes` of `WIDTH`-byte elements into the `len` bytes at `out`, with
 /// `own` (the warp's shared memory) as its stage and row.
+#[inline(always)]
 unsafe fn decode_sub_block<W: Warp, const WIDTH: usize>(
     warp: &W,
     bytes: &[u8],
@@ -228,23 +252,33 @@ unsafe fn decode_sub_block<W: Warp, const WIDTH: usize>(
     out: *mut u8,
     len: usize,
 ) -> Result<(), Status> {
-    if bytes.len() > 1 + SUB_BLOCK {
+    let size = bytes.len();
+    if size > 1 + SUB_BLOCK {
         return Err(Status::Malformed);
     }
-    let lane = warp.lane() as usize;
-    if bytes.first() == Some(&STORED) {
-        if bytes.len() != 1 + len {
-            return Err(if bytes.len() < 1 + len { Status::Truncated } else { Status::Malformed });
+    let lane = warp.lane();
+    if size == 1 + len {
+        // Stored, most likely: copied while its first byte is read (a coding as long as stored
+        // would be is decoded over the copy).
+        let first = bytes[0];
+        unsafe {
+            spread::<2>(lane as usize, WARP_SIZE as usize, &Memory(bytes[1..].as_ptr() as *mut u8), &Memory(out), len)
+        };
+        if first == STORED {
+            return Ok(());
         }
-        unsafe { spread::<2>(lane, WARP_SIZE as usize, &Memory(bytes[1..].as_ptr() as *mut u8), &Memory(out), len) };
-        return Ok(());
     }
     let (stage, row) = unsafe { (SharedBytes::new(own), SharedBytes::new(own.add(STAGE_BYTES))) };
     warp.sync(); // the sub-block before is out of the stage and the row
-    unsafe { spread::<2>(lane, WARP_SIZE as usize, &Memory(bytes.as_ptr() as *mut u8), &stage, bytes.len()) };
+    unsafe { spread::<2>(lane as usize, WARP_SIZE as usize, &Memory(bytes.as_ptr() as *mut u8), &stage, size) };
     warp.sync();
-    let (count, tail) = (len / WIDTH, len % WIDTH);
-    let layout = Layout::parse(unsafe { core::slice::from_raw_parts(own, bytes.len()) }, WIDTH, count, tail)?;
+    let (count, tail) = ((len / WIDTH) as u32, (len % WIDTH) as u32);
+    let size = size as u32;
+    if size > 0 && unsafe { stage.u8(0) } == STORED {
+        // Stored, in a size that does not fit.
+        return Err(if size < 1 + len as u32 { Status::Truncated } else { Status::Malformed });
+    }
+    let layout = Layout::parse(size, |i| unsafe { stage.u8(i) }, WIDTH as u32, count, tail)?;
     let row = Row::<WIDTH>(row);
     let narrow = WIDTH <= 4;
     // The values, their deltas undone (the last layer first), to the end of the row.
@@ -253,21 +287,21 @@ unsafe fn decode_sub_block<W: Warp, const WIDTH: usize>(
     // Constant indices (a guard, not a bound) keep the sums in registers.
     let mut sums = [0u64; MAX_LAYERS];
     for (j, sum) in sums.iter_mut().enumerate() {
-        if j + 1 == layout.deltas {
+        if j as u32 + 1 == layout.deltas {
             *sum = layout.start;
         }
     }
     let mut tile = 0;
     while tile < values.count {
-        let at = tile + GROUP * lane;
+        let at = tile + GROUP as u32 * lane;
         let mut group = [0u64; GROUP];
         for (j, value) in group.iter_mut().enumerate() {
-            if at + j < values.count {
-                *value = unsafe { entry::<WIDTH>(stage, &values, at + j) };
+            if at + (j as u32) < values.count {
+                *value = unsafe { entry::<WIDTH>(stage, &values, at + j as u32) };
             }
         }
         for (layer, sum) in sums.iter_mut().enumerate() {
-            if layer < layout.deltas {
+            if (layer as u32) < layout.deltas {
                 for j in 1..GROUP {
                     group[j] = group[j].wrapping_add(group[j - 1]);
                 }
@@ -282,13 +316,13 @@ unsafe fn decode_sub_block<W: Warp, const WIDTH: usize>(
         if at < values.count {
             unsafe { row.set_group(first + at, &group, values.count - at) };
         }
-        tile += GROUP * WARP_SIZE as usize;
+        tile += GROUP as u32 * WARP_SIZE;
     }
     warp.sync();
     // Each run-length layer expands its values (at the end of the row) into the entries of the
     // layer before, the last layer first: spelled out, so that the layout stays in registers.
     let [first, second, third, fourth] = layout.runs;
-    let expand = |runs: &Stream, target: usize| unsafe { expand::<W, WIDTH>(warp, stage, row, runs, count, target) };
+    let expand = |runs: &Stream, target: u32| unsafe { expand::<W, WIDTH>(warp, stage, row, runs, count, target) };
     const _: () = assert!(MAX_LAYERS == 4);
     if layout.rles > 3 {
         expand(&fourth, third.count)?;
@@ -303,9 +337,9 @@ unsafe fn decode_sub_block<W: Warp, const WIDTH: usize>(
         expand(&first, count)?;
     }
     if lane < tail {
-        unsafe { row.0.set_u8((count * WIDTH + lane) as u32, stage.u8((layout.tail + lane) as u32)) };
+        unsafe { row.0.set_u8(count * WIDTH as u32 + lane, stage.u8(layout.tail + lane)) };
     }
     warp.sync();
-    unsafe { spread::<2>(lane, WARP_SIZE as usize, &row.0, &Memory(out), len) };
+    unsafe { spread::<2>(lane as usize, WARP_SIZE as usize, &row.0, &Memory(out), len) };
     Ok(())
 }

@@ -188,4 +188,13 @@ impl Block for HardwareBlock {
     unsafe fn store_release(&self, at: *mut u32, value: u32) {
         unsafe { asm!("st.release.cta.u32 [{at}], {value};", at = in(reg64) at, value = in(reg32) value) };
     }
+
+    #[inline(always)]
+    unsafe fn fetch_add(&self, at: *mut u32, value: u32) -> u32 {
+        let before;
+        unsafe {
+            asm!("atom.add.u32 {before}, [{at}], {value};", before = out(reg32) before, at = in(reg64) at, value = in(reg32) value)
+        };
+        before
+    }
 }

@@ -61,8 +61,9 @@ pub trait BatchCodec: Send + Sync {
     fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize;
 
     /// The decompress kernel's shape for `count` chunks of at most `max_chunk_bytes` (the largest
-    /// the call's scratch has room for); by default the one [`BatchCodec::launch`] states.
-    fn decompress_shape(&self, _count: usize, _max_chunk_bytes: usize) -> Shape {
+    /// the call's scratch has room for) on a GPU of `multiprocessors` SMs; by default the one
+    /// [`BatchCodec::launch`] states.
+    fn decompress_shape(&self, _count: usize, _max_chunk_bytes: usize, _multiprocessors: u32) -> Shape {
         self.launch().decompress
     }
 
@@ -226,7 +227,10 @@ pub trait BatchCodec: Send + Sync {
                     let options = self.block_decoder_options(count, gpu.multiprocessors());
                     launch.run(gpu, Kernel::DecompressBlocks, shape, &BatchArgs { options, ..args }, stream)?
                 }
-                None => launch.run(gpu, Kernel::Decompress, self.decompress_shape(count, low), &args, stream)?,
+                None => {
+                    let shape = self.decompress_shape(count, low, gpu.multiprocessors());
+                    launch.run(gpu, Kernel::Decompress, shape, &args, stream)?
+                }
             }
             self.finish_decompress(gpu, &args, stream)
         }

@@ -79,7 +79,8 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
         cascaded::COMPRESS_WARPS * 32,
         blocks_per_sm(cascaded::COMPRESS_WARPS, cascaded::COMPRESS_SHARED_BYTES / cascaded::COMPRESS_WARPS as usize),
     ),
-    ("cascaded_decompress", cascaded::DECODE_WARPS * 32, cascaded::DECOMPRESS_BLOCKS_PER_SM),
+    // Blocks of any size up to an SM's worth of warps, at the registers 24 warps an SM leave.
+    ("cascaded_decompress", cascaded::MAX_DECODE_WARPS * 32, 1),
     ("deflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("gdeflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("deflate_decompress", deflate::DECODE_WARPS * 32, deflate::DECOMPRESS_BLOCKS_PER_SM),
@@ -98,6 +99,9 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
 
 /// Shared memory a block may use without opting in.
 pub const SHARED_BYTES_PER_BLOCK: usize = 48 << 10;
+/// Shared memory a block of an H100 or H200 may opt into: what the host allows the kernels that
+/// take more than [`SHARED_BYTES_PER_BLOCK`].
+pub const MAX_SHARED_BYTES_PER_BLOCK: usize = 227 << 10;
 /// Shared memory of one SM (an H100's, less the 1 KiB per block the driver keeps).
 const SHARED_BYTES_PER_SM: usize = 228 << 10;
 

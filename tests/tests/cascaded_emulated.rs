@@ -24,17 +24,23 @@ fn block_compress(input: &[u8], options: &Options, shift: usize, capacity: usize
     result.map(|n| out[..n].to_vec())
 }
 
-/// The block's decoding of `stream` placed `shift` bytes past an aligned address (the allocation
-/// ending with it, for a sanitizer), into an output `shift` bytes past one.
+/// The decoding of `stream` by a block of [`gpu_cascaded::DECODE_WARPS`] warps, as
+/// [`block_decompress_with`].
 fn block_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<u8>, Status> {
+    block_decompress_with(gpu_cascaded::DECODE_WARPS, stream, capacity, shift)
+}
+
+/// The decoding of `stream` by a block of `warps` warps, `stream` placed `shift` bytes past an
+/// aligned address (the allocation ending with it, for a sanitizer), into an output `shift` bytes
+/// past one.
+fn block_decompress_with(warps: u32, stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity + shift];
     let mut placed = vec![0u8; stream.len() + shift].into_boxed_slice();
     placed[shift..].copy_from_slice(stream);
-    let mut shared = vec![0u128; gpu_cascaded::DECODE_SHARED_BYTES.div_ceil(16)];
+    let mut shared = vec![0u128; gpu_cascaded::decode_shared_bytes(warps).div_ceil(16)];
     let (i, o, f) =
         (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
-    let threads = gpu_cascaded::DECODE_WARPS * 32;
-    let result = agreed(emulated::run_block(threads, |thread| unsafe {
+    let result = agreed(emulated::run_block(warps * 32, |thread| unsafe {
         gpu_cascaded::decompress_chunk(
             thread,
             thread,
@@ -189,6 +195,8 @@ fn block_decoder_places_sub_blocks_a_round_at_a_time() {
     let input: Vec<u8> = (0..150 * SUB_BLOCK / 4).flat_map(|i: usize| ((i / 3) as u32).to_le_bytes()).collect();
     let stream = scalar_compress(&input, &options);
     assert_eq!(block_decompress(&stream, input.len(), 1).as_ref(), Ok(&input));
+    // A block of one warp places them 32 a round.
+    assert_eq!(block_decompress_with(1, &stream, input.len(), 3).as_ref(), Ok(&input));
     let cases = [
         ([(131, MALFORMED), (140, TRUNCATED)], Status::Malformed),
         ([(149, TRUNCATED), (3, MALFORMED)], Status::Malformed),
@@ -198,6 +206,21 @@ fn block_decoder_places_sub_blocks_a_round_at_a_time() {
         let damaged = with_first_bytes(&stream, &parts);
         assert_eq!(scalar_decompress(&damaged, input.len()), Err(status));
         assert_eq!(block_decompress(&damaged, input.len(), 2), Err(status), "{parts:?}");
+        assert_eq!(block_decompress_with(1, &damaged, input.len(), 0), Err(status), "{parts:?}");
+    }
+}
+
+#[test]
+fn blocks_of_any_size_decode_alike() {
+    // The host gives a batch of few chunks larger blocks, of up to an SM's worth of warps.
+    for element in [ElementType::U8, ElementType::U16, ElementType::I32, ElementType::U64] {
+        let options = Options { element, ..Options::default() };
+        let mut input = numbers(element.width(), 9);
+        input.extend_from_slice(&text_bytes(5 * SUB_BLOCK + 3, 9));
+        let stream = scalar_compress(&input, &options);
+        for (k, warps) in [1, 3, 12, gpu_cascaded::MAX_DECODE_WARPS].into_iter().enumerate() {
+            assert_eq!(block_decompress_with(warps, &stream, input.len(), k).as_ref(), Ok(&input), "{warps} warps");
+        }
     }
 }
 

@@ -94,16 +94,18 @@ impl Gpu {
         };
         let function = |name: &str| module.function(name);
         let codec = |name: &str| -> Result<CodecKernels> {
-            // A codec has a block decoder where the kernels' launch bounds name one; it may take
-            // as much shared memory as the LZ77 block decoder, the most any takes.
+            // A codec has a block decoder where the kernels' launch bounds name one. Decoders
+            // may take as much shared memory as a block may have (Cascaded's, given a few chunks,
+            // puts an SM's worth of warps on each).
+            let with_shared = |name: &str| module.function_with_shared(name, kernels::MAX_SHARED_BYTES_PER_BLOCK);
             let blocks = format!("{name}_decompress_blocks");
             let decompress_blocks = match kernels::LAUNCH_BOUNDS.iter().any(|&(kernel, ..)| kernel == blocks) {
-                true => Some(module.function_with_shared(&blocks, kernels::lz77::block::SHARED_BYTES)?),
+                true => Some(with_shared(&blocks)?),
                 false => None,
             };
             Ok(CodecKernels {
                 compress: function(&format!("{name}_compress"))?,
-                decompress: function(&format!("{name}_decompress"))?,
+                decompress: with_shared(&format!("{name}_decompress"))?,
                 decompressed_sizes: function(&format!("{name}_decompressed_sizes"))?,
                 decompress_blocks,
             })

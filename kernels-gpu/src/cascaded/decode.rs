@@ -6,7 +6,7 @@
 //! 16 bytes a lane. A stored sub-block is copied straight, 16 bytes a lane. Every global load of a
 //! sub-block is made at once, before any of its work waits on one.
 
-use super::DECODE_WARPS;
+use super::MAX_DECODE_WARPS;
 use crate::bitpack::{scan_add64, shuffle_value};
 use crate::block::{Block, decode_parts, decode_parts_words};
 use crate::copy::{Memory, spread};
@@ -19,16 +19,18 @@ use ferrocomp_format::cascaded::{
     HEADER_LEN, Layout, MAX_LAYERS, RUN_WIDTH, STORED, SUB_BLOCK, Stream, read_header, sub_block_size, sub_blocks,
 };
 
-/// Bytes of the block's [`decode_parts`] words, to 16.
-const PARTS_BYTES: usize = (4 * decode_parts_words(DECODE_WARPS * WARP_SIZE)).next_multiple_of(16);
+/// Bytes of the block's [`decode_parts`] words (for the largest block), to 16.
+const PARTS_BYTES: usize = (4 * decode_parts_words(MAX_DECODE_WARPS * WARP_SIZE)).next_multiple_of(16);
 /// Bytes of a warp's stage: the largest coded sub-block (`1 + SUB_BLOCK`) to 16, and 16 more
 /// that a lane unpacking a stream's last entry reads past it (those bits are masked off).
 const STAGE_BYTES: usize = (1 + SUB_BLOCK).next_multiple_of(16) + 16;
 /// Bytes of a warp's shared memory: its stage, then its row of elements.
 const WARP_BYTES: usize = STAGE_BYTES + SUB_BLOCK;
-/// Shared memory of the decoding block: [`decode_parts`]'s words, then each warp's stage and row.
-pub const DECODE_SHARED_BYTES: usize = PARTS_BYTES + DECODE_WARPS as usize * WARP_BYTES;
-const _: () = assert!(DECODE_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
+/// Shared memory of a decoding block of `warps` warps (at most [`MAX_DECODE_WARPS`]):
+/// [`decode_parts`]'s words, then each warp's stage and row.
+pub const fn decode_shared_bytes(warps: u32) -> usize {
+    PARTS_BYTES + warps as usize * WARP_BYTES
+}
 
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
 /// `ferrocomp_format::cascaded::decompress`: the same size or status, in every thread of the
@@ -36,8 +38,9 @@ const _: () = assert!(DECODE_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
 ///
 /// # Safety
 /// `input` must be readable for `len` bytes and `out` writable for `capacity` bytes, neither
-/// written by anyone else meanwhile; `shared` must be [`DECODE_SHARED_BYTES`] of shared memory,
-/// aligned to 16, the block's alone; every thread of the block calls this with the same chunk.
+/// written by anyone else meanwhile; `shared` must be [`decode_shared_bytes`] of shared memory
+/// for the block's warps (at most [`MAX_DECODE_WARPS`]), aligned to 16, the block's alone; every
+/// thread of the block calls this with the same chunk.
 pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     block: &B,
     warp: &W,
@@ -54,48 +57,25 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     }
     let warp_index = (block.thread() / WARP_SIZE) as usize;
     let own = unsafe { shared.add(PARTS_BYTES + warp_index * WARP_BYTES) };
-    let decode = |bytes, shared| unsafe {
-        match element.width() {
-            1 => decode_chunk::<B, W, 1>(block, warp, bytes, n, out, own, shared),
-            2 => decode_chunk::<B, W, 2>(block, warp, bytes, n, out, own, shared),
-            4 => decode_chunk::<B, W, 4>(block, warp, bytes, n, out, own, shared),
-            _ => decode_chunk::<B, W, 8>(block, warp, bytes, n, out, own, shared),
+    let parts = sub_blocks(n);
+    let decode = |s: usize, at: usize, size: usize| {
+        if at + size > len {
+            return Err(Status::Truncated);
+        }
+        let (bytes, out, len) =
+            (&bytes[at..at + size], unsafe { out.add(s * SUB_BLOCK) }, SUB_BLOCK.min(n - s * SUB_BLOCK));
+        unsafe {
+            match element.width() {
+                1 => decode_sub_block::<W, 1>(warp, bytes, own, out, len),
+                2 => decode_sub_block::<W, 2>(warp, bytes, own, out, len),
+                4 => decode_sub_block::<W, 4>(warp, bytes, own, out, len),
+                _ => decode_sub_block::<W, 8>(warp, bytes, own, out, len),
+            }
         }
     };
-    let end = decode(bytes, shared as *mut u32)?;
-    if end != len { Err(Status::Malformed) } else { Ok(n) }
-}
-
-/// Decodes the `n` bytes of sub-blocks of `WIDTH`-byte elements in `bytes` (a whole chunk) into
-/// `out`, the warp's stage and row at `own`; where the last sub-block ends.
-#[inline(always)]
-unsafe fn decode_chunk<B: Block, W: Warp, const WIDTH: usize>(
-    block: &B,
-    warp: &W,
-    bytes: &[u8],
-    n: usize,
-    out: *mut u8,
-    own: *mut u8,
-    scratch: *mut u32,
-) -> Result<usize, Status> {
-    let parts = sub_blocks(n);
     let size = |s: usize| sub_block_size(bytes, s);
-    unsafe {
-        decode_parts(
-            block,
-            warp,
-            parts,
-            HEADER_LEN + 2 * parts,
-            size,
-            scratch,
-            #[inline(always)]
-            |s, at, size| {
-                let sub_block = bytes.get(at..at + size).ok_or(Status::Truncated)?;
-                let (out, len) = (out.add(s * SUB_BLOCK), SUB_BLOCK.min(n - s * SUB_BLOCK));
-                decode_sub_block::<W, WIDTH>(warp, sub_block, own, out, len)
-            },
-        )
-    }
+    let end = unsafe { decode_parts(block, warp, parts, HEADER_LEN + 2 * parts, size, shared as *mut u32, decode)? };
+    if end != len { Err(Status::Malformed) } else { Ok(n) }
 }
 
 /// A row of `WIDTH`-byte elements in shared memory.

@@ -15,7 +15,7 @@
 mod decode;
 mod encode;
 
-pub use decode::{DECODE_SHARED_BYTES, decompress_chunk};
+pub use decode::{decode_shared_bytes, decompress_chunk};
 pub use encode::compress_chunk;
 
 use ferrocomp_format::cascaded::SUB_BLOCK;
@@ -34,11 +34,19 @@ pub const COMPRESS_WARPS: u32 = 4;
 /// Shared memory of the compressing block: each warp's, then a word a warp for its sub-block's size.
 pub const COMPRESS_SHARED_BYTES: usize = COMPRESS_WARPS as usize * (COMPRESS_SHARED_BYTES_PER_WARP + 4);
 const _: () = assert!(COMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
-/// Warps of a block decoding one chunk, each with a stage and a row of elements in shared memory.
+/// Warps of a block decoding one chunk in a batch of many chunks (each warp with a stage and a
+/// row in shared memory); fewer chunks are given more of them, up to [`MAX_DECODE_WARPS`].
 pub const DECODE_WARPS: u32 = 4;
-/// Blocks of the decompress kernel an SM must hold at once: as many as its shared memory holds.
-pub const DECOMPRESS_BLOCKS_PER_SM: u32 =
-    crate::blocks_per_sm(DECODE_WARPS, DECODE_SHARED_BYTES / DECODE_WARPS as usize);
+/// Warps an SM holds decoding, whatever the block: as many as its registers hold at the
+/// decoder's 80 a thread (the shared memory of 24 holds too).
+pub const DECODE_WARPS_PER_SM: u32 = 24;
+/// Most warps of a decoding block: an SM's worth, in one block.
+pub const MAX_DECODE_WARPS: u32 = DECODE_WARPS_PER_SM;
+const _: () = assert!(
+    DECODE_WARPS_PER_SM
+        <= crate::blocks_per_sm(DECODE_WARPS, decode_shared_bytes(DECODE_WARPS) / DECODE_WARPS as usize) * DECODE_WARPS
+        && decode_shared_bytes(MAX_DECODE_WARPS) <= crate::MAX_SHARED_BYTES_PER_BLOCK
+);
 
 /// Entry `i` of the `width`-byte entries at `at` (aligned to `width`).
 #[inline(always)]

@@ -85,7 +85,7 @@ const LISTED_AT: usize = ENTRIES_AT;
 const _: () = assert!(20 * FEW_SEQUENCES as usize <= RUNS_AT - ENTRIES_AT);
 /// Shared memory a block needs: within the 227 KiB a block of an H100 or H200 may have.
 pub const SHARED_BYTES: usize = FAILED_AT + 4;
-const _: () = assert!(SHARED_BYTES <= 227 << 10);
+const _: () = assert!(SHARED_BYTES <= crate::MAX_SHARED_BYTES_PER_BLOCK);
 const _: () = assert!(INPUT_AT.is_multiple_of(4) && INPUT_AT + MAX_INPUT as usize + 3 <= ENTRIES_AT);
 
 /// Where a segment's walk leads: past the input's end, or to a malformed sequence.

@@ -60,6 +60,12 @@ pub trait BatchCodec: Send + Sync {
     /// Largest compressed size of a chunk of `chunk_bytes`.
     fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize;
 
+    /// The compress kernel's shape for `count` chunks on a GPU of `multiprocessors` SMs; by
+    /// default the one [`BatchCodec::launch`] states.
+    fn compress_shape(&self, _count: usize, _multiprocessors: u32) -> Shape {
+        self.launch().compress
+    }
+
     /// The decompress kernel's shape for `count` chunks of at most `max_chunk_bytes` (the largest
     /// the call's scratch has room for) on a GPU of `multiprocessors` SMs; by default the one
     /// [`BatchCodec::launch`] states.
@@ -168,7 +174,8 @@ pub trait BatchCodec: Send + Sync {
             output_capacity: output_capacity as u64,
             ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
         };
-        unsafe { launch.run(gpu, Kernel::Compress, launch.compress, &args, stream) }
+        let shape = self.compress_shape(count, gpu.multiprocessors());
+        unsafe { launch.run(gpu, Kernel::Compress, shape, &args, stream) }
     }
 
     /// Enqueues finding the decompressed size of each chunk of `inputs`.

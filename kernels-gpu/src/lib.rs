@@ -74,13 +74,9 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("bitcomp_decompress", bitcomp::DECODE_WARPS * 32, bitcomp::DECOMPRESS_BLOCKS_PER_SM),
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),
     ("blosc_unshuffle", blosc::UNSHUFFLE_THREADS, 2),
-    (
-        "cascaded_compress",
-        cascaded::COMPRESS_WARPS * 32,
-        blocks_per_sm(cascaded::COMPRESS_WARPS, cascaded::COMPRESS_SHARED_BYTES / cascaded::COMPRESS_WARPS as usize),
-    ),
-    // Blocks of any size up to an SM's worth of warps, at the registers 24 warps an SM leave.
-    ("cascaded_decompress", cascaded::MAX_DECODE_WARPS * 32, 1),
+    // Blocks of any size up to an SM's worth of warps, at the registers that many leave.
+    ("cascaded_compress", cascaded::MAX_WARPS * 32, 1),
+    ("cascaded_decompress", cascaded::MAX_WARPS * 32, 1),
     ("deflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("gdeflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("deflate_decompress", deflate::DECODE_WARPS * 32, deflate::DECOMPRESS_BLOCKS_PER_SM),

@@ -7,17 +7,28 @@ use ferrocomp_format::cascaded::{self, ElementType, Options, SUB_BLOCK};
 use ferrocomp_kernels_gpu::{cascaded as gpu_cascaded, emulated};
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
-/// The block's stream of `input` placed `shift` bytes past an aligned address, into an output
-/// with room for `capacity` bytes.
+/// The stream of `input` by a block of [`gpu_cascaded::COMPRESS_WARPS`] warps, as
+/// [`block_compress_with`].
 fn block_compress(input: &[u8], options: &Options, shift: usize, capacity: usize) -> Result<Vec<u8>, Status> {
+    block_compress_with(gpu_cascaded::COMPRESS_WARPS, input, options, shift, capacity)
+}
+
+/// The stream of `input` by a block of `warps` warps, `input` placed `shift` bytes past an
+/// aligned address, into an output with room for `capacity` bytes.
+fn block_compress_with(
+    warps: u32,
+    input: &[u8],
+    options: &Options,
+    shift: usize,
+    capacity: usize,
+) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];
     let mut placed = vec![0u8; input.len() + shift];
     placed[shift..].copy_from_slice(input);
-    let mut shared = vec![0u64; gpu_cascaded::COMPRESS_SHARED_BYTES.div_ceil(8)];
+    let mut shared = vec![0u64; gpu_cascaded::compress_shared_bytes(warps).div_ceil(8)];
     let (i, o, s) = (placed[shift..].as_ptr() as usize, out.as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
     let (n, o, s) = (input.len(), o as *mut u8, s as *mut u8);
-    let threads = gpu_cascaded::COMPRESS_WARPS * 32;
-    let result = agreed(emulated::run_block(threads, |thread| unsafe {
+    let result = agreed(emulated::run_block(warps * 32, |thread| unsafe {
         let input = core::slice::from_raw_parts(i as *const u8, n);
         gpu_cascaded::compress_chunk(thread, thread, input, options, s, o, capacity)
     }));
@@ -211,14 +222,20 @@ fn block_decoder_places_sub_blocks_a_round_at_a_time() {
 }
 
 #[test]
-fn blocks_of_any_size_decode_alike() {
-    // The host gives a batch of few chunks larger blocks, of up to an SM's worth of warps.
+fn blocks_of_any_size_code_alike() {
+    // The host gives a batch of few chunks larger blocks, of up to an SM's worth of warps, both ways.
     for element in [ElementType::U8, ElementType::U16, ElementType::I32, ElementType::U64] {
         let options = Options { element, ..Options::default() };
         let mut input = numbers(element.width(), 9);
         input.extend_from_slice(&text_bytes(5 * SUB_BLOCK + 3, 9));
         let stream = scalar_compress(&input, &options);
-        for (k, warps) in [1, 3, 12, gpu_cascaded::MAX_DECODE_WARPS].into_iter().enumerate() {
+        let capacity = cascaded::max_compressed_size(input.len());
+        for (k, warps) in [1, 3, 12, gpu_cascaded::MAX_WARPS].into_iter().enumerate() {
+            assert_eq!(
+                block_compress_with(warps, &input, &options, k, capacity).as_ref(),
+                Ok(&stream),
+                "{warps} warps"
+            );
             assert_eq!(block_decompress_with(warps, &stream, input.len(), k).as_ref(), Ok(&input), "{warps} warps");
         }
     }

@@ -6,7 +6,7 @@
 //! 16 bytes a lane. A stored sub-block is copied straight, 16 bytes a lane. Every global load of a
 //! sub-block is made at once, before any of its work waits on one.
 
-use super::MAX_DECODE_WARPS;
+use super::MAX_WARPS;
 use crate::bitpack::{scan_add64, shuffle_value};
 use crate::block::{Block, decode_parts, decode_parts_words};
 use crate::copy::{Memory, spread};
@@ -20,13 +20,13 @@ use ferrocomp_format::cascaded::{
 };
 
 /// Bytes of the block's [`decode_parts`] words (for the largest block), to 16.
-const PARTS_BYTES: usize = (4 * decode_parts_words(MAX_DECODE_WARPS * WARP_SIZE)).next_multiple_of(16);
+const PARTS_BYTES: usize = (4 * decode_parts_words(MAX_WARPS * WARP_SIZE)).next_multiple_of(16);
 /// Bytes of a warp's stage: the largest coded sub-block (`1 + SUB_BLOCK`) to 16, and 16 more
 /// that a lane unpacking a stream's last entry reads past it (those bits are masked off).
 const STAGE_BYTES: usize = (1 + SUB_BLOCK).next_multiple_of(16) + 16;
 /// Bytes of a warp's shared memory: its stage, then its row of elements.
 const WARP_BYTES: usize = STAGE_BYTES + SUB_BLOCK;
-/// Shared memory of a decoding block of `warps` warps (at most [`MAX_DECODE_WARPS`]):
+/// Shared memory of a decoding block of `warps` warps (at most [`MAX_WARPS`]):
 /// [`decode_parts`]'s words, then each warp's stage and row.
 pub const fn decode_shared_bytes(warps: u32) -> usize {
     PARTS_BYTES + warps as usize * WARP_BYTES
@@ -39,7 +39,7 @@ pub const fn decode_shared_bytes(warps: u32) -> usize {
 /// # Safety
 /// `input` must be readable for `len` bytes and `out` writable for `capacity` bytes, neither
 /// written by anyone else meanwhile; `shared` must be [`decode_shared_bytes`] of shared memory
-/// for the block's warps (at most [`MAX_DECODE_WARPS`]), aligned to 16, the block's alone; every
+/// for the block's warps (at most [`MAX_WARPS`]), aligned to 16, the block's alone; every
 /// thread of the block calls this with the same chunk.
 pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     block: &B,

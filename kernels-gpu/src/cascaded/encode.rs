@@ -36,7 +36,8 @@ fn pick(levels: &[u64; 1 + MAX_LAYERS], d: usize) -> u64 {
 ///
 /// # Safety
 /// `out` must be writable for `capacity` bytes and `shared` for
-/// [`COMPRESS_SHARED_BYTES`](super::COMPRESS_SHARED_BYTES) bytes (aligned to 8, the block's alone),
+/// [`compress_shared_bytes`](super::compress_shared_bytes) of the block's warps (at most
+/// [`MAX_WARPS`](super::MAX_WARPS); aligned to 8, the block's alone),
 /// neither written by anyone else meanwhile; every thread of the block calls this with the same chunk.
 pub unsafe fn compress_chunk<B: Block, W: Warp>(
     block: &B,

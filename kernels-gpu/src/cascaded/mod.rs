@@ -29,23 +29,30 @@ const STARTS_BYTES: usize = SUB_BLOCK / 8;
 /// layer's values (a row each, one of them taking the coded sub-block), then the bitmap; a
 /// multiple of 16 bytes, so that every warp's rows are aligned to 16.
 pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = (2 * ROW_BYTES + STARTS_BYTES).next_multiple_of(16);
-/// Warps of a block compressing one chunk, each with its own shared memory.
+/// Warps of a block compressing one chunk in a batch of many chunks, each warp a sub-block at a
+/// time in its own shared memory; the host gives fewer chunks more of them, up to [`MAX_WARPS`].
 pub const COMPRESS_WARPS: u32 = 4;
-/// Shared memory of the compressing block: each warp's, then a word a warp for its sub-block's size.
-pub const COMPRESS_SHARED_BYTES: usize = COMPRESS_WARPS as usize * (COMPRESS_SHARED_BYTES_PER_WARP + 4);
-const _: () = assert!(COMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
-/// Warps of a block decoding one chunk in a batch of many chunks (each warp with a stage and a
-/// row in shared memory); fewer chunks are given more of them, up to [`MAX_DECODE_WARPS`].
+/// Warps of a block decoding one chunk in a batch of many chunks, as [`COMPRESS_WARPS`].
 pub const DECODE_WARPS: u32 = 4;
-/// Warps an SM holds decoding, whatever the block: as many as its registers hold at the
-/// decoder's 80 a thread (the shared memory of 24 holds too).
-pub const DECODE_WARPS_PER_SM: u32 = 24;
-/// Most warps of a decoding block: an SM's worth, in one block.
-pub const MAX_DECODE_WARPS: u32 = DECODE_WARPS_PER_SM;
+/// Warps an SM holds coding either way, whatever the blocks: as many as its registers hold at
+/// the kernels' 80 a thread (the shared memory of as many holds too).
+pub const WARPS_PER_SM: u32 = 24;
+/// Most warps of a block: an SM's worth.
+pub const MAX_WARPS: u32 = WARPS_PER_SM;
+/// Shared memory of a compressing block of `warps` warps: each warp's, then a word a warp for
+/// its sub-block's size.
+pub const fn compress_shared_bytes(warps: u32) -> usize {
+    warps as usize * (COMPRESS_SHARED_BYTES_PER_WARP + 4)
+}
+/// Warps an SM holds of blocks of `warps` warps taking `shared` bytes of shared memory.
+const fn warps_per_sm(warps: u32, shared: usize) -> u32 {
+    crate::blocks_per_sm(warps, shared / warps as usize) * warps
+}
 const _: () = assert!(
-    DECODE_WARPS_PER_SM
-        <= crate::blocks_per_sm(DECODE_WARPS, decode_shared_bytes(DECODE_WARPS) / DECODE_WARPS as usize) * DECODE_WARPS
-        && decode_shared_bytes(MAX_DECODE_WARPS) <= crate::MAX_SHARED_BYTES_PER_BLOCK
+    WARPS_PER_SM <= warps_per_sm(COMPRESS_WARPS, compress_shared_bytes(COMPRESS_WARPS))
+        && WARPS_PER_SM <= warps_per_sm(DECODE_WARPS, decode_shared_bytes(DECODE_WARPS))
+        && compress_shared_bytes(MAX_WARPS) <= crate::MAX_SHARED_BYTES_PER_BLOCK
+        && decode_shared_bytes(MAX_WARPS) <= crate::MAX_SHARED_BYTES_PER_BLOCK
 );
 
 /// Entry `i` of the `width`-byte entries at `at` (aligned to `width`).

@@ -94,9 +94,9 @@ impl Gpu {
         };
         let function = |name: &str| module.function(name);
         let codec = |name: &str| -> Result<CodecKernels> {
-            // A codec has a block decoder where the kernels' launch bounds name one. Decoders
-            // may take as much shared memory as a block may have (Cascaded's, given a few chunks,
-            // puts an SM's worth of warps on each).
+            // A codec has a block decoder where the kernels' launch bounds name one. Its kernels
+            // may take as much shared memory as a block may have (Cascaded's, given few chunks,
+            // put up to an SM's worth of warps on each).
             let with_shared = |name: &str| module.function_with_shared(name, kernels::MAX_SHARED_BYTES_PER_BLOCK);
             let blocks = format!("{name}_decompress_blocks");
             let decompress_blocks = match kernels::LAUNCH_BOUNDS.iter().any(|&(kernel, ..)| kernel == blocks) {
@@ -104,7 +104,7 @@ impl Gpu {
                 false => None,
             };
             Ok(CodecKernels {
-                compress: function(&format!("{name}_compress"))?,
+                compress: with_shared(&format!("{name}_compress"))?,
                 decompress: with_shared(&format!("{name}_decompress"))?,
                 decompressed_sizes: function(&format!("{name}_decompressed_sizes"))?,
                 decompress_blocks,

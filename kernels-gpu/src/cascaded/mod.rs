@@ -29,11 +29,12 @@ const STARTS_BYTES: usize = SUB_BLOCK / 8;
 /// layer's values (a row each, one of them taking the coded sub-block), then the bitmap; a
 /// multiple of 16 bytes, so that every warp's rows are aligned to 16.
 pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = (2 * ROW_BYTES + STARTS_BYTES).next_multiple_of(16);
-/// Warps of a block compressing one chunk in a batch of many chunks, each warp a sub-block at a
-/// time in its own shared memory; the host gives fewer chunks more of them, up to [`MAX_WARPS`].
+/// Fewest warps of a block compressing one chunk, each warp a sub-block at a time in its own
+/// shared memory: a batch of many chunks takes these, fewer chunks more, up to [`MAX_WARPS`].
 pub const COMPRESS_WARPS: u32 = 4;
-/// Warps of a block decoding one chunk in a batch of many chunks, as [`COMPRESS_WARPS`].
-pub const DECODE_WARPS: u32 = 4;
+/// Fewest warps of a block decoding one chunk, as [`COMPRESS_WARPS`] (on an H200, many chunks
+/// decoded faster in blocks of three than of four).
+pub const DECODE_WARPS: u32 = 3;
 /// Warps an SM holds coding either way, whatever the blocks: as many as its registers hold at
 /// the kernels' 80 a thread (the shared memory of as many holds too).
 pub const WARPS_PER_SM: u32 = 24;

@@ -4,6 +4,7 @@
 
 use super::{BITMAP_LEN, Tables, byte_perm, set_symbols};
 use crate::block::{Block, parts_len};
+use crate::copy::{Memory, Source, spread};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
@@ -243,14 +244,47 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     }
     let end = size - (n - count);
     let width = data_type.width();
-    if width > 1 {
-        for i in (thread..raw_bytes(count, width)).step_by(threads) {
-            unsafe { *out.add(end + i) = *input.add(raw_byte_source(i, width)) };
-        }
+    let lows_out = Memory(unsafe { out.add(end) });
+    match width {
+        2 => unsafe { spread::<1>(thread, threads, &Lows::<2>(input), &lows_out, raw_bytes(count, 2)) },
+        4 => unsafe { spread::<1>(thread, threads, &Lows::<4>(input), &lows_out, raw_bytes(count, 4)) },
+        _ => {}
     }
     let raw = count * width;
     copy(unsafe { input.add(raw) }, unsafe { out.add(size - (n - raw)) }, n - raw);
     Ok(size)
+}
+
+/// The low bytes of values `WIDTH` bytes wide from the pointer on, one after another as the
+/// chunk stores them, a [`Source`]: built from the values' words where they are aligned to 4.
+struct Lows<const WIDTH: usize>(*const u8);
+
+impl<const WIDTH: usize> Source for Lows<WIDTH> {
+    #[inline(always)]
+    fn skew(&self) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    unsafe fn byte(&self, i: usize) -> u8 {
+        unsafe { *self.0.add(raw_byte_source(i, WIDTH)) }
+    }
+
+    #[inline(always)]
+    unsafe fn word(&self, k: usize) -> u32 {
+        if !(self.0 as usize).is_multiple_of(4) {
+            return (0..4).fold(0, |word, j| word | (unsafe { self.byte(4 * k + j) } as u32) << (8 * j));
+        }
+        let values = |at: usize| unsafe { (self.0.add(4 * at) as *const u32).read() };
+        if WIDTH == 2 {
+            // The low bytes of values `4k .. 4k + 4`, two a word.
+            byte_perm(values(2 * k), values(2 * k + 1), 0x6420)
+        } else {
+            // Bytes `4k .. 4k + 4` are those of value `v` from byte `r` on, then value `v + 1`'s.
+            let (v, r) = (4 * k / 3, 4 * k % 3);
+            byte_perm(values(v), values(v + 1), 0x654210 >> (4 * r) & 0xFFFF)
+        }
+    }
 }
 
 /// A lane's share of coding one sub-block, last symbol first: lane `l` codes the symbols

@@ -3,8 +3,6 @@
 //! that a step looks up once), then each warp decodes its own sub-blocks, 32 symbols a step with
 //! no branch (a lane whose state falls low takes its word itself, from the warp's words staged in
 //! shared memory), and from version 2 on stores a lane's four symbols of a round as one word.
-//! Values of 16 and 32 bits are written whole: a group of their high bytes decoded into the
-//! warp's shared memory, then written out between their low bytes 16 bytes a lane.
 
 use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
 use crate::block::{Block, decode_parts, decode_parts_words};
@@ -20,17 +18,14 @@ use ferrocomp_format::ans::{
 /// Slots of the table each thread of the block writes.
 const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
 /// Where the decoding block's shared memory holds each slot's entry (two u32), each symbol's
-/// frequency and cumulative frequency (u32), [`decode_parts`]'s words (to 16 bytes), each
-/// warp's [`RING_BYTES`] of words and each warp's [`GROUP`] high bytes of values.
+/// frequency and cumulative frequency (u32), [`decode_parts`]'s words (to 16 bytes) and each
+/// warp's [`RING_BYTES`] of words.
 const ENTRIES_AT: u32 = 0;
 const SYMBOLS_AT: u32 = ENTRIES_AT + 8 * TOTAL;
 const PARTS_AT: u32 = SYMBOLS_AT + 4 * 256;
 const RINGS_AT: u32 = PARTS_AT + (4 * decode_parts_words(BLOCK_WARPS * WARP_SIZE) as u32).next_multiple_of(16);
-const GROUPS_AT: u32 = RINGS_AT + RING_BYTES * BLOCK_WARPS;
 /// Shared memory of the decoding block.
-pub const DECODE_SHARED_BYTES: usize = (GROUPS_AT + GROUP as u32 * BLOCK_WARPS) as usize;
-/// Values of 16 and 32 bits a warp writes out at once: eight rounds' high bytes.
-const GROUP: usize = 8 * ROUND;
+pub const DECODE_SHARED_BYTES: usize = (RINGS_AT + RING_BYTES * BLOCK_WARPS) as usize;
 /// A slot's entry is two words: its symbol in bits 0-7 and the symbol's frequency from bit
 /// [`FREQ_SHIFT`], then the slot's offset from the symbol's first slot, added as it is.
 const FREQ_SHIFT: u32 = 16;
@@ -84,39 +79,118 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     let words_out = width == 1 && (out as usize).is_multiple_of(4);
     let words_even = (input as usize).is_multiple_of(2);
     let parts_scratch = unsafe { shared.add(PARTS_AT as usize) } as *mut u32;
-    let warp_index = thread as u32 / WARP_SIZE;
-    let (ring, group) = (table.at(RINGS_AT + warp_index * RING_BYTES), table.at(GROUPS_AT + warp_index * GROUP as u32));
-    let first_at = sizes_at + 2 * blocks;
-    let raw = n - count;
-    // The values' low bytes end the chunk (but for its tail); where it is too short to hold them
-    // after its sub-blocks it fails once they are decoded, as the check below says.
-    let lows = (len >= first_at + raw).then(|| Lows { at: unsafe { input.add(len - raw) }, len: raw });
+    let ring = table.at(RINGS_AT + thread as u32 / WARP_SIZE * RING_BYTES);
     let size = |b: usize| 4 * LANES + 2 * word_count(b);
     let end = unsafe {
-        decode_parts(block, warp, blocks, first_at, size, parts_scratch, |b, at, size| {
+        decode_parts(block, warp, blocks, sizes_at + 2 * blocks, size, parts_scratch, |b, at, size| {
             if at + size > len {
                 return Err(Status::Truncated);
             }
             let symbols = sub_block(version, data_type, b, count);
-            let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version, words_out };
-            let words = Words { ring, chunk: bytes, at, count: word_count(b) };
+            let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version, width, words_out };
+            let symbols_out = out.add(width - 1);
             // Every sub-block's words start at an even offset in the chunk.
-            match (width, words_even) {
-                (1, true) => sub_block.decode::<true, _>(warp, table, words, out),
-                (1, false) => sub_block.decode::<false, _>(warp, table, words, out),
-                (2, true) => sub_block.decode_values::<true, 2, _>(warp, table, words, group, lows, out),
-                (2, false) => sub_block.decode_values::<false, 2, _>(warp, table, words, group, lows, out),
-                (_, true) => sub_block.decode_values::<true, 4, _>(warp, table, words, group, lows, out),
-                (_, false) => sub_block.decode_values::<false, 4, _>(warp, table, words, group, lows, out),
+            if words_even {
+                sub_block.decode::<true, _>(warp, table, ring, bytes, at, word_count(b), symbols_out)
+            } else {
+                sub_block.decode::<false, _>(warp, table, ring, bytes, at, word_count(b), symbols_out)
             }
         })?
     };
+    let raw = n - count;
     if len != end + raw {
         return Err(if len < end + raw { Status::Truncated } else { Status::Malformed });
+    }
+    if width > 1 {
+        block.sync_threads(); // every warp's high bytes in place
+        let lows = &bytes[end..];
+        match width {
+            2 => unsafe { write_values::<2>(thread, threads, out, lows, count) },
+            _ => unsafe { write_values::<4>(thread, threads, out, lows, count) },
+        }
     }
     let tail = n - count * width;
     unsafe { copy_spread(thread, threads, bytes[len - tail..].as_ptr(), out.add(n - tail), tail) };
     Ok(n)
+}
+
+/// Puts the low bytes of `count` values `WIDTH` bytes wide, from the start of `lows`, beside the
+/// high bytes decoded into their places in `out`, thread `thread` of `threads` its share: where
+/// `out` is aligned to 4, each thread writes whole values 16 bytes at a time (reading their high
+/// bytes back), else each low byte alone.
+///
+/// # Safety
+/// `out` must be writable for the values, their high bytes written (and seen by every thread).
+#[inline(always)]
+unsafe fn write_values<const WIDTH: usize>(thread: usize, threads: usize, out: *mut u8, lows: &[u8], count: usize) {
+    let n = count * WIDTH;
+    if (out as usize).is_multiple_of(4) {
+        let values = Values::<WIDTH> { out, lows };
+        unsafe { spread::<1>(thread, threads, &values, &Memory(out), n) };
+    } else {
+        for i in (thread..n).step_by(threads) {
+            if i % WIDTH != WIDTH - 1 {
+                unsafe { *out.add(i) = values_low_byte::<WIDTH>(lows, i) };
+            }
+        }
+    }
+}
+
+/// The low byte at byte `i` of values `WIDTH` bytes wide (not a high byte's place).
+#[inline(always)]
+fn values_low_byte<const WIDTH: usize>(lows: &[u8], i: usize) -> u8 {
+    lows[i / WIDTH * (WIDTH - 1) + i % WIDTH]
+}
+
+/// Values `WIDTH` bytes wide as they are written in place, a [`Source`]: their high bytes from
+/// `out` (aligned to 4), where they were decoded, between their low bytes from `lows`. A unit of
+/// 16 bytes reads only its own values' high bytes, so that threads write their units in place.
+struct Values<'a, const WIDTH: usize> {
+    out: *const u8,
+    lows: &'a [u8],
+}
+
+impl<const WIDTH: usize> Values<'_, WIDTH> {
+    /// The low bytes `p .. p + 4` (those past `lows` 0), from the aligned words that hold them
+    /// where those lie in the chunk (`lows` is its end).
+    #[inline(always)]
+    fn lows(&self, p: usize) -> u32 {
+        let at = self.lows.as_ptr().wrapping_add(p);
+        let skew = at as usize % 4;
+        // The first word starts at most 3 bytes before `lows`: in the chunk, after its sub-blocks.
+        if p + 8 <= self.lows.len() + skew {
+            let word = |k: usize| unsafe { (at.wrapping_sub(skew) as *const u32).add(k).read() as u64 };
+            ((word(1) << 32 | word(0)) >> (8 * skew)) as u32
+        } else {
+            (0..4).filter(|&j| p + j < self.lows.len()).fold(0, |word, j| word | (self.lows[p + j] as u32) << (8 * j))
+        }
+    }
+}
+
+impl<const WIDTH: usize> Source for Values<'_, WIDTH> {
+    #[inline(always)]
+    fn skew(&self) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    unsafe fn byte(&self, i: usize) -> u8 {
+        match i % WIDTH == WIDTH - 1 {
+            true => unsafe { *self.out.add(i) },
+            false => values_low_byte::<WIDTH>(self.lows, i),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn word(&self, k: usize) -> u32 {
+        let high = unsafe { (self.out as *const u32).add(k).read() };
+        match WIDTH {
+            // Values `2k` and `2k + 1`: low, high, low, high.
+            2 => byte_perm(self.lows(2 * k), high, 0x7150),
+            // Value `k`: three low bytes and its high byte.
+            _ => byte_perm(self.lows(3 * k), high, 0x7210),
+        }
+    }
 }
 
 /// Reads the frequencies at the start of `bytes`, checked as `ferrocomp_format::ans::Table::read`:
@@ -189,46 +263,35 @@ unsafe fn write_slots(table: SharedBytes, thread: u32) {
 }
 
 /// One sub-block as a warp decodes it: its symbols `first .. first + len` of the chunk, in
-/// `version`'s order; `words_out`: a lane stores its four bytes of a round as one word (an output
-/// aligned to 4).
+/// `version`'s order, each the last byte of a `width`-byte value; `words_out`: a lane stores its
+/// four symbols of a round as one word (bytes, and an output aligned to 4).
 struct SubBlock {
     first: usize,
     len: usize,
     version: u8,
+    width: usize,
     words_out: bool,
 }
 
-/// Where a sub-block's words are: `count` of them after its states at `at` in `chunk`, to be
-/// staged in `ring` (the warp's [`RING_BYTES`]).
-#[derive(Clone, Copy)]
-struct Words<'a> {
-    ring: SharedBytes,
-    chunk: &'a [u8],
-    at: usize,
-    count: usize,
-}
-
-/// The low bytes of a chunk's values: the `len` bytes at `at`.
-#[derive(Clone, Copy)]
-struct Lows {
-    at: *const u8,
-    len: usize,
-}
-
 impl SubBlock {
-    /// Decodes the sub-block, symbols that are bytes, into `out`, the chunk's output.
+    /// Decodes the sub-block whose states start at `at` in `chunk`, followed by `word_count`
+    /// words, into `symbols_out`, the chunk's output from the first symbol's byte on, its words
+    /// staged in `ring` (the warp's [`RING_BYTES`]).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn decode<const EVEN: bool, W: Warp>(
         &self,
         warp: &W,
         table: SharedBytes,
-        words: Words,
-        out: *mut u8,
+        ring: SharedBytes,
+        chunk: &[u8],
+        at: usize,
+        word_count: usize,
+        symbols_out: *mut u8,
     ) -> Result<(), Status> {
         let lane = warp.lane() as usize;
-        let mut lane_state = unsafe { LaneState::<EVEN>::new(warp, words)? };
-        let symbols_out = unsafe { out.add(self.first) };
-        let store = |i: usize, symbol: u32| unsafe { *symbols_out.add(i) = symbol as u8 };
+        let mut lane_state = unsafe { LaneState::<EVEN>::new(warp, ring, chunk, at, word_count)? };
+        let store = |i: usize, symbol: u32| unsafe { *symbols_out.add((self.first + i) * self.width) = symbol as u8 };
         // The steps in which every lane has a symbol, then the last, where some may not.
         let whole = if self.version == VERSION_1 { self.len / LANES } else { self.len / ROUND * RUN };
         if self.version == VERSION_1 {
@@ -238,7 +301,7 @@ impl SubBlock {
                 store(k * LANES + lane, entry);
             }
         } else if self.words_out {
-            let words = unsafe { symbols_out.add(lane * RUN) } as *mut u32;
+            let words = unsafe { symbols_out.add(self.first + lane * RUN) } as *mut u32;
             let put = |round: usize, word: u32| unsafe { words.add(round * ROUND / 4).write(word) };
             unsafe { lane_state.rounds(warp, table, whole / RUN, put) };
         } else {
@@ -255,123 +318,6 @@ impl SubBlock {
             }
         }
         lane_state.finish(warp)
-    }
-
-    /// Decodes the sub-block, symbols that are the high bytes of values `WIDTH` bytes wide, a
-    /// [`GROUP`] at a time into `group` (the warp's), writing each group's values out whole into
-    /// `out`, the chunk's output, their low bytes from `lows` (none where the chunk is too short
-    /// to hold them: it fails).
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn decode_values<const EVEN: bool, const WIDTH: usize, W: Warp>(
-        &self,
-        warp: &W,
-        table: SharedBytes,
-        words: Words,
-        group: SharedBytes,
-        lows: Option<Lows>,
-        out: *mut u8,
-    ) -> Result<(), Status> {
-        let lane = warp.lane() as usize;
-        let mut lane_state = unsafe { LaneState::<EVEN>::new(warp, words)? };
-        // Writes the sub-block's values `from .. from + count`, whose high bytes `group` holds.
-        let write = |from: usize, count: usize| {
-            warp.sync(); // every lane's high bytes in the group
-            if let Some(lows) = lows {
-                let first = (self.first + from) * (WIDTH - 1);
-                let (low, readable) = (lows.at.wrapping_add(first), lows.len - first);
-                let to = Memory(unsafe { out.add((self.first + from) * WIDTH) });
-                let n = count * WIDTH;
-                // Only near the chunk's end may a low byte's aligned words reach past it.
-                if count * (WIDTH - 1) + 8 <= readable {
-                    let values = Values::<WIDTH, false> { high: group, low, readable };
-                    unsafe { spread::<1>(lane, WARP_SIZE as usize, &values, &to, n) };
-                } else {
-                    let values = Values::<WIDTH, true> { high: group, low, readable };
-                    unsafe { spread::<1>(lane, WARP_SIZE as usize, &values, &to, n) };
-                }
-            }
-            warp.sync(); // every lane done with the group
-        };
-        // The rounds in which every lane has its symbols (versions 2 and 3), a group at a time.
-        let rounds = if self.version == VERSION_1 { 0 } else { self.len / ROUND };
-        for from in (0..rounds).step_by(GROUP / ROUND) {
-            let count = (GROUP / ROUND).min(rounds - from);
-            let put = |round: usize, word: u32| unsafe { group.set_u32((round * ROUND + lane * RUN) as u32, word) };
-            unsafe { lane_state.rounds(warp, table, count, put) };
-            write(from * ROUND, count * ROUND);
-        }
-        // The other steps (version 1's, the last round's), a group's symbols at a time.
-        let steps = steps(self.version, self.len);
-        for from in (rounds * RUN..steps).step_by(GROUP / LANES) {
-            let to = (from + GROUP / LANES).min(steps);
-            for k in from..to {
-                let i = symbol_index(self.version, k, lane);
-                unsafe { lane_state.stage(warp) };
-                let entry = unsafe { lane_state.step(warp, table, i < self.len) };
-                if i < self.len {
-                    unsafe { group.set_u8((i - from * LANES) as u32, entry as u8) };
-                }
-            }
-            write(from * LANES, (to * LANES).min(self.len) - from * LANES);
-        }
-        lane_state.finish(warp)
-    }
-}
-
-/// A group of values `WIDTH` bytes wide as they are written out, a [`Source`]: their high bytes
-/// from `high` (a warp's group), between their low bytes from `low`, where the chunk has
-/// `readable` bytes: `GUARDED`, a low byte's aligned words may reach past them.
-struct Values<const WIDTH: usize, const GUARDED: bool> {
-    high: SharedBytes,
-    low: *const u8,
-    readable: usize,
-}
-
-impl<const WIDTH: usize, const GUARDED: bool> Values<WIDTH, GUARDED> {
-    /// The low bytes `p .. p + 4` (those past the chunk 0), from the aligned words that hold them.
-    #[inline(always)]
-    unsafe fn lows(&self, p: usize) -> u32 {
-        let at = self.low.wrapping_add(p);
-        let skew = at as usize % 4;
-        // The first word starts at most 3 bytes before `low`: in the chunk, after its sub-blocks.
-        if !GUARDED || p + 8 <= self.readable + skew {
-            let word = |k: usize| unsafe { (at.wrapping_sub(skew) as *const u32).add(k).read() as u64 };
-            ((word(1) << 32 | word(0)) >> (8 * skew)) as u32
-        } else {
-            (0..4).filter(|&j| p + j < self.readable).fold(0, |word, j| word | unsafe { *at.add(j) as u32 } << (8 * j))
-        }
-    }
-}
-
-impl<const WIDTH: usize, const GUARDED: bool> Source for Values<WIDTH, GUARDED> {
-    #[inline(always)]
-    fn skew(&self) -> usize {
-        0
-    }
-
-    #[inline(always)]
-    unsafe fn byte(&self, i: usize) -> u8 {
-        let (value, j) = (i / WIDTH, i % WIDTH);
-        if j == WIDTH - 1 {
-            unsafe { self.high.u8(value as u32) }
-        } else {
-            unsafe { *self.low.add(value * (WIDTH - 1) + j) }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn word(&self, k: usize) -> u32 {
-        if WIDTH == 2 {
-            // Values `2k` and `2k + 1`: low, high, low, high.
-            let high = unsafe { self.high.u16(2 * k as u32) } as u32;
-            byte_perm(unsafe { self.lows(2 * k) }, high, 0x5140)
-        } else {
-            // Value `k`: three low bytes and its high byte, of the word that holds four (the
-            // same load for a unit's four values).
-            let high = unsafe { self.high.u32(4 * (k as u32 / 4)) };
-            byte_perm(unsafe { self.lows(3 * k) }, high, 0x4210 | (k as u32 % 4) << 12)
-        }
     }
 }
 
@@ -404,13 +350,19 @@ struct LaneState<const EVEN: bool> {
 }
 
 impl<const EVEN: bool> LaneState<EVEN> {
-    /// Ready to decode the sub-block of `words`: its states, then its words, of which the first
-    /// two spans are staged in their ring (the rest asked into L2).
+    /// Ready to decode the sub-block at `at` in `chunk`: its states, then its `word_count` words,
+    /// of which the first two spans are staged in `ring` (the rest asked into L2).
     ///
     /// # Safety
-    /// The ring must be the warp's [`RING_BYTES`] of shared memory, aligned to 16.
+    /// `ring` must be the warp's [`RING_BYTES`] of shared memory, aligned to 16.
     #[inline(always)]
-    unsafe fn new<W: Warp>(warp: &W, Words { ring, chunk, at, count: word_count }: Words) -> Result<Self, Status> {
+    unsafe fn new<W: Warp>(
+        warp: &W,
+        ring: SharedBytes,
+        chunk: &[u8],
+        at: usize,
+        word_count: usize,
+    ) -> Result<Self, Status> {
         let lane = warp.lane();
         let state = u32::from_le_bytes(core::array::from_fn(|k| chunk[at + 4 * lane as usize + k]));
         if warp.ballot(state < LOWER) != 0 {

@@ -23,9 +23,23 @@ use std::time::Instant;
 const USAGE: &str = "usage: differential [--seed S] [--count N] [--decoder NAME]... [--batch B] [--out DIR] \
                      [--corpus DIR] [--cpu-only]";
 
-/// Every decoder, by the name its corpus directory and findings carry.
-const DECODERS: [&str; 11] =
-    ["lz4", "snappy", "deflate", "zlib", "gzip", "gdeflate", "zstd", "blosc", "cascaded", "bitcomp", "ans"];
+/// Every decoder, by the name its corpus directory and findings carry (ANS's float modes, whose
+/// values' low bytes are stored, apart from its bytes).
+const DECODERS: [&str; 13] = [
+    "lz4",
+    "snappy",
+    "deflate",
+    "zlib",
+    "gzip",
+    "gdeflate",
+    "zstd",
+    "blosc",
+    "cascaded",
+    "bitcomp",
+    "ans",
+    "ans-float16",
+    "ans-float32",
+];
 
 /// Findings printed and saved per decoder; the rest are only counted.
 const MAX_REPORTED: usize = 20;
@@ -45,6 +59,8 @@ fn options(name: &str) -> Option<Options> {
         "cascaded" => Options::Cascaded(Default::default()),
         "bitcomp" => Options::Bitcomp(Default::default()),
         "ans" => Options::Ans(Default::default()),
+        "ans-float16" => Options::Ans(ferrocomp::Ans { data_type: ferrocomp::AnsDataType::Float16 }),
+        "ans-float32" => Options::Ans(ferrocomp::Ans { data_type: ferrocomp::AnsDataType::Float32 }),
         _ => return None,
     })
 }

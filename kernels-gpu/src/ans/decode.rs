@@ -3,6 +3,8 @@
 //! that a step looks up once), then each warp decodes its own sub-blocks, 32 symbols a step with
 //! no branch (a lane whose state falls low takes its word itself, from the warp's words staged in
 //! shared memory), and from version 2 on stores a lane's four symbols of a round as one word.
+//! Float16 and float32 values' high bytes are stored in their places, then the block writes the
+//! values whole with their low bytes, 16 bytes a thread.
 
 use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
 use crate::block::{Block, decode_parts, decode_parts_words};

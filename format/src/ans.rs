@@ -222,14 +222,30 @@ pub const fn reciprocal(freq: u32) -> u32 {
     u32::MAX / freq
 }
 
+/// Whether coding a symbol of frequency `freq` into the state `x` takes a word out of `x` first
+/// (`x` at least `freq << (32 - PROB_BITS)`, where coding would leave the states' range).
+#[inline(always)]
+pub fn emits(x: u32, freq: u32) -> bool {
+    x >> (32 - PROB_BITS) >= freq
+}
+
+/// Codes `symbol` (whose frequency's [`reciprocal`] is `reciprocal`) into the state `x`, which has
+/// room for it (not [`emits`]).
+#[inline(always)]
+pub fn code(x: u32, symbol: Symbol, reciprocal: u32) -> u32 {
+    let (quotient, remainder) = divide(x, symbol.freq, reciprocal);
+    (quotient << PROB_BITS) + remainder + symbol.cum
+}
+
 /// Codes `symbol` (whose frequency's [`reciprocal`] is `reciprocal`) into the state `x`: the word
 /// to store first, if any, and the new state.
 #[inline(always)]
 pub fn encode(x: u32, symbol: Symbol, reciprocal: u32) -> (Option<u16>, u32) {
-    let Symbol { freq, cum } = symbol;
-    let (word, x) = if x as u64 >= (freq as u64) << (32 - PROB_BITS) { (Some(x as u16), x >> 16) } else { (None, x) };
-    let (quotient, remainder) = divide(x, freq, reciprocal);
-    (word, (quotient << PROB_BITS) + remainder + cum)
+    if emits(x, symbol.freq) {
+        (Some(x as u16), code(x >> 16, symbol, reciprocal))
+    } else {
+        (None, code(x, symbol, reciprocal))
+    }
 }
 
 /// Decodes a symbol from the state `x` (at least [`LOWER`]): the symbol, and the state, which

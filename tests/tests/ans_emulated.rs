@@ -194,3 +194,31 @@ fn sub_blocks_decoded_together_fail_as_the_scalar_decoder_meets_them() {
     assert_eq!(scalar_decompress(&low, input.len()), Err(Status::Malformed));
     assert_eq!(block_decompress(&low, input.len(), 3), Err(Status::Malformed));
 }
+
+#[test]
+fn a_sub_block_of_the_rarest_symbols_fits_its_stage() {
+    // Seven sub-blocks of one symbol, then one of all the others in turn: each of those gets the
+    // least frequency, 11 bits a symbol, as many words as a sub-block's coding can emit.
+    let mut input = vec![b'a'; 7 * SUB_BLOCK];
+    input.extend((0..SUB_BLOCK).map(|i| (b'a' as usize + 1 + i % 255) as u8));
+    let options = Options { data_type: DataType::Bytes };
+    let stream = scalar_compress(&input, &options);
+    let (_, words_at) = sub_block_layout(&stream, 8)[7];
+    let words = u16::from_le_bytes([stream[words_at], stream[words_at + 1]]) as usize;
+    assert!(words >= SUB_BLOCK * 11 / 16 - 32, "{words} words");
+    assert_eq!(block_compress(&input, &options, 0, ans::max_compressed_size(input.len())).as_ref(), Ok(&stream));
+    assert_eq!(block_decompress(&stream, input.len(), 0).as_ref(), Ok(&input));
+}
+
+#[test]
+fn a_chunk_found_stored_after_its_first_round_is_stored_whole() {
+    // A round of 7-bit noise, smaller coded and copied out, then 8-bit noise that makes the chunk
+    // larger coded than stored (the 7-bit symbols' frequencies raised make the others' costlier).
+    let warps = gpu_ans::BLOCK_WARPS as usize;
+    let seven_bits: Vec<u8> = random_bytes(warps * SUB_BLOCK, 23).iter().map(|b| b & 0x7F).collect();
+    let input = [seven_bits, random_bytes(3 * warps * SUB_BLOCK, 24)].concat();
+    let options = Options { data_type: DataType::Bytes };
+    let stream = scalar_compress(&input, &options);
+    assert_eq!(stream[2], ans::STORED);
+    assert_eq!(block_compress(&input, &options, 0, ans::max_compressed_size(input.len())).as_ref(), Ok(&stream));
+}

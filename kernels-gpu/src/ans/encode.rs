@@ -1,14 +1,15 @@
 //! Compressing a chunk with a block of [`BLOCK_WARPS`](super::BLOCK_WARPS) warps: the symbols counted and scaled to
-//! the table's frequencies, then each warp codes its own sub-blocks twice, once to count their
-//! words and, the chunk's layout known, once to write them.
+//! the table's frequencies, then the sub-blocks a round of one a warp at a time, each coded once
+//! into its warp's stage in shared memory and copied out once the round's sizes place it.
 
-use super::{BITMAP_LEN, Tables, byte_perm, set_symbols};
+use super::{BITMAP_LEN, STAGE_BYTES, STAGE_WORDS, Tables, byte_perm, set_symbols};
 use crate::block::{Block, parts_len};
 use crate::copy::{Memory, Source, spread};
+use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
-    HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, ROUND, RUN, STORED, Symbol, TOTAL, VERSION, encode,
+    HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, ROUND, RUN, STORED, Symbol, TOTAL, VERSION, code, emits,
     max_compressed_size, raw_byte_source, raw_bytes, steps, sub_block, sub_blocks, symbol_index, symbols,
 };
 
@@ -152,6 +153,9 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     for s in (thread..256).step_by(threads) {
         unsafe { *tables.symbols.add(s) = 0 };
     }
+    if thread == 0 {
+        unsafe { tables.clear_overflowed() };
+    }
     block.sync_threads();
     let symbols_in = Symbols { input, width: data_type.width(), aligned: (input as usize).is_multiple_of(16) };
     unsafe { symbols_in.count(&tables, thread, threads, count) };
@@ -173,24 +177,40 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
         }
     }
     block.sync_threads();
-    // Each sub-block's words, counted by a first coding; the chunk is stored if no smaller.
+    // The sub-blocks a round of one a warp at a time: each coded once into its warp's stage, then,
+    // the round's sizes known, copied out where it goes; the chunk is stored if the coding would
+    // not be smaller (known as soon as the sub-blocks so far and the raw bytes reach its size).
     let blocks = sub_blocks(VERSION, data_type, count);
     let word_counts = tables.word_counts;
-    for b in (warp_index..blocks).step_by(warps) {
-        let mut encoder = SubBlockEncoder::new(sub_block(VERSION, data_type, b, count));
-        unsafe { encoder.code(warp, &tables, symbols_in, |encoder, word| encoder.words += word.is_some() as u32) };
-        let words = warp.reduce_add(encoder.words);
-        if lane == 0 {
-            unsafe { *word_counts.add(b) = words as u16 };
-        }
-    }
-    block.sync_threads();
     let word_count = |b: usize| unsafe { *word_counts.add(b) } as usize;
     // Bytes of sub-blocks `from .. to`, their states and words.
     let span = |from: usize, to: usize| parts_len(warp, from..to, |b| 4 * LANES + 2 * word_count(b));
     let sizes_at = HEADER_LEN + table_len as usize;
     let first_at = sizes_at + 2 * blocks;
-    let size = first_at + span(0, blocks) + (n - count);
+    let max_size = max_compressed_size(n);
+    let (stage, mut at) = (tables.stage(warp_index), first_at);
+    let mut size = first_at + (n - count);
+    let mut stored = size >= max_size;
+    for round in (0..blocks).step_by(warps) {
+        if round > 0 {
+            block.sync_threads(); // the stages copied out
+        }
+        let b = round + warp_index;
+        if b < blocks {
+            unsafe { code_into_stage(warp, &tables, symbols_in, stage, sub_block(VERSION, data_type, b, count), b) };
+        }
+        block.sync_threads();
+        let end = at + span(round, (round + warps).min(blocks));
+        size = end + (n - count);
+        stored |= size >= max_size || unsafe { tables.overflowed() };
+        if !stored && b < blocks {
+            let len = 4 * LANES + 2 * word_count(b);
+            let from = Stage { shared: stage, at: STAGE_BYTES - len };
+            let to = Memory(unsafe { out.add(at + span(round, b)) });
+            unsafe { spread::<1>(lane, WARP_SIZE as usize, &from, &to, len) };
+        }
+        at = end;
+    }
     let header = |flags: u8, k: usize| match k {
         0 => VERSION,
         1 => data_type as u8,
@@ -198,12 +218,12 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
         3 => 0,
         _ => (n >> (8 * (k - 4))) as u8,
     };
-    if size >= max_compressed_size(n) {
+    if stored {
         if thread < HEADER_LEN {
             unsafe { *out.add(thread) = header(STORED, thread) };
         }
         copy(input, unsafe { out.add(HEADER_LEN) }, n);
-        return Ok(max_compressed_size(n));
+        return Ok(max_size);
     }
     if thread < HEADER_LEN {
         unsafe { *out.add(thread) = header(0, thread) };
@@ -219,29 +239,6 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
         }
     }
     copy(word_counts as *const u8, unsafe { out.add(sizes_at) }, 2 * blocks);
-    // Each sub-block coded again, each word written where decoding reads it: the e-th emitted
-    // (the lanes after this one emitting before it in a step) the (words - 1 - e)-th read.
-    let above = !0u32 << lane << 1;
-    let mut at = first_at + span(0, warp_index.min(blocks));
-    for b in (warp_index..blocks).step_by(warps) {
-        let mut encoder = SubBlockEncoder::new(sub_block(VERSION, data_type, b, count));
-        (encoder.word_count, encoder.into) = (word_count(b) as u32, at as u32);
-        let emit = |encoder: &mut SubBlockEncoder, word: Option<u16>| {
-            let emitting = warp.ballot(word.is_some());
-            if let Some(word) = word {
-                let read = encoder.word_count - 1 - (encoder.words + (emitting & above).count_ones());
-                let word_at = unsafe { out.add((encoder.into + 4 * LANES as u32 + 2 * read) as usize) };
-                unsafe { (*word_at, *word_at.add(1)) = (word as u8, (word >> 8) as u8) };
-            }
-            encoder.words += emitting.count_ones();
-        };
-        unsafe { encoder.code(warp, &tables, symbols_in, emit) };
-        let states = unsafe { out.add(at + 4 * lane) };
-        for k in 0..4 {
-            unsafe { *states.add(k) = (encoder.state >> (8 * k)) as u8 };
-        }
-        at += span(b, (b + warps).min(blocks));
-    }
     let end = size - (n - count);
     let width = data_type.width();
     let lows_out = Memory(unsafe { out.add(end) });
@@ -287,88 +284,121 @@ impl<const WIDTH: usize> Source for Lows<WIDTH> {
     }
 }
 
-/// A lane's share of coding one sub-block, last symbol first: lane `l` codes the symbols
-/// `symbol_index` gives it into its state.
-struct SubBlockEncoder {
-    /// Symbols in the sub-block, and the chunk's index of its first.
-    len: u32,
-    first: u32,
-    state: u32,
-    /// Words emitted so far: counting, this lane's; writing, the sub-block's.
-    words: u32,
-    /// Writing: where the sub-block goes in the output, and its words.
-    into: u32,
-    word_count: u32,
+/// Codes the sub-block of the chunk's `symbols` (sub-block `b`) into the warp's `stage`: its
+/// words end at the stage's end in the order decoding reads them, its lanes' states before them;
+/// its word count into `tables`. Words past the stage (none: see [`STAGE_WORDS`]) are not written,
+/// and the tables then say so.
+#[inline(always)]
+unsafe fn code_into_stage<W: Warp>(
+    warp: &W,
+    tables: &Tables,
+    symbols_in: Symbols,
+    stage: SharedBytes,
+    symbols: core::ops::Range<usize>,
+    b: usize,
+) {
+    let (lane, first, len) = (warp.lane(), symbols.start, symbols.len());
+    let (words, state) = match symbols_in.width {
+        1 => unsafe { code_values::<1, W>(warp, tables, symbols_in, stage, first, len) },
+        2 => unsafe { code_values::<2, W>(warp, tables, symbols_in, stage, first, len) },
+        _ => unsafe { code_values::<4, W>(warp, tables, symbols_in, stage, first, len) },
+    };
+    if words <= STAGE_WORDS as u32 {
+        let at = STAGE_BYTES as u32 - 2 * words - 4 * (LANES as u32 - lane);
+        unsafe { (stage.set_u16(at, state as u16), stage.set_u16(at + 2, (state >> 16) as u16)) };
+    } else if lane == 0 {
+        unsafe { tables.set_overflowed() };
+    }
+    if lane == 0 {
+        unsafe { *tables.word_counts.add(b) = words.min(STAGE_WORDS as u32) as u16 };
+    }
 }
 
-impl SubBlockEncoder {
-    /// Ready to code the sub-block of the chunk's `symbols`.
-    #[inline(always)]
-    fn new(symbols: core::ops::Range<usize>) -> Self {
-        let (first, len) = (symbols.start as u32, symbols.len() as u32);
-        Self { len, first, state: LOWER, words: 0, into: 0, word_count: 0 }
+/// [`code_into_stage`]'s coding of the `len` symbols from the chunk's `first` on, values `WIDTH`
+/// bytes wide, last symbol first: lane `l` codes those `symbol_index` gives it into its state; the
+/// sub-block's words emitted and the lane's state. A round's four symbols are loaded two rounds
+/// before it (in one load where aligned) and their table entries before its steps, so that the
+/// latencies overlap rather than each step waiting on its own. The last round, the only one that
+/// may be cut short, is coded first and alone, so that the others check no symbol's place.
+#[inline(always)]
+unsafe fn code_values<const WIDTH: usize, W: Warp>(
+    warp: &W,
+    tables: &Tables,
+    symbols: Symbols,
+    stage: SharedBytes,
+    first: usize,
+    len: usize,
+) -> (u32, u32) {
+    let lane = warp.lane() as usize;
+    let above = !0u32 << lane << 1;
+    let (mut state, mut words) = (LOWER, 0u32);
+    let rounds = steps(VERSION, len) / RUN;
+    if rounds == 0 {
+        return (words, state);
     }
-
-    /// Codes the sub-block, last step first, giving `emit` each step's word (if this lane emits
-    /// one).
-    #[inline(always)]
-    unsafe fn code<W: Warp>(
-        &mut self,
-        warp: &W,
-        tables: &Tables,
-        symbols: Symbols,
-        emit: impl FnMut(&mut Self, Option<u16>),
-    ) {
-        match symbols.width {
-            1 => unsafe { self.code_values::<1, W>(warp, tables, symbols, emit) },
-            2 => unsafe { self.code_values::<2, W>(warp, tables, symbols, emit) },
-            _ => unsafe { self.code_values::<4, W>(warp, tables, symbols, emit) },
-        }
-    }
-
-    /// [`code`](Self::code) for values `WIDTH` bytes wide. A round's four symbols are loaded two
-    /// rounds before it (in one load where aligned) and their table entries before its steps, so
-    /// that the latencies overlap rather than each step waiting on its own.
-    #[inline(always)]
-    unsafe fn code_values<const WIDTH: usize, W: Warp>(
-        &mut self,
-        warp: &W,
-        tables: &Tables,
-        symbols: Symbols,
-        mut emit: impl FnMut(&mut Self, Option<u16>),
-    ) {
-        let lane = warp.lane() as usize;
-        let (first, len) = (self.first as usize, self.len as usize);
-        let at = |round: usize| first + round * ROUND + lane * RUN;
-        let rounds = steps(VERSION, len) / RUN;
-        // Only the last round may be cut short (its symbols past the sub-block 0): read first.
-        let last = |round: usize| {
-            let i = round * ROUND + lane * RUN;
-            (0..RUN)
-                .filter(|j| i + j < len)
-                .fold(0, |word, j| word | unsafe { symbols.at::<WIDTH>(first + i + j) } << (8 * j))
+    // The last round's symbols past the sub-block are 0, and read first.
+    let last = |round: usize| {
+        let i = round * ROUND + lane * RUN;
+        (0..RUN)
+            .filter(|j| i + j < len)
+            .fold(0, |word, j| word | unsafe { symbols.at::<WIDTH>(first + i + j) } << (8 * j))
+    };
+    let full = |round: usize| unsafe { symbols.four::<WIDTH>(first + round * ROUND + lane * RUN) };
+    // Codes round `round`'s four symbols (`word`, the first in the low byte), last first; in a
+    // round `cut` short, those past the sub-block are not coded (but take part in the ballots).
+    let mut code_round = |round: usize, word: u32, cut: bool| {
+        let entries: [(Symbol, u32); RUN] = core::array::from_fn(|j| unsafe { tables.entry(word >> (8 * j) & 0xFF) });
+        // Written out, not looped, so that the entries stay in registers.
+        let [a, b, c, d] = entries;
+        let mut step = |(symbol, reciprocal): (Symbol, u32), j: usize| {
+            let coded = !cut || symbol_index(VERSION, round * RUN + j, lane) < len;
+            let emit = coded && emits(state, symbol.freq);
+            // The e-th word emitted (the lanes above this one emitting before it in a step) is
+            // the (words - 1 - e)-th read: it goes e + 1 words before the stage's end.
+            let emitting = warp.ballot(emit);
+            let e = words + (emitting & above).count_ones();
+            if emit && e < STAGE_WORDS as u32 {
+                unsafe { stage.set_u16(STAGE_BYTES as u32 - 2 - 2 * e, state as u16) };
+            }
+            words += emitting.count_ones();
+            if coded {
+                state = code(if emit { state >> 16 } else { state }, symbol, reciprocal);
+            }
         };
-        let full = |round: usize| unsafe { symbols.four::<WIDTH>(at(round)) };
-        let mut ahead = [rounds.checked_sub(1).map_or(0, last), rounds.checked_sub(2).map_or(0, full)];
-        for round in (0..rounds).rev() {
-            let word = ahead[0];
-            ahead = [ahead[1], round.checked_sub(2).map_or(0, full)];
-            // Looked up before the steps; a symbol past the sub-block (only in the last round)
-            // looks up symbol 0 and is not coded.
-            let entries: [(Symbol, u32); RUN] =
-                core::array::from_fn(|j| unsafe { tables.entry(word >> (8 * j) & 0xFF) });
-            let valid = |j: usize| symbol_index(VERSION, round * RUN + j, lane) < len;
-            // Written out, not looped, so that the entries stay in registers.
-            let [a, b, c, d] = entries;
-            let mut step = |(symbol, reciprocal), j| {
-                let (word, state) = if valid(j) { encode(self.state, symbol, reciprocal) } else { (None, self.state) };
-                self.state = state;
-                emit(self, word);
-            };
-            step(d, 3);
-            step(c, 2);
-            step(b, 1);
-            step(a, 0);
-        }
+        step(d, 3);
+        step(c, 2);
+        step(b, 1);
+        step(a, 0);
+    };
+    let mut ahead = [rounds.checked_sub(2).map_or(0, full), rounds.checked_sub(3).map_or(0, full)];
+    code_round(rounds - 1, last(rounds - 1), true);
+    for round in (0..rounds - 1).rev() {
+        let word = ahead[0];
+        ahead = [ahead[1], round.checked_sub(2).map_or(0, full)];
+        code_round(round, word, false);
+    }
+    (words, state)
+}
+
+/// A sub-block in its warp's stage from byte `at` on, a [`Source`] to copy out.
+struct Stage {
+    shared: SharedBytes,
+    at: usize,
+}
+
+impl Source for Stage {
+    #[inline(always)]
+    fn skew(&self) -> usize {
+        self.at % 4
+    }
+
+    #[inline(always)]
+    unsafe fn byte(&self, i: usize) -> u8 {
+        unsafe { self.shared.u8((self.at + i) as u32) }
+    }
+
+    #[inline(always)]
+    unsafe fn word(&self, k: usize) -> u32 {
+        unsafe { self.shared.u32((self.at - self.skew() + 4 * k) as u32) }
     }
 }

@@ -10,10 +10,11 @@
 //!
 //! Compressing, a block of warps takes each chunk too: its threads count the symbols
 //! (shared-memory atomics), a warp scales the counts to the table with warp reductions, then each
-//! warp codes its sub-blocks twice, last symbol first: once to count their words (the chunk is
-//! stored if the coding would not be smaller), once to write them where decoding reads them (the
-//! ballot of the lanes that emit, counted from the end); dividing by a frequency is a multiply by
-//! its reciprocal.
+//! warp codes a sub-block at a time once, last symbol first, into its stage in shared memory, each
+//! word where decoding reads it (the ballot of the lanes that emit, counted from the stage's end);
+//! a block scan of the round's sizes places the sub-blocks, copied out 16 bytes a lane (the chunk
+//! is stored if the coding would not be smaller). Dividing by a frequency is a multiply by its
+//! reciprocal.
 
 mod decode;
 mod encode;
@@ -26,16 +27,22 @@ use ferrocomp_format::ans::{MAX_CHUNK_SIZE, SUB_BLOCK, Symbol};
 
 /// Warps of a block coding one chunk either way: a 64 KiB chunk's eight sub-blocks at once.
 pub const BLOCK_WARPS: u32 = 8;
-/// Blocks of the compressor an SM holds at once: 48 warps at 40 registers (at 64, an H200
-/// compressed up to 19% slower).
-pub const COMPRESS_BLOCKS_PER_SM: u32 = 6;
+/// Blocks of the compressor an SM holds at once: as many as its shared memory (the stages).
+pub const COMPRESS_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(BLOCK_WARPS, COMPRESS_SHARED_BYTES / BLOCK_WARPS as usize);
 /// Blocks of the decoder an SM holds at once: 32 warps at 64 registers, which hold a step's
 /// values where 40 spilled the table's address (on an H200 with 64 KiB chunks, 4-10% faster at
 /// 256 MiB than 48 warps at 40 registers, 15-45% at 16 and 64 MiB).
 pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 4;
 /// Shared memory of the compressing block: each symbol's count, then frequency and cumulative
-/// frequency (u32), each symbol's coding entry (two u32), then each sub-block's word count (u16).
-pub const COMPRESS_SHARED_BYTES: usize = (WORD_COUNTS_AT as usize) + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK);
+/// frequency (u32), each symbol's coding entry (two u32), each sub-block's word count (u16), a
+/// flag (a stage overflowed), then each warp's stage.
+pub const COMPRESS_SHARED_BYTES: usize = STAGES_AT as usize + BLOCK_WARPS as usize * STAGE_BYTES;
+/// Most words a sub-block's coding emits: a symbol adds at most log2(TOTAL / freq) + log2(1 +
+/// 2^-5) bits to its lane's state (under 11.05) and a word takes 16 out, so a lane's words are
+/// under 0.6903 of its symbols, and a sub-block's under 5,655 of its 8,192 (for bytes).
+const STAGE_WORDS: usize = SUB_BLOCK * 45 / 64;
+/// A warp's stage: a sub-block coded, its 32 states and its words.
+const STAGE_BYTES: usize = 4 * ferrocomp_format::ans::LANES + 2 * STAGE_WORDS;
 /// Bytes of the symbol bitmap.
 const BITMAP_LEN: usize = 32;
 
@@ -54,6 +61,8 @@ struct Tables {
 /// Where [`Tables`]' parts start, in bytes.
 const ENTRIES_AT: u32 = 4 * 256;
 const WORD_COUNTS_AT: u32 = ENTRIES_AT + 8 * 256;
+const OVERFLOWED_AT: u32 = WORD_COUNTS_AT + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK) as u32;
+const STAGES_AT: u32 = OVERFLOWED_AT + 16;
 
 impl Tables {
     fn new(shared: *mut u32) -> Self {
@@ -84,6 +93,30 @@ impl Tables {
         let reciprocal = if freq > 0 { ferrocomp_format::ans::reciprocal(freq) } else { 0 };
         unsafe { self.shared.set_u32(ENTRIES_AT + 8 * s, word) };
         unsafe { self.shared.set_u32(ENTRIES_AT + 8 * s + 4, reciprocal) };
+    }
+
+    /// Warp `w`'s stage.
+    #[inline(always)]
+    fn stage(&self, w: usize) -> crate::raw::SharedBytes {
+        self.shared.at(STAGES_AT + (w * STAGE_BYTES) as u32)
+    }
+
+    /// Whether a sub-block's words overflowed its stage (the chunk is then stored).
+    #[inline(always)]
+    unsafe fn overflowed(&self) -> bool {
+        unsafe { self.shared.u32(OVERFLOWED_AT) != 0 }
+    }
+
+    /// Says a sub-block's words overflowed its stage.
+    #[inline(always)]
+    unsafe fn set_overflowed(&self) {
+        unsafe { self.shared.set_u32(OVERFLOWED_AT, 1) }
+    }
+
+    /// Clears the flag, for the block's next chunk.
+    #[inline(always)]
+    unsafe fn clear_overflowed(&self) {
+        unsafe { self.shared.set_u32(OVERFLOWED_AT, 0) }
     }
 
     /// Symbol `s`'s frequencies and reciprocal.

@@ -283,3 +283,33 @@ fn gpu_buffer_codec_round_trips_every_codec() {
         assert_eq!(on_gpu.decompress(&compressed).unwrap(), data, "{options:?}");
     }
 }
+
+#[test]
+fn gpu_ans_codes_chunks_of_many_sub_block_rounds() {
+    // Past a block's eight sub-blocks a chunk is coded a round of them at a time, its stage reused:
+    // the CPU's bytes at every data type; a chunk found larger than stored only in its last round
+    // (7-bit noise, then 8-bit noise) stored whole; a sub-block of the rarest symbols, more words
+    // than its stage holds, coded again straight into the output.
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let mixed = mixed_bytes(5 * CHUNK, 11);
+    let seven_bits: Vec<u8> = random_bytes(CHUNK, 12).iter().map(|b| b & 0x7F).collect();
+    let stored_late = [seven_bits, random_bytes(3 * CHUNK, 13)].concat();
+    let mut rarest = vec![b'a'; 7 * CHUNK / 8];
+    rarest.extend((0..CHUNK / 8).map(|i| (b'a' as usize + 1 + i % 255) as u8));
+    let pieces: Vec<&[u8]> = vec![&mixed[..CHUNK + 1], &mixed[..5 * CHUNK - 3], &stored_late, &rarest];
+    for data_type in [AnsDataType::Bytes, AnsDataType::Float16, AnsDataType::Float32, AnsDataType::Float8] {
+        let codec = Ans { data_type };
+        let on_gpu = gpu_compress(&gpu, &codec, &pieces, &stream);
+        for (piece, ours) in pieces.iter().zip(&on_gpu) {
+            assert_eq!(*ours, cpu_compress(&codec, piece), "{data_type:?}, {} bytes", piece.len());
+        }
+        let streams: Vec<&[u8]> = on_gpu.iter().map(Vec::as_slice).collect();
+        let capacities: Vec<usize> = pieces.iter().map(|p| p.len()).collect();
+        for (i, (status, bytes)) in gpu_decompress(&gpu, &codec, &streams, &capacities, &stream).into_iter().enumerate()
+        {
+            assert_eq!((status, bytes.as_slice()), (Status::Success, pieces[i]), "{data_type:?}, piece {i}");
+        }
+    }
+    assert_eq!(cpu_compress(&Ans::default(), &stored_late)[2], 1, "stored");
+}

@@ -196,10 +196,9 @@ fn sub_blocks_decoded_together_fail_as_the_scalar_decoder_meets_them() {
 }
 
 #[test]
-fn a_sub_block_of_the_rarest_symbols_is_coded_past_its_stage() {
+fn a_sub_block_of_the_rarest_symbols_fits_its_stage() {
     // Seven sub-blocks of one symbol, then one of all the others in turn: each of those gets the
-    // least frequency, 11 bits a symbol, as many words as a sub-block's coding can emit, more
-    // than its warp's stage holds (coded again, straight into the output).
+    // least frequency, 11 bits a symbol, as many words as a sub-block's coding can emit.
     let mut input = vec![b'a'; 7 * SUB_BLOCK];
     input.extend((0..SUB_BLOCK).map(|i| (b'a' as usize + 1 + i % 255) as u8));
     let options = Options { data_type: DataType::Bytes };

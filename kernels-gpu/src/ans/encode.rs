@@ -13,6 +13,9 @@ use ferrocomp_format::ans::{
     max_compressed_size, raw_byte_source, raw_bytes, steps, sub_block, sub_blocks, symbol_index, symbols,
 };
 
+/// Rounds of symbols a lane has in flight while it codes one.
+const AHEAD: usize = 4;
+
 /// Where a chunk's symbols are: the last byte of each `width`-byte value from `input` on;
 /// `aligned`: `input` is aligned to 16, and symbols are loaded in words of several.
 #[derive(Clone, Copy)]
@@ -153,6 +156,9 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     for s in (thread..256).step_by(threads) {
         unsafe { *tables.symbols.add(s) = 0 };
     }
+    if thread == 0 {
+        unsafe { tables.clear_overflowed() };
+    }
     block.sync_threads();
     let symbols_in = Symbols { input, width: data_type.width(), aligned: (input as usize).is_multiple_of(16) };
     unsafe { symbols_in.count(&tables, thread, threads, count) };
@@ -175,9 +181,8 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     }
     block.sync_threads();
     // The sub-blocks a round of one a warp at a time: each coded once into its warp's stage, then,
-    // the round's sizes known, copied out where it goes (or, past the stage, coded again straight
-    // into it); the chunk is stored if the coding would not be smaller (known as soon as the
-    // sub-blocks so far and the raw bytes reach its size).
+    // the round's sizes known, copied out where it goes; the chunk is stored if the coding would
+    // not be smaller (known as soon as the sub-blocks so far and the raw bytes reach its size).
     let blocks = sub_blocks(VERSION, data_type, count);
     let word_counts = tables.word_counts;
     let word_count = |b: usize| unsafe { *word_counts.add(b) } as usize;
@@ -188,51 +193,24 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     let max_size = max_compressed_size(n);
     let (stage, mut at) = (tables.stage(warp_index), first_at);
     let mut size = first_at + (n - count);
+    let mut stored = size >= max_size;
     for round in (0..blocks).step_by(warps) {
         if round > 0 {
             block.sync_threads(); // the stages copied out
         }
         let b = round + warp_index;
-        let symbols = sub_block(VERSION, data_type, b, count);
-        let mut state = LOWER;
         if b < blocks {
-            let to_stage = |emit: bool, e: u32, word: u16| {
-                if emit && e < STAGE_WORDS as u32 {
-                    unsafe { stage.set_u16(STAGE_BYTES as u32 - 2 - 2 * e, word) };
-                }
-            };
-            let words;
-            (words, state) = unsafe { code_sub_block(warp, &tables, symbols_in, symbols.clone(), to_stage) };
-            if words <= STAGE_WORDS as u32 {
-                let at = STAGE_BYTES as u32 - 2 * words - 4 * (LANES as u32 - lane as u32);
-                unsafe { (stage.set_u16(at, state as u16), stage.set_u16(at + 2, (state >> 16) as u16)) };
-            }
-            if lane == 0 {
-                unsafe { *word_counts.add(b) = words as u16 };
-            }
+            unsafe { code_into_stage(warp, &tables, symbols_in, stage, sub_block(VERSION, data_type, b, count), b) };
         }
         block.sync_threads();
         let end = at + span(round, (round + warps).min(blocks));
         size = end + (n - count);
-        if size < max_size && b < blocks {
-            let (words, to) = (word_count(b), unsafe { out.add(at + span(round, b)) });
-            if words <= STAGE_WORDS {
-                let len = 4 * LANES + 2 * words;
-                let from = Stage { shared: stage, at: STAGE_BYTES - len };
-                unsafe { spread::<1>(lane, WARP_SIZE as usize, &from, &Memory(to), len) };
-            } else {
-                // The e-th word emitted is the (words - 1 - e)-th read.
-                let to_output = |emit: bool, e: u32, word: u16| {
-                    if emit {
-                        let word_at = unsafe { to.add(4 * LANES + 2 * (words - 1 - e as usize)) };
-                        unsafe { (*word_at, *word_at.add(1)) = (word as u8, (word >> 8) as u8) };
-                    }
-                };
-                unsafe { code_sub_block(warp, &tables, symbols_in, symbols, to_output) };
-                for k in 0..4 {
-                    unsafe { *to.add(4 * lane + k) = (state >> (8 * k)) as u8 };
-                }
-            }
+        stored |= size >= max_size || unsafe { tables.overflowed() };
+        if !stored && b < blocks {
+            let len = 4 * LANES + 2 * word_count(b);
+            let from = Stage { shared: stage, at: STAGE_BYTES - len };
+            let to = Memory(unsafe { out.add(at + span(round, b)) });
+            unsafe { spread::<1>(lane, WARP_SIZE as usize, &from, &to, len) };
         }
         at = end;
     }
@@ -243,7 +221,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
         3 => 0,
         _ => (n >> (8 * (k - 4))) as u8,
     };
-    if size >= max_size {
+    if stored {
         if thread < HEADER_LEN {
             unsafe { *out.add(thread) = header(STORED, thread) };
         }
@@ -309,28 +287,40 @@ impl<const WIDTH: usize> Source for Lows<WIDTH> {
     }
 }
 
-/// Codes the sub-block of the chunk's `symbols`, giving `store` at each step whether the lane
-/// emits a word, the word's place in the order of emission (the lanes above a lane emitting
-/// before it in a step) and the word; the sub-block's words emitted and the lane's state.
+/// Codes the sub-block of the chunk's `symbols` (sub-block `b`) into the warp's `stage`: its
+/// words end at the stage's end in the order decoding reads them, its lanes' states before them;
+/// its word count into `tables`. Words past the stage (none: see [`STAGE_WORDS`]) are not written,
+/// and the tables then say so.
 #[inline(always)]
-unsafe fn code_sub_block<W: Warp>(
+unsafe fn code_into_stage<W: Warp>(
     warp: &W,
     tables: &Tables,
     symbols_in: Symbols,
+    stage: SharedBytes,
     symbols: core::ops::Range<usize>,
-    store: impl FnMut(bool, u32, u16),
-) -> (u32, u32) {
-    let (first, len) = (symbols.start, symbols.len());
-    match symbols_in.width {
-        1 => unsafe { code_values::<1, W>(warp, tables, symbols_in, first, len, store) },
-        2 => unsafe { code_values::<2, W>(warp, tables, symbols_in, first, len, store) },
-        _ => unsafe { code_values::<4, W>(warp, tables, symbols_in, first, len, store) },
+    b: usize,
+) {
+    let (lane, first, len) = (warp.lane(), symbols.start, symbols.len());
+    let (words, state) = match symbols_in.width {
+        1 => unsafe { code_values::<1, W>(warp, tables, symbols_in, stage, first, len) },
+        2 => unsafe { code_values::<2, W>(warp, tables, symbols_in, stage, first, len) },
+        _ => unsafe { code_values::<4, W>(warp, tables, symbols_in, stage, first, len) },
+    };
+    if words <= STAGE_WORDS as u32 {
+        let at = STAGE_BYTES as u32 - 2 * words - 4 * (LANES as u32 - lane);
+        unsafe { (stage.set_u16(at, state as u16), stage.set_u16(at + 2, (state >> 16) as u16)) };
+    } else if lane == 0 {
+        unsafe { tables.set_overflowed() };
+    }
+    if lane == 0 {
+        unsafe { *tables.word_counts.add(b) = words.min(STAGE_WORDS as u32) as u16 };
     }
 }
 
-/// [`code_sub_block`] for the `len` symbols from the chunk's `first` on, values `WIDTH` bytes
-/// wide, last symbol first: lane `l` codes those `symbol_index` gives it into its state. A round's four symbols are loaded two rounds
-/// before it (in one load where aligned) and their table entries before its steps, so that the
+/// [`code_into_stage`]'s coding of the `len` symbols from the chunk's `first` on, values `WIDTH`
+/// bytes wide, last symbol first: lane `l` codes those `symbol_index` gives it into its state; the
+/// sub-block's words emitted and the lane's state. A round's four symbols are loaded [`AHEAD`]
+/// rounds before it (in one load where aligned) and their table entries before its steps, so that the
 /// latencies overlap rather than each step waiting on its own. The last round, the only one that
 /// may be cut short, is coded first and alone, so that the others check no symbol's place.
 #[inline(always)]
@@ -338,9 +328,9 @@ unsafe fn code_values<const WIDTH: usize, W: Warp>(
     warp: &W,
     tables: &Tables,
     symbols: Symbols,
+    stage: SharedBytes,
     first: usize,
     len: usize,
-    mut store: impl FnMut(bool, u32, u16),
 ) -> (u32, u32) {
     let lane = warp.lane() as usize;
     let above = !0u32 << lane << 1;
@@ -366,8 +356,13 @@ unsafe fn code_values<const WIDTH: usize, W: Warp>(
         let mut step = |(symbol, reciprocal): (Symbol, u32), j: usize| {
             let coded = !cut || symbol_index(VERSION, round * RUN + j, lane) < len;
             let emit = coded && emits(state, symbol.freq);
+            // The e-th word emitted (the lanes above this one emitting before it in a step) is
+            // the (words - 1 - e)-th read: it goes e + 1 words before the stage's end.
             let emitting = warp.ballot(emit);
-            store(emit, words + (emitting & above).count_ones(), state as u16);
+            let e = words + (emitting & above).count_ones();
+            if emit && e < STAGE_WORDS as u32 {
+                unsafe { stage.set_u16(STAGE_BYTES as u32 - 2 - 2 * e, state as u16) };
+            }
             words += emitting.count_ones();
             if coded {
                 state = code(if emit { state >> 16 } else { state }, symbol, reciprocal);
@@ -378,11 +373,15 @@ unsafe fn code_values<const WIDTH: usize, W: Warp>(
         step(b, 1);
         step(a, 0);
     };
-    let mut ahead = [rounds.checked_sub(2).map_or(0, full), rounds.checked_sub(3).map_or(0, full)];
+    // Rounds `round - 1 .. round - 1 - AHEAD`'s symbols, in flight while round `round` is coded.
+    let mut ahead: [u32; AHEAD] = core::array::from_fn(|k| (rounds - 1).checked_sub(k + 1).map_or(0, full));
     code_round(rounds - 1, last(rounds - 1), true);
     for round in (0..rounds - 1).rev() {
         let word = ahead[0];
-        ahead = [ahead[1], round.checked_sub(2).map_or(0, full)];
+        ahead =
+            core::array::from_fn(
+                |k| if k + 1 < AHEAD { ahead[k + 1] } else { round.checked_sub(AHEAD).map_or(0, full) },
+            );
         code_round(round, word, false);
     }
     (words, state)

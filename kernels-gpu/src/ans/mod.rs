@@ -34,15 +34,13 @@ pub const COMPRESS_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(BLOCK_WARPS, COMPRE
 /// 256 MiB than 48 warps at 40 registers, 15-45% at 16 and 64 MiB).
 pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 4;
 /// Shared memory of the compressing block: each symbol's count, then frequency and cumulative
-/// frequency (u32), each symbol's coding entry (two u32), each sub-block's word count (u16), then
-/// each warp's stage.
+/// frequency (u32), each symbol's coding entry (two u32), each sub-block's word count (u16), a
+/// flag (a stage overflowed), then each warp's stage.
 pub const COMPRESS_SHARED_BYTES: usize = STAGES_AT as usize + BLOCK_WARPS as usize * STAGE_BYTES;
-/// Words of a sub-block's coding its warp's stage holds: a word for two symbols, 8 bits a symbol
-/// (a symbol adds at most log2(TOTAL / freq) + log2(1 + 2^-5) bits to its lane's state, so a
-/// float16 or float32 sub-block's words always fit). A bytes sub-block the chunk's table codes
-/// in more (one that does not compress) is coded again, straight into the output: a stage
-/// for the most (11 bits a symbol) would leave an SM two blocks, not three.
-const STAGE_WORDS: usize = SUB_BLOCK / 2;
+/// Most words a sub-block's coding emits: a symbol adds at most log2(TOTAL / freq) + log2(1 +
+/// 2^-5) bits to its lane's state (under 11.05) and a word takes 16 out, so a lane's words are
+/// under 0.6903 of its symbols, and a sub-block's under 5,655 of its 8,192 (for bytes).
+const STAGE_WORDS: usize = SUB_BLOCK * 45 / 64;
 /// A warp's stage: a sub-block coded, its 32 states and its words.
 const STAGE_BYTES: usize = 4 * ferrocomp_format::ans::LANES + 2 * STAGE_WORDS;
 /// Bytes of the symbol bitmap.
@@ -63,7 +61,8 @@ struct Tables {
 /// Where [`Tables`]' parts start, in bytes.
 const ENTRIES_AT: u32 = 4 * 256;
 const WORD_COUNTS_AT: u32 = ENTRIES_AT + 8 * 256;
-const STAGES_AT: u32 = WORD_COUNTS_AT + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK) as u32;
+const OVERFLOWED_AT: u32 = WORD_COUNTS_AT + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK) as u32;
+const STAGES_AT: u32 = OVERFLOWED_AT + 16;
 
 impl Tables {
     fn new(shared: *mut u32) -> Self {
@@ -100,6 +99,24 @@ impl Tables {
     #[inline(always)]
     fn stage(&self, w: usize) -> crate::raw::SharedBytes {
         self.shared.at(STAGES_AT + (w * STAGE_BYTES) as u32)
+    }
+
+    /// Whether a sub-block's words overflowed its stage (the chunk is then stored).
+    #[inline(always)]
+    unsafe fn overflowed(&self) -> bool {
+        unsafe { self.shared.u32(OVERFLOWED_AT) != 0 }
+    }
+
+    /// Says a sub-block's words overflowed its stage.
+    #[inline(always)]
+    unsafe fn set_overflowed(&self) {
+        unsafe { self.shared.set_u32(OVERFLOWED_AT, 1) }
+    }
+
+    /// Clears the flag, for the block's next chunk.
+    #[inline(always)]
+    unsafe fn clear_overflowed(&self) {
+        unsafe { self.shared.set_u32(OVERFLOWED_AT, 0) }
     }
 
     /// Symbol `s`'s frequencies and reciprocal.

@@ -288,8 +288,8 @@ fn gpu_buffer_codec_round_trips_every_codec() {
 fn gpu_ans_codes_chunks_of_many_sub_block_rounds() {
     // Past a block's eight sub-blocks a chunk is coded a round of them at a time, its stage reused:
     // the CPU's bytes at every data type; a chunk found larger than stored only in its last round
-    // (7-bit noise, then 8-bit noise) stored whole; a sub-block of the rarest symbols, more words
-    // than its stage holds, coded again straight into the output.
+    // (7-bit noise, then 8-bit noise) stored whole; a sub-block of the rarest symbols, about the
+    // most words a sub-block's coding emits.
     let Some(gpu) = gpu() else { return };
     let stream = gpu.stream().unwrap();
     let mixed = mixed_bytes(5 * CHUNK, 11);

@@ -13,7 +13,8 @@ use ferrocomp_format::ans::{
     max_compressed_size, raw_byte_source, raw_bytes, steps, sub_block, sub_blocks, symbol_index, symbols,
 };
 
-/// Rounds of symbols a lane has in flight while it codes one.
+/// Rounds of symbols a lane has in flight while it codes one (on an H200, two and four compressed
+/// within 1% of each other, eight 2-3% slower).
 const AHEAD: usize = 4;
 
 /// Where a chunk's symbols are: the last byte of each `width`-byte value from `input` on;

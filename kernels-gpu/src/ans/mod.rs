@@ -27,7 +27,9 @@ use ferrocomp_format::ans::{MAX_CHUNK_SIZE, SUB_BLOCK, Symbol};
 
 /// Warps of a block coding one chunk either way: a 64 KiB chunk's eight sub-blocks at once.
 pub const BLOCK_WARPS: u32 = 8;
-/// Blocks of the compressor an SM holds at once: as many as its shared memory (the stages).
+/// Blocks of the compressor an SM holds at once: as many as its shared memory (the stages), two
+/// at 128 registers (three, at 80 registers with stages a word for two symbols, compressed
+/// 12-27% slower on an H200).
 pub const COMPRESS_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(BLOCK_WARPS, COMPRESS_SHARED_BYTES / BLOCK_WARPS as usize);
 /// Blocks of the decoder an SM holds at once: 32 warps at 64 registers, which hold a step's
 /// values where 40 spilled the table's address (on an H200 with 64 KiB chunks, 4-10% faster at

@@ -319,6 +319,11 @@ impl Shape {
         Self::Warps { per_block, shared_bytes, max_warps: usize::MAX }
     }
 
+    /// A block per chunk, as many as there are chunks.
+    pub const fn blocks(warps: u32, shared_bytes: usize) -> Self {
+        Self::Blocks { warps, shared_bytes, max_blocks: usize::MAX }
+    }
+
     /// Blocks, threads per block and shared bytes per block for `count` chunks.
     fn grid(self, count: usize) -> (u32, u32, u32) {
         match self {

@@ -25,8 +25,8 @@ impl BatchCodec for Ans {
         Launch {
             algorithm: Algorithm::Ans,
             options: self.data_type as u64,
-            compress: Shape::Blocks { warps: BLOCK_WARPS, shared_bytes: COMPRESS_SHARED_BYTES, max_blocks: usize::MAX },
-            decompress: Shape::Blocks { warps: BLOCK_WARPS, shared_bytes: DECODE_SHARED_BYTES, max_blocks: usize::MAX },
+            compress: Shape::blocks(BLOCK_WARPS, COMPRESS_SHARED_BYTES),
+            decompress: Shape::blocks(BLOCK_WARPS, DECODE_SHARED_BYTES),
             sizes: super::lz4::SIZES_SHAPE,
         }
     }

@@ -25,16 +25,8 @@ impl BatchCodec for Bitcomp {
         Launch {
             algorithm: Algorithm::Bitcomp,
             options: self.to_word(),
-            compress: Shape::Blocks {
-                warps: COMPRESS_WARPS,
-                shared_bytes: COMPRESS_SHARED_BYTES,
-                max_blocks: usize::MAX,
-            },
-            decompress: Shape::Blocks {
-                warps: DECODE_WARPS,
-                shared_bytes: DECODE_SHARED_BYTES,
-                max_blocks: usize::MAX,
-            },
+            compress: Shape::blocks(COMPRESS_WARPS, COMPRESS_SHARED_BYTES),
+            decompress: Shape::blocks(DECODE_WARPS, DECODE_SHARED_BYTES),
             sizes: super::lz4::SIZES_SHAPE,
         }
     }

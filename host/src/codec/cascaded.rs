@@ -82,12 +82,12 @@ fn warps(count: usize, multiprocessors: u32, least: u32) -> u32 {
 
 /// Blocks of `warps` warps compressing a chunk each.
 fn compress_shape(warps: u32) -> Shape {
-    Shape::Blocks { warps, shared_bytes: compress_shared_bytes(warps), max_blocks: usize::MAX }
+    Shape::blocks(warps, compress_shared_bytes(warps))
 }
 
 /// Blocks of `warps` warps decoding a chunk each.
 fn decode_shape(warps: u32) -> Shape {
-    Shape::Blocks { warps, shared_bytes: decode_shared_bytes(warps), max_blocks: usize::MAX }
+    Shape::blocks(warps, decode_shared_bytes(warps))
 }
 
 #[cfg(test)]

@@ -70,11 +70,8 @@ const DECOMPRESS_SHAPE: Shape = Shape::warps(DECODE_WARPS, DECODE_SHARED_BYTES_P
 pub(crate) fn pair_decoder(count: usize, multiprocessors: u32) -> Option<Shape> {
     let staged = count <= STAGED_BLOCKS_PER_SM as usize * multiprocessors as usize;
     let shared_bytes = if staged { STAGED_SHARED_BYTES } else { PAIR_SHARED_BYTES };
-    is_small_batch(count, multiprocessors, PAIR_BLOCKS_PER_SM as usize).then_some(Shape::Blocks {
-        warps: PAIR_WARPS,
-        shared_bytes,
-        max_blocks: usize::MAX,
-    })
+    is_small_batch(count, multiprocessors, PAIR_BLOCKS_PER_SM as usize)
+        .then_some(Shape::blocks(PAIR_WARPS, shared_bytes))
 }
 
 /// The launch of Deflate's kernels (`deflate`) or GDeflate's, which share its shapes.

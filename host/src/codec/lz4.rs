@@ -38,11 +38,8 @@ const BLOCK_DECODE_WAVES: usize = 8;
 /// LZ4's and Snappy's block decoder for `count` chunks on `multiprocessors` SMs: a block of
 /// [`BLOCK_THREADS`] threads and all of an SM's shared memory a chunk, for a batch a few SMs deep.
 pub(crate) fn block_decoder(count: usize, multiprocessors: u32) -> Option<Shape> {
-    is_small_batch(count, multiprocessors, BLOCK_DECODE_WAVES).then_some(Shape::Blocks {
-        warps: BLOCK_THREADS / 32,
-        shared_bytes: SHARED_BYTES,
-        max_blocks: usize::MAX,
-    })
+    is_small_batch(count, multiprocessors, BLOCK_DECODE_WAVES)
+        .then_some(Shape::blocks(BLOCK_THREADS / 32, SHARED_BYTES))
 }
 
 impl BatchCodec for Lz4 {

@@ -10,8 +10,7 @@ use ferrocomp_format::{Algorithm, DataType, Status};
 use ferrocomp_kernels_gpu::lz77::pair;
 
 /// The decompress kernel's shape: a block of two warps a chunk.
-const DECOMPRESS_SHAPE: Shape =
-    Shape::Blocks { warps: pair::WARPS, shared_bytes: pair::SHARED_BYTES, max_blocks: usize::MAX };
+const DECOMPRESS_SHAPE: Shape = Shape::blocks(pair::WARPS, pair::SHARED_BYTES);
 
 /// Snappy with its options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

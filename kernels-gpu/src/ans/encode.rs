@@ -2,15 +2,15 @@
 //! the table's frequencies, then the sub-blocks a round of one a warp at a time, each coded once
 //! into its warp's stage in shared memory and copied out once the round's sizes place it.
 
-use super::{BITMAP_LEN, Coding, STAGE_BYTES, STAGE_WORDS, Tables, byte_perm, set_symbols};
+use super::{BITMAP_LEN, STAGE_BYTES, STAGE_WORDS, Tables, byte_perm, set_symbols};
 use crate::block::{Block, parts_len};
 use crate::copy::{Memory, Source, spread};
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{
-    HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, ROUND, RUN, STORED, TOTAL, VERSION, max_compressed_size,
-    raw_byte_source, raw_bytes, steps, sub_block, sub_blocks, symbol_index, symbols,
+    HEADER_LEN, LANES, LOWER, MAX_CHUNK_SIZE, Options, ROUND, RUN, STORED, Symbol, TOTAL, VERSION, code, emits,
+    max_compressed_size, raw_byte_source, raw_bytes, steps, sub_block, sub_blocks, symbol_index, symbols,
 };
 
 /// Rounds of symbols a lane has in flight while it codes one (on an H200, two and four compressed
@@ -351,12 +351,12 @@ unsafe fn code_values<const WIDTH: usize, W: Warp>(
     // Codes round `round`'s four symbols (`word`, the first in the low byte), last first; in a
     // round `cut` short, those past the sub-block are not coded (but take part in the ballots).
     let mut code_round = |round: usize, word: u32, cut: bool| {
-        let entries: [Coding; RUN] = core::array::from_fn(|j| unsafe { tables.entry(word >> (8 * j) & 0xFF) });
+        let entries: [(Symbol, u32); RUN] = core::array::from_fn(|j| unsafe { tables.entry(word >> (8 * j) & 0xFF) });
         // Written out, not looped, so that the entries stay in registers.
         let [a, b, c, d] = entries;
-        let mut step = |coding: Coding, j: usize| {
+        let mut step = |(symbol, reciprocal): (Symbol, u32), j: usize| {
             let coded = !cut || symbol_index(VERSION, round * RUN + j, lane) < len;
-            let emit = coded && coding.emits(state);
+            let emit = coded && emits(state, symbol.freq);
             // The e-th word emitted (the lanes above this one emitting before it in a step) is
             // the (words - 1 - e)-th read: it goes e + 1 words before the stage's end.
             let emitting = warp.ballot(emit);
@@ -366,7 +366,7 @@ unsafe fn code_values<const WIDTH: usize, W: Warp>(
             }
             words += emitting.count_ones();
             if coded {
-                state = coding.code(if emit { state >> 16 } else { state });
+                state = code(if emit { state >> 16 } else { state }, symbol, reciprocal);
             }
         };
         step(d, 3);

@@ -23,7 +23,7 @@ pub use decode::{DECODE_SHARED_BYTES, decompress_chunk};
 pub use encode::compress_chunk;
 
 use crate::warp::Warp;
-use ferrocomp_format::ans::{MAX_CHUNK_SIZE, PROB_BITS, SUB_BLOCK, TOTAL};
+use ferrocomp_format::ans::{MAX_CHUNK_SIZE, SUB_BLOCK, Symbol};
 
 /// Warps of a block coding one chunk either way: a 64 KiB chunk's eight sub-blocks at once.
 pub const BLOCK_WARPS: u32 = 8;
@@ -36,7 +36,7 @@ pub const COMPRESS_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(BLOCK_WARPS, COMPRE
 /// 256 MiB than 48 warps at 40 registers, 15-45% at 16 and 64 MiB).
 pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 4;
 /// Shared memory of the compressing block: each symbol's count, then frequency and cumulative
-/// frequency (u32), each symbol's [`Coding`] (four u32), each sub-block's word count (u16), a
+/// frequency (u32), each symbol's coding entry (two u32), each sub-block's word count (u16), a
 /// flag (a stage overflowed), then each warp's stage.
 pub const COMPRESS_SHARED_BYTES: usize = STAGES_AT as usize + BLOCK_WARPS as usize * STAGE_BYTES;
 /// Most words a sub-block's coding emits: a symbol adds at most log2(TOTAL / freq) + log2(1 +
@@ -54,14 +54,15 @@ struct Tables {
     symbols: *mut u32,
     /// Each sub-block's word count.
     word_counts: *mut u16,
-    /// The three, to read and count in: from [`ENTRIES_AT`], symbol `s`'s [`Coding`], looked up
-    /// in one load.
+    /// The three, to read and count in: from [`ENTRIES_AT`], symbol `s`'s coding entry, its
+    /// word of `symbols` and its frequency's [`reciprocal`](ferrocomp_format::ans::reciprocal),
+    /// looked up in one load.
     shared: crate::raw::SharedBytes,
 }
 
 /// Where [`Tables`]' parts start, in bytes.
 const ENTRIES_AT: u32 = 4 * 256;
-const WORD_COUNTS_AT: u32 = ENTRIES_AT + 16 * 256;
+const WORD_COUNTS_AT: u32 = ENTRIES_AT + 8 * 256;
 const OVERFLOWED_AT: u32 = WORD_COUNTS_AT + 2 * (MAX_CHUNK_SIZE / SUB_BLOCK) as u32;
 const STAGES_AT: u32 = OVERFLOWED_AT + 16;
 
@@ -86,13 +87,14 @@ impl Tables {
         unsafe { self.shared.add_u32(4 * s, 1) }
     }
 
-    /// Writes symbol `s`'s [`Coding`] from its word of `symbols` (which this thread wrote).
+    /// Writes symbol `s`'s coding entry from its word of `symbols` (which this thread wrote).
     #[inline(always)]
     unsafe fn set_entry(&self, s: u32) {
         let word = unsafe { self.shared.u32(4 * s) };
-        let coding = Coding::new(word & 0xFFFF, word >> 16);
-        let entry = [coding.last_kept, coding.reciprocal, word, coding.complement];
-        unsafe { self.shared.set_u32x4(ENTRIES_AT + 16 * s, entry) };
+        let freq = word & 0xFFFF;
+        let reciprocal = if freq > 0 { ferrocomp_format::ans::reciprocal(freq) } else { 0 };
+        unsafe { self.shared.set_u32(ENTRIES_AT + 8 * s, word) };
+        unsafe { self.shared.set_u32(ENTRIES_AT + 8 * s + 4, reciprocal) };
     }
 
     /// Warp `w`'s stage.
@@ -119,54 +121,11 @@ impl Tables {
         unsafe { self.shared.set_u32(OVERFLOWED_AT, 0) }
     }
 
-    /// Symbol `s`'s [`Coding`].
+    /// Symbol `s`'s frequencies and reciprocal.
     #[inline(always)]
-    unsafe fn entry(&self, s: u32) -> Coding {
-        let [last_kept, reciprocal, word, complement] = unsafe { self.shared.u32x4(ENTRIES_AT + 16 * s) };
-        Coding { last_kept, reciprocal, freq: word & 0xFFFF, cum: word >> 16, complement }
-    }
-}
-
-/// What coding a symbol into a state takes, precomputed a symbol so that a step's chain of
-/// dependent instructions is short: [`Coding::code`].
-#[derive(Clone, Copy)]
-struct Coding {
-    /// The largest state the symbol is coded into without a word taken out first.
-    last_kept: u32,
-    /// Its frequency's [`reciprocal`](ferrocomp_format::ans::reciprocal).
-    reciprocal: u32,
-    freq: u32,
-    cum: u32,
-    /// `TOTAL - freq`.
-    complement: u32,
-}
-
-impl Coding {
-    /// A symbol's, of frequency `freq` (0 for one absent) and cumulative frequency `cum`.
-    #[inline(always)]
-    fn new(freq: u32, cum: u32) -> Self {
-        let reciprocal = if freq > 0 { ferrocomp_format::ans::reciprocal(freq) } else { 0 };
-        // `freq << 21` is 2^32 for the one symbol of a chunk of one: no state is past it.
-        let last_kept = (freq << (32 - PROB_BITS)).wrapping_sub(1);
-        Self { last_kept, reciprocal, freq, cum, complement: TOTAL - freq }
-    }
-
-    /// Whether coding the symbol into the state `x` takes a word out of `x` first, as
-    /// `ferrocomp_format::ans::emits`.
-    #[inline(always)]
-    fn emits(&self, x: u32) -> bool {
-        x > self.last_kept
-    }
-
-    /// Codes the symbol into the state `x` (which has room for it), as
-    /// `ferrocomp_format::ans::code`: `(x / freq) * TOTAL + x % freq + cum` is `x + cum + (x /
-    /// freq) * (TOTAL - freq)`, and the quotient the reciprocal gives, at most one short, is
-    /// corrected by adding `TOTAL - freq` once more, off the chain of the multiply-add.
-    #[inline(always)]
-    fn code(&self, x: u32) -> u32 {
-        let quotient = ((x as u64 * self.reciprocal as u64) >> 32) as u32;
-        let coded = (x + self.cum).wrapping_add(quotient.wrapping_mul(self.complement));
-        if x - quotient * self.freq >= self.freq { coded.wrapping_add(self.complement) } else { coded }
+    unsafe fn entry(&self, s: u32) -> (Symbol, u32) {
+        let [word, reciprocal] = unsafe { self.shared.at(ENTRIES_AT).pair(s) };
+        (Symbol { freq: word & 0xFFFF, cum: word >> 16 }, reciprocal)
     }
 }
 
@@ -203,32 +162,6 @@ fn byte_perm(low: u32, high: u32, selector: u32) -> u32 {
     {
         let bytes = ((high as u64) << 32 | low as u64).to_le_bytes();
         (0..4).fold(0, |out, k| out | (bytes[(selector >> (4 * k) & 7) as usize] as u32) << (8 * k))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Coding;
-    use ferrocomp_format::ans::{LOWER, PROB_BITS, Symbol, TOTAL, code, emits, reciprocal};
-
-    #[test]
-    fn a_coding_entry_codes_as_the_format_crate() {
-        for freq in 1..=TOTAL {
-            let cum = (freq * 7) % (TOTAL - freq + 1);
-            let coding = Coding::new(freq, cum);
-            let symbol = Symbol { freq, cum };
-            // Every state a step starts from, its ends and about 4,000 between; for coding, those
-            // and what a word taken out leaves (from `freq << 5` on).
-            let end = (freq as u64) << (32 - PROB_BITS);
-            let (low, high) = (((freq as u64) << 5).min(LOWER as u64), end.min(1 << 32) - 1);
-            let states = (0..4096).map(|k| low + (high - low) * k / 4095).chain([LOWER as u64, high, u32::MAX as u64]);
-            for x in states.map(|x| x as u32) {
-                assert_eq!(coding.emits(x), emits(x, freq), "freq {freq}, state {x}");
-                if (x as u64) < end {
-                    assert_eq!(coding.code(x), code(x, symbol, reciprocal(freq)), "freq {freq}, state {x}");
-                }
-            }
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The ANS kernels' bodies on an emulated block of warps: the compressor writes the format crate's
-//! bytes for bytes and 16-, 32- and 8-bit floats at every size that matters, and the decoder gives the scalar
-//! decoder's bytes or status on those streams, on misaligned ones, on damaged ones and
-//! on versions 1's and 2's, and sub-blocks decoded by different warps fail in the order the scalar
+//! bytes for bytes and 16-, 32- and 8-bit floats at every size that matters and on random skewed chunks, and the
+//! decoder gives the scalar
+//! decoder's bytes or status on those streams, on misaligned ones, on damaged ones and on versions 1's and 2's, and sub-blocks decoded by different warps fail in the order the scalar
 //! decoder meets them.
 
 use ferrocomp_format::Status;
@@ -221,4 +221,27 @@ fn a_chunk_found_stored_after_its_first_round_is_stored_whole() {
     let stream = scalar_compress(&input, &options);
     assert_eq!(stream[2], ans::STORED);
     assert_eq!(block_compress(&input, &options, 0, ans::max_compressed_size(input.len())).as_ref(), Ok(&stream));
+}
+
+#[test]
+fn the_block_compressor_writes_the_scalar_bytes_on_random_skewed_chunks() {
+    // Sizes from nothing to past a round of eight sub-blocks, alphabets from one symbol to all,
+    // skewed (the table's rare symbols coded at up to 11 bits), placed at every alignment.
+    let mut next = ferrocomp_tests::random_u64s(31);
+    for case in 0..16 {
+        let data_type = [DataType::Bytes, DataType::Float16, DataType::Float32, DataType::Float8][case % 4];
+        let len = (next() % (9 * SUB_BLOCK as u64 + 5000)) as usize;
+        let alphabet = 1 + next() % 256;
+        let input: Vec<u8> = (0..len)
+            .map(|_| {
+                let (a, b) = (next() % alphabet, next() % alphabet);
+                a.min(b) as u8 // twice as likely to be low as high
+            })
+            .collect();
+        let options = Options { data_type };
+        let expected = scalar_compress(&input, &options);
+        let got = block_compress(&input, &options, case % 4, ans::max_compressed_size(len));
+        assert_eq!(got.as_ref(), Ok(&expected), "{data_type:?}, {len} bytes of {alphabet} symbols");
+        assert_eq!(block_decompress(&expected, len, case % 4).as_ref(), Ok(&input), "{data_type:?}, {len} bytes");
+    }
 }

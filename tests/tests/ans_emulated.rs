@@ -1,8 +1,8 @@
 //! The ANS kernels' bodies on an emulated block of warps: the compressor writes the format crate's
-//! bytes for bytes and 16-, 32- and 8-bit floats at every size that matters and on random skewed chunks, and the
-//! decoder gives the scalar
-//! decoder's bytes or status on those streams, on misaligned ones, on damaged ones and on versions 1's and 2's, and sub-blocks decoded by different warps fail in the order the scalar
-//! decoder meets them.
+//! bytes for bytes and 16-, 32- and 8-bit floats at every size that matters and on random skewed
+//! chunks, and the decoder gives the scalar decoder's bytes or status on those streams, on
+//! misaligned ones, on damaged ones and on versions 1's and 2's, and sub-blocks decoded by
+//! different warps fail in the order the scalar decoder meets them.
 
 use ferrocomp_format::Status;
 use ferrocomp_format::ans::{self, DataType, Options, SUB_BLOCK, SUB_BLOCK_2};

@@ -33,6 +33,40 @@ pub unsafe fn copy_unit(copy: &StridedCopy, unit: u64, src: *const u8, dst: *mut
     }
 }
 
+/// Writes `words` (`N` of 1, 2 or 4) at `at`, aligned to their size, in one store.
+///
+/// # Safety
+/// The `4 * N` bytes at `at` must be writable.
+#[inline(always)]
+pub unsafe fn store_aligned<const N: usize>(at: *mut u8, words: [u32; N]) {
+    unsafe {
+        match N {
+            1 => (at as *mut u32).write(words[0]),
+            2 => (at as *mut u64).write((words[1] as u64) << 32 | words[0] as u64),
+            _ => (at as *mut Unit16).write(Unit16(core::array::from_fn(|k| words[k]))),
+        }
+    }
+}
+
+/// Writes `words` (`N` of 1, 2 or 4) at `at`, little-endian: as [`store_aligned`] where `at` is
+/// aligned to their size, else a word at a time where it is aligned to 4, else a byte at a time.
+///
+/// # Safety
+/// The `4 * N` bytes at `at` must be writable.
+#[inline(always)]
+pub unsafe fn store_words<const N: usize>(at: *mut u8, words: [u32; N]) {
+    let skew = at as usize % (4 * N);
+    unsafe {
+        if skew == 0 {
+            store_aligned(at, words);
+        } else if skew.is_multiple_of(4) {
+            words.iter().enumerate().for_each(|(k, &word)| (at as *mut u32).add(k).write(word));
+        } else {
+            words.iter().flat_map(|word| word.to_le_bytes()).enumerate().for_each(|(k, byte)| at.add(k).write(byte));
+        }
+    }
+}
+
 /// Copies `n` bytes from `src` to `dst`, across the warp (as [`copy_spread`]).
 ///
 /// # Safety

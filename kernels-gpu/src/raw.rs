@@ -32,6 +32,27 @@ pub unsafe fn prefetch_global(at: *const u8) {
     let _ = at;
 }
 
+/// The word at `at` (a multiple of 4), in global memory, through the read-only path.
+///
+/// # Safety
+/// It must be readable global memory, not written meanwhile.
+#[inline(always)]
+pub unsafe fn global_u32(at: *const u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let word: u32;
+        unsafe {
+            core::arch::asm!("ld.global.nc.u32 {word}, [{at}];", at = in(reg64) at, word = out(reg32) word,
+                options(pure, readonly, nostack))
+        };
+        word
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    unsafe {
+        at.read()
+    }
+}
+
 /// The 16 bytes at `at` (a multiple of 16), in global memory, as four little-endian words, in one
 /// load through the read-only path.
 ///

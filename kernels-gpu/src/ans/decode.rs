@@ -2,13 +2,13 @@
 //! words a slot (the slot's symbol, its frequency and the slot's offset in the symbol's range, so
 //! that a step looks up once), then each warp decodes its own sub-blocks, 32 symbols a step with
 //! no branch (a lane whose state falls low takes its word itself, from the warp's words staged in
-//! shared memory), and from version 2 on stores a lane's four symbols of a round as one word.
-//! Float16 and float32 values' high bytes are stored in their places, then the block writes the
-//! values whole with their low bytes, 16 bytes a thread.
+//! shared memory), and from version 2 on stores a lane's four symbols of a round as one word, or
+//! for float16 and float32 its four values whole (their low bytes loaded as the round begins and
+//! put beside the high bytes decoded): one store of 8 or 16 bytes.
 
 use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
 use crate::block::{Block, decode_parts, decode_parts_words};
-use crate::copy::{Memory, Source, copy_spread, spread};
+use crate::copy::{copy_spread, store_aligned, store_words};
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -77,8 +77,10 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     unsafe { write_slots(table, thread as u32) };
     block.sync_threads();
 
-    let width = data_type.width();
-    let words_out = width == 1 && (out as usize).is_multiple_of(4);
+    let (width, raw) = (data_type.width(), n - count);
+    // The values' low bytes end the chunk, with its tail. Where the chunk is too short to hold
+    // them after its sub-blocks, none are read (the check of its size below fails it).
+    let lows_at = len.checked_sub(raw).filter(|&at| at >= sizes_at + 2 * blocks).unwrap_or(len);
     let words_even = (input as usize).is_multiple_of(2);
     let parts_scratch = unsafe { shared.add(PARTS_AT as usize) } as *mut u32;
     let ring = table.at(RINGS_AT + thread as u32 / WARP_SIZE * RING_BYTES);
@@ -89,109 +91,98 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
                 return Err(Status::Truncated);
             }
             let symbols = sub_block(version, data_type, b, count);
-            let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version, width, words_out };
-            let symbols_out = out.add(width - 1);
-            // Every sub-block's words start at an even offset in the chunk.
-            if words_even {
-                sub_block.decode::<true, _>(warp, table, ring, bytes, at, word_count(b), symbols_out)
-            } else {
-                sub_block.decode::<false, _>(warp, table, ring, bytes, at, word_count(b), symbols_out)
+            let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version };
+            let (chunk, words) = (bytes, word_count(b));
+            let lows = &bytes[lows_at..];
+            match width {
+                1 => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<1> { out, lows }),
+                2 => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<2> { out, lows }),
+                _ => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<4> { out, lows }),
             }
         })?
     };
-    let raw = n - count;
     if len != end + raw {
         return Err(if len < end + raw { Status::Truncated } else { Status::Malformed });
-    }
-    if width > 1 {
-        block.sync_threads(); // every warp's high bytes in place
-        let lows = &bytes[end..];
-        match width {
-            2 => unsafe { write_values::<2>(thread, threads, out, lows, count) },
-            _ => unsafe { write_values::<4>(thread, threads, out, lows, count) },
-        }
     }
     let tail = n - count * width;
     unsafe { copy_spread(thread, threads, bytes[len - tail..].as_ptr(), out.add(n - tail), tail) };
     Ok(n)
 }
 
-/// Puts the low bytes of `count` values `WIDTH` bytes wide, from the start of `lows`, beside the
-/// high bytes decoded into their places in `out`, thread `thread` of `threads` its share: where
-/// `out` is aligned to 4, each thread writes whole values 16 bytes at a time (reading their high
-/// bytes back), else each low byte alone.
-///
-/// # Safety
-/// `out` must be writable for the values, their high bytes written (and seen by every thread).
-#[inline(always)]
-unsafe fn write_values<const WIDTH: usize>(thread: usize, threads: usize, out: *mut u8, lows: &[u8], count: usize) {
-    let n = count * WIDTH;
-    if (out as usize).is_multiple_of(4) {
-        let values = Values::<WIDTH> { out, lows };
-        unsafe { spread::<1>(thread, threads, &values, &Memory(out), n) };
-    } else {
-        for i in (thread..n).step_by(threads) {
-            if i % WIDTH != WIDTH - 1 {
-                unsafe { *out.add(i) = values_low_byte::<WIDTH>(lows, i) };
-            }
-        }
-    }
-}
-
-/// The low byte at byte `i` of values `WIDTH` bytes wide (not a high byte's place).
-#[inline(always)]
-fn values_low_byte<const WIDTH: usize>(lows: &[u8], i: usize) -> u8 {
-    lows[i / WIDTH * (WIDTH - 1) + i % WIDTH]
-}
-
-/// Values `WIDTH` bytes wide as they are written in place, a [`Source`]: their high bytes from
-/// `out` (aligned to 4), where they were decoded, between their low bytes from `lows`. A unit of
-/// 16 bytes reads only its own values' high bytes, so that threads write their units in place.
+/// Where a sub-block's symbols go: each the high byte of a `WIDTH`-byte value (the byte itself
+/// for bytes), written with the value's low bytes from `lows` (the chunk's raw part: the low
+/// bytes of its values in order, then its tail), so that each value is written whole, once.
 struct Values<'a, const WIDTH: usize> {
-    out: *const u8,
+    out: *mut u8,
     lows: &'a [u8],
 }
 
 impl<const WIDTH: usize> Values<'_, WIDTH> {
-    /// The low bytes `p .. p + 4` (those past `lows` 0), from the aligned words that hold them
-    /// where those lie in the chunk (`lows` is its end).
+    /// The values from value `i` on.
     #[inline(always)]
-    fn lows(&self, p: usize) -> u32 {
+    fn from(&self, i: usize) -> Self {
+        let lows = self.lows.get((WIDTH - 1) * i..).unwrap_or(&[]);
+        Self { out: self.out.wrapping_add(i * WIDTH), lows }
+    }
+
+    /// Writes value `i`, its high byte `symbol`, byte by byte (low bytes past `lows` 0).
+    #[inline(always)]
+    unsafe fn put(&self, i: usize, symbol: u8) {
+        let value = unsafe { self.out.add(i * WIDTH) };
+        for j in 0..WIDTH - 1 {
+            let low = self.lows.get((WIDTH - 1) * i + j).copied().unwrap_or(0);
+            unsafe { *value.add(j) = low };
+        }
+        unsafe { *value.add(WIDTH - 1) = symbol };
+    }
+
+    /// The low bytes of values `i .. i + 4`, in order from the first word's low byte: from the
+    /// aligned words that hold them (read through the read-only path), where those lie in
+    /// `lows` or just before it (in the chunk, its sub-blocks'), else byte by byte.
+    #[inline(always)]
+    fn lows(&self, i: usize) -> [u32; 3] {
+        let (p, len) = ((WIDTH - 1) * i, 4 * (WIDTH - 1));
+        let mut lows = [0; 3];
+        if WIDTH == 1 {
+            return lows;
+        }
         let at = self.lows.as_ptr().wrapping_add(p);
         let skew = at as usize % 4;
-        // The first word starts at most 3 bytes before `lows`: in the chunk, after its sub-blocks.
-        if p + 8 <= self.lows.len() + skew {
-            let word = |k: usize| unsafe { (at.wrapping_sub(skew) as *const u32).add(k).read() as u64 };
-            ((word(1) << 32 | word(0)) >> (8 * skew)) as u32
+        // Words `0 ..= len / 4`: those `len` bytes and the skew's.
+        if p + len + 4 <= self.lows.len() + skew {
+            let word = |k: usize| unsafe { crate::raw::global_u32(at.wrapping_sub(skew).add(4 * k) as *const u32) };
+            let words: [u32; 4] = core::array::from_fn(|k| if k <= len / 4 { word(k) } else { 0 });
+            for (k, low) in lows.iter_mut().take(len / 4).enumerate() {
+                *low = ((words[k + 1] as u64) << 32 | words[k] as u64).wrapping_shr(8 * skew as u32) as u32;
+            }
         } else {
-            (0..4).filter(|&j| p + j < self.lows.len()).fold(0, |word, j| word | (self.lows[p + j] as u32) << (8 * j))
+            for j in 0..len {
+                lows[j / 4] |= (self.lows.get(p + j).copied().unwrap_or(0) as u32) << (8 * (j % 4));
+            }
         }
-    }
-}
-
-impl<const WIDTH: usize> Source for Values<'_, WIDTH> {
-    #[inline(always)]
-    fn skew(&self) -> usize {
-        0
+        lows
     }
 
+    /// Writes values `i .. i + 4` whole: their high bytes `highs` (the first's in the low byte),
+    /// their low bytes as [`lows`](Self::lows) gave them; in one store where `ALIGNED` (they are
+    /// aligned to their size).
     #[inline(always)]
-    unsafe fn byte(&self, i: usize) -> u8 {
-        match i % WIDTH == WIDTH - 1 {
-            true => unsafe { *self.out.add(i) },
-            false => values_low_byte::<WIDTH>(self.lows, i),
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn word(&self, k: usize) -> u32 {
-        let high = unsafe { (self.out as *const u32).add(k).read() };
-        match WIDTH {
-            // Values `2k` and `2k + 1`: low, high, low, high.
-            2 => byte_perm(self.lows(2 * k), high, 0x7150),
-            // Value `k`: three low bytes and its high byte.
-            _ => byte_perm(self.lows(3 * k), high, 0x7210),
-        }
+    unsafe fn put_four<const ALIGNED: bool>(&self, i: usize, highs: u32, [l0, l1, l2]: [u32; 3]) {
+        let at = unsafe { self.out.add(i * WIDTH) };
+        let words = match WIDTH {
+            1 => [highs, 0, 0, 0],
+            // Low, high, low, high.
+            2 => [byte_perm(l0, highs, 0x5140), byte_perm(l0, highs, 0x7362), 0, 0],
+            // Each value's three low bytes and its high byte.
+            _ => [
+                byte_perm(l0, highs, 0x4210),
+                byte_perm(byte_perm(l0, l1, 0x0543), highs, 0x5210),
+                byte_perm(byte_perm(l1, l2, 0x0432), highs, 0x6210),
+                byte_perm(l2, highs, 0x7321),
+            ],
+        };
+        let words: [u32; WIDTH] = core::array::from_fn(|k| words[k]);
+        unsafe { if ALIGNED { store_aligned(at, words) } else { store_words(at, words) } }
     }
 }
 
@@ -265,23 +256,20 @@ unsafe fn write_slots(table: SharedBytes, thread: u32) {
 }
 
 /// One sub-block as a warp decodes it: its symbols `first .. first + len` of the chunk, in
-/// `version`'s order, each the last byte of a `width`-byte value; `words_out`: a lane stores its
-/// four symbols of a round as one word (bytes, and an output aligned to 4).
+/// `version`'s order.
 struct SubBlock {
     first: usize,
     len: usize,
     version: u8,
-    width: usize,
-    words_out: bool,
 }
 
 impl SubBlock {
     /// Decodes the sub-block whose states start at `at` in `chunk`, followed by `word_count`
-    /// words, into `symbols_out`, the chunk's output from the first symbol's byte on, its words
-    /// staged in `ring` (the warp's [`RING_BYTES`]).
+    /// words (at an even address where `words_even`), into `values`, its words staged in `ring`
+    /// (the warp's [`RING_BYTES`]).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn decode<const EVEN: bool, W: Warp>(
+    unsafe fn decode_into<W: Warp, const WIDTH: usize>(
         &self,
         warp: &W,
         table: SharedBytes,
@@ -289,34 +277,65 @@ impl SubBlock {
         chunk: &[u8],
         at: usize,
         word_count: usize,
-        symbols_out: *mut u8,
+        words_even: bool,
+        values: &Values<WIDTH>,
+    ) -> Result<(), Status> {
+        // The sub-block's low bytes asked into L2, for its rounds.
+        let lows = values.lows.get((WIDTH - 1) * self.first..(WIDTH - 1) * (self.first + self.len)).unwrap_or(&[]);
+        for line in (128 * warp.lane() as usize..lows.len()).step_by(128 * WARP_SIZE as usize) {
+            unsafe { crate::raw::prefetch_global(lows.as_ptr().add(line)) };
+        }
+        // Every sub-block's words start at an even offset in the chunk.
+        match words_even {
+            true => unsafe { self.decode::<true, W, WIDTH>(warp, table, ring, chunk, at, word_count, values) },
+            false => unsafe { self.decode::<false, W, WIDTH>(warp, table, ring, chunk, at, word_count, values) },
+        }
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn decode<const EVEN: bool, W: Warp, const WIDTH: usize>(
+        &self,
+        warp: &W,
+        table: SharedBytes,
+        ring: SharedBytes,
+        chunk: &[u8],
+        at: usize,
+        word_count: usize,
+        values: &Values<WIDTH>,
     ) -> Result<(), Status> {
         let lane = warp.lane() as usize;
         let mut lane_state = unsafe { LaneState::<EVEN>::new(warp, ring, chunk, at, word_count)? };
-        let store = |i: usize, symbol: u32| unsafe { *symbols_out.add((self.first + i) * self.width) = symbol as u8 };
+        let put = |i: usize, entry: u32| unsafe { values.put(self.first + i, entry as u8) };
         // The steps in which every lane has a symbol, then the last, where some may not.
         let whole = if self.version == VERSION_1 { self.len / LANES } else { self.len / ROUND * RUN };
         if self.version == VERSION_1 {
             for k in 0..whole {
                 unsafe { lane_state.stage(warp) };
                 let entry = unsafe { lane_state.step(warp, table, true) };
-                store(k * LANES + lane, entry);
+                put(k * LANES + lane, entry);
             }
-        } else if self.words_out {
-            let words = unsafe { symbols_out.add(self.first + lane * RUN) } as *mut u32;
-            let put = |round: usize, word: u32| unsafe { words.add(round * ROUND / 4).write(word) };
-            unsafe { lane_state.rounds(warp, table, whole / RUN, put) };
         } else {
-            let symbols =
-                |round: usize, word: u32| (0..RUN).for_each(|j| store(round * ROUND + lane * RUN + j, word >> (8 * j)));
-            unsafe { lane_state.rounds(warp, table, whole / RUN, symbols) };
+            // A lane's four values of a round.
+            let own = values.from(self.first + lane * RUN);
+            let lows = |round: usize| own.lows(round * ROUND);
+            let rounds = whole / RUN;
+            if (own.out as usize).is_multiple_of(4 * WIDTH) {
+                let put_four =
+                    |round: usize, highs: u32, lows| unsafe { own.put_four::<true>(round * ROUND, highs, lows) };
+                unsafe { lane_state.rounds(warp, table, rounds, lows, put_four) };
+            } else {
+                let put_four =
+                    |round: usize, highs: u32, lows| unsafe { own.put_four::<false>(round * ROUND, highs, lows) };
+                unsafe { lane_state.rounds(warp, table, rounds, lows, put_four) };
+            }
         }
         for k in whole..steps(self.version, self.len) {
             let i = symbol_index(self.version, k, lane);
             unsafe { lane_state.stage(warp) };
             let entry = unsafe { lane_state.step(warp, table, i < self.len) };
             if i < self.len {
-                store(i, entry);
+                put(i, entry);
             }
         }
         lane_state.finish(warp)
@@ -447,16 +466,25 @@ impl<const EVEN: bool> LaneState<EVEN> {
     }
 
     /// Decodes `rounds` rounds of [`RUN`] steps, every lane active, giving `put` each round's
-    /// index and this lane's symbols of it, the first in the low byte.
+    /// index, this lane's symbols of it (the first in the low byte) and what `fetch` returned for
+    /// the round before its steps (loads that arrive meanwhile).
     #[inline(always)]
-    unsafe fn rounds<W: Warp>(&mut self, warp: &W, table: SharedBytes, rounds: usize, put: impl Fn(usize, u32)) {
+    unsafe fn rounds<W: Warp, T>(
+        &mut self,
+        warp: &W,
+        table: SharedBytes,
+        rounds: usize,
+        fetch: impl Fn(usize) -> T,
+        put: impl Fn(usize, u32, T),
+    ) {
         // 32-bit counting: one add a round.
         for round in 0..rounds as u32 {
             unsafe { self.stage(warp) };
+            let fetched = fetch(round as usize);
             let mut step = || unsafe { self.step(warp, table, true) };
             let (a, b) = (step(), step());
             let (c, d) = (step(), step());
-            put(round as usize, byte_perm(byte_perm(a, b, 0x40), byte_perm(c, d, 0x40), 0x5410));
+            put(round as usize, byte_perm(byte_perm(a, b, 0x40), byte_perm(c, d, 0x40), 0x5410), fetched);
         }
     }
 

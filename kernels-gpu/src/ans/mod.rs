@@ -5,8 +5,8 @@
 //! a slot (symbol, frequency and the slot's offset in the symbol's range), then each warp decodes
 //! its sub-blocks, 32 symbols a step: one table lookup a symbol, and the lanes whose state falls
 //! low take the next words in lane order, a ballot's prefix giving each the index of the word it
-//! loads. From version 2 on a lane's four symbols of a round are one word stored. Floats' values
-//! are written whole once their high bytes are in place, their low bytes beside them.
+//! loads. From version 2 on a lane's four symbols of a round are one word stored; of floats, its
+//! four values whole, their low bytes beside them.
 //!
 //! Compressing, a block of warps takes each chunk too: its threads count the symbols
 //! (shared-memory atomics), a warp scales the counts to the table with warp reductions, then each

@@ -77,10 +77,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     unsafe { write_slots(table, thread as u32) };
     block.sync_threads();
 
-    let (width, raw) = (data_type.width(), n - count);
-    // The values' low bytes end the chunk, with its tail. Where the chunk is too short to hold
-    // them after its sub-blocks, none are read (the check of its size below fails it).
-    let lows_at = len.checked_sub(raw).filter(|&at| at >= sizes_at + 2 * blocks).unwrap_or(len);
+    let width = data_type.width();
     let words_even = (input as usize).is_multiple_of(2);
     let parts_scratch = unsafe { shared.add(PARTS_AT as usize) } as *mut u32;
     let ring = table.at(RINGS_AT + thread as u32 / WARP_SIZE * RING_BYTES);
@@ -93,7 +90,9 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
             let symbols = sub_block(version, data_type, b, count);
             let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version };
             let (chunk, words) = (bytes, word_count(b));
-            let lows = &bytes[lows_at..];
+            // The values' low bytes end the chunk, with its tail (where the chunk is too short
+            // for them, it is read from its start: the check of its size below fails it).
+            let lows = &bytes[len.saturating_sub(n - count)..];
             match width {
                 1 => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<1> { out, lows }),
                 2 => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<2> { out, lows }),
@@ -101,6 +100,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
             }
         })?
     };
+    let raw = n - count;
     if len != end + raw {
         return Err(if len < end + raw { Status::Truncated } else { Status::Malformed });
     }
@@ -266,8 +266,10 @@ struct SubBlock {
 impl SubBlock {
     /// Decodes the sub-block whose states start at `at` in `chunk`, followed by `word_count`
     /// words (at an even address where `words_even`), into `values`, its words staged in `ring`
-    /// (the warp's [`RING_BYTES`]).
-    #[inline(always)]
+    /// (the warp's [`RING_BYTES`]). A function of its own, whose registers ptxas allocates apart
+    /// from the chunk's: inlined beside the floats' loops, the bytes' round loop spilled its word
+    /// position and decoded 18-22% slower on an H200.
+    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn decode_into<W: Warp, const WIDTH: usize>(
         &self,

@@ -294,6 +294,7 @@ impl SubBlock {
         }
     }
 
+    /// [`decode_into`](Self::decode_into), the words' address known to be even (`EVEN`) or not.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn decode<const EVEN: bool, W: Warp, const WIDTH: usize>(

@@ -8,7 +8,7 @@
 
 use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
 use crate::block::{Block, decode_parts, decode_parts_words};
-use crate::copy::{copy_spread, store_aligned, store_words};
+use crate::copy::{Memory, copy_spread, spread, store_aligned, store_words};
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -21,11 +21,18 @@ use ferrocomp_format::ans::{
 const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
 /// Where the decoding block's shared memory holds each slot's entry (two u32), each symbol's
 /// frequency and cumulative frequency (u32), [`decode_parts`]'s words (to 16 bytes) and each
-/// warp's [`RING_BYTES`] of words.
+/// warp's [`RING_BYTES`] of words; before the warps decode, the chunk's first [`HEAD_BYTES`]
+/// in the rings' place.
 const ENTRIES_AT: u32 = 0;
 const SYMBOLS_AT: u32 = ENTRIES_AT + 8 * TOTAL;
 const PARTS_AT: u32 = SYMBOLS_AT + 4 * 256;
 const RINGS_AT: u32 = PARTS_AT + (4 * decode_parts_words(BLOCK_WARPS * WARP_SIZE) as u32).next_multiple_of(16);
+const HEAD_AT: u32 = RINGS_AT;
+/// Bytes of a chunk staged in shared memory before it is parsed: its header, table (at most 552
+/// bytes) and sub-blocks' word counts, up to chunks of a few MiB (longer heads' counts, and those
+/// of chunks of more than a round of sub-blocks, read later, are read where they are).
+const HEAD_BYTES: usize = 1024;
+const _: () = assert!(HEAD_BYTES <= (RING_BYTES * BLOCK_WARPS) as usize);
 /// Shared memory of the decoding block.
 pub const DECODE_SHARED_BYTES: usize = (RINGS_AT + RING_BYTES * BLOCK_WARPS) as usize;
 /// A slot's entry is two words: its symbol in bits 0-7 and the symbol's frequency from bit
@@ -49,11 +56,20 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     shared: *mut u8,
 ) -> Result<usize, Status> {
     let bytes = unsafe { crate::raw::bytes(input, len) };
-    let Header { version, data_type, stored, n } = read_header(bytes)?;
+    let (thread, threads) = (block.thread() as usize, block.threads() as usize);
+    // The head staged in one go, a unit a thread, and parsed in shared memory: in global memory,
+    // its header, table and counts were a chain of loads, each waiting on the one before.
+    let head = unsafe {
+        let (at, staged) = (shared.add(HEAD_AT as usize), len.min(HEAD_BYTES));
+        block.sync_threads(); // every warp is done with the last chunk's, which may have failed early
+        spread::<1>(thread, threads, &Memory(input as *mut u8), &SharedBytes::new(at), staged);
+        block.sync_threads();
+        crate::raw::bytes(at, staged)
+    };
+    let Header { version, data_type, stored, n } = read_header(head)?;
     if n > capacity {
         return Err(Status::OutputTooSmall);
     }
-    let (thread, threads) = (block.thread() as usize, block.threads() as usize);
     if stored {
         if len != HEADER_LEN + n {
             return Err(if len < HEADER_LEN + n { Status::Truncated } else { Status::Malformed });
@@ -62,11 +78,13 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
         return Ok(n);
     }
     // Every warp reads the frequencies (the same loads), so the checks agree without a barrier.
-    let (freqs, table_len) = read_freqs(warp, &bytes[HEADER_LEN..])?;
+    let (freqs, table_len) = read_freqs(warp, &head[HEADER_LEN..])?;
     let count = symbols(n, data_type);
     let blocks = sub_blocks(version, data_type, count);
     let sizes_at = HEADER_LEN + table_len;
-    let sizes = bytes.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
+    // Staged, the counts are read in the first round's scan, before the rings take their place.
+    let sizes = if sizes_at + 2 * blocks <= head.len() && blocks <= threads { head } else { bytes };
+    let sizes = sizes.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
     let word_count = |b: usize| u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
 
     let table = unsafe { SharedBytes::new(shared) };
@@ -89,7 +107,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
             }
             let symbols = sub_block(version, data_type, b, count);
             let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version };
-            let (chunk, words) = (bytes, word_count(b));
+            let (chunk, words) = (bytes, (size - 4 * LANES) / 2);
             // The values' low bytes end the chunk, with its tail (where the chunk is too short
             // for them, it is read from its start: the check of its size below fails it).
             let lows = &bytes[len.saturating_sub(n - count)..];
@@ -388,10 +406,6 @@ impl<const EVEN: bool> LaneState<EVEN> {
         word_count: usize,
     ) -> Result<Self, Status> {
         let lane = warp.lane();
-        let state = u32::from_le_bytes(core::array::from_fn(|k| chunk[at + 4 * lane as usize + k]));
-        if warp.ballot(state < LOWER) != 0 {
-            return Err(Status::Malformed);
-        }
         let words = &chunk[at + 4 * LANES..];
         // The bytes before the words, down to `from`, are the states': in the chunk too.
         let first = (words.as_ptr() as usize % 16) as u32;
@@ -402,9 +416,21 @@ impl<const EVEN: bool> LaneState<EVEN> {
             unsafe { crate::raw::prefetch_global(from.add(line as usize)) };
         }
         let below = (1 << lane) - 1;
-        let mut lane_state = Self { state, at: first, end, below, ring, from, readable, span: 0, staged: [0; 4] };
+        let mut lane_state = Self { state: 0, at: first, end, below, ring, from, readable, span: 0, staged: [0; 4] };
+        // The first spans loaded before the states are checked, so that both arrive in one wait.
         let (first, second) = (lane_state.load(lane, 0), lane_state.load(lane, 1));
         lane_state.staged = lane_state.load(lane, 2);
+        let state = &chunk[at + 4 * lane as usize..][..4];
+        lane_state.state = if EVEN {
+            // Two aligned halves (states start at even offsets in the chunk).
+            let half = |k: usize| unsafe { (state.as_ptr().add(2 * k) as *const u16).read() } as u32;
+            half(0) | half(1) << 16
+        } else {
+            u32::from_le_bytes(core::array::from_fn(|k| state[k]))
+        };
+        if warp.ballot(lane_state.state < LOWER) != 0 {
+            return Err(Status::Malformed);
+        }
         unsafe { lane_state.put(lane, 0, first) };
         unsafe { lane_state.put(lane, 1, second) };
         warp.sync();

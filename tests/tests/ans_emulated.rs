@@ -15,18 +15,32 @@ const BLOCK_THREADS: u32 = gpu_ans::BLOCK_WARPS * 32;
 /// The block's stream of `input` placed `shift` bytes past an aligned address, into an output
 /// with room for `capacity` bytes.
 fn block_compress(input: &[u8], options: &Options, shift: usize, capacity: usize) -> Result<Vec<u8>, Status> {
-    let mut out = vec![0u8; capacity + shift];
-    let mut placed = vec![0u8; input.len() + shift];
-    placed[shift..].copy_from_slice(input);
+    block_compress_at(input, options, shift, shift, capacity)
+}
+
+/// [`block_compress`] with the input `in_shift` and the output `out_shift` bytes past aligned
+/// addresses.
+fn block_compress_at(
+    input: &[u8],
+    options: &Options,
+    in_shift: usize,
+    out_shift: usize,
+    capacity: usize,
+) -> Result<Vec<u8>, Status> {
+    // Aligned to 16, as device allocations.
+    let mut out = vec![0u128; (capacity + out_shift).div_ceil(16)];
+    let mut placed: Vec<u128> = vec![0; (input.len() + in_shift).div_ceil(16)];
+    let i = placed.as_mut_ptr() as usize + in_shift;
+    unsafe { core::ptr::copy_nonoverlapping(input.as_ptr(), i as *mut u8, input.len()) };
     let mut shared = vec![0u32; gpu_ans::COMPRESS_SHARED_BYTES / 4];
-    let (i, o, s) =
-        (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
+    let (o, s) = (out.as_mut_ptr() as usize + out_shift, shared.as_mut_ptr() as usize);
     let (n, o, s) = (input.len(), o as *mut u8, s as *mut u32);
     let result = agreed(emulated::run_block(BLOCK_THREADS, |thread| unsafe {
         let input = core::slice::from_raw_parts(i as *const u8, n);
         gpu_ans::compress_chunk(thread, thread, input, options, s, o, capacity)
     }));
-    result.map(|n| out[shift..shift + n].to_vec())
+    let out: Vec<u8> = out.iter().flat_map(|word| word.to_le_bytes()).collect();
+    result.map(|n| out[out_shift..out_shift + n].to_vec())
 }
 
 /// The block's decoding of `stream` placed `shift` bytes past an aligned address (the allocation
@@ -84,6 +98,24 @@ fn block_compressor_writes_the_scalar_bytes() {
                 assert_eq!(got, expected, "{data_type:?}, {} bytes at {shift}", input.len());
             }
             assert_eq!(block_decompress(&expected, input.len(), k % 4).as_ref(), Ok(input), "{data_type:?}");
+        }
+    }
+}
+
+#[test]
+fn float_low_bytes_are_written_at_every_output_alignment() {
+    // Inputs aligned to 16 (the low bytes built from whole words), outputs at every alignment
+    // (the low bytes stored 16 at a time where aligned), from 16 values to 4,099.
+    for data_type in [DataType::Float16, DataType::Float32] {
+        let options = Options { data_type };
+        let width = data_type.width();
+        for values in [16, 17, 19, 20, 21, 33, 35, 36, 1000, 4099] {
+            let input = text_bytes(values * width + 1, values as u64);
+            let expected = scalar_compress(&input, &options);
+            for out_shift in 0..4 {
+                let got = block_compress_at(&input, &options, 0, out_shift, ans::max_compressed_size(input.len()));
+                assert_eq!(got.as_ref(), Ok(&expected), "{data_type:?}, {values} values, output at {out_shift}");
+            }
         }
     }
 }
@@ -240,7 +272,7 @@ fn the_block_compressor_writes_the_scalar_bytes_on_random_skewed_chunks() {
             .collect();
         let options = Options { data_type };
         let expected = scalar_compress(&input, &options);
-        let got = block_compress(&input, &options, case % 4, ans::max_compressed_size(len));
+        let got = block_compress(&input, &options, case / 4, ans::max_compressed_size(len));
         assert_eq!(got.as_ref(), Ok(&expected), "{data_type:?}, {len} bytes of {alphabet} symbols");
         assert_eq!(block_decompress(&expected, len, case % 4).as_ref(), Ok(&input), "{data_type:?}, {len} bytes");
     }

@@ -29,9 +29,10 @@ const PARTS_AT: u32 = SYMBOLS_AT + 4 * 256;
 const RINGS_AT: u32 = PARTS_AT + (4 * decode_parts_words(BLOCK_WARPS * WARP_SIZE) as u32).next_multiple_of(16);
 const HEAD_AT: u32 = RINGS_AT;
 /// Bytes of a chunk staged in shared memory before it is parsed: its header, table (at most 552
-/// bytes) and sub-blocks' word counts, up to chunks of a few MiB (longer heads' counts, and those
-/// of chunks of more than a round of sub-blocks, read later, are read where they are).
-const HEAD_BYTES: usize = 1024;
+/// bytes) and sub-blocks' word counts where they fit. Counts past them, or those of a chunk of
+/// more sub-blocks than the block has threads (read after the rings have taken the head's
+/// place), are read from the chunk.
+pub const HEAD_BYTES: usize = 1024;
 const _: () = assert!(HEAD_BYTES <= (RING_BYTES * BLOCK_WARPS) as usize);
 /// Shared memory of the decoding block.
 pub const DECODE_SHARED_BYTES: usize = (RINGS_AT + RING_BYTES * BLOCK_WARPS) as usize;

@@ -19,7 +19,7 @@
 mod decode;
 mod encode;
 
-pub use decode::{DECODE_SHARED_BYTES, decompress_chunk};
+pub use decode::{DECODE_SHARED_BYTES, HEAD_BYTES, decompress_chunk};
 pub use encode::compress_chunk;
 
 use crate::warp::Warp;

@@ -115,3 +115,29 @@ pub fn write_bits(bytes: &mut [u8], bit: usize, bits: u32, value: u64) {
         bytes[byte + k] |= (window >> (8 * k)) as u8;
     }
 }
+
+/// The low bits of `value` placed, in order, at the set bits of `mask` (x86's `pdep`): bit `k`
+/// of `value` goes to the `k`-th set bit of `mask`, counting from the least significant.
+#[inline(always)]
+pub fn deposit(mut value: u64, mut mask: u64) -> u64 {
+    let mut out = 0;
+    while mask != 0 {
+        let bit = mask & mask.wrapping_neg();
+        out |= if value & 1 != 0 { bit } else { 0 };
+        (value, mask) = (value >> 1, mask ^ bit);
+    }
+    out
+}
+
+/// The bits of `value` at the set bits of `mask`, gathered in order into the low bits (x86's
+/// `pext`): the inverse of [`deposit`].
+#[inline(always)]
+pub fn extract(value: u64, mut mask: u64) -> u64 {
+    let (mut out, mut k) = (0, 0);
+    while mask != 0 {
+        let bit = mask & mask.wrapping_neg();
+        out |= ((value & bit != 0) as u64) << k;
+        (k, mask) = (k + 1, mask ^ bit);
+    }
+    out
+}

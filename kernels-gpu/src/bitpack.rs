@@ -76,3 +76,66 @@ pub unsafe fn or_bits(words: *mut u32, bit: usize, bits: u32, value: u64) {
         }
     }
 }
+
+/// Moves bits to and from the set bits of a mask (x86's `pdep` and `pext`, which the GPU lacks)
+/// in `log2(bits)` steps of a shift and two masks each, the steps' masks computed once per mask
+/// (the "compress" and "expand" networks of Warren's Hacker's Delight, 7-4 and 7-5). Over `u32`
+/// and `u64`.
+macro_rules! scatter {
+    ($name:ident, $word:ty, $steps:literal) => {
+        /// Scatters and gathers bits at the set bits of one mask (see [`scatter!`]).
+        #[derive(Clone, Copy)]
+        pub struct $name {
+            mask: $word,
+            /// Step `i`'s bits, which move `2^i` places.
+            moves: [$word; $steps],
+        }
+
+        impl $name {
+            /// The network of `mask`.
+            #[inline(always)]
+            pub fn new(mask: $word) -> Self {
+                let (mut rest, mut zeros_below) = (mask, !mask << 1);
+                let mut moves = [0; $steps];
+                // (Indexed by constants once unrolled: an iterated array would go to local memory.)
+                for i in 0..$steps {
+                    // Bit k of `parity`: whether an odd number of zeros of the mask lie below k
+                    // (counted in the steps' units so far).
+                    let mut parity = zeros_below;
+                    for s in 0..$steps {
+                        parity ^= parity << (1 << s);
+                    }
+                    moves[i] = parity & rest;
+                    rest = (rest ^ moves[i]) | (moves[i] >> (1 << i));
+                    zeros_below &= !parity;
+                }
+                Self { mask, moves }
+            }
+
+            /// The low bits of `value` at the mask's set bits, in order (`pdep`).
+            #[inline(always)]
+            pub fn scatter(&self, mut value: $word) -> $word {
+                for i in (0..$steps).rev() {
+                    let moving = self.moves[i];
+                    value = (value & !moving) | ((value << (1 << i)) & moving);
+                }
+                value & self.mask
+            }
+
+            /// The bits of `value` at the mask's set bits, gathered in order into its low bits
+            /// (`pext`).
+            #[inline(always)]
+            pub fn gather(&self, value: $word) -> $word {
+                let mut value = value & self.mask;
+                for i in 0..$steps {
+                    let moved = value & self.moves[i];
+                    value = (value ^ moved) | (moved >> (1 << i));
+                }
+                value
+            }
+        }
+    };
+}
+
+scatter!(Scatter32, u32, 5);
+scatter!(Scatter64, u64, 6);

@@ -5,8 +5,8 @@
 use approx::assert_abs_diff_eq;
 use ferrocomp_format::Status;
 use ferrocomp_format::bitcomp::{
-    self, ElementType, ErrorBound, Geometry, HEADER_LEN, Kind, MAX_CHUNK_SIZE, Options, Tile, max_compressed_size,
-    max_decompressed_size,
+    self, ElementType, ErrorBound, Geometry, HEADER_LEN, Kind, MAX_CHUNK_SIZE, Options, SYMBOLS_LEN, Tile,
+    max_compressed_size, max_decompressed_size,
 };
 mod common;
 use common::{XorShift, random_bytes};
@@ -32,10 +32,10 @@ fn round_trip(input: &[u8], options: &Options) -> Vec<u8> {
 
 /// The kinds of the chunk's tiles.
 fn kinds(stream: &[u8]) -> Vec<Kind> {
-    let (options, n) = bitcomp::read_header(stream).unwrap();
-    let geometry = options.geometry();
-    (0..geometry.tiles(n))
-        .map(|t| Tile::parse(&stream[HEADER_LEN + t * geometry.header..][..geometry.header], &geometry).unwrap().kind)
+    let header = bitcomp::read_header(stream).unwrap();
+    let geometry = header.geometry;
+    (0..geometry.tiles(header.size))
+        .map(|t| Tile::parse(&stream[geometry.entry(t)..][..geometry.header], &geometry).unwrap().kind)
         .collect()
 }
 
@@ -70,7 +70,7 @@ fn lossy(element: ElementType, sparse: bool, bound: f32) -> Options {
 #[test]
 fn a_frame_of_reference_tile_is_these_bytes() {
     let stream = compress(&[3, 3, 4, 5, 3], &Options { element: ElementType::U8, ..Options::default() });
-    let mut expected = vec![1, 1, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 3, 0, 0, 0x90];
+    let mut expected = vec![2, 1, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 3, 0, 0, 0x90];
     expected.resize(48, 0);
     assert_eq!(stream, expected);
 }
@@ -79,24 +79,105 @@ fn a_frame_of_reference_tile_is_these_bytes() {
 fn a_delta_tile_is_these_bytes() {
     let input: Vec<u8> = (0..32u32).flat_map(|i| (5 + 3 * i).to_le_bytes()).collect();
     let stream = compress(&input, &Options { element: ElementType::U32, ..Options::default() });
-    let expected = [1, 5, 0, 0, 128, 0, 0, 0, 0, 0, 0, 0, 0x82, 3, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0];
+    let expected = [2, 5, 0, 0, 128, 0, 0, 0, 0, 0, 0, 0, 0x82, 3, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0];
     assert_eq!(stream, expected);
 }
 
 #[test]
 fn a_sparse_tile_is_these_bytes() {
     let stream = compress(&[0, 0, 7, 0, 9], &Options { element: ElementType::U8, sparse: true, error_bound: None });
-    let mut expected = vec![1, 1, 1, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 2, 7, 0, 0x14];
+    let mut expected = vec![2, 1, 1, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 2, 7, 0, 0x14];
     expected.resize(32, 0);
     expected.extend([8, 0, 0, 0]);
     assert_eq!(stream, expected);
+}
+
+/// 32 u32s of which bits 0, 1 and 24 vary.
+fn masked_u32s() -> Vec<u8> {
+    (0..32u32).flat_map(|i| (0x00AB_0000 | ((i & 1) << 24) | (i % 4)).to_le_bytes()).collect()
+}
+
+#[test]
+fn a_mask_tile_is_these_bytes() {
+    // Bits 0, 1 and 24 vary (entries of 3 bits: a frame of reference would take 25).
+    let input = masked_u32s();
+    let stream = compress(&input, &Options { element: ElementType::U32, ..Options::default() });
+    let mut expected = vec![2, 5, 0, 0, 128, 0, 0, 0, 0, 0, 0, 0, 0x43, 0, 0, 0xAB, 0, 0, 0, 0, 3, 0, 0, 1];
+    // Entry i: bit 0 and 1 of i % 4, then bit 24's (i & 1): 0, 5, 2, 7 repeating, 3 bits each.
+    let bits = (0..32u128).fold(0u128, |bits, i| bits | ([0, 5, 2, 7][i as usize % 4] << (3 * i)));
+    expected.extend_from_slice(&bits.to_le_bytes()[..12]);
+    assert_eq!(stream, expected);
+    assert_eq!(kinds(&stream), [Kind::Mask]);
+    assert_eq!(decompress(&stream, input.len()).unwrap(), input);
+}
+
+#[test]
+fn a_ranked_chunk_is_these_bytes() {
+    // Half spaces, a quarter 'e', an eighth each newline and 'z': as they are, 7 bits a byte
+    // (newline to 'z'); ranked, 2.
+    let input: Vec<u8> = b" e \n e z".iter().copied().cycle().take(4096).collect();
+    let stream = compress(&input, &Options::default());
+    let mut expected = vec![2, 1, 4, 0, 0, 0x10, 0, 0, 0, 0, 0, 0];
+    expected.extend_from_slice(b" e\nz");
+    expected.extend((0..=255u8).filter(|b| !b" e\nz".contains(b)));
+    for _ in 0..32 {
+        expected.extend([2, 0]); // frames of reference of 2 bits from 0
+    }
+    // Ranks 0, 1, 0, 2, 0, 1, 0, 3 in 2 bits each: 0xC484 a period.
+    for _ in 0..32 * 8 {
+        expected.extend(0xC484_C484u32.to_le_bytes());
+    }
+    assert_eq!(stream, expected);
+    assert_eq!(decompress(&stream, input.len()).unwrap(), input);
+}
+
+#[test]
+fn version_1_chunks_are_still_read_and_version_2_fields_refused_in_them() {
+    let input: Vec<u8> = (0..32u32).flat_map(|i| (5 + 3 * i).to_le_bytes()).collect();
+    let mut stream = compress(&input, &Options { element: ElementType::U32, ..Options::default() });
+    stream[0] = 1;
+    assert_eq!(decompress(&stream, input.len()).unwrap(), input);
+    let mut ranked = stream.clone();
+    ranked[2] = bitcomp::RANKED;
+    assert_eq!(decompress(&ranked, input.len()), Err(Status::Malformed));
+    let mut masked = compress(&masked_u32s(), &Options { element: ElementType::U32, ..Options::default() });
+    masked[0] = 1;
+    assert_eq!(decompress(&masked, 128), Err(Status::Malformed));
+}
+
+#[test]
+fn damaged_masks_and_ranks_give_statuses() {
+    let input = masked_u32s();
+    let stream = compress(&input, &Options { element: ElementType::U32, ..Options::default() });
+    let with = |k: usize, byte: u8| {
+        let mut s = stream.clone();
+        s[k] = byte;
+        decompress(&s, input.len())
+    };
+    // The mask's bit count not the mode's; a mask as wide as the element.
+    assert_eq!(with(20, 7), Err(Status::Malformed));
+    assert_eq!(with(HEADER_LEN, 0x40 + 32), Err(Status::Malformed));
+    let bytes: Vec<u8> = b" e \n e z".iter().copied().cycle().take(5000).collect();
+    let ranked = compress(&bytes, &Options::default());
+    assert!(bitcomp::read_header(&ranked).unwrap().ranked);
+    assert_eq!(decompress(&ranked[..HEADER_LEN + 100], bytes.len()), Err(Status::Truncated));
+    let mut lossy = ranked.clone();
+    lossy[2] |= bitcomp::LOSSY;
+    assert_eq!(decompress(&lossy, bytes.len()), Err(Status::Malformed));
+    // A byte of u8 elements' mask beyond the element.
+    let narrow: Vec<u8> = (0..128u8).map(|i| 0x10 | ((i & 1) << 7) | (i % 2)).collect();
+    let mut masked = compress(&narrow, &Options::default());
+    assert_eq!(kinds(&masked), [Kind::Mask]);
+    assert_eq!(decompress(&masked, 128).unwrap(), narrow);
+    masked[17] = 1;
+    assert_eq!(decompress(&masked, 128), Err(Status::Malformed));
 }
 
 #[test]
 fn a_lossy_tile_is_these_bytes() {
     let input = floats([1.2, -2.7].into_iter(), 4);
     let stream = compress(&input, &lossy(ElementType::I32, false, 0.5));
-    let mut expected = vec![1, 4, 2, 0, 8, 0, 0, 0, 0, 0, 0, 0x3F, 3, 0xFD, 0xFF, 0xFF, 0xFF, 0, 0, 0, 4];
+    let mut expected = vec![2, 4, 2, 0, 8, 0, 0, 0, 0, 0, 0, 0x3F, 3, 0xFD, 0xFF, 0xFF, 0xFF, 0, 0, 0, 4];
     expected.resize(32, 0);
     assert_eq!(stream, expected);
     assert_eq!(decompress(&stream, 8).unwrap(), floats([1.0, -3.0].into_iter(), 4));
@@ -148,11 +229,12 @@ fn data_that_does_not_compress_stays_within_the_bound() {
             let options = Options { element, sparse, error_bound: None };
             let input = random_bytes(65536 + 5, 3);
             let compressed = round_trip(&input, &options);
-            // At most a tile header a tile more (with the chunk header and the last tile's padding).
+            // At most a tile header a tile more (with the chunk header, the last tile's padding and,
+            // in the bound, room for the ranks' table; random bytes are not ranked).
             let geometry = options.geometry();
             let bound = max_compressed_size(input.len(), &options);
-            assert!(compressed.len() <= bound);
-            assert!(bound <= input.len() + geometry.tiles(input.len()) * geometry.header + 16 + geometry.tile_bytes());
+            let unranked = input.len() + geometry.tiles(input.len()) * geometry.header + 16 + geometry.tile_bytes();
+            assert!(compressed.len() <= unranked && bound <= unranked + SYMBOLS_LEN);
         }
     }
 }
@@ -246,9 +328,9 @@ fn corrupt_truncated_and_lying_streams_give_statuses() {
         s[k] = byte;
         decompress(&s, input.len())
     };
-    assert_eq!(with(0, 2), Err(Status::Unsupported));
+    assert_eq!(with(0, 3), Err(Status::Unsupported));
     assert_eq!(with(1, 9), Err(Status::Malformed));
-    assert_eq!(with(2, 4), Err(Status::Malformed));
+    assert_eq!(with(2, 8), Err(Status::Malformed));
     assert_eq!(with(3, 1), Err(Status::Malformed));
     // A tile claiming more bits than its element has, or a sparse delta.
     assert_eq!(with(HEADER_LEN, 17), Err(Status::Malformed));

@@ -78,8 +78,8 @@ def test_sorted_offsets_compress_as_deltas():
 def test_the_raw_block_starts_with_the_documented_header():
     data = numbers(5000, "<u2")
     block = bytes(codec(data_type="<u2", algorithm_type=1).encode(data))
-    # Version 1, element type 3 (nvcompType_t's USHORT), the sparse flag, a reserved byte, the size, no bound.
-    assert block[:12] == bytes([1, 3, 1, 0]) + (10_003).to_bytes(4, "little") + bytes(4)
+    # Version 2, element type 3 (nvcompType_t's USHORT), the sparse flag, a reserved byte, the size, no bound.
+    assert block[:12] == bytes([2, 3, 1, 0]) + (10_003).to_bytes(4, "little") + bytes(4)
 
 
 def test_native_stream_names_bitcomp():

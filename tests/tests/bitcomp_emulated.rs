@@ -3,7 +3,9 @@
 //! scalar decoder's bytes or status on those streams, on misaligned ones and on damaged ones.
 
 use ferrocomp_format::Status;
-use ferrocomp_format::bitcomp::{self, ElementType, ErrorBound, Options};
+use ferrocomp_format::bitcomp::{self, ElementType, ErrorBound, Kind, Options, Tile};
+use ferrocomp_format::bitpack::{deposit, extract};
+use ferrocomp_kernels_gpu::bitpack::{Scatter32, Scatter64};
 use ferrocomp_kernels_gpu::{bitcomp as gpu_bitcomp, emulated};
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
@@ -143,6 +145,26 @@ fn block_compressor_reports_what_does_not_fit() {
     assert_eq!(block_compress(&input, &options, 0, capacity), Err(Status::OutputTooSmall));
 }
 
+/// Flips `count` bits of `stream` (of `len` bytes decoded), three in four within its first `near`
+/// bytes, where `noise` says; the block's decoding of each damaged stream is the scalar decoder's.
+fn flips_agree(
+    stream: &[u8],
+    len: usize,
+    count: usize,
+    near: usize,
+    noise: &mut impl Iterator<Item = u8>,
+    options: &Options,
+) {
+    for _ in 0..count {
+        let mut damaged = stream.to_vec();
+        let span = if noise.next().unwrap() < 192 { stream.len().min(near) } else { stream.len() };
+        let at = (noise.next().unwrap() as usize * 256 + noise.next().unwrap() as usize) % span;
+        damaged[at] ^= 1 << (noise.next().unwrap() % 8);
+        let (got, expected) = (block_decompress(&damaged, len, at % 4), scalar_decompress(&damaged, len));
+        assert_eq!(got, expected, "{options:?}, damaged at {at}");
+    }
+}
+
 #[test]
 fn block_decoder_agrees_with_scalar_on_damaged_streams() {
     let mut noise = random_bytes(8192, 13).into_iter();
@@ -156,18 +178,8 @@ fn block_decoder_agrees_with_scalar_on_damaged_streams() {
                 let short = &stream[..stream.len() - cut];
                 assert_eq!(block_decompress(short, input.len(), 3), scalar_decompress(short, input.len()), "cut {cut}");
             }
-            for _ in 0..16 {
-                let mut damaged = stream.clone();
-                // Mostly the header and tile table, where a flip changes the layout.
-                let span = if noise.next().unwrap() < 192 { stream.len().min(400) } else { stream.len() };
-                let at = (noise.next().unwrap() as usize * 256 + noise.next().unwrap() as usize) % span;
-                damaged[at] ^= 1 << (noise.next().unwrap() % 8);
-                assert_eq!(
-                    block_decompress(&damaged, input.len(), at % 4),
-                    scalar_decompress(&damaged, input.len()),
-                    "{options:?}, damaged at {at}"
-                );
-            }
+            // Mostly the header and tile table, where a flip changes the layout.
+            flips_agree(&stream, input.len(), 16, 400, &mut noise, &options);
         }
     }
 }
@@ -207,6 +219,71 @@ fn block_kernels_carry_across_warps_and_rounds() {
             if options.error_bound.is_none() {
                 assert_eq!(decoded.as_ref(), Ok(input), "{options:?}");
             }
+        }
+    }
+}
+
+/// The kinds of the tiles of the chunk `stream`, and whether it is ranked.
+fn layout(stream: &[u8]) -> (Vec<Kind>, bool) {
+    let header = bitcomp::read_header(stream).unwrap();
+    let geometry = header.geometry;
+    let kinds = (0..geometry.tiles(header.size))
+        .map(|t| Tile::parse(&stream[geometry.entry(t)..][..geometry.header], &geometry).unwrap().kind);
+    (kinds.collect(), header.ranked)
+}
+
+#[test]
+fn block_kernels_rank_bytes_and_code_masks() {
+    // Text over two rounds and a part (ranked: the first round decides, the later rounds are
+    // staged through the ranks), text within the first round, and elements whose varying bits
+    // lie apart (the top and bottom bits of each width: mask tiles), at every width.
+    let noise = random_bytes(1 << 16, 23);
+    let mut flips = noise.iter().rev().copied();
+    for element in [ElementType::U8, ElementType::U16, ElementType::U32, ElementType::U64] {
+        let width = element.width();
+        let top = 1u64 << (8 * width - 1);
+        let masked: Vec<u8> = (0..5000)
+            .flat_map(|k| {
+                let r = noise[k] as u64;
+                let value = ((r & 1) * top) | (r >> 1 & 3) | if width > 1 { 0x10 } else { 0 };
+                value.to_le_bytes().into_iter().take(width)
+            })
+            .collect();
+        let long_text = text_bytes(2 * gpu_bitcomp::COMPRESS_WARPS as usize * 4096 + 5001, width as u64);
+        let short_text = text_bytes(12_003, 7);
+        for (input, ranked, mask) in [(&long_text, true, false), (&short_text, true, false), (&masked, false, true)] {
+            for sparse in [false, true] {
+                let options = Options { element, sparse, error_bound: None };
+                let stream = scalar_compress(input, &options);
+                let (kinds, is_ranked) = layout(&stream);
+                assert_eq!(is_ranked, ranked, "{options:?}");
+                // (Sparse chunks code some tiles of the masked elements, 1 in 8 of them zero, sparse.)
+                let masks = kinds.iter().filter(|&&k| k == Kind::Mask).count();
+                assert!(!mask || (masks == kinds.len() || sparse && 2 * masks > kinds.len()), "{options:?}: {kinds:?}");
+                let capacity = bitcomp::max_compressed_size(input.len(), &options);
+                assert_eq!(block_compress(input, &options, width % 3, capacity).as_ref(), Ok(&stream), "{options:?}");
+                assert_eq!(block_decompress(&stream, input.len(), 1).as_ref(), Ok(input), "{options:?}");
+                // The header, the ranks and the tile table, mostly.
+                flips_agree(&stream, input.len(), 12, 600, &mut flips, &options);
+            }
+        }
+    }
+}
+
+#[test]
+fn scatter_networks_move_bits_as_deposit_and_extract() {
+    let noise = random_bytes(24 * 1000, 29);
+    for k in 0..1000 {
+        let word = |j: usize| u64::from_le_bytes(noise[8 * (3 * k + j)..][..8].try_into().unwrap());
+        let (value, dense, sparse) = (word(0), word(1), word(1) & word(2));
+        for mask in [dense, sparse, sparse & 0xFFFF_0000_0000_FFFF, 0, u64::MAX, 1 << 63, 0x8080_8080_0101_0101] {
+            let wide = Scatter64::new(mask);
+            assert_eq!(wide.scatter(value), deposit(value, mask), "{value:#x} into {mask:#x}");
+            assert_eq!(wide.gather(value), extract(value, mask), "{value:#x} from {mask:#x}");
+            let (value, mask) = (value as u32, mask as u32);
+            let narrow = Scatter32::new(mask);
+            assert_eq!(narrow.scatter(value) as u64, deposit(value as u64, mask as u64), "{value:#x} into {mask:#x}");
+            assert_eq!(narrow.gather(value) as u64, extract(value as u64, mask as u64), "{value:#x} from {mask:#x}");
         }
     }
 }

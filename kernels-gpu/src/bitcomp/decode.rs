@@ -5,17 +5,21 @@
 //! row of the group's output. A delta tile needs the last element of the tile before, which the
 //! lanes do not have until all are decoded: each decodes its tile from 0 and the lanes' last
 //! elements are composed by a warp scan and across the warps, then the delta tiles add what
-//! came before. The warp copies its rows out 16 bytes a lane.
+//! came before. The warp copies its rows out 16 bytes a lane, through the chunk's table where it
+//! is ranked (staged in shared memory once a chunk). A mask tile's entries are scattered to its
+//! varying bits a unit at once (the four bytes of a unit of 1-byte elements in one step).
 
-use super::{DECODE_WARPS, Layout, Rows, Swizzled, group_tiles, larger, max_payload, row_bytes};
-use crate::bitpack::shuffle_value;
+use super::{DECODE_WARPS, Layout, Mapped, Rows, Swizzled, group_tiles, larger, max_payload, repeat, row_bytes};
+use crate::bitpack::{Scatter32, Scatter64, shuffle_value};
 use crate::block::Block;
 use crate::copy::{Memory, spread};
 use crate::lz77::funnel;
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
-use ferrocomp_format::bitcomp::{Geometry, HEADER_LEN, Kind, Options, Tile, dequantize, per_lane, read_header};
+use ferrocomp_format::bitcomp::{
+    Geometry, HEADER_LEN, Header, Kind, SYMBOLS_LEN, Tile, dequantize, per_lane, read_header,
+};
 use ferrocomp_format::bitpack::mask;
 
 /// Bytes of a warp's payload stage for `width`-byte elements ([`Swizzled`]): its group's largest
@@ -59,16 +63,29 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     shared: *mut u8,
 ) -> Result<usize, Status> {
     let bytes = unsafe { crate::raw::bytes(input, len) };
-    let (options, n) = read_header(bytes)?;
-    if n > capacity {
+    let header = read_header(bytes)?;
+    if header.size > capacity {
         return Err(Status::OutputTooSmall);
     }
+    if header.ranked {
+        if bytes.len() < HEADER_LEN + SYMBOLS_LEN {
+            return Err(Status::Truncated);
+        }
+        // The table staged once the block's warps are past the chunk before, which may still
+        // have been copying through its table.
+        let table = unsafe { Shared::new(shared).table() };
+        block.sync_threads();
+        for k in (block.thread() as usize..SYMBOLS_LEN).step_by(block.threads() as usize) {
+            unsafe { table.set_u8(k as u32, bytes[HEADER_LEN + k]) };
+        }
+        block.sync_threads();
+    }
     unsafe {
-        match options.element.width() {
-            1 => decode_tiles::<B, W, 1>(block, warp, bytes, &options, n, out, shared),
-            2 => decode_tiles::<B, W, 2>(block, warp, bytes, &options, n, out, shared),
-            4 => decode_tiles::<B, W, 4>(block, warp, bytes, &options, n, out, shared),
-            _ => decode_tiles::<B, W, 8>(block, warp, bytes, &options, n, out, shared),
+        match header.options.element.width() {
+            1 => decode_tiles::<B, W, 1>(block, warp, bytes, &header, out, shared),
+            2 => decode_tiles::<B, W, 2>(block, warp, bytes, &header, out, shared),
+            4 => decode_tiles::<B, W, 4>(block, warp, bytes, &header, out, shared),
+            _ => decode_tiles::<B, W, 8>(block, warp, bytes, &header, out, shared),
         }
     }
 }
@@ -81,12 +98,13 @@ struct Coding {
     base: u64,
     delta: bool,
     sparse: bool,
+    masked: bool,
     verbatim: bool,
 }
 
 impl Coding {
     /// No tile: nothing to decode.
-    const NONE: Self = Self { bits: 0, base: 0, delta: false, sparse: false, verbatim: false };
+    const NONE: Self = Self { bits: 0, base: 0, delta: false, sparse: false, masked: false, verbatim: false };
 
     fn of(tile: &Tile, width: usize) -> Self {
         let verbatim = tile.kind == Kind::Verbatim;
@@ -95,30 +113,32 @@ impl Coding {
             base: tile.base,
             delta: tile.kind == Kind::Delta,
             sparse: matches!(tile.kind, Kind::Sparse { .. }),
+            masked: tile.kind == Kind::Mask,
             verbatim,
         }
     }
 }
 
-/// Decodes the tiles and tail of the chunk `bytes` of `WIDTH`-byte elements (`n` bytes) into
+/// Decodes the tiles and tail of the chunk `bytes` of `WIDTH`-byte elements (`header`) into
 /// `out`, a round of groups at a time.
 #[inline(always)]
 unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
     block: &B,
     warp: &W,
     bytes: &[u8],
-    options: &Options,
-    n: usize,
+    header: &Header,
     out: *mut u8,
     shared: *mut u8,
 ) -> Result<usize, Status> {
-    let len = bytes.len();
-    let geometry = Geometry::new(WIDTH, options.sparse);
+    // (The tiles' shape as constants where the width gives them.)
+    let geometry = Geometry { width: WIDTH, elements: Geometry::new(WIDTH, false).elements, ..header.geometry };
+    let (len, n, options) = (bytes.len(), header.size, &header.options);
     let (tiles, elements) = (geometry.tiles(n), n / WIDTH);
     let (group, lane, index) = (group_tiles(WIDTH), warp.lane() as usize, (block.thread() / WARP_SIZE) as usize);
     let warps = (block.threads() / WARP_SIZE) as usize;
     let shared = Shared::new(shared);
-    let (scratch, slots, stage_at) = unsafe { (shared.scratch(), shared.slots(), shared.warp(index)) };
+    let (scratch, slots, table, stage_at) =
+        unsafe { (shared.scratch(), shared.slots(), shared.table(), shared.warp(index)) };
     let stage = unsafe { Swizzled::new(stage_at) };
     let rows = unsafe { Rows::<WIDTH>::new(stage_at.add(stage_bytes(WIDTH))) };
     let mut at = geometry.payload_start(n);
@@ -128,7 +148,7 @@ unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
     while round < tiles {
         let t = round + index * group + lane;
         let mine = lane < group && t < tiles;
-        let entry = HEADER_LEN + t * geometry.header;
+        let entry = geometry.entry(t);
         let parsed = match bytes.get(entry..entry + geometry.header) {
             _ if !mine => Ok(None),
             Some(entry) => Tile::parse(entry, &geometry).map(Some),
@@ -153,16 +173,23 @@ unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
         };
         warp.sync();
         let offset = at + below as usize - group_at;
-        if let Some(Tile { kind: Kind::Sparse { count }, .. }) = tile
-            && status == Status::Success
-            && unsafe { set_bits(stage, offset, &geometry) } != count
-        {
+        let malformed = match tile {
+            Some(Tile { kind: Kind::Sparse { count }, .. }) => (unsafe { set_bits(stage, offset, &geometry) }) != count,
+            Some(Tile { kind: Kind::Mask, bits, .. }) => {
+                let varying = unsafe { varying::<WIDTH>(stage, offset) };
+                varying.count_ones() != bits || varying & !mask(WIDTH) != 0
+            }
+            _ => false,
+        };
+        if status == Status::Success && malformed {
             status = Status::Malformed;
         }
         let last = if mine && status == Status::Success {
             unsafe {
                 if coding.sparse {
                     decode_tile::<WIDTH, true>(&coding, stage, offset, rows.row(lane))
+                } else if coding.masked {
+                    decode_mask_tile::<WIDTH>(&coding, stage, offset, rows.row(lane))
                 } else {
                     decode_tile::<WIDTH, false>(&coding, stage, offset, rows.row(lane))
                 }
@@ -216,8 +243,11 @@ unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
         warp.sync();
         let first_byte = (round + index * group) * geometry.tile_bytes();
         let group_bytes = (elements * WIDTH).saturating_sub(first_byte).min(group * geometry.tile_bytes());
-        if group_bytes > 0 {
-            unsafe { spread::<1>(lane, WARP_SIZE as usize, &rows, &Memory(out.add(first_byte)), group_bytes) };
+        let to = Memory(unsafe { out.add(first_byte) });
+        match header.ranked {
+            _ if group_bytes == 0 => {}
+            true => unsafe { spread::<1>(lane, WARP_SIZE as usize, &Mapped { source: rows, table }, &to, group_bytes) },
+            false => unsafe { spread::<1>(lane, WARP_SIZE as usize, &rows, &to, group_bytes) },
         }
         warp.sync();
         at += total as usize;
@@ -240,6 +270,57 @@ unsafe fn decode_tiles<B: Block, W: Warp, const WIDTH: usize>(
 unsafe fn set_bits(stage: Swizzled, offset: usize, geometry: &Geometry) -> usize {
     let words = geometry.bitmap_words() as u32;
     (0..words).map(|k| unsafe { stage.word(offset as u32 / 4 + k) }.count_ones() as usize).sum()
+}
+
+/// The varying bits of the mask tile at byte `offset` of the stage: its first word (two for 8-byte
+/// elements), all of it (bits past the element's width make the tile malformed).
+#[inline(always)]
+unsafe fn varying<const WIDTH: usize>(stage: Swizzled, offset: usize) -> u64 {
+    let at = offset as u32 / 4;
+    let low = unsafe { stage.word(at) } as u64;
+    if WIDTH == 8 { low | (unsafe { stage.word(at + 1) } as u64) << 32 } else { low }
+}
+
+/// Decodes the mask tile `coding` whose payload is at byte `offset` of the stage into `row`, a
+/// unit a step: the unit's entries (of its elements in order) scattered at once to the varying
+/// bits repeated over the unit, over the base's other bits; returns its last element.
+#[inline(always)]
+unsafe fn decode_mask_tile<const WIDTH: usize>(
+    coding: &Coding,
+    stage: Swizzled,
+    offset: usize,
+    row: SharedBytes,
+) -> u64 {
+    let (per_unit, unit_bytes) = (per_lane(WIDTH) as u32, (per_lane(WIDTH) * WIDTH) as u32);
+    let varying = unsafe { varying::<WIDTH>(stage, offset) };
+    let (repeated, base) = (repeat::<WIDTH>(varying), repeat::<WIDTH>(coding.base & !varying));
+    let unit_bits = per_unit * coding.bits;
+    let first_bit = 8 * offset as u32 + 32 * Geometry::new(WIDTH, false).mask_words() as u32;
+    let mut unit = 0u64;
+    if unit_bytes == 4 {
+        let scatter = Scatter32::new(repeated as u32);
+        let word = |k: u32| {
+            let window = unsafe { window::<WIDTH>(stage, first_bit + k * unit_bits) } as u32;
+            base as u32 | scatter.scatter(window & low(unit_bits) as u32)
+        };
+        for piece in 0..super::TILE_UNITS as u32 / 4 {
+            let words = [word(4 * piece), word(4 * piece + 1), word(4 * piece + 2), word(4 * piece + 3)];
+            unit = words[3] as u64;
+            unsafe { row.set_u32x4(16 * piece, words) };
+        }
+    } else {
+        let scatter = Scatter64::new(repeated);
+        let element = |k: u32| {
+            let window = unsafe { window::<WIDTH>(stage, first_bit + k * unit_bits) };
+            base | scatter.scatter(window & low(unit_bits))
+        };
+        for piece in 0..super::TILE_UNITS as u32 / 2 {
+            let (a, b) = (element(2 * piece), element(2 * piece + 1));
+            unit = b;
+            unsafe { row.set_u32x4(16 * piece, [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32]) };
+        }
+    }
+    unit >> (8 * WIDTH as u32 * (per_unit - 1)) & mask(WIDTH)
 }
 
 /// `(alone, value)` composed over lanes `0..=lane`: a lane's `value` stands alone where `alone`,

@@ -6,16 +6,22 @@
 //! tiles; each lane packs its tile into the group's payload in shared memory a word at a time,
 //! and the warp copies the payload out 16 bytes a lane. Lossy, each lane first quantises its row
 //! in place, unless a value cannot be, which keeps the tile verbatim.
+//!
+//! Lossless, the block first counts the chunk's bytes (a histogram a lane in shared memory, so
+//! that no two lanes of a warp contend) and ranks them; the first round's lanes measure their tiles both as they are and ranked, and the
+//! block ranks the chunk where the format crate's rule says it pays: then each later round's
+//! group is staged through the ranks' table.
 
-use super::{COMPRESS_WARPS, Layout, Rows, Swizzled, group_tiles, larger, row_bytes};
+use super::{COMPRESS_WARPS, Layout, Mapped, Rows, Swizzled, group_tiles, larger, map_word, repeat, row_bytes};
+use crate::bitpack::{Scatter32, Scatter64};
 use crate::block::Block;
-use crate::copy::{Memory, spread};
-use crate::raw::SharedBytes;
+use crate::copy::{Memory, Sink, spread};
+use crate::raw::{SharedBytes, shared_add};
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::bitcomp::{
-    ErrorBound, Geometry, HEADER_LEN, Kind, MAX_CHUNK_SIZE, Options, Tile, choose, frame, header, max_compressed_size,
-    per_lane, quantize,
+    ErrorBound, Geometry, HEADER_LEN, Kind, MAX_CHUNK_SIZE, Options, RANKING_SAMPLE, SYMBOLS_LEN, Tile, VERSION,
+    choose, frame, header, max_compressed_size, per_lane, quantize, ranking_pays,
 };
 use ferrocomp_format::bitpack::{Extremes, mask, sign_extend};
 
@@ -38,6 +44,14 @@ type Shared = Layout<COMPRESS_WARPS, WARP_BYTES>;
 pub const COMPRESS_SHARED_BYTES: usize = Shared::BYTES;
 const _: () = assert!(COMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
 const _: () = assert!(warp_bytes(2) <= WARP_BYTES && warp_bytes(4) <= WARP_BYTES && WARP_BYTES.is_multiple_of(16));
+// The first round is the sample the ranking is decided from; the counts (a histogram a lane, then
+// their totals) fit the warps' memory.
+const _: () = assert!(COMPRESS_WARPS as usize * 4096 == RANKING_SAMPLE);
+const _: () = assert!(COUNTS_BYTES + 4 * SYMBOLS_LEN <= COMPRESS_WARPS as usize * WARP_BYTES);
+
+/// Bytes of the histograms, one a lane index (the warps' lanes of that index sharing it), byte
+/// `b`'s 32 counts together: a warp's 32 counts of any bytes fall in 32 banks.
+const COUNTS_BYTES: usize = 4 * WARP_SIZE as usize * SYMBOLS_LEN;
 
 /// Compresses the `n` bytes at `input` with `options` into `out` (room for `capacity` bytes), as
 /// `ferrocomp_format::bitcomp::compress`; returns the compressed size, in every thread of the
@@ -46,8 +60,8 @@ const _: () = assert!(warp_bytes(2) <= WARP_BYTES && warp_bytes(4) <= WARP_BYTES
 /// # Safety
 /// `input` must be readable for `n` bytes and `out` writable for `capacity` bytes, by this block
 /// alone; `shared` must be [`COMPRESS_SHARED_BYTES`] of shared memory (aligned to 16), the
-/// block's alone; the block has at most [`COMPRESS_WARPS`] warps, and every thread calls this
-/// with the same chunk.
+/// block's alone; the block has [`COMPRESS_WARPS`] warps, and every thread calls this with the
+/// same chunk.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn compress_chunk<B: Block, W: Warp>(
     block: &B,
@@ -67,17 +81,6 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     }
     if capacity < max_compressed_size(n, options) {
         return Err(Status::OutputTooSmall);
-    }
-    let geometry = options.geometry();
-    if block.thread() == 0 {
-        // The chunk header, and the zeros between the tile table and the payloads.
-        let table_end = HEADER_LEN + geometry.tiles(n) * geometry.header;
-        for (k, byte) in header(options, n).into_iter().enumerate() {
-            unsafe { *out.add(k) = byte };
-        }
-        for k in table_end..geometry.payload_start(n) {
-            unsafe { *out.add(k) = 0 };
-        }
     }
     let compressed = unsafe {
         match options.element.width() {
@@ -102,15 +105,20 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
     out: *mut u8,
     shared: *mut u8,
 ) -> usize {
-    let geometry = Geometry::new(WIDTH, options.sparse);
-    let (tiles, count, tile_bytes) = (geometry.tiles(n), n / WIDTH, geometry.tile_bytes());
+    let plain = Geometry::new(WIDTH, options.sparse);
+    let (tiles, count, tile_bytes) = (plain.tiles(n), n / WIDTH, plain.tile_bytes());
     let (group, lane, index) = (group_tiles(WIDTH), warp.lane() as usize, (block.thread() / WARP_SIZE) as usize);
     let warps = (block.threads() / WARP_SIZE) as usize;
     let shared = Shared::new(shared);
-    let (scratch, slots, warp_at) = unsafe { (shared.scratch(), shared.slots(), shared.warp(index)) };
+    let (scratch, slots, ranks, warp_at) =
+        unsafe { (shared.scratch(), shared.slots(), shared.table(), shared.warp(index)) };
     let rows = unsafe { Rows::<WIDTH>::new(warp_at) };
     let payload = unsafe { Swizzled::new(warp_at.add(group * row_bytes(WIDTH))) };
-    let mut at = geometry.payload_start(n);
+    let lossless = options.error_bound.is_none();
+    if lossless {
+        unsafe { rank_bytes(block, warp, input, n, out, &shared) };
+    }
+    let (mut ranked, mut geometry, mut at) = (false, plain, plain.payload_start(n));
     // Whether the last tile before the round is verbatim (lossy).
     let mut verbatim_before_round = false;
     let mut round = 0;
@@ -119,14 +127,13 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
         let (t, first_byte) = (first_tile + lane, first_tile * tile_bytes);
         let mine = lane < group && t < tiles;
         let group_bytes = (count * WIDTH).saturating_sub(first_byte).min(group * tile_bytes);
+        let group_input = Memory(input.wrapping_add(first_byte) as *mut u8);
         unsafe {
-            spread::<1>(
-                lane,
-                WARP_SIZE as usize,
-                &Memory(input.wrapping_add(first_byte) as *mut u8),
-                &rows,
-                group_bytes,
-            )
+            if ranked {
+                spread::<1>(lane, WARP_SIZE as usize, &Mapped { source: group_input, table: ranks }, &rows, group_bytes)
+            } else {
+                spread::<1>(lane, WARP_SIZE as usize, &group_input, &rows, group_bytes)
+            }
         };
         warp.sync();
         let (row, real) =
@@ -153,27 +160,48 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
         };
         warp.sync();
         // The last coded element of the tile before this lane's.
-        let previous = if !mine || (lane == 0 && first_tile == 0) {
+        let mut previous = if !mine || (lane == 0 && first_tile == 0) {
             0
         } else if lane > 0 {
-            unsafe { element::<WIDTH>(rows.row(lane - 1), geometry.elements - 1) }
+            unsafe { element::<WIDTH>(rows.row(lane - 1), plain.elements - 1) }
         } else {
-            let raw = unsafe { load_element::<WIDTH>(input.add((first_tile * geometry.elements - 1) * WIDTH)) };
+            let raw = unsafe { load_element::<WIDTH>(input.add((first_tile * plain.elements - 1) * WIDTH)) };
             match options.error_bound {
                 Some(bound) if !verbatim_before => quantize(raw, WIDTH, bound).unwrap_or(0),
+                _ if ranked => unsafe { map_element::<WIDTH>(raw, ranks) },
                 _ => raw,
             }
         };
-        let tile = match (mine, verbatim) {
-            (false, _) => None,
-            (_, true) => Some(Tile { kind: Kind::Verbatim, bits: 0, base: 0 }),
-            _ if options.sparse => Some(unsafe { measure::<WIDTH, true>(row, previous, real, &geometry) }),
-            _ => Some(unsafe { measure::<WIDTH, false>(row, previous, real, &geometry) }),
-        };
+        let coded = (mine && !verbatim).then_some((row, real, options.sparse));
+        let mut tile =
+            if verbatim { Some(Tile::VERBATIM) } else { unsafe { measure::<WIDTH>(coded, previous, |w| w) } };
+        if round == 0 && lossless {
+            // The sample: this round's tiles as they are and ranked, summed over the block.
+            let ranked_previous = unsafe { map_element::<WIDTH>(previous, ranks) };
+            let ranked_tile = unsafe { measure_ranked::<WIDTH>(coded, ranked_previous, ranks) };
+            let words = |tile: Option<Tile>| tile.map_or(0, |tile| tile.words(&plain) as u32);
+            let (_, both) = unsafe { block.scan_add(warp, words(tile) | words(ranked_tile) << 16, scratch) };
+            let sample = tiles.min(RANKING_SAMPLE / tile_bytes);
+            ranked = ranking_pays((both & 0xFFFF) as usize, (both >> 16) as usize, sample, tiles);
+            if ranked {
+                (tile, previous) = (ranked_tile, ranked_previous);
+                if mine {
+                    unsafe { map_row::<WIDTH>(row, ranks) };
+                }
+                warp.sync();
+            }
+        }
+        if round == 0 {
+            geometry = plain.of(VERSION, ranked);
+            at = geometry.payload_start(n);
+            if block.thread() == 0 {
+                unsafe { write_head(options, n, ranked, &geometry, out) };
+            }
+        }
         let size = tile.map_or(0, |tile| 4 * tile.words(&geometry) as u32);
         if let Some(tile) = tile {
             for k in 0..geometry.header {
-                unsafe { *out.add(HEADER_LEN + t * geometry.header + k) = tile.entry_byte(&geometry, k) };
+                unsafe { *out.add(geometry.entry(t) + k) = tile.entry_byte(&geometry, k) };
             }
         }
         let (below, total) = unsafe { block.scan_add(warp, size, scratch) };
@@ -189,11 +217,143 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
         at += total as usize;
         round += warps * group;
     }
+    if tiles == 0 && block.thread() == 0 {
+        unsafe { write_head(options, n, false, &plain, out) };
+    }
     let (thread, tail) = (block.thread() as usize, n % WIDTH);
     if thread < tail {
         unsafe { *out.add(at + thread) = *input.add(n - tail + thread) };
     }
     at + tail
+}
+
+/// Counts the chunk's `n` bytes at `input` (a histogram a lane, then their sums) and writes each
+/// byte's rank (as `ferrocomp_format::bitcomp::symbols_by_count` orders them) into the shared
+/// table, and the byte of each rank into the ranked chunk's table at `out` (which a chunk that is
+/// not ranked overwrites).
+///
+/// # Safety
+/// As [`compress_chunk`]'s; every thread of the block calls it. Once a chunk, so out of line.
+#[inline(never)]
+unsafe fn rank_bytes<B: Block, W: Warp>(
+    block: &B,
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    out: *mut u8,
+    shared: &Shared,
+) {
+    let (thread, threads) = (block.thread() as usize, block.threads() as usize);
+    let (counts, totals) = unsafe { (shared.warp(0), SharedBytes::new(shared.warp(0).add(COUNTS_BYTES))) };
+    // The warps' memory is the chunk before's until every warp is done with it.
+    block.sync_threads();
+    let histograms = unsafe { SharedBytes::new(counts) };
+    for k in (thread..COUNTS_BYTES / 16).step_by(threads) {
+        unsafe { histograms.set_u32x4(16 * k as u32, [0; 4]) };
+    }
+    block.sync_threads();
+    let mine = Counts(unsafe { (counts as *mut u32).add(warp.lane() as usize) });
+    // Four 16-byte loads in flight a thread: the pass waits on memory, not on the counting.
+    unsafe { spread::<4>(thread, threads, &Memory(input as *mut u8), &mine, n) };
+    block.sync_threads();
+    // Each byte's key: its count, then the lower byte higher, so that a byte's rank is the number
+    // of greater keys. (Counts past 24 bits are held at the most: at most one byte can have that
+    // many, and it ranks first either way.)
+    for b in (thread..SYMBOLS_LEN).step_by(threads) {
+        let row = (0..WARP_SIZE / 4).map(|k| unsafe { histograms.u32x4(128 * b as u32 + 16 * k) });
+        let count: u32 = row.map(|[a, b, c, d]| a + b + c + d).sum();
+        unsafe { totals.set_u32(4 * b as u32, count.min(0xFF_FFFF) << 8 | (255 - b as u32)) };
+    }
+    block.sync_threads();
+    for b in (thread..SYMBOLS_LEN).step_by(threads) {
+        let key = unsafe { totals.u32(4 * b as u32) };
+        // (Arrays taken apart by name: iterating one puts it in local memory.)
+        let mut rank = 0;
+        for c in 0..SYMBOLS_LEN as u32 / 4 {
+            let [w, x, y, z] = unsafe { totals.u32x4(16 * c) };
+            rank += (w > key) as u32 + (x > key) as u32 + (y > key) as u32 + (z > key) as u32;
+        }
+        unsafe {
+            shared.table().set_u8(b as u32, rank as u8);
+            *out.add(HEADER_LEN + rank as usize) = b as u8;
+        }
+    }
+    block.sync_threads();
+}
+
+/// A lane's histogram of bytes in shared memory (its counts a warp's width apart), as the
+/// [`Sink`] of a copy: each byte written counts once.
+struct Counts(*mut u32);
+
+impl Counts {
+    /// Counts `byte`.
+    #[inline(always)]
+    unsafe fn count(&self, byte: u8) {
+        unsafe { shared_add(self.0.add(WARP_SIZE as usize * byte as usize), 1) };
+    }
+
+    /// Counts the four bytes of `word`.
+    #[inline(always)]
+    unsafe fn count_word(&self, word: u32) {
+        unsafe {
+            self.count(word as u8);
+            self.count((word >> 8) as u8);
+            self.count((word >> 16) as u8);
+            self.count((word >> 24) as u8);
+        }
+    }
+}
+
+impl Sink for Counts {
+    #[inline(always)]
+    fn unit_skew(&self) -> usize {
+        0
+    }
+
+    #[inline(always)]
+    unsafe fn set_byte(&self, _: usize, value: u8) {
+        unsafe { self.count(value) };
+    }
+
+    #[inline(always)]
+    unsafe fn set_unit(&self, _: usize, [a, b, c, d]: [u32; 4]) {
+        unsafe {
+            self.count_word(a);
+            self.count_word(b);
+            self.count_word(c);
+            self.count_word(d);
+        }
+    }
+}
+
+/// Writes the chunk header, the ranks' table's place aside (written by [`rank_bytes`]), and the
+/// zeros between the tile table and the payloads.
+///
+/// # Safety
+/// `out` must be writable for the chunk's head.
+#[inline(always)]
+unsafe fn write_head(options: &Options, n: usize, ranked: bool, geometry: &Geometry, out: *mut u8) {
+    for (k, byte) in header(options, n, ranked).into_iter().enumerate() {
+        unsafe { *out.add(k) = byte };
+    }
+    for k in geometry.entry(geometry.tiles(n))..geometry.payload_start(n) {
+        unsafe { *out.add(k) = 0 };
+    }
+}
+
+/// `value`'s `WIDTH` bytes, each replaced by its rank in `ranks`.
+#[inline(always)]
+unsafe fn map_element<const WIDTH: usize>(value: u64, ranks: SharedBytes) -> u64 {
+    (0..WIDTH).fold(0, |mapped, k| mapped | (unsafe { ranks.u8((value >> (8 * k)) as u32 & 0xFF) } as u64) << (8 * k))
+}
+
+/// Replaces each byte of `row` by its rank in `ranks`.
+#[inline(always)]
+unsafe fn map_row<const WIDTH: usize>(row: SharedBytes, ranks: SharedBytes) {
+    for piece in 0..Geometry::new(WIDTH, false).tile_bytes() as u32 / 16 {
+        let [a, b, c, d] = unsafe { row.u32x4(16 * piece) };
+        unsafe { row.set_u32x4(16 * piece, [a, b, c, d].map(|word| map_word(ranks, word))) };
+    }
 }
 
 /// The `WIDTH`-byte element at `at`, byte by byte.
@@ -233,10 +393,20 @@ fn piece_element<const WIDTH: usize>(words: [u32; 4], k: usize) -> u64 {
 /// Calls `f` with each element of `row` in order, and its index: a piece of 16 bytes a load,
 /// each of its words taken apart in registers.
 #[inline(always)]
-unsafe fn for_each_element<const WIDTH: usize>(row: SharedBytes, mut f: impl FnMut(usize, u64)) {
+unsafe fn for_each_element<const WIDTH: usize>(row: SharedBytes, f: impl FnMut(usize, u64)) {
+    unsafe { for_each_mapped::<WIDTH>(row, |word| word, f) }
+}
+
+/// As [`for_each_element`], each word of `row` first replaced by `map`'s.
+#[inline(always)]
+unsafe fn for_each_mapped<const WIDTH: usize>(
+    row: SharedBytes,
+    map: impl Fn(u32) -> u32,
+    mut f: impl FnMut(usize, u64),
+) {
     let per_piece = 16 / WIDTH;
     for piece in 0..Geometry::new(WIDTH, false).tile_bytes() / 16 {
-        let [a, b, c, d] = unsafe { row.u32x4(16 * piece as u32) };
+        let [a, b, c, d] = unsafe { row.u32x4(16 * piece as u32) }.map(&map);
         let first = piece * per_piece;
         if WIDTH == 8 {
             f(first, a as u64 | (b as u64) << 32);
@@ -324,23 +494,57 @@ impl<const WIDTH: usize> Span<WIDTH> {
     }
 }
 
-/// The coding the format crate chooses for the tile in `row` (its elements coded: quantised where
-/// lossy), the first `real` real, after a tile whose last coded element is `previous`: one pass.
-/// `SPARSE`: whether the chunk may hold sparse tiles (its non-zero elements measured too).
+/// The coding the format crate chooses for the tile `coded` (its row, its elements coded:
+/// quantised where lossy and mapped by `map` a word at a time; how many are real; whether the
+/// chunk may hold sparse tiles), after a tile whose last coded element is `previous`: one pass.
+/// None without a tile.
 #[inline(always)]
-unsafe fn measure<const WIDTH: usize, const SPARSE: bool>(
+unsafe fn measure<const WIDTH: usize>(
+    coded: Option<(SharedBytes, usize, bool)>,
+    previous: u64,
+    map: impl Fn(u32) -> u32,
+) -> Option<Tile> {
+    let (row, real, sparse) = coded?;
+    Some(unsafe {
+        if sparse {
+            measure_row::<WIDTH, true>(row, previous, real, map)
+        } else {
+            measure_row::<WIDTH, false>(row, previous, real, map)
+        }
+    })
+}
+
+/// [`measure`] of the tile's bytes replaced by their ranks in `ranks`: once a chunk, kept out of
+/// line so that the main loop's registers do not pay for it.
+#[inline(never)]
+unsafe fn measure_ranked<const WIDTH: usize>(
+    coded: Option<(SharedBytes, usize, bool)>,
+    previous: u64,
+    ranks: SharedBytes,
+) -> Option<Tile> {
+    unsafe { measure::<WIDTH>(coded, previous, |word| map_word(ranks, word)) }
+}
+
+/// [`measure`]'s pass over `row`. `SPARSE`: whether the chunk may hold sparse tiles (its non-zero
+/// elements measured too).
+#[inline(always)]
+unsafe fn measure_row<const WIDTH: usize, const SPARSE: bool>(
     row: SharedBytes,
     previous: u64,
     real: usize,
-    geometry: &Geometry,
+    map: impl Fn(u32) -> u32,
 ) -> Tile {
     let (mut values, mut deltas, mut nonzero) = (Span::<WIDTH>::EMPTY, Span::<WIDTH>::EMPTY, Span::<WIDTH>::EMPTY);
-    let (mut before, mut count, real) = (previous, 0, real as u32);
+    let (mut before, mut count, real, mut first, mut varying) = (previous, 0, real as u32, 0, 0);
     unsafe {
-        for_each_element::<WIDTH>(row, |i, value| {
+        for_each_mapped::<WIDTH>(row, map, |i, value| {
             values.add(value);
             deltas.add(value.wrapping_sub(before) & mask(WIDTH));
             before = value;
+            if i == 0 {
+                first = value;
+            }
+            varying |= value ^ first;
             if SPARSE && (i as u32) < real && value != 0 {
                 nonzero.add(value);
                 count += 1;
@@ -348,7 +552,8 @@ unsafe fn measure<const WIDTH: usize, const SPARSE: bool>(
         })
     };
     let sparse = SPARSE.then(|| (frame(nonzero.extremes(count == 0), WIDTH), count));
-    choose(geometry, frame(values.extremes(false), WIDTH), frame(deltas.extremes(false), WIDTH), sparse)
+    let (frame, delta) = (frame(values.extremes(false), WIDTH), frame(deltas.extremes(false), WIDTH));
+    choose(&Geometry::new(WIDTH, SPARSE), frame, delta, (varying, first), sparse)
 }
 
 /// Bits appended to a payload in shared memory, a word stored whenever one fills.
@@ -422,6 +627,25 @@ unsafe fn pack<const WIDTH: usize>(
                         unit = 0;
                     }
                 });
+            }
+            Kind::Mask => {
+                // A unit's entries gathered at once from the varying bits repeated over it.
+                let repeated = repeat::<WIDTH>(tile.varying);
+                writer.push(tile.varying, 32 * Geometry::new(WIDTH, false).mask_words() as u32);
+                let unit_bits = per_lane(WIDTH) as u32 * bits;
+                if WIDTH == 8 {
+                    let gather = Scatter64::new(repeated);
+                    for_each_element::<WIDTH>(row, |_, value| writer.push(gather.gather(value), unit_bits));
+                } else {
+                    let gather = Scatter32::new(repeated as u32);
+                    for piece in 0..Geometry::new(WIDTH, false).tile_bytes() as u32 / 16 {
+                        let [a, b, c, d] = row.u32x4(16 * piece);
+                        writer.push32(gather.gather(a), unit_bits);
+                        writer.push32(gather.gather(b), unit_bits);
+                        writer.push32(gather.gather(c), unit_bits);
+                        writer.push32(gather.gather(d), unit_bits);
+                    }
+                }
             }
             Kind::Sparse { .. } => {
                 let mut bitmap = 0u32;

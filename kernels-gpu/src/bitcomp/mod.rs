@@ -12,7 +12,7 @@ pub use encode::{COMPRESS_SHARED_BYTES, compress_chunk};
 
 use crate::copy::{Sink, Source};
 use crate::raw::SharedBytes;
-use ferrocomp_format::bitcomp::{Geometry, LANES};
+use ferrocomp_format::bitcomp::{Geometry, LANES, SYMBOLS_LEN};
 
 /// Warps of the block compressing a chunk.
 pub const COMPRESS_WARPS: u32 = 4;
@@ -26,7 +26,8 @@ pub const DECODE_WARPS: u32 = 4;
 pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 5;
 
 /// A block's shared memory in either kernel: the block scan's scratch (65 words, to 16 bytes), a
-/// 16-byte slot a warp for what its round leaves to the others, then each of `WARPS` warps' own
+/// 16-byte slot a warp for what its round leaves to the others, a ranked chunk's table (each
+/// byte's rank compressing, each rank's byte decoding), then each of `WARPS` warps' own
 /// `WARP_BYTES`.
 #[derive(Clone, Copy)]
 struct Layout<const WARPS: u32, const WARP_BYTES: usize>(*mut u8);
@@ -34,7 +35,8 @@ struct Layout<const WARPS: u32, const WARP_BYTES: usize>(*mut u8);
 impl<const WARPS: u32, const WARP_BYTES: usize> Layout<WARPS, WARP_BYTES> {
     const SCAN_BYTES: usize = 272;
     const SLOT_BYTES: u32 = 16;
-    const WARPS_AT: usize = Self::SCAN_BYTES + (Self::SLOT_BYTES * WARPS) as usize;
+    const TABLE_AT: usize = Self::SCAN_BYTES + (Self::SLOT_BYTES * WARPS) as usize;
+    const WARPS_AT: usize = Self::TABLE_AT + SYMBOLS_LEN;
     /// Bytes of the whole.
     const BYTES: usize = Self::WARPS_AT + WARPS as usize * WARP_BYTES;
 
@@ -61,6 +63,14 @@ impl<const WARPS: u32, const WARP_BYTES: usize> Layout<WARPS, WARP_BYTES> {
         unsafe { SharedBytes::new(self.0.add(Self::SCAN_BYTES)) }
     }
 
+    /// The ranked chunk's table.
+    ///
+    /// # Safety
+    /// The layout must be shared memory.
+    unsafe fn table(self) -> SharedBytes {
+        unsafe { SharedBytes::new(self.0.add(Self::TABLE_AT)) }
+    }
+
     /// Warp `index`'s own memory.
     ///
     /// # Safety
@@ -74,6 +84,17 @@ impl<const WARPS: u32, const WARP_BYTES: usize> Layout<WARPS, WARP_BYTES> {
 /// the most (1 and 8 bytes).
 const fn larger(narrow: usize, wide: usize) -> usize {
     if narrow > wide { narrow } else { wide }
+}
+
+/// `value`'s low `WIDTH` bytes repeated over a unit (4 bytes, or the one 8-byte element): a mask
+/// tile's varying bits, or its base, for a unit's elements at once.
+#[inline(always)]
+fn repeat<const WIDTH: usize>(value: u64) -> u64 {
+    match WIDTH {
+        1 => value * 0x0101_0101,
+        2 => value * 0x0001_0001,
+        _ => value,
+    }
 }
 
 /// Units of a tile: 4 bytes of its elements (or one 8-byte element) each.
@@ -158,6 +179,42 @@ impl<const WIDTH: usize> Sink for Rows<WIDTH> {
     #[inline(always)]
     unsafe fn set_unit(&self, at: usize, words: [u32; 4]) {
         unsafe { self.0.set_u32x4(self.offset(at), words) };
+    }
+}
+
+/// A source's bytes, each replaced by its entry in a table of [`SYMBOLS_LEN`] bytes in shared
+/// memory: a ranked chunk's bytes (ranks to bytes decoding, bytes to ranks compressing).
+#[derive(Clone, Copy)]
+pub struct Mapped<S> {
+    source: S,
+    table: SharedBytes,
+}
+
+/// `word` with each byte replaced by its entry in `table` ([`SYMBOLS_LEN`] bytes of shared
+/// memory).
+///
+/// # Safety
+/// `table` must be shared memory.
+#[inline(always)]
+unsafe fn map_word(table: SharedBytes, word: u32) -> u32 {
+    let map = |shift: u32| unsafe { table.u8(word >> shift & 0xFF) as u32 } << shift;
+    map(0) | map(8) | map(16) | map(24)
+}
+
+impl<S: Source> Source for Mapped<S> {
+    #[inline(always)]
+    fn skew(&self) -> usize {
+        self.source.skew()
+    }
+
+    #[inline(always)]
+    unsafe fn byte(&self, i: usize) -> u8 {
+        unsafe { self.table.u8(self.source.byte(i) as u32) }
+    }
+
+    #[inline(always)]
+    unsafe fn word(&self, k: usize) -> u32 {
+        unsafe { map_word(self.table, self.source.word(k)) }
     }
 }
 

@@ -83,7 +83,8 @@ pub unsafe fn or_bits(words: *mut u32, bit: usize, bits: u32, value: u64) {
 /// and `u64`.
 macro_rules! scatter {
     ($name:ident, $word:ty, $steps:literal) => {
-        /// Scatters and gathers bits at the set bits of one mask (see [`scatter!`]).
+        /// Scatters and gathers bits at the set bits of one mask: `pdep` and `pext` by a network of
+        /// shifts and masks.
         #[derive(Clone, Copy)]
         pub struct $name {
             mask: $word,

@@ -254,6 +254,34 @@ pub(crate) fn is_small_batch(count: usize, multiprocessors: u32, per_sm: usize) 
     count <= waves.unwrap_or(per_sm) * multiprocessors as usize
 }
 
+/// Warps of each block coding a chunk (a block per chunk), for a batch of `count` chunks on a GPU
+/// of `multiprocessors` SMs, each holding `per_sm` warps of the kernel: the fewest, from `least`,
+/// whose waves of blocks the batch fills to 85% or more (a last wave mostly empty leaves the GPU
+/// idle), else those it fills best; blocks divide an SM's warps, so that an SM holds a whole
+/// number of them. `forced` (from a codec's environment variable, to measure) overrides it, up to
+/// an SM's worth.
+pub(crate) fn wave_warps(count: usize, multiprocessors: u32, least: u32, per_sm: u32, forced: Option<u32>) -> u32 {
+    if let Some(warps) = forced {
+        return warps.clamp(1, per_sm);
+    }
+    // Blocks the waves of blocks of `warps` warps that code the batch hold (the batch fills
+    // `count` of them).
+    let count = count.max(1);
+    let room = |warps: u32| {
+        let per_wave = (multiprocessors.max(1) * (per_sm / warps)) as usize;
+        count.div_ceil(per_wave) * per_wave
+    };
+    let mut shapes = (least..=per_sm).filter(|warps| per_sm.is_multiple_of(*warps));
+    let best = shapes.clone().min_by_key(|&warps| room(warps)).unwrap_or(least);
+    shapes.find(|&warps| 100 * count >= 85 * room(warps)).unwrap_or(best)
+}
+
+/// The number the environment variable `name` holds, read once into `cell`: a codec's forced
+/// warps a block (see [`wave_warps`]).
+pub(crate) fn forced_warps(cell: &'static OnceLock<Option<u32>>, name: &str) -> Option<u32> {
+    *cell.get_or_init(|| std::env::var(name).ok()?.parse().ok())
+}
+
 /// How a codec's kernels are spread over the GPU: what differs between codecs' launches.
 #[derive(Clone, Copy, Debug)]
 pub struct Launch {

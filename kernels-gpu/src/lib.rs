@@ -70,8 +70,9 @@ pub fn with_launch_bounds(ptx: &str) -> std::string::String {
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("ans_compress", ans::BLOCK_WARPS * 32, ans::COMPRESS_BLOCKS_PER_SM),
     ("ans_decompress", ans::BLOCK_WARPS * 32, ans::DECOMPRESS_BLOCKS_PER_SM),
-    ("bitcomp_compress", bitcomp::COMPRESS_WARPS * 32, bitcomp::COMPRESS_BLOCKS_PER_SM),
-    ("bitcomp_decompress", bitcomp::DECODE_WARPS * 32, bitcomp::DECOMPRESS_BLOCKS_PER_SM),
+    // Blocks of any size up to an SM's worth of warps, at the registers that many leave.
+    ("bitcomp_compress", bitcomp::COMPRESS_WARPS_PER_SM * 32, 1),
+    ("bitcomp_decompress", bitcomp::DECODE_WARPS_PER_SM * 32, 1),
     ("blosc_decompress", blosc::DECOMPRESS_WARPS as u32 * 32, 2),
     ("blosc_unshuffle", blosc::UNSHUFFLE_THREADS, 2),
     // Blocks of any size up to an SM's worth of warps, at the registers that many leave.

@@ -9,32 +9,47 @@ use ferrocomp_kernels_gpu::bitpack::{Scatter32, Scatter64};
 use ferrocomp_kernels_gpu::{bitcomp as gpu_bitcomp, emulated};
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
-/// The block's stream of `input` placed `shift` bytes past an aligned address, written `shift`
-/// bytes past one, into an output with room for `capacity` bytes.
-fn block_compress(input: &[u8], options: &Options, shift: usize, capacity: usize) -> Result<Vec<u8>, Status> {
+/// Warps of the blocks the kernels run in: the fewest (a batch of many chunks), and more (a
+/// batch of few: rounds of other sizes; compressing, a first round larger than the ranking's
+/// sample), up to an SM's worth.
+const SHAPES: [(u32, u32); 3] = [
+    (gpu_bitcomp::COMPRESS_WARPS, gpu_bitcomp::DECODE_WARPS),
+    (6, 10),
+    (gpu_bitcomp::COMPRESS_WARPS_PER_SM, gpu_bitcomp::DECODE_WARPS_PER_SM),
+];
+
+/// A block of `warps` warps' stream of `input` placed `shift` bytes past an aligned address,
+/// written `shift` bytes past one, into an output with room for `capacity` bytes.
+fn block_compress(
+    input: &[u8],
+    options: &Options,
+    shift: usize,
+    capacity: usize,
+    warps: u32,
+) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity + shift];
     let mut placed = vec![0u8; input.len() + shift];
     placed[shift..].copy_from_slice(input);
-    let mut shared = vec![0u128; gpu_bitcomp::COMPRESS_SHARED_BYTES.div_ceil(16)];
+    let mut shared = vec![0u128; gpu_bitcomp::compress_shared_bytes(warps).div_ceil(16)];
     let (i, o, s) =
         (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
     let (n, o, s) = (input.len(), o as *mut u8, s as *mut u8);
-    let result = agreed(emulated::run_block(gpu_bitcomp::COMPRESS_WARPS * 32, |thread| unsafe {
+    let result = agreed(emulated::run_block(warps * 32, |thread| unsafe {
         gpu_bitcomp::compress_chunk(thread, thread, i as *const u8, n, options, o, capacity, s)
     }));
     result.map(|n| out[shift..shift + n].to_vec())
 }
 
-/// The block's decoding of `stream` placed `shift` bytes past an aligned address (the allocation
-/// ending with it, for a sanitizer), into an output `shift` bytes past one.
-fn block_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<u8>, Status> {
+/// A block of `warps` warps' decoding of `stream` placed `shift` bytes past an aligned address
+/// (the allocation ending with it, for a sanitizer), into an output `shift` bytes past one.
+fn block_decompress(stream: &[u8], capacity: usize, shift: usize, warps: u32) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity + shift];
     let mut placed = vec![0u8; stream.len() + shift].into_boxed_slice();
     placed[shift..].copy_from_slice(stream);
-    let mut shared = vec![0u128; gpu_bitcomp::DECODE_SHARED_BYTES.div_ceil(16)];
+    let mut shared = vec![0u128; gpu_bitcomp::decode_shared_bytes(warps).div_ceil(16)];
     let (i, o, s) =
         (placed[shift..].as_ptr() as usize, out[shift..].as_mut_ptr() as usize, shared.as_mut_ptr() as usize);
-    let result = agreed(emulated::run_block(gpu_bitcomp::DECODE_WARPS * 32, |thread| unsafe {
+    let result = agreed(emulated::run_block(warps * 32, |thread| unsafe {
         gpu_bitcomp::decompress_chunk(
             thread,
             thread,
@@ -125,9 +140,10 @@ fn block_compressor_writes_the_scalar_bytes() {
             for (s, input) in std::iter::once(&input).chain(&small).enumerate() {
                 let expected = scalar_compress(input, options);
                 let capacity = bitcomp::max_compressed_size(input.len(), options);
-                let got = block_compress(input, options, (k + s) % 3, capacity).unwrap();
-                assert_eq!(got, expected, "{} bytes, {options:?}", input.len());
-                let decoded = block_decompress(&got, input.len(), s % 4);
+                let (compress_warps, decode_warps) = SHAPES[(k + s) % SHAPES.len()];
+                let got = block_compress(input, options, (k + s) % 3, capacity, compress_warps).unwrap();
+                assert_eq!(got, expected, "{} bytes, {options:?}, {compress_warps} warps", input.len());
+                let decoded = block_decompress(&got, input.len(), s % 4, decode_warps);
                 assert_eq!(decoded, scalar_decompress(&expected, input.len()), "{options:?}");
                 if options.error_bound.is_none() {
                     assert_eq!(decoded.as_ref(), Ok(input), "{options:?}");
@@ -142,7 +158,7 @@ fn block_compressor_reports_what_does_not_fit() {
     let input = numbers(4, 8);
     let options = Options { element: ElementType::U32, ..Options::default() };
     let capacity = bitcomp::max_compressed_size(input.len(), &options) - 1;
-    assert_eq!(block_compress(&input, &options, 0, capacity), Err(Status::OutputTooSmall));
+    assert_eq!(block_compress(&input, &options, 0, capacity, gpu_bitcomp::COMPRESS_WARPS), Err(Status::OutputTooSmall));
 }
 
 /// Flips `count` bits of `stream` (of `len` bytes decoded), three in four within its first `near`
@@ -160,7 +176,8 @@ fn flips_agree(
         let span = if noise.next().unwrap() < 192 { stream.len().min(near) } else { stream.len() };
         let at = (noise.next().unwrap() as usize * 256 + noise.next().unwrap() as usize) % span;
         damaged[at] ^= 1 << (noise.next().unwrap() % 8);
-        let (got, expected) = (block_decompress(&damaged, len, at % 4), scalar_decompress(&damaged, len));
+        let (got, expected) =
+            (block_decompress(&damaged, len, at % 4, gpu_bitcomp::DECODE_WARPS), scalar_decompress(&damaged, len));
         assert_eq!(got, expected, "{options:?}, damaged at {at}");
     }
 }
@@ -173,10 +190,17 @@ fn block_decoder_agrees_with_scalar_on_damaged_streams() {
             let width = element.width();
             let input = if options.error_bound.is_some() { floats(width, 6) } else { numbers(width, 6) };
             let stream = scalar_compress(&input, &options);
-            assert_eq!(block_decompress(&stream, input.len() - 1, 0), Err(Status::OutputTooSmall));
+            assert_eq!(
+                block_decompress(&stream, input.len() - 1, 0, gpu_bitcomp::DECODE_WARPS),
+                Err(Status::OutputTooSmall)
+            );
             for cut in [1, 3, stream.len() / 2, stream.len() - bitcomp::HEADER_LEN + 1] {
                 let short = &stream[..stream.len() - cut];
-                assert_eq!(block_decompress(short, input.len(), 3), scalar_decompress(short, input.len()), "cut {cut}");
+                assert_eq!(
+                    block_decompress(short, input.len(), 3, gpu_bitcomp::DECODE_WARPS),
+                    scalar_decompress(short, input.len()),
+                    "cut {cut}"
+                );
             }
             // Mostly the header and tile table, where a flip changes the layout.
             flips_agree(&stream, input.len(), 16, 400, &mut noise, &options);
@@ -213,11 +237,14 @@ fn block_kernels_carry_across_warps_and_rounds() {
             let input = if options.error_bound.is_some() { &floats } else { &numbers };
             let stream = scalar_compress(input, &options);
             let capacity = bitcomp::max_compressed_size(input.len(), &options);
-            assert_eq!(block_compress(input, &options, width % 3, capacity).as_ref(), Ok(&stream), "{options:?}");
-            let decoded = block_decompress(&stream, input.len(), width % 3);
-            assert_eq!(decoded, scalar_decompress(&stream, input.len()), "{options:?}");
-            if options.error_bound.is_none() {
-                assert_eq!(decoded.as_ref(), Ok(input), "{options:?}");
+            for (compress_warps, decode_warps) in SHAPES {
+                let got = block_compress(input, &options, width % 3, capacity, compress_warps);
+                assert_eq!(got.as_ref(), Ok(&stream), "{options:?}, {compress_warps} warps");
+                let decoded = block_decompress(&stream, input.len(), width % 3, decode_warps);
+                assert_eq!(decoded, scalar_decompress(&stream, input.len()), "{options:?}, {decode_warps} warps");
+                if options.error_bound.is_none() {
+                    assert_eq!(decoded.as_ref(), Ok(input), "{options:?}");
+                }
             }
         }
     }
@@ -251,7 +278,15 @@ fn block_kernels_rank_bytes_and_code_masks() {
             .collect();
         let long_text = text_bytes(2 * gpu_bitcomp::COMPRESS_WARPS as usize * 4096 + 5001, width as u64);
         let short_text = text_bytes(12_003, 7);
-        for (input, ranked, mask) in [(&long_text, true, false), (&short_text, true, false), (&masked, false, true)] {
+        // Noise, then text: the sample (noise) says ranking does not pay, a larger first round would.
+        let noise_then_text = [&noise[..bitcomp::RANKING_SAMPLE], &text_bytes(20_000, 3)].concat();
+        let inputs = [
+            (&long_text, true, false),
+            (&short_text, true, false),
+            (&noise_then_text, false, false),
+            (&masked, false, true),
+        ];
+        for (input, ranked, mask) in inputs {
             for sparse in [false, true] {
                 let options = Options { element, sparse, error_bound: None };
                 let stream = scalar_compress(input, &options);
@@ -261,8 +296,12 @@ fn block_kernels_rank_bytes_and_code_masks() {
                 let masks = kinds.iter().filter(|&&k| k == Kind::Mask).count();
                 assert!(!mask || (masks == kinds.len() || sparse && 2 * masks > kinds.len()), "{options:?}: {kinds:?}");
                 let capacity = bitcomp::max_compressed_size(input.len(), &options);
-                assert_eq!(block_compress(input, &options, width % 3, capacity).as_ref(), Ok(&stream), "{options:?}");
-                assert_eq!(block_decompress(&stream, input.len(), 1).as_ref(), Ok(input), "{options:?}");
+                for (compress_warps, decode_warps) in SHAPES {
+                    let got = block_compress(input, &options, width % 3, capacity, compress_warps);
+                    assert_eq!(got.as_ref(), Ok(&stream), "{options:?}, {compress_warps} warps");
+                    let decoded = block_decompress(&stream, input.len(), 1, decode_warps);
+                    assert_eq!(decoded.as_ref(), Ok(input), "{options:?}, {decode_warps} warps");
+                }
                 // The header, the ranks and the tile table, mostly.
                 flips_agree(&stream, input.len(), 12, 600, &mut flips, &options);
             }

@@ -2,12 +2,12 @@
 //! ferrocomp's own layout. On the GPU a block of warps codes each chunk, each warp a sub-block at
 //! a time in its shared memory; a batch of few chunks is decoded by larger blocks.
 
-use crate::batch::{BatchCodec, Launch, Shape};
+use crate::batch::{BatchCodec, Launch, Shape, forced_warps, wave_warps};
 use ferrocomp_format::cascaded::{self, MAX_CHUNK_SIZE};
 pub use ferrocomp_format::cascaded::{ElementType, Options as Cascaded};
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::cascaded::{
-    COMPRESS_WARPS, DECODE_WARPS, MAX_WARPS, WARPS_PER_SM, compress_shared_bytes, decode_shared_bytes,
+    COMPRESS_WARPS, DECODE_WARPS, WARPS_PER_SM, compress_shared_bytes, decode_shared_bytes,
 };
 use std::sync::OnceLock;
 
@@ -55,29 +55,15 @@ impl BatchCodec for Cascaded {
     }
 }
 
-/// Warps a chunk for a batch of `count` chunks on a GPU of `multiprocessors` SMs: the fewest,
-/// from `least`, whose waves of blocks the batch fills to 85% or more (a last wave mostly empty
-/// leaves the GPU idle), else those it fills best; blocks divide an SM's warps, so that an SM
-/// holds a whole number of them. On an H200 with 64 KiB chunks (sixteen sub-blocks), summed over
-/// the bench's four sets, 256 MiB decoded 3% faster in blocks of three warps than of four and
-/// 12% faster than of six, 64 MiB 10% faster in three or six than in four (1.3 waves), 16 MiB
-/// 1.3x as fast in twelve as in four (a third of the GPU); compressing, four, six and twelve were
-/// best. `FERROCOMP_CASCADED_WARPS=N` makes it N both ways, to measure.
+/// Warps a chunk for a batch of `count` chunks on a GPU of `multiprocessors` SMs, from `least`
+/// ([`wave_warps`]'s rule). On an H200 with 64 KiB chunks (sixteen sub-blocks), summed over the
+/// bench's four sets, 256 MiB decoded 3% faster in blocks of three warps than of four and 12%
+/// faster than of six, 64 MiB 10% faster in three or six than in four (1.3 waves), 16 MiB 1.3x as
+/// fast in twelve as in four (a third of the GPU); compressing, four, six and twelve were best.
+/// `FERROCOMP_CASCADED_WARPS=N` makes it N both ways, to measure.
 fn warps(count: usize, multiprocessors: u32, least: u32) -> u32 {
     static FORCED: OnceLock<Option<u32>> = OnceLock::new();
-    if let Some(warps) = *FORCED.get_or_init(|| std::env::var("FERROCOMP_CASCADED_WARPS").ok()?.parse().ok()) {
-        return warps.clamp(1, MAX_WARPS);
-    }
-    // Blocks the waves of blocks of `warps` warps that code the batch hold (the batch fills
-    // `count` of them).
-    let count = count.max(1);
-    let room = |warps: u32| {
-        let per_wave = (multiprocessors.max(1) * (WARPS_PER_SM / warps)) as usize;
-        count.div_ceil(per_wave) * per_wave
-    };
-    let mut shapes = (least..=MAX_WARPS).filter(|warps| WARPS_PER_SM.is_multiple_of(*warps));
-    let best = shapes.clone().min_by_key(|&warps| room(warps)).unwrap_or(least);
-    shapes.find(|&warps| 100 * count >= 85 * room(warps)).unwrap_or(best)
+    wave_warps(count, multiprocessors, least, WARPS_PER_SM, forced_warps(&FORCED, "FERROCOMP_CASCADED_WARPS"))
 }
 
 /// Blocks of `warps` warps compressing a chunk each.

@@ -9,7 +9,10 @@
 //! is ranked (staged in shared memory once a chunk). A mask tile's entries are scattered to its
 //! varying bits a unit at once (the four bytes of a unit of 1-byte elements in one step).
 
-use super::{DECODE_WARPS, Layout, Mapped, Rows, Swizzled, group_tiles, larger, max_payload, repeat, row_bytes};
+use super::{
+    DECODE_WARPS, DECODE_WARPS_PER_SM, Layout, Mapped, Rows, Swizzled, group_tiles, larger, max_payload, repeat,
+    row_bytes,
+};
 use crate::bitpack::{Scatter32, Scatter64, shuffle_value};
 use crate::block::Block;
 use crate::copy::{Memory, spread};
@@ -37,11 +40,14 @@ const fn warp_bytes(width: usize) -> usize {
 const WARP_BYTES: usize = larger(warp_bytes(1), warp_bytes(8));
 
 /// The block's shared memory.
-type Shared = Layout<DECODE_WARPS, WARP_BYTES>;
+type Shared = Layout<WARP_BYTES>;
 
-/// Shared memory of the decoding block.
-pub const DECODE_SHARED_BYTES: usize = Shared::BYTES;
-const _: () = assert!(DECODE_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
+/// Shared memory of a decoding block of `warps` warps.
+pub const fn decode_shared_bytes(warps: u32) -> usize {
+    Shared::bytes(warps)
+}
+const _: () =
+    assert!(Shared::fits(DECODE_WARPS, DECODE_WARPS_PER_SM) && Shared::fits(DECODE_WARPS_PER_SM, DECODE_WARPS_PER_SM));
 const _: () = assert!(warp_bytes(2) <= WARP_BYTES && warp_bytes(4) <= WARP_BYTES && WARP_BYTES.is_multiple_of(16));
 
 /// Decompresses the chunk of `len` bytes at `input` into `out` (room for `capacity` bytes), as
@@ -50,9 +56,9 @@ const _: () = assert!(warp_bytes(2) <= WARP_BYTES && warp_bytes(4) <= WARP_BYTES
 ///
 /// # Safety
 /// `input` must be readable for `len` bytes and `out` writable for `capacity` bytes, neither
-/// written by anyone else meanwhile; `shared` must be [`DECODE_SHARED_BYTES`] of shared memory
-/// (aligned to 16), the block's alone; the block has at most [`DECODE_WARPS`] warps, and every
-/// thread calls this with the same chunk.
+/// written by anyone else meanwhile; the block has at most [`DECODE_WARPS_PER_SM`] warps and
+/// `shared` is [`decode_shared_bytes`] of them, of shared memory (aligned to 16), the block's
+/// alone; every thread calls this with the same chunk.
 pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     block: &B,
     warp: &W,

@@ -3,20 +3,28 @@
 //! tile, and each lane measures its own tile in one pass over its row (the extremes of its
 //! elements, of their differences and of its non-zero elements, read unsigned and signed) and
 //! chooses its coding as the format crate does. A block scan of the payload sizes places the
-//! tiles; each lane packs its tile into the group's payload in shared memory a word at a time,
-//! and the warp copies the payload out 16 bytes a lane. Lossy, each lane first quantises its row
-//! in place, unless a value cannot be, which keeps the tile verbatim.
+//! tiles; each lane packs its tile into the group's payload in shared memory a unit (4 bytes of
+//! elements) at a time, the unit's entries computed lane by lane in one word and squeezed
+//! together, and the warp copies the payload out 16 bytes a lane. Lossy, each lane first
+//! quantises its row in place, unless a value cannot be, which keeps the tile verbatim.
 //!
 //! Lossless, the block first counts the chunk's bytes (a histogram a lane in shared memory, so
-//! that no two lanes of a warp contend) and ranks them; the first round's lanes measure their tiles both as they are and ranked, and the
-//! block ranks the chunk where the format crate's rule says it pays: then each later round's
-//! group is staged through the ranks' table.
+//! that no two lanes of a warp contend) and ranks them; the first round's lanes measure their
+//! tiles both as they are and ranked, and the block ranks the chunk where the format crate's rule
+//! says the sample (the first round's first 16 KiB) pays: then each later round's group is staged
+//! through the ranks' table.
+//!
+//! The block has four warps or more (the host chooses from the batch: larger blocks for fewer
+//! chunks); its rounds are its warps' groups.
 
-use super::{COMPRESS_WARPS, Layout, Mapped, Rows, Swizzled, group_tiles, larger, map_word, repeat, row_bytes};
+use super::{
+    COMPRESS_WARPS, COMPRESS_WARPS_PER_SM, Layout, Mapped, Rows, Swizzled, group_tiles, larger, map_word, repeat,
+    row_bytes,
+};
 use crate::bitpack::{Scatter32, Scatter64};
 use crate::block::Block;
 use crate::copy::{Memory, Sink, spread};
-use crate::raw::{SharedBytes, shared_add};
+use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::bitcomp::{
@@ -38,15 +46,19 @@ const fn warp_bytes(width: usize) -> usize {
 const WARP_BYTES: usize = larger(warp_bytes(1), warp_bytes(8));
 
 /// The block's shared memory.
-type Shared = Layout<COMPRESS_WARPS, WARP_BYTES>;
+type Shared = Layout<WARP_BYTES>;
 
-/// Shared memory of the compressing block.
-pub const COMPRESS_SHARED_BYTES: usize = Shared::BYTES;
-const _: () = assert!(COMPRESS_SHARED_BYTES <= crate::SHARED_BYTES_PER_BLOCK);
+/// Shared memory of a compressing block of `warps` warps.
+pub const fn compress_shared_bytes(warps: u32) -> usize {
+    Shared::bytes(warps)
+}
+const _: () = assert!(
+    Shared::fits(COMPRESS_WARPS, COMPRESS_WARPS_PER_SM) && Shared::fits(COMPRESS_WARPS_PER_SM, COMPRESS_WARPS_PER_SM)
+);
 const _: () = assert!(warp_bytes(2) <= WARP_BYTES && warp_bytes(4) <= WARP_BYTES && WARP_BYTES.is_multiple_of(16));
-// The first round is the sample the ranking is decided from; the counts (a histogram a lane, then
-// their totals) fit the warps' memory.
-const _: () = assert!(COMPRESS_WARPS as usize * 4096 == RANKING_SAMPLE);
+// The first round takes the sample the ranking is decided from, or more; the counts (a histogram
+// a lane, then their totals) fit the fewest warps' memory.
+const _: () = assert!(COMPRESS_WARPS as usize * 4096 >= RANKING_SAMPLE);
 const _: () = assert!(COUNTS_BYTES + 4 * SYMBOLS_LEN <= COMPRESS_WARPS as usize * WARP_BYTES);
 
 /// Bytes of the histograms, one a lane index (the warps' lanes of that index sharing it), byte
@@ -59,9 +71,9 @@ const COUNTS_BYTES: usize = 4 * WARP_SIZE as usize * SYMBOLS_LEN;
 ///
 /// # Safety
 /// `input` must be readable for `n` bytes and `out` writable for `capacity` bytes, by this block
-/// alone; `shared` must be [`COMPRESS_SHARED_BYTES`] of shared memory (aligned to 16), the
-/// block's alone; the block has [`COMPRESS_WARPS`] warps, and every thread calls this with the
-/// same chunk.
+/// alone; the block has [`COMPRESS_WARPS`] to [`COMPRESS_WARPS_PER_SM`] warps and `shared` is
+/// [`compress_shared_bytes`] of them, of shared memory (aligned to 16), the block's alone; every
+/// thread calls this with the same chunk.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn compress_chunk<B: Block, W: Warp>(
     block: &B,
@@ -94,8 +106,9 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
 }
 
 /// Writes the tile table, the tiles and the tail of a chunk of `WIDTH`-byte elements, a round of
-/// groups at a time; returns the compressed size.
-#[inline(always)]
+/// groups at a time; returns the compressed size. Out of line: a width's loop keeps its registers
+/// to itself (the four inlined together spilled twice the bytes; 3-7% slower on the device).
+#[inline(never)]
 unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
     block: &B,
     warp: &W,
@@ -176,12 +189,13 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
         let mut tile =
             if verbatim { Some(Tile::VERBATIM) } else { unsafe { measure::<WIDTH>(coded, previous, |w| w) } };
         if round == 0 && lossless {
-            // The sample: this round's tiles as they are and ranked, summed over the block.
+            // This round's tiles measured as they are and ranked; the sample's (the first of them)
+            // summed over the block.
             let ranked_previous = unsafe { map_element::<WIDTH>(previous, ranks) };
             let ranked_tile = unsafe { measure_ranked::<WIDTH>(coded, ranked_previous, ranks) };
-            let words = |tile: Option<Tile>| tile.map_or(0, |tile| tile.words(&plain) as u32);
-            let (_, both) = unsafe { block.scan_add(warp, words(tile) | words(ranked_tile) << 16, scratch) };
             let sample = tiles.min(RANKING_SAMPLE / tile_bytes);
+            let words = |tile: Option<Tile>| tile.filter(|_| t < sample).map_or(0, |tile| tile.words(&plain) as u32);
+            let (_, both) = unsafe { block.scan_add(warp, words(tile) | words(ranked_tile) << 16, scratch) };
             ranked = ranking_pays((both & 0xFFFF) as usize, (both >> 16) as usize, sample, tiles);
             if ranked {
                 (tile, previous) = (ranked_tile, ranked_previous);
@@ -252,7 +266,7 @@ unsafe fn rank_bytes<B: Block, W: Warp>(
         unsafe { histograms.set_u32x4(16 * k as u32, [0; 4]) };
     }
     block.sync_threads();
-    let mine = Counts(unsafe { (counts as *mut u32).add(warp.lane() as usize) });
+    let mine = Counts(histograms.at(4 * warp.lane()));
     // Four 16-byte loads in flight a thread: the pass waits on memory, not on the counting.
     unsafe { spread::<4>(thread, threads, &Memory(input as *mut u8), &mine, n) };
     block.sync_threads();
@@ -265,31 +279,36 @@ unsafe fn rank_bytes<B: Block, W: Warp>(
         unsafe { totals.set_u32(4 * b as u32, count.min(0xFF_FFFF) << 8 | (255 - b as u32)) };
     }
     block.sync_threads();
-    for b in (thread..SYMBOLS_LEN).step_by(threads) {
-        let key = unsafe { totals.u32(4 * b as u32) };
+    // Two bytes a thread, 128 apart, ranked in one pass over the keys.
+    const HALF: usize = SYMBOLS_LEN / 2;
+    for low in (thread..HALF).step_by(threads) {
+        let keys = unsafe { (totals.u32(4 * low as u32), totals.u32(4 * (low + HALF) as u32)) };
         // (Arrays taken apart by name: iterating one puts it in local memory.)
-        let mut rank = 0;
+        let (mut low_rank, mut high_rank) = (0, 0);
         for c in 0..SYMBOLS_LEN as u32 / 4 {
             let [w, x, y, z] = unsafe { totals.u32x4(16 * c) };
-            rank += (w > key) as u32 + (x > key) as u32 + (y > key) as u32 + (z > key) as u32;
+            let greater = |key: u32| (w > key) as u32 + (x > key) as u32 + (y > key) as u32 + (z > key) as u32;
+            (low_rank, high_rank) = (low_rank + greater(keys.0), high_rank + greater(keys.1));
         }
-        unsafe {
+        let place = |b: usize, rank: u32| unsafe {
             shared.table().set_u8(b as u32, rank as u8);
             *out.add(HEADER_LEN + rank as usize) = b as u8;
-        }
+        };
+        place(low, low_rank);
+        place(low + HALF, high_rank);
     }
     block.sync_threads();
 }
 
-/// A lane's histogram of bytes in shared memory (its counts a warp's width apart), as the
-/// [`Sink`] of a copy: each byte written counts once.
-struct Counts(*mut u32);
+/// A lane's histogram of bytes in shared memory (its counts a warp's width of words apart), as
+/// the [`Sink`] of a copy: each byte written counts once.
+struct Counts(SharedBytes);
 
 impl Counts {
     /// Counts `byte`.
     #[inline(always)]
     unsafe fn count(&self, byte: u8) {
-        unsafe { shared_add(self.0.add(WARP_SIZE as usize * byte as usize), 1) };
+        unsafe { self.0.add_u32(4 * WARP_SIZE * byte as u32, 1) };
     }
 
     /// Counts the four bytes of `word`.
@@ -556,12 +575,14 @@ unsafe fn measure_row<const WIDTH: usize, const SPARSE: bool>(
     choose(&Geometry::new(WIDTH, SPARSE), frame, delta, (varying, first), sparse)
 }
 
-/// Bits appended to a payload in shared memory, a word stored whenever one fills.
+/// Bits appended to a payload in shared memory, a word stored whenever one fills: in 32-bit steps
+/// (a variable shift of 64 bits takes the GPU a handful of selects).
 struct BitWriter {
     payload: Swizzled,
     /// The next word.
     at: u32,
-    pending: u64,
+    /// The next word's bits so far, and how many.
+    pending: u32,
     bits: u32,
 }
 
@@ -569,11 +590,14 @@ impl BitWriter {
     /// Appends the `bits` (at most 32) low bits of `value` (no others set).
     #[inline(always)]
     unsafe fn push32(&mut self, value: u32, bits: u32) {
-        self.pending |= (value as u64) << self.bits;
-        self.bits += bits;
-        if self.bits >= 32 {
-            unsafe { self.payload.set_word(self.at, self.pending as u32) };
-            (self.at, self.pending, self.bits) = (self.at + 1, self.pending >> 32, self.bits - 32);
+        self.pending |= value << self.bits;
+        if self.bits + bits >= 32 {
+            unsafe { self.payload.set_word(self.at, self.pending) };
+            // The bits that did not fit: a funnel shift.
+            self.pending = (((value as u64) << self.bits) >> 32) as u32;
+            (self.at, self.bits) = (self.at + 1, self.bits + bits - 32);
+        } else {
+            self.bits += bits;
         }
     }
 
@@ -594,8 +618,41 @@ impl BitWriter {
     #[inline(always)]
     unsafe fn finish(self) {
         if self.bits > 0 {
-            unsafe { self.payload.set_word(self.at, self.pending as u32) };
+            unsafe { self.payload.set_word(self.at, self.pending) };
         }
+    }
+}
+
+/// `x - y` in each `WIDTH`-byte lane of a word, wrapping within the lane (Hacker's Delight's
+/// subtraction within a register: the lanes' high bits kept out of the borrow, then set right).
+#[inline(always)]
+fn lanes_sub<const WIDTH: usize>(x: u32, y: u32) -> u32 {
+    if WIDTH == 4 {
+        return x.wrapping_sub(y);
+    }
+    let high = repeat::<WIDTH>(1 << (8 * WIDTH - 1)) as u32;
+    ((x | high).wrapping_sub(y & !high)) ^ ((x ^ !y) & high)
+}
+
+/// Each `WIDTH`-byte lane of `unit` replaced by the element before it: the lane below, the lowest
+/// from the highest of `before` (the unit before).
+#[inline(always)]
+fn lanes_before<const WIDTH: usize>(unit: u32, before: u32) -> u32 {
+    if WIDTH == 4 { before } else { unit << (8 * WIDTH) | before >> (32 - 8 * WIDTH) }
+}
+
+/// The entries of a unit (each below `2^bits` in its `WIDTH`-byte lane) packed together, the
+/// first lowest: the upper lane of each pair shifted down onto the lower's top, then of each pair
+/// of pairs.
+#[inline(always)]
+fn squeeze<const WIDTH: usize>(entries: u32, bits: u32) -> u32 {
+    match WIDTH {
+        1 => {
+            let pairs = (entries & 0x00FF_00FF) | (entries & 0xFF00_FF00) >> (8 - bits);
+            (pairs & 0xFFFF) | (pairs & 0xFFFF_0000) >> (16 - 2 * bits)
+        }
+        2 => (entries & 0xFFFF) | (entries & 0xFFFF_0000) >> (16 - bits),
+        _ => entries,
     }
 }
 
@@ -615,18 +672,33 @@ unsafe fn pack<const WIDTH: usize>(
     let entry = |value: u64| value.wrapping_sub(base) & mask(WIDTH);
     unsafe {
         match tile.kind {
-            Kind::Frame | Kind::Verbatim | Kind::Delta => {
-                // A unit's entries (4 bytes of elements, or one of 8) appended at once.
-                let (delta, per_unit) = (tile.kind == Kind::Delta, per_lane(WIDTH));
-                let (mut before, mut unit) = (previous, 0u64);
-                for_each_element::<WIDTH>(row, |i, value| {
-                    unit |= entry(value.wrapping_sub(if delta { before } else { 0 })) << (i % per_unit * bits as usize);
+            Kind::Frame | Kind::Verbatim | Kind::Delta if WIDTH == 8 => {
+                // A unit is an element.
+                let mut before = previous;
+                for_each_element::<WIDTH>(row, |_, value| {
+                    writer.push(entry(value.wrapping_sub(if tile.kind == Kind::Delta { before } else { 0 })), bits);
                     before = value;
-                    if i % per_unit == per_unit - 1 {
-                        writer.push(unit, per_unit as u32 * bits);
-                        unit = 0;
-                    }
                 });
+            }
+            Kind::Frame | Kind::Verbatim | Kind::Delta => {
+                // A unit's entries computed lane by lane in one word, then packed together.
+                let (delta, base, unit_bits) =
+                    (tile.kind == Kind::Delta, repeat::<WIDTH>(base) as u32, per_lane(WIDTH) as u32 * bits);
+                // The element before, in the top lane.
+                let mut before = (previous << (32 - 8 * WIDTH.min(4))) as u32;
+                let mut unit = |unit: u32| {
+                    let value =
+                        if delta { lanes_sub::<WIDTH>(unit, lanes_before::<WIDTH>(unit, before)) } else { unit };
+                    before = unit;
+                    writer.push32(squeeze::<WIDTH>(lanes_sub::<WIDTH>(value, base), bits), unit_bits);
+                };
+                for piece in 0..Geometry::new(WIDTH, false).tile_bytes() as u32 / 16 {
+                    let [a, b, c, d] = row.u32x4(16 * piece);
+                    unit(a);
+                    unit(b);
+                    unit(c);
+                    unit(d);
+                }
             }
             Kind::Mask => {
                 // A unit's entries gathered at once from the varying bits repeated over it.

@@ -7,38 +7,52 @@
 mod decode;
 mod encode;
 
-pub use decode::{DECODE_SHARED_BYTES, decompress_chunk};
-pub use encode::{COMPRESS_SHARED_BYTES, compress_chunk};
+pub use decode::{decode_shared_bytes, decompress_chunk};
+pub use encode::{compress_chunk, compress_shared_bytes};
 
 use crate::copy::{Sink, Source};
 use crate::raw::SharedBytes;
 use ferrocomp_format::bitcomp::{Geometry, LANES, SYMBOLS_LEN};
 
-/// Warps of the block compressing a chunk.
+/// Fewest warps of the block compressing a chunk: a batch of many chunks takes these, fewer
+/// chunks more (the host chooses from the batch), up to [`COMPRESS_WARPS_PER_SM`]. Four hold the
+/// chunk's byte counts and take the ranking's sample in their first round.
 pub const COMPRESS_WARPS: u32 = 4;
-/// Blocks of the compress kernel an SM must hold at once: as many as its shared memory holds
-/// (228 KiB on an H100 or H200, 1 KiB of it reserved a block).
-pub const COMPRESS_BLOCKS_PER_SM: u32 = 6;
-/// Warps of the block decoding a chunk.
+/// Warps an SM holds compressing, whatever the blocks: as many as its registers hold at the 80
+/// a thread ptxas gives the kernel (the shared memory of as many holds too).
+pub const COMPRESS_WARPS_PER_SM: u32 = 24;
+/// Fewest warps of the block decoding a chunk, as [`COMPRESS_WARPS`].
 pub const DECODE_WARPS: u32 = 4;
-/// Blocks of the decompress kernel an SM must hold at once: as many as its shared memory holds
-/// (228 KiB on an H100 or H200, 1 KiB of it reserved a block).
-pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 5;
+/// Warps an SM holds decoding, whatever the blocks: as many as its registers hold at the 96 a
+/// thread ptxas gives the kernel.
+pub const DECODE_WARPS_PER_SM: u32 = 20;
 
 /// A block's shared memory in either kernel: the block scan's scratch (65 words, to 16 bytes), a
 /// 16-byte slot a warp for what its round leaves to the others, a ranked chunk's table (each
-/// byte's rank compressing, each rank's byte decoding), then each of `WARPS` warps' own
-/// `WARP_BYTES`.
+/// byte's rank compressing, each rank's byte decoding), then each warp's own `WARP_BYTES`.
 #[derive(Clone, Copy)]
-struct Layout<const WARPS: u32, const WARP_BYTES: usize>(*mut u8);
+struct Layout<const WARP_BYTES: usize>(*mut u8);
 
-impl<const WARPS: u32, const WARP_BYTES: usize> Layout<WARPS, WARP_BYTES> {
+impl<const WARP_BYTES: usize> Layout<WARP_BYTES> {
     const SCAN_BYTES: usize = 272;
     const SLOT_BYTES: u32 = 16;
-    const TABLE_AT: usize = Self::SCAN_BYTES + (Self::SLOT_BYTES * WARPS) as usize;
+    /// Most warps of a block, either kernel.
+    const MAX_WARPS: u32 = larger(COMPRESS_WARPS_PER_SM as usize, DECODE_WARPS_PER_SM as usize) as u32;
+    const TABLE_AT: usize = Self::SCAN_BYTES + (Self::SLOT_BYTES * Self::MAX_WARPS) as usize;
     const WARPS_AT: usize = Self::TABLE_AT + SYMBOLS_LEN;
-    /// Bytes of the whole.
-    const BYTES: usize = Self::WARPS_AT + WARPS as usize * WARP_BYTES;
+
+    /// Bytes of the whole for a block of `warps` warps.
+    const fn bytes(warps: u32) -> usize {
+        Self::WARPS_AT + warps as usize * WARP_BYTES
+    }
+
+    /// Whether an SM holds `per_sm` warps in blocks of `warps`, each block's whole at most what a
+    /// block may take.
+    const fn fits(warps: u32, per_sm: u32) -> bool {
+        let bytes = Self::bytes(warps);
+        crate::blocks_per_sm(warps, bytes / warps as usize) * warps >= per_sm
+            && bytes <= crate::MAX_SHARED_BYTES_PER_BLOCK
+    }
 
     /// The layout of the shared memory at `at`.
     fn new(at: *mut u8) -> Self {
@@ -80,8 +94,8 @@ impl<const WARPS: u32, const WARP_BYTES: usize> Layout<WARPS, WARP_BYTES> {
     }
 }
 
-/// The larger of `narrow` and `wide`: a warp's shared memory for the element widths that take
-/// the most (1 and 8 bytes).
+/// The larger of `narrow` and `wide` (a warp's shared memory for the element widths that take
+/// the most: 1 and 8 bytes).
 const fn larger(narrow: usize, wide: usize) -> usize {
     if narrow > wide { narrow } else { wide }
 }

@@ -256,11 +256,17 @@ pub(crate) fn is_small_batch(count: usize, multiprocessors: u32, per_sm: usize) 
 
 /// Warps of each block coding a chunk (a block per chunk), for a batch of `count` chunks on a GPU
 /// of `multiprocessors` SMs, each holding `per_sm` warps of the kernel: the fewest, from `least`,
-/// whose waves of blocks the batch fills to 85% or more (a last wave mostly empty leaves the GPU
-/// idle), else those it fills best; blocks divide an SM's warps, so that an SM holds a whole
-/// number of them. `forced` (from a codec's environment variable, to measure) overrides it, up to
-/// an SM's worth.
-pub(crate) fn wave_warps(count: usize, multiprocessors: u32, least: u32, per_sm: u32, forced: Option<u32>) -> u32 {
+/// whose waves of blocks the batch fills to `fill` percent or more (a last wave mostly empty
+/// leaves the GPU idle), else those it fills best; blocks divide an SM's warps, so that an SM
+/// holds a whole number of them. `forced` (from a codec's environment variable, to measure)
+/// overrides it, up to an SM's worth.
+pub(crate) fn wave_warps(
+    count: usize,
+    multiprocessors: u32,
+    (least, per_sm): (u32, u32),
+    fill: usize,
+    forced: Option<u32>,
+) -> u32 {
     if let Some(warps) = forced {
         return warps.clamp(1, per_sm);
     }
@@ -273,7 +279,7 @@ pub(crate) fn wave_warps(count: usize, multiprocessors: u32, least: u32, per_sm:
     };
     let mut shapes = (least..=per_sm).filter(|warps| per_sm.is_multiple_of(*warps));
     let best = shapes.clone().min_by_key(|&warps| room(warps)).unwrap_or(least);
-    shapes.find(|&warps| 100 * count >= 85 * room(warps)).unwrap_or(best)
+    shapes.find(|&warps| 100 * count >= fill * room(warps)).unwrap_or(best)
 }
 
 /// The number the environment variable `name` holds, read once into `cell`: a codec's forced

@@ -358,6 +358,11 @@ impl Shape {
         Self::Blocks { warps, shared_bytes, max_blocks: usize::MAX }
     }
 
+    /// A block of `warps` warps per chunk, with `shared_bytes(warps)` of shared memory.
+    pub fn blocks_of(warps: u32, shared_bytes: impl Fn(u32) -> usize) -> Self {
+        Self::blocks(warps, shared_bytes(warps))
+    }
+
     /// Blocks, threads per block and shared bytes per block for `count` chunks.
     fn grid(self, count: usize) -> (u32, u32, u32) {
         match self {

@@ -29,18 +29,20 @@ impl BatchCodec for Bitcomp {
         Launch {
             algorithm: Algorithm::Bitcomp,
             options: self.to_word(),
-            compress: compress_shape(COMPRESS_WARPS),
-            decompress: decode_shape(DECODE_WARPS),
+            compress: Shape::blocks_of(COMPRESS_WARPS, compress_shared_bytes),
+            decompress: Shape::blocks_of(DECODE_WARPS, decode_shared_bytes),
             sizes: super::lz4::SIZES_SHAPE,
         }
     }
 
     fn compress_shape(&self, count: usize, multiprocessors: u32) -> Shape {
-        compress_shape(wave_warps(count, multiprocessors, COMPRESS_SHAPES, COMPRESS_FILL, forced()))
+        let warps = wave_warps(count, multiprocessors, COMPRESS_SHAPES, COMPRESS_FILL, forced());
+        Shape::blocks_of(warps, compress_shared_bytes)
     }
 
     fn decompress_shape(&self, count: usize, _max_chunk_bytes: usize, multiprocessors: u32) -> Shape {
-        decode_shape(wave_warps(count, multiprocessors, DECODE_SHAPES, DECODE_FILL, forced()))
+        let warps = wave_warps(count, multiprocessors, DECODE_SHAPES, DECODE_FILL, forced());
+        Shape::blocks_of(warps, decode_shared_bytes)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
@@ -77,16 +79,6 @@ const DECODE_FILL: usize = 50;
 fn forced() -> Option<u32> {
     static FORCED: OnceLock<Option<u32>> = OnceLock::new();
     forced_warps(&FORCED, "FERROCOMP_BITCOMP_WARPS").map(|warps| warps.max(COMPRESS_WARPS))
-}
-
-/// Blocks of `warps` warps compressing a chunk each.
-fn compress_shape(warps: u32) -> Shape {
-    Shape::blocks(warps, compress_shared_bytes(warps))
-}
-
-/// Blocks of `warps` warps decoding a chunk each.
-fn decode_shape(warps: u32) -> Shape {
-    Shape::blocks(warps, decode_shared_bytes(warps))
 }
 
 #[cfg(test)]

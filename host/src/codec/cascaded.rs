@@ -28,18 +28,18 @@ impl BatchCodec for Cascaded {
         Launch {
             algorithm: Algorithm::Cascaded,
             options: self.to_word() as u64,
-            compress: compress_shape(COMPRESS_WARPS),
-            decompress: decode_shape(DECODE_WARPS),
+            compress: Shape::blocks_of(COMPRESS_WARPS, compress_shared_bytes),
+            decompress: Shape::blocks_of(DECODE_WARPS, decode_shared_bytes),
             sizes: super::lz4::SIZES_SHAPE,
         }
     }
 
     fn compress_shape(&self, count: usize, multiprocessors: u32) -> Shape {
-        compress_shape(warps(count, multiprocessors, COMPRESS_WARPS))
+        Shape::blocks_of(warps(count, multiprocessors, COMPRESS_WARPS), compress_shared_bytes)
     }
 
     fn decompress_shape(&self, count: usize, _max_chunk_bytes: usize, multiprocessors: u32) -> Shape {
-        decode_shape(warps(count, multiprocessors, DECODE_WARPS))
+        Shape::blocks_of(warps(count, multiprocessors, DECODE_WARPS), decode_shared_bytes)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
@@ -64,16 +64,6 @@ impl BatchCodec for Cascaded {
 fn warps(count: usize, multiprocessors: u32, least: u32) -> u32 {
     static FORCED: OnceLock<Option<u32>> = OnceLock::new();
     wave_warps(count, multiprocessors, (least, WARPS_PER_SM), 85, forced_warps(&FORCED, "FERROCOMP_CASCADED_WARPS"))
-}
-
-/// Blocks of `warps` warps compressing a chunk each.
-fn compress_shape(warps: u32) -> Shape {
-    Shape::blocks(warps, compress_shared_bytes(warps))
-}
-
-/// Blocks of `warps` warps decoding a chunk each.
-fn decode_shape(warps: u32) -> Shape {
-    Shape::blocks(warps, decode_shared_bytes(warps))
 }
 
 #[cfg(test)]

@@ -56,11 +56,11 @@ impl BatchCodec for Cascaded {
 }
 
 /// Warps a chunk for a batch of `count` chunks on a GPU of `multiprocessors` SMs, from `least`
-/// ([`wave_warps`]'s rule, at 85% a wave). On an H200 with 64 KiB chunks (sixteen sub-blocks), summed over the
-/// bench's four sets, 256 MiB decoded 3% faster in blocks of three warps than of four and 12%
-/// faster than of six, 64 MiB 10% faster in three or six than in four (1.3 waves), 16 MiB 1.3x as
-/// fast in twelve as in four (a third of the GPU); compressing, four, six and twelve were best.
-/// `FERROCOMP_CASCADED_WARPS=N` makes it N both ways, to measure.
+/// ([`wave_warps`]'s rule, at 85% a wave). On an H200 with 64 KiB chunks (sixteen sub-blocks),
+/// summed over the bench's four sets, 256 MiB decoded 3% faster in blocks of three warps than of
+/// four and 12% faster than of six, 64 MiB 10% faster in three or six than in four (1.3 waves), 16
+/// MiB 1.3x as fast in twelve as in four (a third of the GPU); compressing, four, six and twelve
+/// were best. `FERROCOMP_CASCADED_WARPS=N` makes it N both ways, to measure.
 fn warps(count: usize, multiprocessors: u32, least: u32) -> u32 {
     static FORCED: OnceLock<Option<u32>> = OnceLock::new();
     wave_warps(count, multiprocessors, (least, WARPS_PER_SM), 85, forced_warps(&FORCED, "FERROCOMP_CASCADED_WARPS"))

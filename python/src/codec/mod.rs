@@ -52,7 +52,8 @@ enum Backend {
 /// `data_type` the numbers it packs (default "|u1", nvCOMP's), `algorithm_type` 0 (default) or 1
 /// (sparse: for data with many zeros), and `error_bound`: lossy, each element of a float32 or
 /// float64 `data_type` (the default "<f4") decoded within this absolute error of its value. ANS:
-/// `data_type` "|u1" (default: every byte a symbol) or "<f2" (each value's high byte a symbol).
+/// `data_type` "|u1" (default: every byte a symbol), "float8_e4m3" (each value a symbol, whole),
+/// "<f2" or "<f4" (each value's high byte a symbol, its other bytes stored as they are).
 #[pyclass(module = "ferrocomp", frozen)]
 pub struct Codec {
     options: Option<Options>,

@@ -36,8 +36,8 @@ rust_tests() {
 python_tests() {
     [ -x .venv/bin/python ] || python3 -m venv .venv
     .venv/bin/python -m pip install --quiet -r python/requirements-test.txt
-    .venv/bin/ruff format --check --config python/pyproject.toml python bench fuzz
-    .venv/bin/ruff check --config python/pyproject.toml python bench fuzz
+    .venv/bin/ruff format --check --config python/pyproject.toml python bench fuzz scripts
+    .venv/bin/ruff check --config python/pyproject.toml python bench fuzz scripts
     # The wheel as a user installs it: abi3, manylinux as auditwheel judges it, no libcuda linked.
     local wheels=target/wheels
     rm -rf "$wheels"

@@ -3,9 +3,9 @@
 variant given with --ptx, with the launch bounds written in) compiled for an arch (default sm_90, the H100's and
 H200's) and disassembled. Per kernel: registers, stack frame, spills, instructions, local loads and stores, and
 those at a computed address (an array indexed at run time, which ptxas keeps on the stack: a round trip to memory
-for every element); with --loops, each loop that holds local accesses. A loop that stores what it just loaded to
-the stack waits for the load there, whatever the code meant to overlap. --loops lists the loops of at most N
-instructions (default 300: the inner ones) that hold local accesses.
+for every element); with --loops, the loops of at most N instructions (default 300: the inner ones) holding local
+accesses. A loop that stores what it just loaded to the stack waits for the load there, whatever the code meant
+to overlap.
 
 usage: scripts/sass_audit.py [KERNEL ...] [--ptx FILE] [--arch sm_90] [--loops [N]]
 
@@ -41,22 +41,9 @@ def tool(name):
     target = TOOLS / WHEELS[name]
     cached = sorted(target.glob(f"nvidia/**/bin/{name}"))
     if not cached:
-        print(
-            f"sass_audit: installing {WHEELS[name]} into {target} for {name}",
-            file=sys.stderr,
-        )
+        print(f"sass_audit: installing {WHEELS[name]} into {target} for {name}", file=sys.stderr)
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--target",
-                str(target),
-                WHEELS[name],
-            ],
-            check=True,
+            [sys.executable, "-m", "pip", "install", "-q", "--target", str(target), WHEELS[name]], check=True
         )
         cached = sorted(target.glob(f"nvidia/**/bin/{name}"))
     if not cached:
@@ -80,22 +67,13 @@ def bounded_ptx(variant):
 
 
 def functions(ptxas_log):
-    """Per function ptxas reported on: (stack frame, spill stores, spill loads) bytes, and registers."""
+    """Per function ptxas reported on: its stack frame and spills (bytes), and registers."""
     found, name = {}, None
     for line in ptxas_log.splitlines():
         if m := re.search(r"Function properties for (\S+)", line):
             name = m.group(1)
-        elif name and (
-            m := re.search(
-                r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill",
-                line,
-            )
-        ):
-            found[name] = {
-                "frame": int(m[1]),
-                "spill stores": int(m[2]),
-                "spill loads": int(m[3]),
-            }
+        elif name and (m := re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill", line)):
+            found[name] = {"frame": int(m[1]), "spill stores": int(m[2]), "spill loads": int(m[3])}
         elif name and (m := re.search(r"Used (\d+) registers", line)):
             found[name]["registers"] = int(m[1])
     return found
@@ -131,6 +109,7 @@ def parse(lines):
 
 
 def is_computed(text):
+    """Whether the instruction `text` is a local access at a computed address."""
     return bool(LOCAL.search(text)) and not AT_STACK.search(text)
 
 
@@ -153,18 +132,10 @@ def loops(instructions, labels):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("kernels", nargs="*", help="kernel names (default: every kernel)")
-    parser.add_argument(
-        "--ptx",
-        help="a variant PTX file instead of the shipped kernels-gpu/kernels.ptx",
-    )
+    parser.add_argument("--ptx", help="a variant PTX file instead of the shipped kernels-gpu/kernels.ptx")
     parser.add_argument("--arch", default="sm_90")
-    parser.add_argument(
-        "--loops",
-        nargs="?",
-        type=int,
-        const=300,
-        help="list the loops of at most N instructions with local accesses",
-    )
+    loops_help = "list the loops of at most N instructions with local accesses"
+    parser.add_argument("--loops", nargs="?", type=int, const=300, help=loops_help)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         ptx, cubin = Path(work, "kernels.ptx"), Path(work, "kernels.cubin")

@@ -5,12 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 rm -rf .gpu && mkdir -p .gpu/tests
-collect() { # copies the executables cargo reports into $1, but binaries (copied by name below)
+collect() { # copies the test executables cargo reports into $1 (binaries are copied by name below; examples
+    # such as fuzz_seeds and bounded-ptx are tools, not tests)
     python3 -c '
 import json, shutil, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and "bin" not in m["target"]["kind"]:
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and not {"bin", "example"} & set(m["target"]["kind"]):
         shutil.copy(m["executable"], sys.argv[1] + "/" + m["target"]["name"])' "$1"
 }
 cargo test --release --no-run --message-format=json -p ferrocomp-tests -p ferrocomp-format | collect .gpu/tests

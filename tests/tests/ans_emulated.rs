@@ -135,6 +135,23 @@ fn floats_decode_whole_values_at_every_alignment() {
 }
 
 #[test]
+fn floats_ending_a_whole_round_take_their_last_low_bytes_one_by_one() {
+    // A chunk whose values end on a whole round: the last lane's low bytes end the chunk (with
+    // at most three of its tail after them), too near its end for the words that hold them.
+    for data_type in [DataType::Float16, DataType::Float32] {
+        let width = data_type.width();
+        for (values, tail) in [(128, 0), (128, 1), (384, 3), (2048 + 256, 2)] {
+            let input = text_bytes(values * width + tail, values as u64);
+            let stream = scalar_compress(&input, &Options { data_type });
+            for in_shift in 0..4 {
+                let got = block_decompress_at(&stream, input.len(), in_shift, 0);
+                assert_eq!(got.as_ref(), Ok(&input), "{data_type:?}, {values} values, tail {tail}, at {in_shift}");
+            }
+        }
+    }
+}
+
+#[test]
 fn block_compressor_reports_what_does_not_fit() {
     let input = text_bytes(5000, 8);
     assert_eq!(block_compress(&input, &Options::default(), 0, 5000), Err(Status::OutputTooSmall));

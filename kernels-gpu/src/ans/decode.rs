@@ -9,6 +9,7 @@
 use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
 use crate::block::{Block, decode_parts, decode_parts_words};
 use crate::copy::{Memory, copy_spread, spread, store_aligned, store_words};
+use crate::lz77::funnel;
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -155,38 +156,37 @@ impl<const WIDTH: usize> Values<'_, WIDTH> {
         unsafe { *value.add(WIDTH - 1) = symbol };
     }
 
-    /// The low bytes of values `i .. i + 4`, in order from the first word's low byte: from the
-    /// aligned words that hold them (read through the read-only path), where those lie in
-    /// `lows` or just before it (in the chunk, its sub-blocks'), else byte by byte.
+    /// The low bytes of values `i .. i + 4`, as the aligned words that hold them (read through
+    /// the read-only path) where those lie in `lows` or just before it (in the chunk, its
+    /// sub-blocks'), else byte by byte; [`LowWords::join`] takes them out once the loads have
+    /// arrived. Named words, not an array indexed in a loop (which lives in local memory: storing
+    /// the loads there made each round wait for them as it began).
     #[inline(always)]
-    fn lows(&self, i: usize) -> [u32; 3] {
+    fn lows(&self, i: usize) -> LowWords {
         let (p, len) = ((WIDTH - 1) * i, 4 * (WIDTH - 1));
-        let mut lows = [0; 3];
         if WIDTH == 1 {
-            return lows;
+            return LowWords { words: [0; 4], shift: 0 };
         }
         let at = self.lows.as_ptr().wrapping_add(p);
         let skew = at as usize % 4;
         // Words `0 ..= len / 4`: those `len` bytes and the skew's.
         if p + len + 4 <= self.lows.len() + skew {
-            let word = |k: usize| unsafe { crate::raw::global_u32(at.wrapping_sub(skew).add(4 * k) as *const u32) };
-            let words: [u32; 4] = core::array::from_fn(|k| if k <= len / 4 { word(k) } else { 0 });
-            for (k, low) in lows.iter_mut().take(len / 4).enumerate() {
-                *low = ((words[k + 1] as u64) << 32 | words[k] as u64).wrapping_shr(8 * skew as u32) as u32;
-            }
+            let from = at.wrapping_sub(skew) as *const u32;
+            let word = |k: usize| if k <= len / 4 { unsafe { crate::raw::global_u32(from.add(k)) } } else { 0 };
+            LowWords { words: [word(0), word(1), word(2), word(3)], shift: 8 * skew as u32 }
         } else {
-            for j in 0..len {
-                lows[j / 4] |= (self.lows.get(p + j).copied().unwrap_or(0) as u32) << (8 * (j % 4));
-            }
+            let byte = |j: usize| if j < len { self.lows.get(p + j).copied().unwrap_or(0) as u32 } else { 0 };
+            let word = |k: usize| (0..4).fold(0, |word, j| word | byte(4 * k + j) << (8 * j));
+            LowWords { words: [word(0), word(1), word(2), 0], shift: 0 }
         }
-        lows
     }
 
     /// Writes values `i .. i + 4` whole: their high bytes `highs` (the first's in the low byte),
     /// their low bytes as [`lows`](Self::lows) gave them; in one store where `ALIGNED` (they are
     /// aligned to their size).
     #[inline(always)]
-    unsafe fn put_four<const ALIGNED: bool>(&self, i: usize, highs: u32, [l0, l1, l2]: [u32; 3]) {
+    unsafe fn put_four<const ALIGNED: bool>(&self, i: usize, highs: u32, lows: LowWords) {
+        let [l0, l1, l2] = lows.join();
         let at = unsafe { self.out.add(i * WIDTH) };
         let words = match WIDTH {
             1 => [highs, 0, 0, 0],
@@ -202,6 +202,22 @@ impl<const WIDTH: usize> Values<'_, WIDTH> {
         };
         let words: [u32; WIDTH] = core::array::from_fn(|k| words[k]);
         unsafe { if ALIGNED { store_aligned(at, words) } else { store_words(at, words) } }
+    }
+}
+
+/// Four values' low bytes as loaded: the bytes from bit `shift` of the little-endian `words` on.
+#[derive(Clone, Copy)]
+struct LowWords {
+    words: [u32; 4],
+    shift: u32,
+}
+
+impl LowWords {
+    /// The low bytes, in order from the first word's low byte.
+    #[inline(always)]
+    fn join(self) -> [u32; 3] {
+        let [w0, w1, w2, w3] = self.words;
+        [funnel(w0, w1, self.shift), funnel(w1, w2, self.shift), funnel(w2, w3, self.shift)]
     }
 }
 

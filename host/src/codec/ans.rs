@@ -6,7 +6,7 @@ use crate::batch::{BatchCodec, Launch, Shape};
 use ferrocomp_format::ans::{self, MAX_CHUNK_SIZE};
 pub use ferrocomp_format::ans::{DataType as AnsDataType, Options as Ans};
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::ans::{BLOCK_WARPS, COMPRESS_SHARED_BYTES, DECODE_SHARED_BYTES};
+use ferrocomp_kernels_gpu::ans::{BLOCK_WARPS, compress_shared_bytes, decode_shared_bytes};
 
 impl BatchCodec for Ans {
     fn max_chunk_size(&self) -> usize {
@@ -25,8 +25,8 @@ impl BatchCodec for Ans {
         Launch {
             algorithm: Algorithm::Ans,
             options: self.data_type as u64,
-            compress: Shape::blocks(BLOCK_WARPS, COMPRESS_SHARED_BYTES),
-            decompress: Shape::blocks(BLOCK_WARPS, DECODE_SHARED_BYTES),
+            compress: Shape::blocks_of(BLOCK_WARPS, compress_shared_bytes),
+            decompress: Shape::blocks_of(BLOCK_WARPS, decode_shared_bytes),
             sizes: super::lz4::SIZES_SHAPE,
         }
     }

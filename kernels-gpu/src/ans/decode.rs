@@ -1,4 +1,4 @@
-//! Decompressing a chunk with a block of [`BLOCK_WARPS`] warps: the block writes one table of two
+//! Decompressing a chunk with a block of warps: the block writes one table of two
 //! words a slot (the slot's symbol, its frequency and the slot's offset in the symbol's range, so
 //! that a step looks up once), then each warp decodes its own sub-blocks, 32 symbols a step with
 //! no branch (a lane whose state falls low takes its word itself, from the warp's words staged in
@@ -6,7 +6,7 @@
 //! for float16 and float32 its four values whole (their low bytes loaded as the round begins and
 //! put beside the high bytes decoded): one store of 8 or 16 bytes.
 
-use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
+use super::{BITMAP_LEN, byte_perm, set_symbols};
 use crate::block::{Block, decode_parts, decode_parts_words};
 use crate::copy::{Memory, copy_spread, spread, store_aligned, store_words};
 use crate::lz77::funnel;
@@ -18,8 +18,6 @@ use ferrocomp_format::ans::{
     sub_blocks, symbol_index, symbols,
 };
 
-/// Slots of the table each thread of the block writes.
-const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
 /// Where the decoding block's shared memory holds each slot's entry (two u32), each symbol's
 /// frequency and cumulative frequency (u32), [`decode_parts`]'s words (to 16 bytes) and each
 /// warp's [`RING_BYTES`] of words; before the warps decode, the chunk's first [`HEAD_BYTES`]
@@ -27,16 +25,20 @@ const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
 const ENTRIES_AT: u32 = 0;
 const SYMBOLS_AT: u32 = ENTRIES_AT + 8 * TOTAL;
 const PARTS_AT: u32 = SYMBOLS_AT + 4 * 256;
-const RINGS_AT: u32 = PARTS_AT + (4 * decode_parts_words(BLOCK_WARPS * WARP_SIZE) as u32).next_multiple_of(16);
-const HEAD_AT: u32 = RINGS_AT;
+/// Where the rings (and the head before them) start in a block of `warps` warps.
+const fn rings_at(warps: u32) -> u32 {
+    PARTS_AT + (4 * decode_parts_words(warps * WARP_SIZE) as u32).next_multiple_of(16)
+}
 /// Bytes of a chunk staged in shared memory before it is parsed: its header, table (at most 552
 /// bytes) and sub-blocks' word counts where they fit. Counts past them, or those of a chunk of
 /// more sub-blocks than the block has threads (read after the rings have taken the head's
 /// place), are read from the chunk.
 pub const HEAD_BYTES: usize = 1024;
-const _: () = assert!(HEAD_BYTES <= (RING_BYTES * BLOCK_WARPS) as usize);
-/// Shared memory of the decoding block.
-pub const DECODE_SHARED_BYTES: usize = (RINGS_AT + RING_BYTES * BLOCK_WARPS) as usize;
+const _: () = assert!(HEAD_BYTES <= RING_BYTES as usize); // within the rings of any block
+/// Shared memory of a decoding block of `warps` warps.
+pub const fn decode_shared_bytes(warps: u32) -> usize {
+    (rings_at(warps) + RING_BYTES * warps) as usize
+}
 /// A slot's entry is two words: its symbol in bits 0-7 and the symbol's frequency from bit
 /// [`FREQ_SHIFT`], then the slot's offset from the symbol's first slot, added as it is.
 const FREQ_SHIFT: u32 = 16;
@@ -46,8 +48,8 @@ const FREQ_SHIFT: u32 = 16;
 ///
 /// # Safety
 /// `input` must be readable for `len` bytes, `out` writable for `capacity` bytes and `shared` for
-/// [`DECODE_SHARED_BYTES`] (the block's alone, aligned to 4), none of them written by anyone else
-/// meanwhile; every thread of the block, [`BLOCK_WARPS`] warps, calls this with the same chunk.
+/// [`decode_shared_bytes`] of the block's warps (the block's alone, aligned to 4), none of them
+/// written by anyone else meanwhile; every thread of the block calls this with the same chunk.
 pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     block: &B,
     warp: &W,
@@ -59,10 +61,11 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
 ) -> Result<usize, Status> {
     let bytes = unsafe { crate::raw::bytes(input, len) };
     let (thread, threads) = (block.thread() as usize, block.threads() as usize);
+    let rings_at = rings_at(threads as u32 / WARP_SIZE);
     // The head staged in one go, a unit a thread, and parsed in shared memory: in global memory,
     // its header, table and counts were a chain of loads, each waiting on the one before.
     let head = unsafe {
-        let (at, staged) = (shared.add(HEAD_AT as usize), len.min(HEAD_BYTES));
+        let (at, staged) = (shared.add(rings_at as usize), len.min(HEAD_BYTES));
         block.sync_threads(); // every warp is done with the last chunk's, which may have failed early
         spread::<1>(thread, threads, &Memory(input as *mut u8), &SharedBytes::new(at), staged);
         block.sync_threads();
@@ -94,13 +97,13 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
         unsafe { set_symbols(warp, shared.add(SYMBOLS_AT as usize) as *mut u32, freqs) };
     }
     block.sync_threads();
-    unsafe { write_slots(table, thread as u32) };
+    unsafe { write_slots(table, thread as u32, threads as u32) };
     block.sync_threads();
 
     let width = data_type.width();
     let words_even = (input as usize).is_multiple_of(2);
     let parts_scratch = unsafe { shared.add(PARTS_AT as usize) } as *mut u32;
-    let ring = table.at(RINGS_AT + thread as u32 / WARP_SIZE * RING_BYTES);
+    let ring = table.at(rings_at + thread as u32 / WARP_SIZE * RING_BYTES);
     let size = |b: usize| 4 * LANES + 2 * word_count(b);
     let end = unsafe {
         decode_parts(block, warp, blocks, sizes_at + 2 * blocks, size, parts_scratch, |b, at, size| {
@@ -261,13 +264,15 @@ fn read_freqs<W: Warp>(warp: &W, bytes: &[u8]) -> Result<([u32; 8], usize), Stat
     Ok((freqs, BITMAP_LEN + 2 * warp.shuffle(before + set, WARP_SIZE - 1) as usize))
 }
 
-/// Writes the entries of this thread's [`SLOTS_PER_THREAD`] slots, from the symbols' table: the
-/// first slot's symbol by a binary search (the last symbol whose range starts at or before it
-/// has a frequency, as a symbol without one starts where the next begins), the rest walking on.
+/// Writes the entries of thread `thread`'s run of slots (of the block's `threads`, a share as
+/// even as they allow), from the symbols' table: the first slot's symbol by a binary search (the
+/// last symbol whose range starts at or before it has a frequency, as a symbol without one starts
+/// where the next begins), the rest walking on.
 #[inline(always)]
-unsafe fn write_slots(table: SharedBytes, thread: u32) {
+unsafe fn write_slots(table: SharedBytes, thread: u32, threads: u32) {
     let symbol = |s: u32| unsafe { table.u32(SYMBOLS_AT + 4 * s) };
-    let first = thread * SLOTS_PER_THREAD;
+    let share = TOTAL.div_ceil(threads);
+    let (first, end) = ((thread * share).min(TOTAL), (thread * share + share).min(TOTAL));
     let (mut low, mut high) = (0, 256);
     while high - low > 1 {
         let middle = (low + high) / 2;
@@ -278,7 +283,7 @@ unsafe fn write_slots(table: SharedBytes, thread: u32) {
         }
     }
     let (mut s, mut entry) = (low, symbol(low));
-    for slot in first..first + SLOTS_PER_THREAD {
+    for slot in first..end {
         while slot >= (entry >> 16) + (entry & 0xFFFF) {
             s += 1;
             entry = symbol(s);

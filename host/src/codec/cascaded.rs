@@ -34,7 +34,7 @@ impl BatchCodec for Cascaded {
         }
     }
 
-    fn compress_shape(&self, count: usize, multiprocessors: u32) -> Shape {
+    fn compress_shape(&self, count: usize, _max_chunk_bytes: usize, multiprocessors: u32) -> Shape {
         Shape::blocks_of(warps(count, multiprocessors, COMPRESS_WARPS), compress_shared_bytes)
     }
 

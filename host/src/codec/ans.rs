@@ -72,7 +72,7 @@ const DECODING: Residency = (DECODE_WARPS_PER_SM, decode_shared_bytes);
 /// batch takes (an SM holds as many blocks as `residency` allows) times the sub-blocks a warp
 /// codes in turn. Of equal ones, the nearest [`BLOCK_WARPS`] (measured best for
 /// 64 KiB chunks, which keep it). So a 16 KiB chunk takes two warps (where a block of eight idled
-/// six, and an SM held four such chunks at once where it now holds ten), and sixteen chunks of 1
+/// six, and an SM held four such chunks at once where it now holds eleven), and sixteen chunks of 1
 /// MiB take 32 decoding (where eight left three quarters of their SMs' warps unused). A chunk
 /// larger than `max_chunk_bytes` is coded all the same. `FERROCOMP_ANS_WARPS=N` makes it N both
 /// ways, to measure.

@@ -17,9 +17,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: ferrocomp-bench --data DIR [--nvcomp PATH/libnvcomp.so.6] \
-                     [--codecs lz4,snappy,deflate,gdeflate,blosc,zstd,cascaded] [--levels 1,4] [--zstd-levels 1,2,3] [--chunk-size 65536] \
+                     [--codecs lz4,snappy,deflate,gdeflate,blosc,zstd,cascaded,bitcomp,ans] [--levels 1,4] [--zstd-levels 1,2,3] [--ans-types bytes,float32] \
+                     [--chunk-size 65536] \
                      [--reps 10] [--batch-mib 1,4,16,64,256] [--out FILE] [--keep DIR]\n--levels (or --level): the Deflate and GDeflate levels, 0 to 5 (nvCOMP's \
-                     `algorithm` option), default 1; --zstd-levels: the Zstd levels, default all; --batch-mib: \
+                     `algorithm` option), default 1; --zstd-levels: the Zstd levels, default all; --ans-types: ANS's data types, of \
+                     bytes, float16, float32 and float8, default bytes and float32; --batch-mib: \
                      each data set's first N MiB as a batch of its own, for each N (default: the whole set in one batch); --keep: write each codec's compressed chunks \
                      of each data set to DIR/DATASET.CODEC.bin, back to back (for Zstd, one multi-frame stream)";
 
@@ -46,6 +48,7 @@ struct Args {
     algorithms: Vec<Algorithm>,
     levels: Vec<u8>,
     zstd_levels: Vec<u8>,
+    ans_types: Vec<AnsDataType>,
     chunk_size: usize,
     reps: usize,
     /// Batch sizes in MiB, each a batch of every data set's first bytes; empty: the whole set.
@@ -59,6 +62,7 @@ impl Args {
         let (mut data, mut nvcomp, mut out, mut keep) = (None, None, None, None);
         let (mut algorithms, mut levels) = (ALGORITHMS.to_vec(), vec![Deflate::default().level]);
         let mut zstd_levels = Zstd::LEVELS.collect();
+        let mut ans_types = vec![AnsDataType::Bytes, AnsDataType::Float32];
         let (mut chunk_size, mut reps, mut batch_mib) = (65536, 10, Vec::new());
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
@@ -69,6 +73,7 @@ impl Args {
                 "--codecs" => algorithms = value()?.split(',').map(parse_algorithm).collect::<Result<_>>()?,
                 "--level" | "--levels" => levels = value()?.split(',').map(parse_level).collect::<Result<_>>()?,
                 "--zstd-levels" => zstd_levels = value()?.split(',').map(parse_zstd_level).collect::<Result<_>>()?,
+                "--ans-types" => ans_types = value()?.split(',').map(parse_ans_type).collect::<Result<_>>()?,
                 "--chunk-size" => chunk_size = value()?.parse().context("--chunk-size")?,
                 "--reps" => reps = value()?.parse().context("--reps")?,
                 "--batch-mib" => {
@@ -88,7 +93,7 @@ impl Args {
             bail!("--chunk-size must be a positive multiple of {CHUNK_ALIGN}, and --reps and --batch-mib positive");
         }
         let data = data.context(USAGE)?;
-        Ok(Self { data, nvcomp, algorithms, levels, zstd_levels, chunk_size, reps, batch_mib, out, keep })
+        Ok(Self { data, nvcomp, algorithms, levels, zstd_levels, ans_types, chunk_size, reps, batch_mib, out, keep })
     }
 
     /// The batches of a data set named `name` of `len` bytes: each a label and a length.
@@ -120,10 +125,8 @@ impl Args {
             Algorithm::Bitcomp => [ElementType::U8, ElementType::U32]
                 .map(|element| Options::Bitcomp(Bitcomp { element, ..Bitcomp::default() }))
                 .to_vec(),
-            // Bytes (the default) and float32, each beside nvCOMP's at the same.
-            Algorithm::Ans => {
-                [AnsDataType::Bytes, AnsDataType::Float32].map(|data_type| Options::Ans(Ans { data_type })).to_vec()
-            }
+            // Each type of `--ans-types` beside nvCOMP's at the same.
+            Algorithm::Ans => self.ans_types.iter().map(|&data_type| Options::Ans(Ans { data_type })).collect(),
         }
     }
 }
@@ -142,6 +145,14 @@ fn parse_level(level: &str) -> Result<u8> {
 /// A Zstd level of `--zstd-levels`.
 fn parse_zstd_level(level: &str) -> Result<u8> {
     parse_level_in(level, Zstd::LEVELS)
+}
+
+/// An ANS data type by its name in the tables: `bytes`, `float16`, `float32` or `float8`.
+fn parse_ans_type(name: &str) -> Result<AnsDataType> {
+    [AnsDataType::Bytes, AnsDataType::Float16, AnsDataType::Float32, AnsDataType::Float8]
+        .into_iter()
+        .find(|data_type| format!("{data_type:?}").to_lowercase() == name)
+        .with_context(|| format!("unknown ANS data type {name:?} (bytes, float16, float32 or float8)"))
 }
 
 /// `level` as a number within `levels`.

@@ -87,11 +87,12 @@ fn warps(count: usize, max_chunk_bytes: usize, multiprocessors: u32, (most, shar
         let per_wave = multiprocessors.max(1) as usize * per_sm as usize;
         count.max(1).div_ceil(per_wave) * sub_blocks.div_ceil(warps as usize)
     };
-    let mut shapes: Vec<u32> =
-        (0..=most.ilog2()).map(|k| 1 << k).filter(|&warps| warps as usize <= sub_blocks.next_power_of_two()).collect();
-    shapes.sort_by_key(|&warps| (warps.max(BLOCK_WARPS) / warps.min(BLOCK_WARPS), warps));
-    // The first of the equally soonest: the nearest `BLOCK_WARPS`.
-    shapes.into_iter().min_by_key(|&warps| time(warps)).unwrap_or(1)
+    let from_measured = |warps: u32| warps.max(BLOCK_WARPS) / warps.min(BLOCK_WARPS);
+    (0..=most.ilog2())
+        .map(|k| 1 << k)
+        .filter(|&warps| warps as usize <= sub_blocks.next_power_of_two())
+        .min_by_key(|&warps| (time(warps), from_measured(warps), warps))
+        .unwrap_or(1)
 }
 
 #[cfg(test)]

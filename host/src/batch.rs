@@ -78,10 +78,11 @@ pub trait BatchCodec: Send + Sync {
         self.launch().compress
     }
 
-    /// The decompress kernel's shape for `count` chunks of at most `max_chunk_bytes` (the outputs'
-    /// [`Chunks::largest`] where given, and at most the largest the call's scratch has room for)
-    /// on a GPU of `multiprocessors` SMs; by default the one [`BatchCodec::launch`] states.
-    fn decompress_shape(&self, _count: usize, _max_chunk_bytes: usize, _multiprocessors: u32) -> Shape {
+    /// The decompress kernel's shape for `count` chunks of at most `max_chunk_bytes` where the host
+    /// knows it (the outputs' [`Chunks::largest`], or the largest the call's scratch has room for
+    /// where the codec's scratch grows with the chunks) on a GPU of `multiprocessors` SMs; by
+    /// default the one [`BatchCodec::launch`] states.
+    fn decompress_shape(&self, _count: usize, _max_chunk_bytes: Option<usize>, _multiprocessors: u32) -> Shape {
         self.launch().decompress
     }
 
@@ -230,10 +231,16 @@ pub trait BatchCodec: Send + Sync {
         let count = check_batch(inputs.len(), outputs.len(), &results)?;
         check_scratch(&scratch, self.decompress_scratch_size(count, 0))?;
         let launch = self.launch();
-        // The scratch was sized for the caller's largest chunk: the largest it has room for.
-        let largest =
-            largest_fitting(self.max_chunk_size(), |bytes| self.decompress_scratch_size(count, bytes) <= scratch.len());
-        let largest = outputs.largest.map_or(largest, |given| given.min(largest));
+        // The scratch was sized for the caller's largest chunk: the largest it has room for, where
+        // it grows with the chunks.
+        let max = self.max_chunk_size();
+        let sized = self.decompress_scratch_size(count, max) > self.decompress_scratch_size(count, 0);
+        let room =
+            sized.then(|| largest_fitting(max, |bytes| self.decompress_scratch_size(count, bytes) <= scratch.len()));
+        let largest = match (outputs.largest, room) {
+            (Some(given), Some(room)) => Some(given.min(room)),
+            (given, room) => given.or(room),
+        };
         let args = BatchArgs {
             outputs: outputs.addresses.address(),
             output_capacities: outputs.sizes.address(),

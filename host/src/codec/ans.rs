@@ -36,10 +36,10 @@ impl BatchCodec for Ans {
     }
 
     fn compress_shape(&self, count: usize, max_chunk_bytes: usize, multiprocessors: u32) -> Shape {
-        Shape::blocks_of(warps(count, max_chunk_bytes, multiprocessors, COMPRESSING), compress_shared_bytes)
+        Shape::blocks_of(warps(count, Some(max_chunk_bytes), multiprocessors, COMPRESSING), compress_shared_bytes)
     }
 
-    fn decompress_shape(&self, count: usize, max_chunk_bytes: usize, multiprocessors: u32) -> Shape {
+    fn decompress_shape(&self, count: usize, max_chunk_bytes: Option<usize>, multiprocessors: u32) -> Shape {
         Shape::blocks_of(warps(count, max_chunk_bytes, multiprocessors, DECODING), decode_shared_bytes)
     }
 
@@ -73,14 +73,15 @@ const DECODING: Residency = (DECODE_WARPS_PER_SM, decode_shared_bytes);
 /// codes in turn. Of equal ones, the nearest [`BLOCK_WARPS`] (measured best for
 /// 64 KiB chunks, which keep it). So a 16 KiB chunk takes two warps (where a block of eight idled
 /// six, and an SM held four such chunks at once where it now holds eleven), and sixteen chunks of 1
-/// MiB take 32 decoding (where eight left three quarters of their SMs' warps unused). A chunk
-/// larger than `max_chunk_bytes` is coded all the same. `FERROCOMP_ANS_WARPS=N` makes it N both
-/// ways, to measure.
-fn warps(count: usize, max_chunk_bytes: usize, multiprocessors: u32, (most, shared_bytes): Residency) -> u32 {
+/// MiB take 32 decoding (where eight left three quarters of their SMs' warps unused). Chunks of
+/// unknown size (`None`) take [`BLOCK_WARPS`]; a chunk larger than `max_chunk_bytes` is coded all
+/// the same. `FERROCOMP_ANS_WARPS=N` makes it N both ways, to measure.
+fn warps(count: usize, max_chunk_bytes: Option<usize>, multiprocessors: u32, (most, shared_bytes): Residency) -> u32 {
     static FORCED: OnceLock<Option<u32>> = OnceLock::new();
     if let Some(warps) = forced_warps(&FORCED, "FERROCOMP_ANS_WARPS") {
         return warps.clamp(1, most);
     }
+    let Some(max_chunk_bytes) = max_chunk_bytes else { return BLOCK_WARPS };
     let sub_blocks = max_chunk_bytes.div_ceil(SUB_BLOCK).max(1);
     let time = |warps: u32| {
         let per_sm = (most / warps).min(blocks_per_sm(warps, shared_bytes(warps) / warps as usize)).max(1);
@@ -101,7 +102,7 @@ mod tests {
 
     /// The decoding and compressing warps for `count` chunks of `chunk` bytes on an H200.
     fn h200(count: usize, chunk: usize) -> (u32, u32) {
-        (warps(count, chunk, 132, DECODING), warps(count, chunk, 132, COMPRESSING))
+        (warps(count, Some(chunk), 132, DECODING), warps(count, Some(chunk), 132, COMPRESSING))
     }
 
     #[test]
@@ -115,5 +116,7 @@ mod tests {
         assert_eq!((h200(16, 1 << 20), h200(256, 1 << 20)), ((32, 16), (16, 8)));
         // 128 KiB chunks: a 16 MiB batch of 128 in blocks of sixteen; 256 MiB in eight.
         assert_eq!((h200(128, 128 << 10), h200(2048, 128 << 10)), ((16, 16), (8, 8)));
+        // Chunks of unknown size (a decoder told neither their size nor a scratch) keep eight.
+        assert_eq!((warps(16, None, 132, DECODING), warps(4096, None, 132, DECODING)), (8, 8));
     }
 }

@@ -152,7 +152,7 @@ impl Chunked {
 
     /// The chunks as the input of a ferrocomp batched call.
     pub fn chunks(&self) -> Chunks<'_> {
-        Chunks::new(self.addresses.view(), self.sizes.view())
+        Chunks::new(self.addresses.view(), self.sizes.view()).with_largest(self.slot)
     }
 
     /// Zeroes the buffer, so that a decode that writes nothing cannot pass for a right one.

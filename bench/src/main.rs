@@ -367,7 +367,7 @@ impl Codec for Ferrocomp {
         stream: &BenchStream,
     ) -> Result<()> {
         let results = Results { sizes: output.sizes.view_mut(), statuses: output.statuses.view_mut() };
-        let outputs = Chunks::new(output.addresses.view(), capacities.view());
+        let outputs = Chunks::new(output.addresses.view(), capacities.view()).with_largest(output.slot);
         unsafe {
             self.options.codec().decompress_async(
                 &self.gpu,

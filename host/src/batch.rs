@@ -18,13 +18,23 @@ pub struct Chunks<'a> {
     pub addresses: DeviceView<'a, u64>,
     /// Byte count of each chunk (for outputs: the room each has).
     pub sizes: DeviceView<'a, usize>,
+    /// The largest of `sizes`, where the caller knows it (see [`Chunks::with_largest`]).
+    pub largest: Option<usize>,
 }
 
 impl<'a> Chunks<'a> {
     /// The batch of `addresses` and `sizes`, which must be equally long.
     pub fn new(addresses: DeviceView<'a, u64>, sizes: DeviceView<'a, usize>) -> Self {
         assert_eq!(addresses.len(), sizes.len(), "one size per chunk address");
-        Self { addresses, sizes }
+        Self { addresses, sizes, largest: None }
+    }
+
+    /// The batch saying that none of its sizes exceeds `bytes`: the inputs' largest compressing,
+    /// the outputs' decompressing, tell a codec whose kernels fit their blocks to the chunks (ANS)
+    /// how large they are, which the sizes on the device do not tell the host. Only the speed
+    /// depends on it: a larger chunk is coded all the same.
+    pub fn with_largest(self, bytes: usize) -> Self {
+        Self { largest: Some(bytes), ..self }
     }
 
     /// Number of chunks.
@@ -60,16 +70,19 @@ pub trait BatchCodec: Send + Sync {
     /// Largest compressed size of a chunk of `chunk_bytes`.
     fn max_compressed_chunk_size(&self, chunk_bytes: usize) -> usize;
 
-    /// The compress kernel's shape for `count` chunks on a GPU of `multiprocessors` SMs; by
-    /// default the one [`BatchCodec::launch`] states.
-    fn compress_shape(&self, _count: usize, _multiprocessors: u32) -> Shape {
+    /// The compress kernel's shape for `count` chunks of at most `max_chunk_bytes` (the inputs'
+    /// [`Chunks::largest`] where given, and at most the largest the call's output capacity has
+    /// room for) on a GPU of `multiprocessors` SMs; by default the one
+    /// [`BatchCodec::launch`] states.
+    fn compress_shape(&self, _count: usize, _max_chunk_bytes: usize, _multiprocessors: u32) -> Shape {
         self.launch().compress
     }
 
-    /// The decompress kernel's shape for `count` chunks of at most `max_chunk_bytes` (the largest
-    /// the call's scratch has room for) on a GPU of `multiprocessors` SMs; by default the one
-    /// [`BatchCodec::launch`] states.
-    fn decompress_shape(&self, _count: usize, _max_chunk_bytes: usize, _multiprocessors: u32) -> Shape {
+    /// The decompress kernel's shape for `count` chunks of at most `max_chunk_bytes` where the host
+    /// knows it (the outputs' [`Chunks::largest`], or the largest the call's scratch has room for
+    /// where the codec's scratch grows with the chunks) on a GPU of `multiprocessors` SMs; by
+    /// default the one [`BatchCodec::launch`] states.
+    fn decompress_shape(&self, _count: usize, _max_chunk_bytes: Option<usize>, _multiprocessors: u32) -> Shape {
         self.launch().decompress
     }
 
@@ -174,7 +187,10 @@ pub trait BatchCodec: Send + Sync {
             output_capacity: output_capacity as u64,
             ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
         };
-        let shape = self.compress_shape(count, gpu.multiprocessors());
+        let largest =
+            largest_fitting(self.max_chunk_size(), |bytes| self.max_compressed_chunk_size(bytes) <= output_capacity);
+        let largest = inputs.largest.map_or(largest, |given| given.min(largest));
+        let shape = self.compress_shape(count, largest, gpu.multiprocessors());
         unsafe { launch.run(gpu, Kernel::Compress, shape, &args, stream) }
     }
 
@@ -215,13 +231,16 @@ pub trait BatchCodec: Send + Sync {
         let count = check_batch(inputs.len(), outputs.len(), &results)?;
         check_scratch(&scratch, self.decompress_scratch_size(count, 0))?;
         let launch = self.launch();
-        // The scratch was sized for the caller's largest chunk: the largest it has room for.
-        let fits = |bytes: usize| self.decompress_scratch_size(count, bytes) <= scratch.len();
-        let (mut low, mut high) = (0, self.max_chunk_size());
-        while low < high {
-            let mid = low + (high - low).div_ceil(2);
-            (low, high) = if fits(mid) { (mid, high) } else { (low, mid - 1) };
-        }
+        // The scratch was sized for the caller's largest chunk: the largest it has room for, where
+        // it grows with the chunks.
+        let max = self.max_chunk_size();
+        let sized = self.decompress_scratch_size(count, max) > self.decompress_scratch_size(count, 0);
+        let room =
+            sized.then(|| largest_fitting(max, |bytes| self.decompress_scratch_size(count, bytes) <= scratch.len()));
+        let largest = match (outputs.largest, room) {
+            (Some(given), Some(room)) => Some(given.min(room)),
+            (given, room) => given.or(room),
+        };
         let args = BatchArgs {
             outputs: outputs.addresses.address(),
             output_capacities: outputs.sizes.address(),
@@ -235,13 +254,24 @@ pub trait BatchCodec: Send + Sync {
                     launch.run(gpu, Kernel::DecompressBlocks, shape, &BatchArgs { options, ..args }, stream)?
                 }
                 None => {
-                    let shape = self.decompress_shape(count, low, gpu.multiprocessors());
+                    let shape = self.decompress_shape(count, largest, gpu.multiprocessors());
                     launch.run(gpu, Kernel::Decompress, shape, &args, stream)?
                 }
             }
             self.finish_decompress(gpu, &args, stream)
         }
     }
+}
+
+/// The largest chunk size up to `max` that `fits` (which holds for a size if it holds for a
+/// larger one); 0 if none does.
+fn largest_fitting(max: usize, fits: impl Fn(usize) -> bool) -> usize {
+    let (mut low, mut high) = (0, max);
+    while low < high {
+        let mid = low + (high - low).div_ceil(2);
+        (low, high) = if fits(mid) { (mid, high) } else { (low, mid - 1) };
+    }
+    low
 }
 
 /// Whether a batch of `count` chunks is at most `per_sm` chunks an SM deep on a GPU of

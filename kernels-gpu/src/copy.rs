@@ -196,8 +196,8 @@ impl Sink for SharedBytes {
 /// thread a step, each stored whole where `dst` is aligned to 16 and built from the aligned
 /// words of `src` they span (shifted together, whatever the two alignments); the first and last
 /// few bytes one at a time. Every read is inside the `n` bytes. A thread reads `IN_FLIGHT` units
-/// before it writes them: as far as the compiler knows a store may alias the next unit's loads,
-/// so that a step waits out its loads once (more in flight cost registers).
+/// (1, 2 or 4) before it writes them: as far as the compiler knows a store may alias the next
+/// unit's loads, so that a step waits out its loads once (more in flight cost registers).
 ///
 /// # Safety
 /// `src` must be readable and `dst` writable for `n` bytes; the threads' shares are theirs alone.
@@ -209,6 +209,7 @@ pub unsafe fn spread<const IN_FLIGHT: usize>(
     dst: &impl Sink,
     n: usize,
 ) {
+    const { assert!(matches!(IN_FLIGHT, 1 | 2 | 4)) };
     // The units start past `src`'s first aligned word and end before its last: `start` is
     // where `dst` is aligned to 16, at least 4 in; they end at least 3 before the end.
     let start = 4 + (16 - (dst.unit_skew() + 4) % 16) % 16;
@@ -234,20 +235,29 @@ pub unsafe fn spread<const IN_FLIGHT: usize>(
             [funnel(0) as u32, funnel(1) as u32, funnel(2) as u32, funnel(3) as u32]
         }
     };
-    if IN_FLIGHT == 1 {
-        for unit in (thread..units).step_by(threads) {
-            unsafe { dst.set_unit(start + 16 * unit, unit_words(unit)) };
+    // Units `unit + k * threads`, past the last the step's first again (read, not written).
+    let load = |unit: usize, k: usize| unit_words(if unit + k * threads < units { unit + k * threads } else { unit });
+    let store = |unit: usize, k: usize, words| {
+        if unit + k * threads < units {
+            unsafe { dst.set_unit(start + 16 * (unit + k * threads), words) };
         }
-        return bytes(end, n);
-    }
+    };
+    // The units in flight named, not an array iterated (which ptxas may leave in local memory,
+    // where storing the loads waits for them).
     for unit in (thread..units).step_by(IN_FLIGHT * threads) {
-        // Past the last unit, the step's first again (read, not written).
-        let real = |k: usize| k == 0 || unit + k * threads < units;
-        let words: [[u32; 4]; IN_FLIGHT] =
-            core::array::from_fn(|k| unit_words(if real(k) { unit + k * threads } else { unit }));
-        for (k, &words) in words.iter().enumerate() {
-            if real(k) {
-                unsafe { dst.set_unit(start + 16 * (unit + k * threads), words) };
+        match IN_FLIGHT {
+            1 => store(unit, 0, load(unit, 0)),
+            2 => {
+                let (a, b) = (load(unit, 0), load(unit, 1));
+                store(unit, 0, a);
+                store(unit, 1, b);
+            }
+            _ => {
+                let (a, b, c, d) = (load(unit, 0), load(unit, 1), load(unit, 2), load(unit, 3));
+                store(unit, 0, a);
+                store(unit, 1, b);
+                store(unit, 2, c);
+                store(unit, 3, d);
             }
         }
     }

@@ -68,8 +68,9 @@ pub fn with_launch_bounds(ptx: &str) -> std::string::String {
 /// per block, blocks that must fit on one SM at once). ptxas then keeps each thread's registers
 /// within the SM's share; [`with_launch_bounds`] writes them into the PTX.
 pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
-    ("ans_compress", ans::BLOCK_WARPS * 32, ans::COMPRESS_BLOCKS_PER_SM),
-    ("ans_decompress", ans::BLOCK_WARPS * 32, ans::DECOMPRESS_BLOCKS_PER_SM),
+    // Blocks of any size up to an SM's worth of warps, at the registers that many leave.
+    ("ans_compress", ans::COMPRESS_WARPS_PER_SM * 32, 1),
+    ("ans_decompress", ans::DECODE_WARPS_PER_SM * 32, 1),
     // Blocks of any size up to an SM's worth of warps, at the registers that many leave.
     ("bitcomp_compress", bitcomp::COMPRESS_WARPS_PER_SM * 32, 1),
     ("bitcomp_decompress", bitcomp::DECODE_WARPS_PER_SM * 32, 1),

@@ -9,7 +9,7 @@ use ferrocomp_format::ans::{self, DataType, Options, SUB_BLOCK, SUB_BLOCK_2};
 use ferrocomp_kernels_gpu::{ans as gpu_ans, emulated};
 use ferrocomp_tests::{agreed, random_bytes, text_bytes};
 
-/// Threads of the block coding a chunk.
+/// Threads of the block coding a chunk where a test does not say.
 const BLOCK_THREADS: u32 = gpu_ans::BLOCK_WARPS * 32;
 
 /// The block's stream of `input` placed `shift` bytes past an aligned address, into an output
@@ -27,15 +27,27 @@ fn block_compress_at(
     out_shift: usize,
     capacity: usize,
 ) -> Result<Vec<u8>, Status> {
+    warps_compress(BLOCK_THREADS / 32, input, options, in_shift, out_shift, capacity)
+}
+
+/// [`block_compress_at`] by a block of `warps` warps.
+fn warps_compress(
+    warps: u32,
+    input: &[u8],
+    options: &Options,
+    in_shift: usize,
+    out_shift: usize,
+    capacity: usize,
+) -> Result<Vec<u8>, Status> {
     // Aligned to 16, as device allocations.
     let mut out = vec![0u128; (capacity + out_shift).div_ceil(16)];
     let mut placed: Vec<u128> = vec![0; (input.len() + in_shift).div_ceil(16)];
     let i = placed.as_mut_ptr() as usize + in_shift;
     unsafe { core::ptr::copy_nonoverlapping(input.as_ptr(), i as *mut u8, input.len()) };
-    let mut shared = vec![0u32; gpu_ans::COMPRESS_SHARED_BYTES / 4];
+    let mut shared = vec![0u32; gpu_ans::compress_shared_bytes(warps) / 4];
     let (o, s) = (out.as_mut_ptr() as usize + out_shift, shared.as_mut_ptr() as usize);
     let (n, o, s) = (input.len(), o as *mut u8, s as *mut u32);
-    let result = agreed(emulated::run_block(BLOCK_THREADS, |thread| unsafe {
+    let result = agreed(emulated::run_block(32 * warps, |thread| unsafe {
         let input = core::slice::from_raw_parts(i as *const u8, n);
         gpu_ans::compress_chunk(thread, thread, input, options, s, o, capacity)
     }));
@@ -53,13 +65,24 @@ fn block_decompress(stream: &[u8], capacity: usize, shift: usize) -> Result<Vec<
 /// [`block_decompress`] with the stream `in_shift` and the output `out_shift` bytes past aligned
 /// addresses.
 fn block_decompress_at(stream: &[u8], capacity: usize, in_shift: usize, out_shift: usize) -> Result<Vec<u8>, Status> {
+    warps_decompress(BLOCK_THREADS / 32, stream, capacity, in_shift, out_shift)
+}
+
+/// [`block_decompress_at`] by a block of `warps` warps.
+fn warps_decompress(
+    warps: u32,
+    stream: &[u8],
+    capacity: usize,
+    in_shift: usize,
+    out_shift: usize,
+) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u128; (capacity + out_shift).div_ceil(16)]; // aligned as a device allocation
     let mut placed = vec![0u8; stream.len() + in_shift].into_boxed_slice();
     placed[in_shift..].copy_from_slice(stream);
-    let mut shared = vec![0u32; gpu_ans::DECODE_SHARED_BYTES / 4];
+    let mut shared = vec![0u32; gpu_ans::decode_shared_bytes(warps) / 4];
     let o = out.as_mut_ptr() as usize + out_shift;
     let (i, s) = (placed[in_shift..].as_ptr() as usize, shared.as_mut_ptr() as usize);
-    let result = agreed(emulated::run_block(BLOCK_THREADS, |thread| unsafe {
+    let result = agreed(emulated::run_block(32 * warps, |thread| unsafe {
         gpu_ans::decompress_chunk(thread, thread, i as *const u8, stream.len(), o as *mut u8, capacity, s as *mut u8)
     }));
     let out: Vec<u8> = out.iter().flat_map(|word| word.to_le_bytes()).collect();
@@ -130,6 +153,23 @@ fn floats_decode_whole_values_at_every_alignment() {
         for (in_shift, out_shift) in (0..4).flat_map(|i| [(i, 0), (i, 1), (i, 2)]) {
             let got = block_decompress_at(&stream, input.len(), in_shift, out_shift);
             assert_eq!(got.as_ref(), Ok(input), "{data_type:?}, stream +{in_shift}, output +{out_shift}");
+        }
+    }
+}
+
+#[test]
+fn floats_ending_a_whole_round_take_their_last_low_bytes_one_by_one() {
+    // A chunk whose values end on a whole round: the last lane's low bytes end the chunk (with
+    // at most three of its tail after them), too near its end for the words that hold them.
+    for data_type in [DataType::Float16, DataType::Float32] {
+        let width = data_type.width();
+        for (values, tail) in [(128, 0), (128, 1), (384, 3), (2048 + 256, 2)] {
+            let input = text_bytes(values * width + tail, values as u64);
+            let stream = scalar_compress(&input, &Options { data_type });
+            for in_shift in 0..4 {
+                let got = block_decompress_at(&stream, input.len(), in_shift, 0);
+                assert_eq!(got.as_ref(), Ok(&input), "{data_type:?}, {values} values, tail {tail}, at {in_shift}");
+            }
         }
     }
 }
@@ -288,5 +328,32 @@ fn the_block_compressor_writes_the_scalar_bytes_on_random_skewed_chunks() {
         let got = block_compress(&input, &options, case / 4, ans::max_compressed_size(len));
         assert_eq!(got.as_ref(), Ok(&expected), "{data_type:?}, {len} bytes of {alphabet} symbols");
         assert_eq!(block_decompress(&expected, len, case % 4).as_ref(), Ok(&input), "{data_type:?}, {len} bytes");
+    }
+}
+
+#[test]
+fn blocks_of_any_warps_code_the_scalar_bytes() {
+    // The host fits a block's warps to the chunks: one for a chunk of a sub-block, up to an SM's
+    // worth for large ones in a short batch, any number where forced. Chunks of fewer sub-blocks
+    // than warps (some idle), of more (taken in turns, the last part short), of each data type,
+    // at misaligned addresses; and a wrong word in the second sub-block.
+    let text = text_bytes(5 * SUB_BLOCK + 3000, 41);
+    let floats: Vec<u8> = (0..3 * SUB_BLOCK / 4 + 11).flat_map(|i| (1.5f32 + i as f32 / 7.0).to_le_bytes()).collect();
+    let (bytes, float32) = (Options { data_type: DataType::Bytes }, Options { data_type: DataType::Float32 });
+    for warps in [1, 2, 3, 4, 16, 32] {
+        for (input, options) in [(&text, &bytes), (&floats, &float32)] {
+            let stream = scalar_compress(input, options);
+            if warps <= gpu_ans::COMPRESS_WARPS_PER_SM {
+                let got = warps_compress(warps, input, options, 1, 3, ans::max_compressed_size(input.len()));
+                assert_eq!(got.as_ref(), Ok(&stream), "{warps} warps, {:?}", options.data_type);
+            }
+            let got = warps_decompress(warps, &stream, input.len(), 2, 0);
+            assert_eq!(got.as_ref(), Ok(input), "{warps} warps, {:?}", options.data_type);
+        }
+        let mut lying = scalar_compress(&text, &bytes);
+        let layout = sub_block_layout(&lying, 6);
+        lying[layout[2].0 - 1] ^= 0x10;
+        assert_eq!(scalar_decompress(&lying, text.len()), Err(Status::Malformed));
+        assert_eq!(warps_decompress(warps, &lying, text.len(), 0, 0), Err(Status::Malformed), "{warps} warps");
     }
 }

@@ -173,20 +173,21 @@ fn cut_blocks_fail_as_the_scalar_decoder_does_at_every_small_room() {
 }
 
 /// The spread copy at every alignment of source and destination and at lengths around its
-/// 16-byte units' edges, with one and two units in flight: the bytes copied, nothing written
-/// around them.
+/// 16-byte units' edges, with one, two and four units in flight: the bytes copied, nothing
+/// written around them.
 #[test]
 fn spread_copy_copies_exactly_at_every_alignment() {
     let src = random_bytes(400, 10);
     for (src_shift, dst_shift) in (0..16).flat_map(|s| (0..16).map(move |d| (s, d))) {
-        for (n, paired) in (0..48).chain([63, 64, 65, 200, 383]).flat_map(|n| [(n, false), (n, true)]) {
+        for (n, in_flight) in (0..48).chain([63, 64, 65, 200, 383]).flat_map(|n| [(n, 1), (n, 2), (n, 4)]) {
             let mut dst = vec![0xA5u8; 420];
             let (s, d) = (src[src_shift..].as_ptr() as usize, dst[dst_shift..].as_mut_ptr() as usize);
             for thread in 0..3 {
                 let (from, to) = (copy::Memory(s as *mut u8), copy::Memory(d as *mut u8));
-                match paired {
-                    false => unsafe { copy::copy_spread(thread, 3, s as *const u8, d as *mut u8, n) },
-                    true => unsafe { copy::spread::<2>(thread, 3, &from, &to, n) },
+                match in_flight {
+                    1 => unsafe { copy::copy_spread(thread, 3, s as *const u8, d as *mut u8, n) },
+                    2 => unsafe { copy::spread::<2>(thread, 3, &from, &to, n) },
+                    _ => unsafe { copy::spread::<4>(thread, 3, &from, &to, n) },
                 }
             }
             assert_eq!(dst[dst_shift..dst_shift + n], src[src_shift..src_shift + n], "{src_shift} {dst_shift} {n}");

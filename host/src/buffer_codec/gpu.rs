@@ -155,7 +155,7 @@ impl BufferCodec {
         stream.copy_to_device(&scratch.host_addresses[..2 * count], scratch.addresses.address())?;
         stream.copy_to_device(&scratch.host_sizes[..count], scratch.sizes.address())?;
         let (inputs, outputs) = halves(&scratch.addresses, count);
-        let inputs = Chunks::new(inputs, scratch.sizes.view().slice(0, count));
+        let inputs = Chunks::new(inputs, scratch.sizes.view().slice(0, count)).with_largest(chunk_bytes);
         let results = Results { sizes: scratch.result_sizes.view_mut(), statuses: scratch.statuses.view_mut() };
         unsafe { codec.compress_async(gpu, inputs, outputs, bound, scratch.codec.view_mut(), results, stream)? };
         let (computes, lossless) = (self.stores_checksums(), self.stores_uncompressed_checksums());
@@ -280,7 +280,7 @@ impl BufferCodec {
         stream.copy_to_device(&scratch.host_first_failure[..], scratch.first_failure.address())?;
         let (inputs, outputs) = halves(&scratch.addresses, count);
         let inputs = Chunks::new(inputs, scratch.sizes.view().slice(0, count));
-        let outputs = Chunks::new(outputs, scratch.sizes.view().slice(count, count));
+        let outputs = Chunks::new(outputs, scratch.sizes.view().slice(count, count)).with_largest(frame.chunk_size);
         let results = Results { sizes: scratch.result_sizes.view_mut(), statuses: scratch.statuses.view_mut() };
         let codec = frame.options.codec();
         let (verify_uncompressed, verify_compressed) = self.checksums_to_verify(frame);

@@ -143,7 +143,9 @@ impl ChunkListCodec {
         let mut put = |section: Section, i: usize, value: u64| table[section as usize * count + i] = value;
         // Compression reads whole inputs and writes after the prefix; the others read past it.
         let (in_skip, out_skip) = if op == Op::Compress { (0, prefix) } else { (prefix, 0) };
+        let (mut largest_input, mut largest_output) = (0, 0);
         for (i, input) in inputs.iter().enumerate() {
+            largest_input = largest_input.max(input.len() - in_skip);
             put(Section::InputAt, i, input.address() + in_skip as u64);
             put(Section::InputSize, i, (input.len() - in_skip) as u64);
             put(Section::PrefixLen, i, SIZE_PREFIX_LEN as u64);
@@ -157,6 +159,7 @@ impl ChunkListCodec {
             put(Section::Prefix, i, input.len() as u64);
         }
         for (i, output) in outputs.iter().enumerate() {
+            largest_output = largest_output.max(output.len() - out_skip);
             put(Section::OutputAt, i, output.address() + out_skip as u64);
             put(Section::OutputSize, i, (output.len() - out_skip) as u64);
         }
@@ -165,7 +168,7 @@ impl ChunkListCodec {
         stream.copy_to_device(&slot.host_tables[..sections * count], tables_at)?;
         let view = |section: Section| unsafe { DeviceView::<u64>::from_raw(entry_at(section, 0), count) };
         let sizes_of = |section: Section| unsafe { DeviceView::<usize>::from_raw(entry_at(section, 0), count) };
-        let inputs = Chunks::new(view(Section::InputAt), sizes_of(Section::InputSize));
+        let inputs = Chunks::new(view(Section::InputAt), sizes_of(Section::InputSize)).with_largest(largest_input);
         let results = Results { sizes: slot.sizes.view_mut(), statuses: slot.statuses.view_mut() };
         let (codec, scratch) = (self.layout.options.codec(), slot.scratch.view_mut());
         unsafe {
@@ -184,7 +187,8 @@ impl ChunkListCodec {
                 }
                 Op::Sizes => codec.decompressed_sizes_async(gpu, inputs, results, stream)?,
                 Op::Decompress => {
-                    let outputs = Chunks::new(view(Section::OutputAt), sizes_of(Section::OutputSize));
+                    let outputs = Chunks::new(view(Section::OutputAt), sizes_of(Section::OutputSize))
+                        .with_largest(largest_output);
                     codec.decompress_async(gpu, inputs, outputs, scratch, results, None, stream)?;
                 }
             }

@@ -1,12 +1,16 @@
-//! ANS: order-0 interleaved rANS over bytes or the high bytes of 16-bit floats, in ferrocomp's
-//! own layout. On the GPU a block of warps codes each chunk both ways, a warp a sub-block, its lanes
-//! the 32 states.
+//! ANS: order-0 interleaved rANS over bytes or the high bytes of 16-, 32- and 8-bit floats, in
+//! ferrocomp's own layout. On the GPU a block of warps codes each chunk both ways, a warp a
+//! sub-block, its lanes the 32 states; the block's warps fit the batch's chunks.
 
-use crate::batch::{BatchCodec, Launch, Shape};
-use ferrocomp_format::ans::{self, MAX_CHUNK_SIZE};
+use crate::batch::{BatchCodec, Launch, Shape, forced_warps};
+use ferrocomp_format::ans::{self, MAX_CHUNK_SIZE, SUB_BLOCK};
 pub use ferrocomp_format::ans::{DataType as AnsDataType, Options as Ans};
 use ferrocomp_format::{Algorithm, Status};
-use ferrocomp_kernels_gpu::ans::{BLOCK_WARPS, COMPRESS_SHARED_BYTES, DECODE_SHARED_BYTES};
+use ferrocomp_kernels_gpu::ans::{
+    BLOCK_WARPS, COMPRESS_WARPS_PER_SM, DECODE_WARPS_PER_SM, compress_shared_bytes, decode_shared_bytes,
+};
+use ferrocomp_kernels_gpu::blocks_per_sm;
+use std::sync::OnceLock;
 
 impl BatchCodec for Ans {
     fn max_chunk_size(&self) -> usize {
@@ -25,10 +29,18 @@ impl BatchCodec for Ans {
         Launch {
             algorithm: Algorithm::Ans,
             options: self.data_type as u64,
-            compress: Shape::blocks(BLOCK_WARPS, COMPRESS_SHARED_BYTES),
-            decompress: Shape::blocks(BLOCK_WARPS, DECODE_SHARED_BYTES),
+            compress: Shape::blocks_of(BLOCK_WARPS, compress_shared_bytes),
+            decompress: Shape::blocks_of(BLOCK_WARPS, decode_shared_bytes),
             sizes: super::lz4::SIZES_SHAPE,
         }
+    }
+
+    fn compress_shape(&self, count: usize, max_chunk_bytes: usize, multiprocessors: u32) -> Shape {
+        Shape::blocks_of(warps(count, Some(max_chunk_bytes), multiprocessors, COMPRESSING), compress_shared_bytes)
+    }
+
+    fn decompress_shape(&self, count: usize, max_chunk_bytes: Option<usize>, multiprocessors: u32) -> Shape {
+        Shape::blocks_of(warps(count, max_chunk_bytes, multiprocessors, DECODING), decode_shared_bytes)
     }
 
     fn compress_cpu(&self, input: &[u8], out: &mut [u8]) -> Result<usize, Status> {
@@ -45,5 +57,66 @@ impl BatchCodec for Ans {
 
     fn value_width(&self) -> usize {
         self.data_type.width()
+    }
+}
+
+/// What bounds the blocks of a kernel an SM holds at once: its warps (the registers the launch
+/// bounds leave a thread) and the shared memory of a block of so many warps.
+type Residency = (u32, fn(u32) -> usize);
+const COMPRESSING: Residency = (COMPRESS_WARPS_PER_SM, compress_shared_bytes);
+const DECODING: Residency = (DECODE_WARPS_PER_SM, decode_shared_bytes);
+
+/// Warps of the block coding each of `count` chunks of at most `max_chunk_bytes` on a GPU of
+/// `multiprocessors` SMs, a power of two up to the chunk's sub-blocks (more would idle) and an
+/// SM's worth: the one coding the batch soonest, in sub-blocks' times, the waves of blocks the
+/// batch takes (an SM holds as many blocks as `residency` allows) times the sub-blocks a warp
+/// codes in turn. Of equal ones, the nearest [`BLOCK_WARPS`] (measured best for
+/// 64 KiB chunks, which keep it). So a 16 KiB chunk takes two warps (where a block of eight idled
+/// six, and an SM held four such chunks at once where it now holds eleven), and sixteen chunks of 1
+/// MiB take 32 decoding (where eight left three quarters of their SMs' warps unused). Chunks of
+/// unknown size (`None`) take [`BLOCK_WARPS`]; a chunk larger than `max_chunk_bytes` is coded all
+/// the same. `FERROCOMP_ANS_WARPS=N` makes it N both ways, to measure.
+fn warps(count: usize, max_chunk_bytes: Option<usize>, multiprocessors: u32, (most, shared_bytes): Residency) -> u32 {
+    static FORCED: OnceLock<Option<u32>> = OnceLock::new();
+    if let Some(warps) = forced_warps(&FORCED, "FERROCOMP_ANS_WARPS") {
+        return warps.clamp(1, most);
+    }
+    let Some(max_chunk_bytes) = max_chunk_bytes else { return BLOCK_WARPS };
+    let sub_blocks = max_chunk_bytes.div_ceil(SUB_BLOCK).max(1);
+    let time = |warps: u32| {
+        let per_sm = (most / warps).min(blocks_per_sm(warps, shared_bytes(warps) / warps as usize)).max(1);
+        let per_wave = multiprocessors.max(1) as usize * per_sm as usize;
+        count.max(1).div_ceil(per_wave) * sub_blocks.div_ceil(warps as usize)
+    };
+    let from_measured = |warps: u32| warps.max(BLOCK_WARPS) / warps.min(BLOCK_WARPS);
+    (0..=most.ilog2())
+        .map(|k| 1 << k)
+        .filter(|&warps| warps as usize <= sub_blocks.next_power_of_two())
+        .min_by_key(|&warps| (time(warps), from_measured(warps), warps))
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The decoding and compressing warps for `count` chunks of `chunk` bytes on an H200.
+    fn h200(count: usize, chunk: usize) -> (u32, u32) {
+        (warps(count, Some(chunk), 132, DECODING), warps(count, Some(chunk), 132, COMPRESSING))
+    }
+
+    #[test]
+    fn blocks_fit_the_chunks_and_the_batch_of_an_h200() {
+        // 64 KiB chunks (eight sub-blocks) keep the eight warps measured best, at 16, 64 and 256 MiB.
+        assert_eq!((h200(256, 65536), h200(1024, 65536), h200(4096, 65536)), ((8, 8), (8, 8), (8, 8)));
+        // Smaller chunks take a warp a sub-block: 16 KiB two, 4 KiB one, 24 KiB (three) four.
+        assert_eq!((h200(1024, 16384), h200(4096, 4096), h200(683, 24576)), ((2, 2), (1, 1), (4, 4)));
+        // 1 MiB chunks: 16 MiB fills 16 SMs' warps, decoding (32) and compressing (16); 256 MiB
+        // decodes in a wave of sixteen where 32 take two, and compresses as soon in eight.
+        assert_eq!((h200(16, 1 << 20), h200(256, 1 << 20)), ((32, 16), (16, 8)));
+        // 128 KiB chunks: a 16 MiB batch of 128 in blocks of sixteen; 256 MiB in eight.
+        assert_eq!((h200(128, 128 << 10), h200(2048, 128 << 10)), ((16, 16), (8, 8)));
+        // Chunks of unknown size (a decoder told neither their size nor a scratch) keep eight.
+        assert_eq!((warps(16, None, 132, DECODING), warps(4096, None, 132, DECODING)), (8, 8));
     }
 }

@@ -35,12 +35,12 @@ impl BatchCodec for Bitcomp {
         }
     }
 
-    fn compress_shape(&self, count: usize, multiprocessors: u32) -> Shape {
+    fn compress_shape(&self, count: usize, _max_chunk_bytes: usize, multiprocessors: u32) -> Shape {
         let warps = wave_warps(count, multiprocessors, COMPRESS_SHAPES, COMPRESS_FILL, forced());
         Shape::blocks_of(warps, compress_shared_bytes)
     }
 
-    fn decompress_shape(&self, count: usize, _max_chunk_bytes: usize, multiprocessors: u32) -> Shape {
+    fn decompress_shape(&self, count: usize, _max_chunk_bytes: Option<usize>, multiprocessors: u32) -> Shape {
         let warps = wave_warps(count, multiprocessors, DECODE_SHAPES, DECODE_FILL, forced());
         Shape::blocks_of(warps, decode_shared_bytes)
     }

@@ -97,8 +97,8 @@ impl BatchCodec for Blosc {
     /// But no more than let a batch of `count` chunks decode in one wave of `RESIDENT_WARPS`:
     /// 1024 chunks of 1 MiB in CTAs of 16 warps took four waves, and a chunk of zstd frames (one
     /// per 256 KiB block) keeps four of its warps busy.
-    fn decompress_shape(&self, count: usize, max_chunk_bytes: usize, _multiprocessors: u32) -> Shape {
-        let by_size: u32 = match max_chunk_bytes {
+    fn decompress_shape(&self, count: usize, max_chunk_bytes: Option<usize>, _multiprocessors: u32) -> Shape {
+        let by_size: u32 = match max_chunk_bytes.unwrap_or(MAX_BUFFERSIZE) {
             0..=0x20000 => 4,
             0x20001..=0x80000 => 8,
             _ => DECOMPRESS_WARPS as u32,
@@ -125,7 +125,7 @@ impl BatchCodec for Blosc {
                 shared_bytes: COMPRESS_SHARED_BYTES,
                 max_blocks: SLOTS,
             },
-            decompress: self.decompress_shape(1, MAX_BUFFERSIZE, 0),
+            decompress: self.decompress_shape(1, None, 0),
             sizes: Shape::Threads { per_block: 128, shared_bytes: 0 },
         }
     }

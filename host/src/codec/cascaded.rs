@@ -34,11 +34,11 @@ impl BatchCodec for Cascaded {
         }
     }
 
-    fn compress_shape(&self, count: usize, multiprocessors: u32) -> Shape {
+    fn compress_shape(&self, count: usize, _max_chunk_bytes: usize, multiprocessors: u32) -> Shape {
         Shape::blocks_of(warps(count, multiprocessors, COMPRESS_WARPS), compress_shared_bytes)
     }
 
-    fn decompress_shape(&self, count: usize, _max_chunk_bytes: usize, multiprocessors: u32) -> Shape {
+    fn decompress_shape(&self, count: usize, _max_chunk_bytes: Option<usize>, multiprocessors: u32) -> Shape {
         Shape::blocks_of(warps(count, multiprocessors, DECODE_WARPS), decode_shared_bytes)
     }
 

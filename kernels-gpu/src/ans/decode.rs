@@ -1,4 +1,4 @@
-//! Decompressing a chunk with a block of [`BLOCK_WARPS`] warps: the block writes one table of two
+//! Decompressing a chunk with a block of warps: the block writes one table of two
 //! words a slot (the slot's symbol, its frequency and the slot's offset in the symbol's range, so
 //! that a step looks up once), then each warp decodes its own sub-blocks, 32 symbols a step with
 //! no branch (a lane whose state falls low takes its word itself, from the warp's words staged in
@@ -6,9 +6,10 @@
 //! for float16 and float32 its four values whole (their low bytes loaded as the round begins and
 //! put beside the high bytes decoded): one store of 8 or 16 bytes.
 
-use super::{BITMAP_LEN, BLOCK_WARPS, byte_perm, set_symbols};
+use super::{BITMAP_LEN, byte_perm, set_symbols};
 use crate::block::{Block, decode_parts, decode_parts_words};
 use crate::copy::{Memory, copy_spread, spread, store_aligned, store_words};
+use crate::lz77::funnel;
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
@@ -17,8 +18,6 @@ use ferrocomp_format::ans::{
     sub_blocks, symbol_index, symbols,
 };
 
-/// Slots of the table each thread of the block writes.
-const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
 /// Where the decoding block's shared memory holds each slot's entry (two u32), each symbol's
 /// frequency and cumulative frequency (u32), [`decode_parts`]'s words (to 16 bytes) and each
 /// warp's [`RING_BYTES`] of words; before the warps decode, the chunk's first [`HEAD_BYTES`]
@@ -26,16 +25,20 @@ const SLOTS_PER_THREAD: u32 = TOTAL / (BLOCK_WARPS * WARP_SIZE);
 const ENTRIES_AT: u32 = 0;
 const SYMBOLS_AT: u32 = ENTRIES_AT + 8 * TOTAL;
 const PARTS_AT: u32 = SYMBOLS_AT + 4 * 256;
-const RINGS_AT: u32 = PARTS_AT + (4 * decode_parts_words(BLOCK_WARPS * WARP_SIZE) as u32).next_multiple_of(16);
-const HEAD_AT: u32 = RINGS_AT;
+/// Where the rings (and the head before them) start in a block of `warps` warps.
+const fn rings_at(warps: u32) -> u32 {
+    PARTS_AT + (4 * decode_parts_words(warps * WARP_SIZE) as u32).next_multiple_of(16)
+}
 /// Bytes of a chunk staged in shared memory before it is parsed: its header, table (at most 552
 /// bytes) and sub-blocks' word counts where they fit. Counts past them, or those of a chunk of
 /// more sub-blocks than the block has threads (read after the rings have taken the head's
 /// place), are read from the chunk.
 pub const HEAD_BYTES: usize = 1024;
-const _: () = assert!(HEAD_BYTES <= (RING_BYTES * BLOCK_WARPS) as usize);
-/// Shared memory of the decoding block.
-pub const DECODE_SHARED_BYTES: usize = (RINGS_AT + RING_BYTES * BLOCK_WARPS) as usize;
+const _: () = assert!(HEAD_BYTES <= RING_BYTES as usize); // within the rings of any block
+/// Shared memory of a decoding block of `warps` warps.
+pub const fn decode_shared_bytes(warps: u32) -> usize {
+    (rings_at(warps) + RING_BYTES * warps) as usize
+}
 /// A slot's entry is two words: its symbol in bits 0-7 and the symbol's frequency from bit
 /// [`FREQ_SHIFT`], then the slot's offset from the symbol's first slot, added as it is.
 const FREQ_SHIFT: u32 = 16;
@@ -45,8 +48,8 @@ const FREQ_SHIFT: u32 = 16;
 ///
 /// # Safety
 /// `input` must be readable for `len` bytes, `out` writable for `capacity` bytes and `shared` for
-/// [`DECODE_SHARED_BYTES`] (the block's alone, aligned to 4), none of them written by anyone else
-/// meanwhile; every thread of the block, [`BLOCK_WARPS`] warps, calls this with the same chunk.
+/// [`decode_shared_bytes`] of the block's warps (the block's alone, aligned to 4), none of them
+/// written by anyone else meanwhile; every thread of the block calls this with the same chunk.
 pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     block: &B,
     warp: &W,
@@ -58,10 +61,11 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
 ) -> Result<usize, Status> {
     let bytes = unsafe { crate::raw::bytes(input, len) };
     let (thread, threads) = (block.thread() as usize, block.threads() as usize);
+    let rings_at = rings_at(threads as u32 / WARP_SIZE);
     // The head staged in one go, a unit a thread, and parsed in shared memory: in global memory,
     // its header, table and counts were a chain of loads, each waiting on the one before.
     let head = unsafe {
-        let (at, staged) = (shared.add(HEAD_AT as usize), len.min(HEAD_BYTES));
+        let (at, staged) = (shared.add(rings_at as usize), len.min(HEAD_BYTES));
         block.sync_threads(); // every warp is done with the last chunk's, which may have failed early
         spread::<1>(thread, threads, &Memory(input as *mut u8), &SharedBytes::new(at), staged);
         block.sync_threads();
@@ -93,13 +97,13 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
         unsafe { set_symbols(warp, shared.add(SYMBOLS_AT as usize) as *mut u32, freqs) };
     }
     block.sync_threads();
-    unsafe { write_slots(table, thread as u32) };
+    unsafe { write_slots(table, thread as u32, threads as u32) };
     block.sync_threads();
 
     let width = data_type.width();
     let words_even = (input as usize).is_multiple_of(2);
     let parts_scratch = unsafe { shared.add(PARTS_AT as usize) } as *mut u32;
-    let ring = table.at(RINGS_AT + thread as u32 / WARP_SIZE * RING_BYTES);
+    let ring = table.at(rings_at + thread as u32 / WARP_SIZE * RING_BYTES);
     let size = |b: usize| 4 * LANES + 2 * word_count(b);
     let end = unsafe {
         decode_parts(block, warp, blocks, sizes_at + 2 * blocks, size, parts_scratch, |b, at, size| {
@@ -155,38 +159,37 @@ impl<const WIDTH: usize> Values<'_, WIDTH> {
         unsafe { *value.add(WIDTH - 1) = symbol };
     }
 
-    /// The low bytes of values `i .. i + 4`, in order from the first word's low byte: from the
-    /// aligned words that hold them (read through the read-only path), where those lie in
-    /// `lows` or just before it (in the chunk, its sub-blocks'), else byte by byte.
+    /// The low bytes of values `i .. i + 4`, as the aligned words that hold them (read through
+    /// the read-only path) where those lie in `lows` or just before it (in the chunk, its
+    /// sub-blocks'), else byte by byte; [`LowWords::join`] takes them out once the loads have
+    /// arrived. Named words, not an array indexed in a loop (which lives in local memory: storing
+    /// the loads there made each round wait for them as it began).
     #[inline(always)]
-    fn lows(&self, i: usize) -> [u32; 3] {
+    fn lows(&self, i: usize) -> LowWords {
         let (p, len) = ((WIDTH - 1) * i, 4 * (WIDTH - 1));
-        let mut lows = [0; 3];
         if WIDTH == 1 {
-            return lows;
+            return LowWords { words: [0; 4], shift: 0 };
         }
         let at = self.lows.as_ptr().wrapping_add(p);
         let skew = at as usize % 4;
         // Words `0 ..= len / 4`: those `len` bytes and the skew's.
         if p + len + 4 <= self.lows.len() + skew {
-            let word = |k: usize| unsafe { crate::raw::global_u32(at.wrapping_sub(skew).add(4 * k) as *const u32) };
-            let words: [u32; 4] = core::array::from_fn(|k| if k <= len / 4 { word(k) } else { 0 });
-            for (k, low) in lows.iter_mut().take(len / 4).enumerate() {
-                *low = ((words[k + 1] as u64) << 32 | words[k] as u64).wrapping_shr(8 * skew as u32) as u32;
-            }
+            let from = at.wrapping_sub(skew) as *const u32;
+            let word = |k: usize| if k <= len / 4 { unsafe { crate::raw::global_u32(from.add(k)) } } else { 0 };
+            LowWords { words: [word(0), word(1), word(2), word(3)], shift: 8 * skew as u32 }
         } else {
-            for j in 0..len {
-                lows[j / 4] |= (self.lows.get(p + j).copied().unwrap_or(0) as u32) << (8 * (j % 4));
-            }
+            let byte = |j: usize| if j < len { self.lows.get(p + j).copied().unwrap_or(0) as u32 } else { 0 };
+            let word = |k: usize| (0..4).fold(0, |word, j| word | byte(4 * k + j) << (8 * j));
+            LowWords { words: [word(0), word(1), word(2), 0], shift: 0 }
         }
-        lows
     }
 
     /// Writes values `i .. i + 4` whole: their high bytes `highs` (the first's in the low byte),
     /// their low bytes as [`lows`](Self::lows) gave them; in one store where `ALIGNED` (they are
     /// aligned to their size).
     #[inline(always)]
-    unsafe fn put_four<const ALIGNED: bool>(&self, i: usize, highs: u32, [l0, l1, l2]: [u32; 3]) {
+    unsafe fn put_four<const ALIGNED: bool>(&self, i: usize, highs: u32, lows: LowWords) {
+        let [l0, l1, l2] = lows.join();
         let at = unsafe { self.out.add(i * WIDTH) };
         let words = match WIDTH {
             1 => [highs, 0, 0, 0],
@@ -202,6 +205,22 @@ impl<const WIDTH: usize> Values<'_, WIDTH> {
         };
         let words: [u32; WIDTH] = core::array::from_fn(|k| words[k]);
         unsafe { if ALIGNED { store_aligned(at, words) } else { store_words(at, words) } }
+    }
+}
+
+/// Four values' low bytes as loaded: the bytes from bit `shift` of the little-endian `words` on.
+#[derive(Clone, Copy)]
+struct LowWords {
+    words: [u32; 4],
+    shift: u32,
+}
+
+impl LowWords {
+    /// The low bytes, in order from the first word's low byte.
+    #[inline(always)]
+    fn join(self) -> [u32; 3] {
+        let [w0, w1, w2, w3] = self.words;
+        [funnel(w0, w1, self.shift), funnel(w1, w2, self.shift), funnel(w2, w3, self.shift)]
     }
 }
 
@@ -245,13 +264,15 @@ fn read_freqs<W: Warp>(warp: &W, bytes: &[u8]) -> Result<([u32; 8], usize), Stat
     Ok((freqs, BITMAP_LEN + 2 * warp.shuffle(before + set, WARP_SIZE - 1) as usize))
 }
 
-/// Writes the entries of this thread's [`SLOTS_PER_THREAD`] slots, from the symbols' table: the
-/// first slot's symbol by a binary search (the last symbol whose range starts at or before it
-/// has a frequency, as a symbol without one starts where the next begins), the rest walking on.
+/// Writes the entries of thread `thread`'s run of slots (of the block's `threads`, a share as
+/// even as they allow), from the symbols' table: the first slot's symbol by a binary search (the
+/// last symbol whose range starts at or before it has a frequency, as a symbol without one starts
+/// where the next begins), the rest walking on.
 #[inline(always)]
-unsafe fn write_slots(table: SharedBytes, thread: u32) {
+unsafe fn write_slots(table: SharedBytes, thread: u32, threads: u32) {
     let symbol = |s: u32| unsafe { table.u32(SYMBOLS_AT + 4 * s) };
-    let first = thread * SLOTS_PER_THREAD;
+    let share = TOTAL.div_ceil(threads);
+    let (first, end) = ((thread * share).min(TOTAL), (thread * share + share).min(TOTAL));
     let (mut low, mut high) = (0, 256);
     while high - low > 1 {
         let middle = (low + high) / 2;
@@ -262,7 +283,7 @@ unsafe fn write_slots(table: SharedBytes, thread: u32) {
         }
     }
     let (mut s, mut entry) = (low, symbol(low));
-    for slot in first..first + SLOTS_PER_THREAD {
+    for slot in first..end {
         while slot >= (entry >> 16) + (entry & 0xFFFF) {
             s += 1;
             entry = symbol(s);

@@ -1,5 +1,5 @@
-//! Compressing a chunk with a block of [`BLOCK_WARPS`](super::BLOCK_WARPS) warps: the symbols counted and scaled to
-//! the table's frequencies, then the sub-blocks a round of one a warp at a time, each coded once
+//! Compressing a chunk with a block of warps: the symbols counted and scaled to the table's
+//! frequencies, then the sub-blocks a round of one a warp at a time, each coded once
 //! into its warp's stage in shared memory and copied out once the round's sizes place it.
 
 use super::{BITMAP_LEN, STAGE_BYTES, STAGE_WORDS, Tables, byte_perm, set_symbols};
@@ -126,8 +126,8 @@ fn normalize<W: Warp>(warp: &W, counts: [u32; 8], total: usize) -> [u32; 8] {
 ///
 /// # Safety
 /// `out` must be writable for `capacity` bytes and `shared` for
-/// [`COMPRESS_SHARED_BYTES`](super::COMPRESS_SHARED_BYTES) (the block's alone, aligned to 4); every
-/// thread of the block, [`BLOCK_WARPS`](super::BLOCK_WARPS) warps, calls this with the same chunk.
+/// [`compress_shared_bytes`](super::compress_shared_bytes) of the block's warps (the block's
+/// alone, aligned to 4); every thread of the block calls this with the same chunk.
 pub unsafe fn compress_chunk<B: Block, W: Warp>(
     block: &B,
     warp: &W,

@@ -19,26 +19,31 @@
 mod decode;
 mod encode;
 
-pub use decode::{DECODE_SHARED_BYTES, HEAD_BYTES, decompress_chunk};
+pub use decode::{HEAD_BYTES, decode_shared_bytes, decompress_chunk};
 pub use encode::compress_chunk;
 
 use crate::warp::Warp;
 use ferrocomp_format::ans::{MAX_CHUNK_SIZE, SUB_BLOCK, Symbol};
 
-/// Warps of a block coding one chunk either way: a 64 KiB chunk's eight sub-blocks at once.
+/// Warps of a block coding one chunk either way where the batch leaves no better shape: a 64 KiB
+/// chunk's eight sub-blocks at once. The host fits the warps to the batch's chunks (fewer for
+/// smaller chunks, more for larger ones in a batch short of the GPU); the kernels take any.
 pub const BLOCK_WARPS: u32 = 8;
-/// Blocks of the compressor an SM holds at once: as many as its shared memory (the stages), two
-/// at 128 registers (three, at 80 registers with stages a word for two symbols, compressed
-/// 12-27% slower on an H200).
-pub const COMPRESS_BLOCKS_PER_SM: u32 = crate::blocks_per_sm(BLOCK_WARPS, COMPRESS_SHARED_BYTES / BLOCK_WARPS as usize);
-/// Blocks of the decoder an SM holds at once: 32 warps at 64 registers, which hold a step's
+/// Most warps of compressing blocks an SM holds at once: 16 at 128 registers, which their stages
+/// also fill the shared memory with (three blocks of eight, at 80 registers with stages a word for
+/// two symbols, compressed 12-27% slower on an H200 than two).
+pub const COMPRESS_WARPS_PER_SM: u32 = 16;
+/// Most warps of decoding blocks an SM holds at once: 32 at 64 registers, which hold a step's
 /// values where 40 spilled the table's address (on an H200 with 64 KiB chunks, 4-10% faster at
 /// 256 MiB than 48 warps at 40 registers, 15-45% at 16 and 64 MiB).
-pub const DECOMPRESS_BLOCKS_PER_SM: u32 = 4;
-/// Shared memory of the compressing block: each symbol's count, then frequency and cumulative
-/// frequency (u32), each symbol's coding entry (two u32), each sub-block's word count (u16), a
-/// flag (a stage overflowed), then each warp's stage.
-pub const COMPRESS_SHARED_BYTES: usize = STAGES_AT as usize + BLOCK_WARPS as usize * STAGE_BYTES;
+pub const DECODE_WARPS_PER_SM: u32 = 32;
+/// Shared memory of a compressing block of `warps` warps: each symbol's count, then frequency and
+/// cumulative frequency (u32), each symbol's coding entry (two u32), each sub-block's word count
+/// (u16), a flag (a stage overflowed), then each warp's stage.
+pub const fn compress_shared_bytes(warps: u32) -> usize {
+    STAGES_AT as usize + warps as usize * STAGE_BYTES
+}
+const _: () = assert!(compress_shared_bytes(COMPRESS_WARPS_PER_SM) <= crate::MAX_SHARED_BYTES_PER_BLOCK);
 /// Most words a sub-block's coding emits: a symbol adds at most log2(TOTAL / freq) + log2(1 +
 /// 2^-5) bits to its lane's state (under 11.05) and a word takes 16 out, so a lane's words are
 /// under 0.6903 of its symbols, and a sub-block's under 5,655 of its 8,192 (for bytes).

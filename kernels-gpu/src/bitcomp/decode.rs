@@ -383,33 +383,37 @@ unsafe fn decode_tile<const WIDTH: usize, const SPARSE: bool>(
     let (bits, fields, offset) = (coding.bits, low(coding.bits), offset as u32);
     let first_bit = 8 * offset + 32 * bitmap_words;
     let (mut rank, mut last) = (0, 0u64);
-    for piece in 0..super::TILE_UNITS as u32 / units_per_piece {
-        let mut words = [0u32; 4];
-        for u in 0..units_per_piece {
-            let k = piece * units_per_piece + u;
-            let flags = if SPARSE {
-                let at = k * per_unit;
-                (unsafe { stage.word(offset / 4 + at / 32) } >> (at % 32)) & ((1 << per_unit) - 1)
-            } else {
-                (1 << per_unit) - 1
-            };
-            let window = unsafe { window::<WIDTH>(stage, first_bit + rank * bits) };
-            let (mut used, mut unit) = (0, 0u64);
-            for i in 0..per_unit {
-                let set = flags >> i & 1 != 0;
-                let entry = coding.base.wrapping_add(window >> (used * bits) & fields) & mask(WIDTH);
-                let value = if set { entry } else { 0 };
-                last = if coding.delta { last.wrapping_add(value) & mask(WIDTH) } else { value };
-                unit |= last << (8 * WIDTH as u32 * i);
-                used += set as u32;
-            }
-            rank += used;
-            if unit_bytes == 4 {
-                words[u as usize] = unit as u32;
-            } else {
-                [words[2 * u as usize], words[2 * u as usize + 1]] = [unit as u32, (unit >> 32) as u32];
-            }
+    // Unit `k`, its elements in order from the low bytes up.
+    let mut unit = |k: u32| {
+        let flags = if SPARSE {
+            let at = k * per_unit;
+            (unsafe { stage.word(offset / 4 + at / 32) } >> (at % 32)) & ((1 << per_unit) - 1)
+        } else {
+            (1 << per_unit) - 1
+        };
+        let window = unsafe { window::<WIDTH>(stage, first_bit + rank * bits) };
+        let (mut used, mut unit) = (0, 0u64);
+        for i in 0..per_unit {
+            let set = flags >> i & 1 != 0;
+            let entry = coding.base.wrapping_add(window >> (used * bits) & fields) & mask(WIDTH);
+            let value = if set { entry } else { 0 };
+            last = if coding.delta { last.wrapping_add(value) & mask(WIDTH) } else { value };
+            unit |= last << (8 * WIDTH as u32 * i);
+            used += set as u32;
         }
+        rank += used;
+        unit
+    };
+    // A piece's words named, not an array filled in a loop (which a sparse tile's left in local
+    // memory).
+    for piece in 0..super::TILE_UNITS as u32 / units_per_piece {
+        let words = if unit_bytes == 4 {
+            let first = 4 * piece;
+            [unit(first) as u32, unit(first + 1) as u32, unit(first + 2) as u32, unit(first + 3) as u32]
+        } else {
+            let (a, b) = (unit(2 * piece), unit(2 * piece + 1));
+            [a as u32, (a >> 32) as u32, b as u32, (b >> 32) as u32]
+        };
         unsafe { row.set_u32x4(16 * piece, words) };
     }
     last

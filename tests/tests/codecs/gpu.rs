@@ -6,8 +6,8 @@ use crate::support::{
     flate2_compress, gpu_compress, gpu_decompress, lossy_bitcomp, mixed_bytes, scratch,
 };
 use ferrocomp::{
-    Ans, AnsDataType, BatchCodec, Bitstream, Blosc, Deflate, GDeflate, Lz4, Options, Results, Shuffle, Snappy, Status,
-    Wrapper, Zstd,
+    Ans, AnsDataType, BatchCodec, Bitstream, Blosc, BufferCodec, ChecksumPolicy, Config, Deflate, GDeflate, Lz4,
+    Options, Results, Shuffle, Snappy, Status, Wrapper, Zstd,
 };
 use ferrocomp_tests::{DeviceChunks, c_blosc, gpu, int32_bytes, random_bytes, short_repeats_bytes, text_bytes};
 
@@ -281,6 +281,28 @@ fn gpu_buffer_codec_round_trips_every_codec() {
         let compressed = on_gpu.compress(&data).unwrap();
         assert_eq!(compressed, buffer_codec(options, Bitstream::Native, None).compress(&data).unwrap());
         assert_eq!(on_gpu.decompress(&compressed).unwrap(), data, "{options:?}");
+    }
+}
+
+#[test]
+fn gpu_ans_blocks_fitted_to_the_chunks_code_alike() {
+    // The host fits ANS's blocks to the chunks it is told of (the native container tells its chunk
+    // size): a warp for 4 KiB, two for 16 KiB, four for 24 KiB (three sub-blocks), and for 256 KiB
+    // and 1 MiB in a batch this short an SM's worth. Each writes the CPU's bytes and reads them
+    // back, bytes and float32.
+    let Some(gpu) = gpu() else { return };
+    let data = mixed_bytes((3 << 20) + 4, 14);
+    for chunk_size in [4096, 16384, 24576, 256 << 10, 1 << 20] {
+        for data_type in [AnsDataType::Bytes, AnsDataType::Float32] {
+            let options = Options::Ans(Ans { data_type });
+            let config =
+                Config { chunk_size, bitstream: Bitstream::Native, checksum: ChecksumPolicy::ComputeAndVerify };
+            let on_gpu = BufferCodec::new(options, config, Some(gpu.clone())).unwrap();
+            let compressed = on_gpu.compress(&data).unwrap();
+            let on_cpu = BufferCodec::new(options, config, None).unwrap();
+            assert!(compressed == on_cpu.compress(&data).unwrap(), "{data_type:?}, chunks of {chunk_size}");
+            assert!(on_gpu.decompress(&compressed).unwrap() == data, "{data_type:?}, chunks of {chunk_size}");
+        }
     }
 }
 

@@ -144,9 +144,9 @@ unsafe fn compress_tiles<B: Block, W: Warp, const WIDTH: usize>(
         let group_input = Memory(input.wrapping_add(first_byte) as *mut u8);
         unsafe {
             if ranked {
-                spread::<1>(lane, WARP_SIZE as usize, &Mapped { source: group_input, table: ranks }, &rows, group_bytes)
+                spread::<4>(lane, WARP_SIZE as usize, &Mapped { source: group_input, table: ranks }, &rows, group_bytes)
             } else {
-                spread::<1>(lane, WARP_SIZE as usize, &group_input, &rows, group_bytes)
+                spread::<4>(lane, WARP_SIZE as usize, &group_input, &rows, group_bytes)
             }
         };
         warp.sync();

@@ -2,6 +2,7 @@
 //! against: the block-wide counterpart of [`crate::warp::Warp`].
 
 use crate::lz77::scan_add;
+use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 
@@ -53,22 +54,22 @@ pub trait Block {
     #[inline(always)]
     unsafe fn scan_add<W: Warp>(&self, warp: &W, value: u32, scratch: *mut u32) -> (u32, u32) {
         let (lane, index, warps) = (warp.lane(), self.thread() / WARP_SIZE, self.threads() / WARP_SIZE);
+        let words = unsafe { SharedBytes::new(scratch as *const u8) };
         let sum = scan_add(warp, value);
         if lane == WARP_SIZE - 1 {
-            unsafe { *scratch.add(index as usize) = sum };
+            unsafe { words.set_u32(4 * index, sum) };
         }
         self.sync_threads();
         if index == 0 {
-            let total = if lane < warps { unsafe { *scratch.add(lane as usize) } } else { 0 };
+            let total = if lane < warps { unsafe { words.u32(4 * lane) } } else { 0 };
             let running = scan_add(warp, total);
-            unsafe { *scratch.add((WARP_SIZE + lane) as usize) = running - total };
+            unsafe { words.set_u32(4 * (WARP_SIZE + lane), running - total) };
             if lane == WARP_SIZE - 1 {
-                unsafe { *scratch.add(2 * WARP_SIZE as usize) = running };
+                unsafe { words.set_u32(8 * WARP_SIZE, running) };
             }
         }
         self.sync_threads();
-        let (below, total) =
-            unsafe { (*scratch.add((WARP_SIZE + index) as usize), *scratch.add(2 * WARP_SIZE as usize)) };
+        let (below, total) = unsafe { (words.u32(4 * (WARP_SIZE + index)), words.u32(8 * WARP_SIZE)) };
         self.sync_threads();
         (below + sum - value, total)
     }
@@ -118,38 +119,42 @@ pub unsafe fn decode_parts<B: Block, W: Warp>(
 ) -> Result<usize, Status> {
     let (thread, threads) = (block.thread() as usize, block.threads() as usize);
     let (lane, warp_index, warps) = (warp.lane(), thread / WARP_SIZE as usize, threads / WARP_SIZE as usize);
-    let (places, next) = unsafe { (scratch.add(SCAN_WORDS), scratch.add(SCAN_WORDS + threads + 1)) };
-    let failures = unsafe { next.add(1) };
+    // Byte offsets in `scratch`, read and written as shared memory.
+    let words = unsafe { SharedBytes::new(scratch as *const u8) };
+    let places = 4 * SCAN_WORDS as u32;
+    let next = places + 4 * (threads as u32 + 1);
+    let failures = next + 4;
     let mut round_at = first_at;
     let mut failure = u32::MAX;
     for round in (0..parts).step_by(threads) {
         let own = if round + thread < parts { size(round + thread) as u32 } else { 0 };
         let (before, total) = unsafe { block.scan_add(warp, own, scratch) };
         unsafe {
-            *places.add(thread) = before;
+            words.set_u32(places + 4 * thread as u32, before);
             if thread == 0 {
-                (*places.add(threads), *next) = (total, 0);
+                words.set_u32(places + 4 * threads as u32, total);
+                words.set_u32(next, 0);
             }
         }
         block.sync_threads();
         let in_round = (parts - round).min(threads);
         while failure == u32::MAX {
-            let claimed = if lane == 0 { unsafe { block.fetch_add(next, 1) } } else { 0 };
+            let claimed = if lane == 0 { unsafe { block.fetch_add(scratch.add(next as usize / 4), 1) } } else { 0 };
             let k = warp.shuffle(claimed, 0) as usize;
             if k >= in_round {
                 break;
             }
-            let (start, end) = unsafe { (*places.add(k) as usize, *places.add(k + 1) as usize) };
-            if let Err(status) = decode(round + k, round_at + start, end - start) {
+            let [start, end] = unsafe { [words.u32(places + 4 * k as u32), words.u32(places + 4 * k as u32 + 4)] };
+            if let Err(status) = decode(round + k, round_at + start as usize, (end - start) as usize) {
                 failure = ((round + k) as u32) << 8 | status as u32;
             }
         }
         round_at += total as usize;
         if lane == 0 {
-            unsafe { *failures.add(warp_index) = failure };
+            unsafe { words.set_u32(failures + 4 * warp_index as u32, failure) };
         }
         block.sync_threads();
-        let first = (0..warps).fold(u32::MAX, |first, w| first.min(unsafe { *failures.add(w) }));
+        let first = (0..warps as u32).fold(u32::MAX, |first, w| first.min(unsafe { words.u32(failures + 4 * w) }));
         if first != u32::MAX {
             block.sync_threads(); // every warp has read the failures before the next chunk's
             return Err(Status::from_code(first & 0xFF));

@@ -75,6 +75,19 @@ pub trait Block {
     }
 }
 
+/// `range.start`, then every `step` on, below `range.end`: a loop over a thread's share of a range
+/// without the division by `step` with which `step_by` counts its items up front (a step known
+/// only at run time, such as the block's threads, made that a dozen instructions, or a call).
+#[inline(always)]
+pub fn strided(range: core::ops::Range<usize>, step: usize) -> impl Iterator<Item = usize> {
+    let mut next = range.start;
+    core::iter::from_fn(move || {
+        let item = next;
+        next += step;
+        (item < range.end).then_some(item)
+    })
+}
+
 /// Bytes of the parts `parts`, part `p` taking `size(p)`, summed by the warp's lanes; in every lane.
 #[inline(always)]
 pub fn parts_len<W: Warp>(warp: &W, parts: core::ops::Range<usize>, size: impl Fn(usize) -> usize) -> usize {
@@ -126,7 +139,7 @@ pub unsafe fn decode_parts<B: Block, W: Warp>(
     let failures = next + 4;
     let mut round_at = first_at;
     let mut failure = u32::MAX;
-    for round in (0..parts).step_by(threads) {
+    for round in strided(0..parts, threads) {
         let own = if round + thread < parts { size(round + thread) as u32 } else { 0 };
         let (before, total) = unsafe { block.scan_add(warp, own, scratch) };
         unsafe {

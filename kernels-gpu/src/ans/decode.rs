@@ -64,14 +64,14 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     let rings_at = rings_at(threads as u32 / WARP_SIZE);
     // The head staged in one go, a unit a thread, and parsed in shared memory: in global memory,
     // its header, table and counts were a chain of loads, each waiting on the one before.
-    let head = unsafe {
-        let (at, staged) = (shared.add(rings_at as usize), len.min(HEAD_BYTES));
-        block.sync_threads(); // every warp is done with the last chunk's, which may have failed early
-        spread::<1>(thread, threads, &Memory(input as *mut u8), &SharedBytes::new(at), staged);
-        block.sync_threads();
-        crate::raw::bytes(at, staged)
-    };
-    let Header { version, data_type, stored, n } = read_header(head)?;
+    let (head, staged) = unsafe { (SharedBytes::new(shared.add(rings_at as usize)), len.min(HEAD_BYTES)) };
+    block.sync_threads(); // every warp is done with the last chunk's, which may have failed early
+    unsafe { spread::<1>(thread, threads, &Memory(input as *mut u8), &head, staged) };
+    block.sync_threads();
+    // The header as two words (read byte by byte, its fields were a chain of loads); of a chunk
+    // shorter than it, only the bytes staged are read as its.
+    let header = unsafe { (head.u32(0) as u64 | (head.u32(4) as u64) << 32).to_le_bytes() };
+    let Header { version, data_type, stored, n } = read_header(&header[..staged.min(HEADER_LEN)])?;
     if n > capacity {
         return Err(Status::OutputTooSmall);
     }
@@ -83,18 +83,25 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
         return Ok(n);
     }
     // Every warp reads the frequencies (the same loads), so the checks agree without a barrier.
-    let (freqs, table_len) = read_freqs(warp, &head[HEADER_LEN..])?;
+    let (freqs, table_len) = unsafe { read_freqs(warp, head.at(HEADER_LEN as u32), staged - HEADER_LEN) }?;
     let count = symbols(n, data_type);
     let blocks = sub_blocks(version, data_type, count);
     let sizes_at = HEADER_LEN + table_len;
-    // Staged, the counts are read in the first round's scan, before the rings take their place.
-    let sizes = if sizes_at + 2 * blocks <= head.len() && blocks <= threads { head } else { bytes };
-    let sizes = sizes.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
-    let word_count = |b: usize| u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
+    if sizes_at + 2 * blocks > len {
+        return Err(Status::Truncated);
+    }
+    // Staged, the counts are read in the first round's scan, before the rings take their place
+    // (at an even offset: aligned).
+    let staged_sizes = sizes_at + 2 * blocks <= staged && blocks <= threads;
+    let word_count = |b: usize| {
+        let at = sizes_at + 2 * b;
+        (if staged_sizes { unsafe { head.u16(at as u32) } } else { u16::from_le_bytes([bytes[at], bytes[at + 1]]) })
+            as usize
+    };
 
     let table = unsafe { SharedBytes::new(shared) };
     if thread < WARP_SIZE as usize {
-        unsafe { set_symbols(warp, shared.add(SYMBOLS_AT as usize) as *mut u32, freqs) };
+        unsafe { set_symbols(warp, table.at(SYMBOLS_AT), freqs) };
     }
     block.sync_threads();
     unsafe { write_slots(table, thread as u32, threads as u32) };
@@ -224,16 +231,19 @@ impl LowWords {
     }
 }
 
-/// Reads the frequencies at the start of `bytes`, checked as `ferrocomp_format::ans::Table::read`:
-/// lane `l` takes byte `l` of the bitmap, symbols `8l .. 8l + 8`; returns its frequencies and the
-/// table's length.
+/// Reads the frequencies at the start of the `len` bytes of `bytes` (shared memory, aligned to
+/// 2), checked as `ferrocomp_format::ans::Table::read`: lane `l` takes byte `l` of the bitmap,
+/// symbols `8l .. 8l + 8`; returns its frequencies and the table's length.
+///
+/// # Safety
+/// The `len` bytes must be readable shared memory.
 #[inline(always)]
-fn read_freqs<W: Warp>(warp: &W, bytes: &[u8]) -> Result<([u32; 8], usize), Status> {
-    let lane = warp.lane() as usize;
-    if bytes.len() < BITMAP_LEN {
+unsafe fn read_freqs<W: Warp>(warp: &W, bytes: SharedBytes, len: usize) -> Result<([u32; 8], usize), Status> {
+    let lane = warp.lane();
+    if len < BITMAP_LEN {
         return Err(Status::Truncated);
     }
-    let bitmap = bytes[lane];
+    let bitmap = unsafe { bytes.u8(lane) };
     let set = bitmap.count_ones();
     let before = crate::lz77::scan_add(warp, set) - set;
     // This lane's symbols' frequencies; the first of its that is missing or 0, if any.
@@ -243,10 +253,10 @@ fn read_freqs<W: Warp>(warp: &W, bytes: &[u8]) -> Result<([u32; 8], usize), Stat
     for (j, freq) in freqs.iter_mut().enumerate() {
         if bitmap >> j & 1 == 1 {
             let at = BITMAP_LEN + 2 * k;
-            match bytes.get(at..at + 2) {
-                Some(pair) => *freq = u16::from_le_bytes([pair[0], pair[1]]) as u32,
-                None if status == Status::Success => status = Status::Truncated,
-                None => {}
+            if at + 2 <= len {
+                *freq = unsafe { bytes.u16(at as u32) } as u32;
+            } else if status == Status::Success {
+                status = Status::Truncated;
             }
             if *freq == 0 && status == Status::Success {
                 status = Status::Malformed;

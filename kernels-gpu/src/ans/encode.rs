@@ -155,7 +155,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     // The symbols' counts, then (the first warp) the table.
     block.sync_threads(); // the block is done with the chunk before
     for s in strided(thread..256, threads) {
-        unsafe { *tables.symbols.add(s) = 0 };
+        unsafe { tables.shared.set_u32(4 * s as u32, 0) };
     }
     if thread == 0 {
         unsafe { tables.clear_overflowed() };
@@ -168,7 +168,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     block.sync_threads(); // counted before the table overwrites them
     let freqs = normalize(warp, counts, count);
     let (before, present) = if warp_index == 0 {
-        unsafe { set_symbols(warp, tables.symbols, freqs) }
+        unsafe { set_symbols(warp, tables.shared, freqs) }
     } else {
         // The same counts in every warp, so the same frequencies: only the first writes them.
         let present = freqs.iter().filter(|&&f| f > 0).count() as u32;

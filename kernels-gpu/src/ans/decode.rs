@@ -118,15 +118,15 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
                 return Err(Status::Truncated);
             }
             let symbols = sub_block(version, data_type, b, count);
-            let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version };
+            let sub_block = SubBlock { first: symbols.start, len: symbols.len() };
             let (chunk, words) = (bytes, (size - 4 * LANES) / 2);
             // The values' low bytes end the chunk, with its tail (where the chunk is too short
             // for them, it is read from its start: the check of its size below fails it).
             let lows = &bytes[len.saturating_sub(n - count)..];
             match width {
-                1 => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<1> { out, lows }),
-                2 => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<2> { out, lows }),
-                _ => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<4> { out, lows }),
+                1 => sub_block.decode_into::<W, 1>(warp, version, table, ring, chunk, at, words, words_even, out, lows),
+                2 => sub_block.decode_into::<W, 2>(warp, version, table, ring, chunk, at, words, words_even, out, lows),
+                _ => sub_block.decode_into::<W, 4>(warp, version, table, ring, chunk, at, words, words_even, out, lows),
             }
         })?
     };
@@ -305,33 +305,37 @@ unsafe fn write_slots(table: SharedBytes, thread: u32, threads: u32) {
     }
 }
 
-/// One sub-block as a warp decodes it: its symbols `first .. first + len` of the chunk, in
-/// `version`'s order.
+/// One sub-block as a warp decodes it: its symbols `first .. first + len` of the chunk.
+#[derive(Clone, Copy)]
 struct SubBlock {
     first: usize,
     len: usize,
-    version: u8,
 }
 
 impl SubBlock {
-    /// Decodes the sub-block whose states start at `at` in `chunk`, followed by `word_count`
-    /// words (at an even address where `words_even`), into `values`, its words staged in `ring`
-    /// (the warp's [`RING_BYTES`]). A function of its own, whose registers ptxas allocates apart
-    /// from the chunk's: inlined beside the floats' loops, the bytes' round loop spilled its word
-    /// position and decoded 18-22% slower on an H200.
+    /// Decodes the sub-block of `version` whose states start at `at` in `chunk`, followed by
+    /// `word_count` words (at an even address where `words_even`), into the [`Values`] `out` and
+    /// `lows`, its words staged in `ring` (the warp's [`RING_BYTES`]). A function of its own,
+    /// whose registers ptxas allocates apart from the chunk's: inlined beside the floats' loops,
+    /// the bytes' round loop spilled its word position and decoded 18-22% slower on an H200. Its
+    /// arguments are scalars and pairs, which go in registers (a larger struct goes through the
+    /// caller's stack).
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn decode_into<W: Warp, const WIDTH: usize>(
-        &self,
+        self,
         warp: &W,
+        version: u8,
         table: SharedBytes,
         ring: SharedBytes,
         chunk: &[u8],
         at: usize,
         word_count: usize,
         words_even: bool,
-        values: &Values<WIDTH>,
+        out: *mut u8,
+        lows: &[u8],
     ) -> Result<(), Status> {
+        let values = &Values::<WIDTH> { out, lows };
         // The sub-block's low bytes asked into L2, for its rounds.
         let lows = values.lows.get((WIDTH - 1) * self.first..(WIDTH - 1) * (self.first + self.len)).unwrap_or(&[]);
         for line in (128 * warp.lane() as usize..lows.len()).step_by(128 * WARP_SIZE as usize) {
@@ -339,8 +343,10 @@ impl SubBlock {
         }
         // Every sub-block's words start at an even offset in the chunk.
         match words_even {
-            true => unsafe { self.decode::<true, W, WIDTH>(warp, table, ring, chunk, at, word_count, values) },
-            false => unsafe { self.decode::<false, W, WIDTH>(warp, table, ring, chunk, at, word_count, values) },
+            true => unsafe { self.decode::<true, W, WIDTH>(warp, version, table, ring, chunk, at, word_count, values) },
+            false => unsafe {
+                self.decode::<false, W, WIDTH>(warp, version, table, ring, chunk, at, word_count, values)
+            },
         }
     }
 
@@ -350,6 +356,7 @@ impl SubBlock {
     unsafe fn decode<const EVEN: bool, W: Warp, const WIDTH: usize>(
         &self,
         warp: &W,
+        version: u8,
         table: SharedBytes,
         ring: SharedBytes,
         chunk: &[u8],
@@ -361,8 +368,8 @@ impl SubBlock {
         let mut lane_state = unsafe { LaneState::<EVEN>::new(warp, ring, chunk, at, word_count)? };
         let put = |i: usize, entry: u32| unsafe { values.put(self.first + i, entry as u8) };
         // The steps in which every lane has a symbol, then the last, where some may not.
-        let whole = if self.version == VERSION_1 { self.len / LANES } else { self.len / ROUND * RUN };
-        if self.version == VERSION_1 {
+        let whole = if version == VERSION_1 { self.len / LANES } else { self.len / ROUND * RUN };
+        if version == VERSION_1 {
             for k in 0..whole {
                 unsafe { lane_state.stage(warp) };
                 let entry = unsafe { lane_state.step(warp, table, true) };
@@ -383,8 +390,8 @@ impl SubBlock {
                 unsafe { lane_state.rounds(warp, table, rounds, lows, put_four) };
             }
         }
-        for k in whole..steps(self.version, self.len) {
-            let i = symbol_index(self.version, k, lane);
+        for k in whole..steps(version, self.len) {
+            let i = symbol_index(version, k, lane);
             unsafe { lane_state.stage(warp) };
             let entry = unsafe { lane_state.step(warp, table, i < self.len) };
             if i < self.len {

@@ -109,7 +109,8 @@ pub const fn decode_parts_words(threads: u32) -> usize {
 const SCAN_WORDS: usize = 2 * WARP_SIZE as usize + 1;
 
 /// Decodes a chunk's `parts` (coded one after another from byte `first_at`, part `p` taking
-/// `size(p)` bytes) with the warps of `block`, by `decode(p, at, size)` with `at` where part `p`
+/// `size(p)` bytes, all of them within 32 bits: counted in 32 bits, half the registers) with the
+/// warps of `block`, by `decode(p, at, size)` with `at` where part `p`
 /// starts. The parts are placed a round of one a thread at a time (a size a thread and a block
 /// scan) and handed out in order to whichever warp is free, so that a warp held up by a slow part
 /// does not leave the others waiting at the round's end. A warp stops at its first failure.
@@ -124,28 +125,27 @@ const SCAN_WORDS: usize = 2 * WARP_SIZE as usize + 1;
 pub unsafe fn decode_parts<B: Block, W: Warp>(
     block: &B,
     warp: &W,
-    parts: usize,
-    first_at: usize,
-    size: impl Fn(usize) -> usize,
+    parts: u32,
+    first_at: u32,
+    size: impl Fn(u32) -> u32,
     scratch: *mut u32,
-    mut decode: impl FnMut(usize, usize, usize) -> Result<(), Status>,
-) -> Result<usize, Status> {
-    let (thread, threads) = (block.thread() as usize, block.threads() as usize);
-    let (lane, warp_index, warps) = (warp.lane(), thread / WARP_SIZE as usize, threads / WARP_SIZE as usize);
+    mut decode: impl FnMut(u32, u32, u32) -> Result<(), Status>,
+) -> Result<u32, Status> {
+    let (thread, threads) = (block.thread(), block.threads());
+    let (lane, warp_index, warps) = (warp.lane(), thread / WARP_SIZE, threads / WARP_SIZE);
     // Byte offsets in `scratch`, read and written as shared memory.
     let words = unsafe { SharedBytes::new(scratch as *const u8) };
     let places = 4 * SCAN_WORDS as u32;
-    let next = places + 4 * (threads as u32 + 1);
+    let next = places + 4 * (threads + 1);
     let failures = next + 4;
-    let mut round_at = first_at;
-    let mut failure = u32::MAX;
-    for round in strided(0..parts, threads) {
-        let own = if round + thread < parts { size(round + thread) as u32 } else { 0 };
+    let (mut round, mut round_at, mut failure) = (0, first_at, u32::MAX);
+    while round < parts {
+        let own = if round + thread < parts { size(round + thread) } else { 0 };
         let (before, total) = unsafe { block.scan_add(warp, own, scratch) };
         unsafe {
-            words.set_u32(places + 4 * thread as u32, before);
+            words.set_u32(places + 4 * thread, before);
             if thread == 0 {
-                words.set_u32(places + 4 * threads as u32, total);
+                words.set_u32(places + 4 * threads, total);
                 words.set_u32(next, 0);
             }
         }
@@ -153,25 +153,26 @@ pub unsafe fn decode_parts<B: Block, W: Warp>(
         let in_round = (parts - round).min(threads);
         while failure == u32::MAX {
             let claimed = if lane == 0 { unsafe { block.fetch_add(scratch.add(next as usize / 4), 1) } } else { 0 };
-            let k = warp.shuffle(claimed, 0) as usize;
+            let k = warp.shuffle(claimed, 0);
             if k >= in_round {
                 break;
             }
-            let [start, end] = unsafe { [words.u32(places + 4 * k as u32), words.u32(places + 4 * k as u32 + 4)] };
-            if let Err(status) = decode(round + k, round_at + start as usize, (end - start) as usize) {
-                failure = ((round + k) as u32) << 8 | status as u32;
+            let [start, end] = unsafe { [words.u32(places + 4 * k), words.u32(places + 4 * k + 4)] };
+            if let Err(status) = decode(round + k, round_at + start, end - start) {
+                failure = (round + k) << 8 | status as u32;
             }
         }
-        round_at += total as usize;
+        round_at += total;
         if lane == 0 {
-            unsafe { words.set_u32(failures + 4 * warp_index as u32, failure) };
+            unsafe { words.set_u32(failures + 4 * warp_index, failure) };
         }
         block.sync_threads();
-        let first = (0..warps as u32).fold(u32::MAX, |first, w| first.min(unsafe { words.u32(failures + 4 * w) }));
+        let first = (0..warps).fold(u32::MAX, |first, w| first.min(unsafe { words.u32(failures + 4 * w) }));
         if first != u32::MAX {
             block.sync_threads(); // every warp has read the failures before the next chunk's
             return Err(Status::from_code(first & 0xFF));
         }
+        round += threads;
     }
     block.sync_threads(); // every warp is done with the places before the next chunk's
     Ok(round_at)

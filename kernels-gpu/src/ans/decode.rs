@@ -93,10 +93,10 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     // Staged, the counts are read in the first round's scan, before the rings take their place
     // (at an even offset: aligned).
     let staged_sizes = sizes_at + 2 * blocks <= staged && blocks <= threads;
-    let word_count = |b: usize| {
-        let at = sizes_at + 2 * b;
+    let word_count = |b: u32| {
+        let at = sizes_at + 2 * b as usize;
         (if staged_sizes { unsafe { head.u16(at as u32) } } else { u16::from_le_bytes([bytes[at], bytes[at + 1]]) })
-            as usize
+            as u32
     };
 
     let table = unsafe { SharedBytes::new(shared) };
@@ -111,18 +111,21 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     let words_even = (input as usize).is_multiple_of(2);
     let parts_scratch = unsafe { shared.add(PARTS_AT as usize) } as *mut u32;
     let ring = table.at(rings_at + thread as u32 / WARP_SIZE * RING_BYTES);
-    let size = |b: usize| 4 * LANES + 2 * word_count(b);
+    // Positions in the chunk counted in 32 bits: its sub-blocks (at most 2,048 of at most 128 + 2 *
+    // 65,535 bytes) end within them, and a chunk longer than 32 bits can count is read no further.
+    let size = |b: u32| 4 * LANES as u32 + 2 * word_count(b);
+    let (first_at, len32) = ((sizes_at + 2 * blocks) as u32, len.min(u32::MAX as usize) as u32);
+    // The values' low bytes end the chunk, with its tail (where the chunk is too short for them,
+    // they are read from its start: the check of its size below fails it).
+    let lows_at = len.saturating_sub(n - count);
     let end = unsafe {
-        decode_parts(block, warp, blocks, sizes_at + 2 * blocks, size, parts_scratch, |b, at, size| {
-            if at + size > len {
+        decode_parts(block, warp, blocks as u32, first_at, size, parts_scratch, |b, at, size| {
+            if at + size > len32 {
                 return Err(Status::Truncated);
             }
-            let symbols = sub_block(version, data_type, b, count);
+            let symbols = sub_block(version, data_type, b as usize, count);
             let sub_block = SubBlock { first: symbols.start, len: symbols.len() };
-            let (chunk, words) = (bytes, (size - 4 * LANES) / 2);
-            // The values' low bytes end the chunk, with its tail (where the chunk is too short
-            // for them, it is read from its start: the check of its size below fails it).
-            let lows = &bytes[len.saturating_sub(n - count)..];
+            let (chunk, words, lows) = (bytes, (size - 4 * LANES as u32) / 2, &bytes[lows_at..]);
             match width {
                 1 => sub_block.decode_into::<W, 1>(warp, version, table, ring, chunk, at, words, words_even, out, lows),
                 2 => sub_block.decode_into::<W, 2>(warp, version, table, ring, chunk, at, words, words_even, out, lows),
@@ -130,7 +133,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
             }
         })?
     };
-    let raw = n - count;
+    let (raw, end) = (n - count, end as usize);
     if len != end + raw {
         return Err(if len < end + raw { Status::Truncated } else { Status::Malformed });
     }
@@ -329,12 +332,13 @@ impl SubBlock {
         table: SharedBytes,
         ring: SharedBytes,
         chunk: &[u8],
-        at: usize,
-        word_count: usize,
+        at: u32,
+        word_count: u32,
         words_even: bool,
         out: *mut u8,
         lows: &[u8],
     ) -> Result<(), Status> {
+        let (at, word_count) = (at as usize, word_count as usize);
         let values = &Values::<WIDTH> { out, lows };
         // The sub-block's low bytes asked into L2, for its rounds.
         let lows = values.lows.get((WIDTH - 1) * self.first..(WIDTH - 1) * (self.first + self.len)).unwrap_or(&[]);

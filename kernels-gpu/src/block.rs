@@ -77,7 +77,8 @@ pub trait Block {
 
 /// `range.start`, then every `step` on, below `range.end`: a loop over a thread's share of a range
 /// without the division by `step` with which `step_by` counts its items up front (a step known
-/// only at run time, such as the block's threads, made that a dozen instructions, or a call).
+/// only at run time, such as the block's threads, made that a dozen instructions, or a call). A
+/// warp's lanes over `0..n` have [`Warp::for_each_strided`], which counts in 32 bits.
 #[inline(always)]
 pub fn strided(range: core::ops::Range<usize>, step: usize) -> impl Iterator<Item = usize> {
     let mut next = range.start;

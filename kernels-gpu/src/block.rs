@@ -2,6 +2,7 @@
 //! against: the block-wide counterpart of [`crate::warp::Warp`].
 
 use crate::lz77::scan_add;
+use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 
@@ -53,25 +54,39 @@ pub trait Block {
     #[inline(always)]
     unsafe fn scan_add<W: Warp>(&self, warp: &W, value: u32, scratch: *mut u32) -> (u32, u32) {
         let (lane, index, warps) = (warp.lane(), self.thread() / WARP_SIZE, self.threads() / WARP_SIZE);
+        let words = unsafe { SharedBytes::new(scratch as *const u8) };
         let sum = scan_add(warp, value);
         if lane == WARP_SIZE - 1 {
-            unsafe { *scratch.add(index as usize) = sum };
+            unsafe { words.set_u32(4 * index, sum) };
         }
         self.sync_threads();
         if index == 0 {
-            let total = if lane < warps { unsafe { *scratch.add(lane as usize) } } else { 0 };
+            let total = if lane < warps { unsafe { words.u32(4 * lane) } } else { 0 };
             let running = scan_add(warp, total);
-            unsafe { *scratch.add((WARP_SIZE + lane) as usize) = running - total };
+            unsafe { words.set_u32(4 * (WARP_SIZE + lane), running - total) };
             if lane == WARP_SIZE - 1 {
-                unsafe { *scratch.add(2 * WARP_SIZE as usize) = running };
+                unsafe { words.set_u32(8 * WARP_SIZE, running) };
             }
         }
         self.sync_threads();
-        let (below, total) =
-            unsafe { (*scratch.add((WARP_SIZE + index) as usize), *scratch.add(2 * WARP_SIZE as usize)) };
+        let (below, total) = unsafe { (words.u32(4 * (WARP_SIZE + index)), words.u32(8 * WARP_SIZE)) };
         self.sync_threads();
         (below + sum - value, total)
     }
+}
+
+/// `range.start`, then every `step` on, below `range.end`: a loop over a thread's share of a range
+/// without the division by `step` with which `step_by` counts its items up front (a step known
+/// only at run time, such as the block's threads, made that a dozen instructions, or a call). A
+/// warp's lanes over `0..n` have [`Warp::for_each_strided`], which counts in 32 bits.
+#[inline(always)]
+pub fn strided(range: core::ops::Range<usize>, step: usize) -> impl Iterator<Item = usize> {
+    let mut next = range.start;
+    core::iter::from_fn(move || {
+        let item = next;
+        next += step;
+        (item < range.end).then_some(item)
+    })
 }
 
 /// Bytes of the parts `parts`, part `p` taking `size(p)`, summed by the warp's lanes; in every lane.
@@ -95,7 +110,8 @@ pub const fn decode_parts_words(threads: u32) -> usize {
 const SCAN_WORDS: usize = 2 * WARP_SIZE as usize + 1;
 
 /// Decodes a chunk's `parts` (coded one after another from byte `first_at`, part `p` taking
-/// `size(p)` bytes) with the warps of `block`, by `decode(p, at, size)` with `at` where part `p`
+/// `size(p)` bytes, all of them within 32 bits: counted in 32 bits, half the registers) with the
+/// warps of `block`, by `decode(p, at, size)` with `at` where part `p`
 /// starts. The parts are placed a round of one a thread at a time (a size a thread and a block
 /// scan) and handed out in order to whichever warp is free, so that a warp held up by a slow part
 /// does not leave the others waiting at the round's end. A warp stops at its first failure.
@@ -110,50 +126,54 @@ const SCAN_WORDS: usize = 2 * WARP_SIZE as usize + 1;
 pub unsafe fn decode_parts<B: Block, W: Warp>(
     block: &B,
     warp: &W,
-    parts: usize,
-    first_at: usize,
-    size: impl Fn(usize) -> usize,
+    parts: u32,
+    first_at: u32,
+    size: impl Fn(u32) -> u32,
     scratch: *mut u32,
-    mut decode: impl FnMut(usize, usize, usize) -> Result<(), Status>,
-) -> Result<usize, Status> {
-    let (thread, threads) = (block.thread() as usize, block.threads() as usize);
-    let (lane, warp_index, warps) = (warp.lane(), thread / WARP_SIZE as usize, threads / WARP_SIZE as usize);
-    let (places, next) = unsafe { (scratch.add(SCAN_WORDS), scratch.add(SCAN_WORDS + threads + 1)) };
-    let failures = unsafe { next.add(1) };
-    let mut round_at = first_at;
-    let mut failure = u32::MAX;
-    for round in (0..parts).step_by(threads) {
-        let own = if round + thread < parts { size(round + thread) as u32 } else { 0 };
+    mut decode: impl FnMut(u32, u32, u32) -> Result<(), Status>,
+) -> Result<u32, Status> {
+    let (thread, threads) = (block.thread(), block.threads());
+    let (lane, warp_index, warps) = (warp.lane(), thread / WARP_SIZE, threads / WARP_SIZE);
+    // Byte offsets in `scratch`, read and written as shared memory.
+    let words = unsafe { SharedBytes::new(scratch as *const u8) };
+    let places = 4 * SCAN_WORDS as u32;
+    let next = places + 4 * (threads + 1);
+    let failures = next + 4;
+    let (mut round, mut round_at, mut failure) = (0, first_at, u32::MAX);
+    while round < parts {
+        let own = if round + thread < parts { size(round + thread) } else { 0 };
         let (before, total) = unsafe { block.scan_add(warp, own, scratch) };
         unsafe {
-            *places.add(thread) = before;
+            words.set_u32(places + 4 * thread, before);
             if thread == 0 {
-                (*places.add(threads), *next) = (total, 0);
+                words.set_u32(places + 4 * threads, total);
+                words.set_u32(next, 0);
             }
         }
         block.sync_threads();
         let in_round = (parts - round).min(threads);
         while failure == u32::MAX {
-            let claimed = if lane == 0 { unsafe { block.fetch_add(next, 1) } } else { 0 };
-            let k = warp.shuffle(claimed, 0) as usize;
+            let claimed = if lane == 0 { unsafe { block.fetch_add(scratch.add(next as usize / 4), 1) } } else { 0 };
+            let k = warp.shuffle(claimed, 0);
             if k >= in_round {
                 break;
             }
-            let (start, end) = unsafe { (*places.add(k) as usize, *places.add(k + 1) as usize) };
+            let [start, end] = unsafe { [words.u32(places + 4 * k), words.u32(places + 4 * k + 4)] };
             if let Err(status) = decode(round + k, round_at + start, end - start) {
-                failure = ((round + k) as u32) << 8 | status as u32;
+                failure = (round + k) << 8 | status as u32;
             }
         }
-        round_at += total as usize;
+        round_at += total;
         if lane == 0 {
-            unsafe { *failures.add(warp_index) = failure };
+            unsafe { words.set_u32(failures + 4 * warp_index, failure) };
         }
         block.sync_threads();
-        let first = (0..warps).fold(u32::MAX, |first, w| first.min(unsafe { *failures.add(w) }));
+        let first = (0..warps).fold(u32::MAX, |first, w| first.min(unsafe { words.u32(failures + 4 * w) }));
         if first != u32::MAX {
             block.sync_threads(); // every warp has read the failures before the next chunk's
             return Err(Status::from_code(first & 0xFF));
         }
+        round += threads;
     }
     block.sync_threads(); // every warp is done with the places before the next chunk's
     Ok(round_at)

@@ -242,6 +242,7 @@ pub unsafe fn transpose_unit(
 mod kernels {
     use super::*;
     use crate::batch::{Chunk, ChunkKernels, Lanes, warp_shared};
+    use crate::block::strided;
     use crate::gpu::{HardwareWarp, dynamic_shared_memory, thread};
     use ferrocomp_format::blosc::{self, HEADER_LEN, Header, MAX_BUFFERSIZE, MIN_BUFFERSIZE};
     use ferrocomp_format::{BatchArgs, DataType};
@@ -269,7 +270,7 @@ mod kernels {
             }
             let (thread, threads) = (thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
             if header.is_memcpyed() {
-                for i in (thread..n).step_by(threads) {
+                for i in strided(thread..n, threads) {
                     unsafe { *chunk.output.add(i) = input[HEADER_LEN + i] };
                 }
                 return Ok(n);
@@ -323,7 +324,7 @@ mod kernels {
             return None; // the streams need tables this warp has no room for
         }
         let per_block = header.streams_per_block(0);
-        for item in (warp_index..header.block_count() * per_block).step_by(warps) {
+        for item in strided(warp_index..header.block_count() * per_block, warps) {
             let block = item / per_block;
             let streams = match header.block_streams(input, block) {
                 Ok(_) if compressor.is_none() => return Some((item, Status::Unsupported)),
@@ -381,14 +382,14 @@ mod kernels {
                 for block in 0..nblocks {
                     let (start, len) = (block * blocksize, (n - block * blocksize).min(blocksize));
                     let (src, dst) = unsafe { (input.add(start), shuffled.add(start)) };
-                    for unit in (thread..transpose_units(shuffle, typesize, len)).step_by(threads) {
+                    for unit in strided(thread..transpose_units(shuffle, typesize, len), threads) {
                         unsafe { transpose_unit(Direction::Shuffle, shuffle, typesize, src, dst, len, unit) };
                     }
                 }
                 thread::sync_threads();
             }
             let table = warp_shared::<u16>(HASH_ENTRIES);
-            for item in (warp_index..items).step_by(warps) {
+            for item in strided(warp_index..items, warps) {
                 let Some((at, len)) = stream(item) else { continue };
                 let (src, dst) = unsafe { (source.add(at), staging.add(at)) };
                 let packed = unsafe { crate::lz4::compress_chunk(warp, src, len, dst, len, table, DataType::Char) };
@@ -419,11 +420,11 @@ mod kernels {
         let laid_out = unsafe { *total };
         let cbytes = if laid_out == 0 { n + HEADER_LEN } else { laid_out };
         if laid_out == 0 {
-            for i in (thread..n).step_by(threads) {
+            for i in strided(thread..n, threads) {
                 unsafe { *out.add(HEADER_LEN + i) = *input.add(i) };
             }
         } else {
-            for item in (warp_index..items).step_by(warps) {
+            for item in strided(warp_index..items, warps) {
                 let Some((at, len)) = stream(item) else { continue };
                 let (stored, to) = unsafe { (*layout.add(2 * item) as usize, *layout.add(2 * item + 1) as usize) };
                 let from = if stored == len { source } else { staging as *const u8 };
@@ -499,7 +500,7 @@ mod kernels {
             return;
         }
         let slot = unsafe { (args.scratch as *mut u8).add(cta * stride) };
-        for item in (cta..count * most).step_by(usable.max(1)) {
+        for item in strided(cta..count * most, usable.max(1)) {
             // Every thread reads the same sizes and header, so all take the same branches.
             let (index, block) = (item / most, item % most);
             let Some((chunk, header)) = (unsafe { to_unshuffle(&args, index) }) else { continue };
@@ -516,7 +517,7 @@ mod kernels {
             let out = unsafe { chunk.output.add(start) };
             unsafe { copy_block(out, slot, len, thread, threads) };
             thread::sync_threads(); // the block is staged
-            for unit in (thread..transpose_units(header.shuffle(), header.typesize(), len)).step_by(threads) {
+            for unit in strided(thread..transpose_units(header.shuffle(), header.typesize(), len), threads) {
                 unsafe {
                     transpose_unit(Direction::Unshuffle, header.shuffle(), header.typesize(), slot, out, len, unit)
                 };
@@ -539,7 +540,7 @@ mod kernels {
     /// CTA: each thread takes every `threads`-th chunk, then the warps, then the CTA, reduce.
     unsafe fn block_extent(args: &BatchArgs, thread: usize, threads: usize) -> (usize, usize) {
         let (mut largest, mut most) = (0u32, 0u32);
-        for index in (thread..args.count as usize).step_by(threads) {
+        for index in strided(thread..args.count as usize, threads) {
             if let Some((_, header)) = unsafe { to_unshuffle(args, index) } {
                 largest = largest.max(header.blocksize().min(header.nbytes()) as u32);
                 most = most.max(header.block_count() as u32);
@@ -582,7 +583,7 @@ mod kernels {
     /// Copies `units` `T`s from `src` to `dst`, every `threads`-th from `thread` on.
     unsafe fn copy_units<T: Copy>(src: *const u8, dst: *mut u8, units: usize, thread: usize, threads: usize) {
         let (src, dst) = (src as *const T, dst as *mut T);
-        for unit in (thread..units).step_by(threads) {
+        for unit in strided(thread..units, threads) {
             unsafe { *dst.add(unit) = *src.add(unit) };
         }
     }

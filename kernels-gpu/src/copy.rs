@@ -216,7 +216,7 @@ pub unsafe fn spread<const IN_FLIGHT: usize>(
     let units = n.saturating_sub(start + 3) / 16;
     let end = start + 16 * units;
     let bytes = |from: usize, to: usize| {
-        for i in (from + thread..to).step_by(threads) {
+        for i in crate::block::strided(from + thread..to, threads) {
             unsafe { dst.set_byte(i, src.byte(i)) };
         }
     };
@@ -244,7 +244,7 @@ pub unsafe fn spread<const IN_FLIGHT: usize>(
     };
     // The units in flight named, not an array iterated (which ptxas may leave in local memory,
     // where storing the loads waits for them).
-    for unit in (thread..units).step_by(IN_FLIGHT * threads) {
+    for unit in crate::block::strided(thread..units, IN_FLIGHT * threads) {
         match IN_FLIGHT {
             1 => store(unit, 0, load(unit, 0)),
             2 => {

@@ -191,6 +191,13 @@ fn block_decoder_agrees_with_scalar_on_damaged_streams() {
             let short = &stream[..stream.len() - cut];
             assert_eq!(block_decompress(short, input.len(), 3), scalar_decompress(short, input.len()), "cut {cut}");
         }
+        // Cut in the header, the bitmap and the frequencies: the head is parsed as staged.
+        for kept in [0, 5, 7, 8, 20, 40, 41, 44] {
+            let short = &stream[..kept];
+            let decoded = block_decompress(short, input.len(), 1);
+            assert_eq!(decoded, Err(Status::Truncated), "{data_type:?}, {kept} bytes kept");
+            assert_eq!(decoded, scalar_decompress(short, input.len()), "{data_type:?}, {kept} bytes kept");
+        }
         for _ in 0..40 {
             let mut damaged = stream.clone();
             // Mostly the header and table, where a flip changes the layout.

@@ -64,14 +64,14 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     let rings_at = rings_at(threads as u32 / WARP_SIZE);
     // The head staged in one go, a unit a thread, and parsed in shared memory: in global memory,
     // its header, table and counts were a chain of loads, each waiting on the one before.
-    let head = unsafe {
-        let (at, staged) = (shared.add(rings_at as usize), len.min(HEAD_BYTES));
-        block.sync_threads(); // every warp is done with the last chunk's, which may have failed early
-        spread::<1>(thread, threads, &Memory(input as *mut u8), &SharedBytes::new(at), staged);
-        block.sync_threads();
-        crate::raw::bytes(at, staged)
-    };
-    let Header { version, data_type, stored, n } = read_header(head)?;
+    let (head, staged) = unsafe { (SharedBytes::new(shared.add(rings_at as usize)), len.min(HEAD_BYTES)) };
+    block.sync_threads(); // every warp is done with the last chunk's, which may have failed early
+    unsafe { spread::<1>(thread, threads, &Memory(input as *mut u8), &head, staged) };
+    block.sync_threads();
+    // The header as two words (read byte by byte, its fields were a chain of loads); of a chunk
+    // shorter than it, only the bytes staged are read as its.
+    let header = unsafe { (head.u32(0) as u64 | (head.u32(4) as u64) << 32).to_le_bytes() };
+    let Header { version, data_type, stored, n } = read_header(&header[..staged.min(HEADER_LEN)])?;
     if n > capacity {
         return Err(Status::OutputTooSmall);
     }
@@ -83,18 +83,25 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
         return Ok(n);
     }
     // Every warp reads the frequencies (the same loads), so the checks agree without a barrier.
-    let (freqs, table_len) = read_freqs(warp, &head[HEADER_LEN..])?;
+    let (freqs, table_len) = unsafe { read_freqs(warp, head.at(HEADER_LEN as u32), staged - HEADER_LEN) }?;
     let count = symbols(n, data_type);
     let blocks = sub_blocks(version, data_type, count);
     let sizes_at = HEADER_LEN + table_len;
-    // Staged, the counts are read in the first round's scan, before the rings take their place.
-    let sizes = if sizes_at + 2 * blocks <= head.len() && blocks <= threads { head } else { bytes };
-    let sizes = sizes.get(sizes_at..sizes_at + 2 * blocks).ok_or(Status::Truncated)?;
-    let word_count = |b: usize| u16::from_le_bytes([sizes[2 * b], sizes[2 * b + 1]]) as usize;
+    if sizes_at + 2 * blocks > len {
+        return Err(Status::Truncated);
+    }
+    // Staged, the counts are read in the first round's scan, before the rings take their place
+    // (at an even offset: aligned).
+    let staged_sizes = sizes_at + 2 * blocks <= staged && blocks <= threads;
+    let word_count = |b: u32| {
+        let at = sizes_at + 2 * b as usize;
+        (if staged_sizes { unsafe { head.u16(at as u32) } } else { u16::from_le_bytes([bytes[at], bytes[at + 1]]) })
+            as u32
+    };
 
     let table = unsafe { SharedBytes::new(shared) };
     if thread < WARP_SIZE as usize {
-        unsafe { set_symbols(warp, shared.add(SYMBOLS_AT as usize) as *mut u32, freqs) };
+        unsafe { set_symbols(warp, table.at(SYMBOLS_AT), freqs) };
     }
     block.sync_threads();
     unsafe { write_slots(table, thread as u32, threads as u32) };
@@ -104,26 +111,29 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     let words_even = (input as usize).is_multiple_of(2);
     let parts_scratch = unsafe { shared.add(PARTS_AT as usize) } as *mut u32;
     let ring = table.at(rings_at + thread as u32 / WARP_SIZE * RING_BYTES);
-    let size = |b: usize| 4 * LANES + 2 * word_count(b);
+    // Positions in the chunk counted in 32 bits: its sub-blocks (at most 2,048 of at most 128 + 2 *
+    // 65,535 bytes) end within them, and a chunk longer than 32 bits can count is read no further.
+    let size = |b: u32| 4 * LANES as u32 + 2 * word_count(b);
+    let (first_at, len32) = ((sizes_at + 2 * blocks) as u32, len.min(u32::MAX as usize) as u32);
+    // The values' low bytes end the chunk, with its tail (where the chunk is too short for them,
+    // they are read from its start: the check of its size below fails it).
+    let lows_at = len.saturating_sub(n - count);
     let end = unsafe {
-        decode_parts(block, warp, blocks, sizes_at + 2 * blocks, size, parts_scratch, |b, at, size| {
-            if at + size > len {
+        decode_parts(block, warp, blocks as u32, first_at, size, parts_scratch, |b, at, size| {
+            if at + size > len32 {
                 return Err(Status::Truncated);
             }
-            let symbols = sub_block(version, data_type, b, count);
-            let sub_block = SubBlock { first: symbols.start, len: symbols.len(), version };
-            let (chunk, words) = (bytes, (size - 4 * LANES) / 2);
-            // The values' low bytes end the chunk, with its tail (where the chunk is too short
-            // for them, it is read from its start: the check of its size below fails it).
-            let lows = &bytes[len.saturating_sub(n - count)..];
+            let symbols = sub_block(version, data_type, b as usize, count);
+            let sub_block = SubBlock { first: symbols.start, len: symbols.len() };
+            let (chunk, words, lows) = (bytes, (size - 4 * LANES as u32) / 2, &bytes[lows_at..]);
             match width {
-                1 => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<1> { out, lows }),
-                2 => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<2> { out, lows }),
-                _ => sub_block.decode_into(warp, table, ring, chunk, at, words, words_even, &Values::<4> { out, lows }),
+                1 => sub_block.decode_into::<W, 1>(warp, version, table, ring, chunk, at, words, words_even, out, lows),
+                2 => sub_block.decode_into::<W, 2>(warp, version, table, ring, chunk, at, words, words_even, out, lows),
+                _ => sub_block.decode_into::<W, 4>(warp, version, table, ring, chunk, at, words, words_even, out, lows),
             }
         })?
     };
-    let raw = n - count;
+    let (raw, end) = (n - count, end as usize);
     if len != end + raw {
         return Err(if len < end + raw { Status::Truncated } else { Status::Malformed });
     }
@@ -224,16 +234,19 @@ impl LowWords {
     }
 }
 
-/// Reads the frequencies at the start of `bytes`, checked as `ferrocomp_format::ans::Table::read`:
-/// lane `l` takes byte `l` of the bitmap, symbols `8l .. 8l + 8`; returns its frequencies and the
-/// table's length.
+/// Reads the frequencies at the start of the `len` bytes of `bytes` (shared memory, aligned to
+/// 2), checked as `ferrocomp_format::ans::Table::read`: lane `l` takes byte `l` of the bitmap,
+/// symbols `8l .. 8l + 8`; returns its frequencies and the table's length.
+///
+/// # Safety
+/// The `len` bytes must be readable shared memory.
 #[inline(always)]
-fn read_freqs<W: Warp>(warp: &W, bytes: &[u8]) -> Result<([u32; 8], usize), Status> {
-    let lane = warp.lane() as usize;
-    if bytes.len() < BITMAP_LEN {
+unsafe fn read_freqs<W: Warp>(warp: &W, bytes: SharedBytes, len: usize) -> Result<([u32; 8], usize), Status> {
+    let lane = warp.lane();
+    if len < BITMAP_LEN {
         return Err(Status::Truncated);
     }
-    let bitmap = bytes[lane];
+    let bitmap = unsafe { bytes.u8(lane) };
     let set = bitmap.count_ones();
     let before = crate::lz77::scan_add(warp, set) - set;
     // This lane's symbols' frequencies; the first of its that is missing or 0, if any.
@@ -243,10 +256,10 @@ fn read_freqs<W: Warp>(warp: &W, bytes: &[u8]) -> Result<([u32; 8], usize), Stat
     for (j, freq) in freqs.iter_mut().enumerate() {
         if bitmap >> j & 1 == 1 {
             let at = BITMAP_LEN + 2 * k;
-            match bytes.get(at..at + 2) {
-                Some(pair) => *freq = u16::from_le_bytes([pair[0], pair[1]]) as u32,
-                None if status == Status::Success => status = Status::Truncated,
-                None => {}
+            if at + 2 <= len {
+                *freq = unsafe { bytes.u16(at as u32) } as u32;
+            } else if status == Status::Success {
+                status = Status::Truncated;
             }
             if *freq == 0 && status == Status::Success {
                 status = Status::Malformed;
@@ -295,33 +308,38 @@ unsafe fn write_slots(table: SharedBytes, thread: u32, threads: u32) {
     }
 }
 
-/// One sub-block as a warp decodes it: its symbols `first .. first + len` of the chunk, in
-/// `version`'s order.
+/// One sub-block as a warp decodes it: its symbols `first .. first + len` of the chunk.
+#[derive(Clone, Copy)]
 struct SubBlock {
     first: usize,
     len: usize,
-    version: u8,
 }
 
 impl SubBlock {
-    /// Decodes the sub-block whose states start at `at` in `chunk`, followed by `word_count`
-    /// words (at an even address where `words_even`), into `values`, its words staged in `ring`
-    /// (the warp's [`RING_BYTES`]). A function of its own, whose registers ptxas allocates apart
-    /// from the chunk's: inlined beside the floats' loops, the bytes' round loop spilled its word
-    /// position and decoded 18-22% slower on an H200.
+    /// Decodes the sub-block of `version` whose states start at `at` in `chunk`, followed by
+    /// `word_count` words (at an even address where `words_even`), into the [`Values`] `out` and
+    /// `lows`, its words staged in `ring` (the warp's [`RING_BYTES`]). A function of its own,
+    /// whose registers ptxas allocates apart from the chunk's: inlined beside the floats' loops,
+    /// the bytes' round loop spilled its word position and decoded 18-22% slower on an H200. Its
+    /// arguments are scalars and pairs, which go in registers (a larger struct goes through the
+    /// caller's stack).
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn decode_into<W: Warp, const WIDTH: usize>(
-        &self,
+        self,
         warp: &W,
+        version: u8,
         table: SharedBytes,
         ring: SharedBytes,
         chunk: &[u8],
-        at: usize,
-        word_count: usize,
+        at: u32,
+        word_count: u32,
         words_even: bool,
-        values: &Values<WIDTH>,
+        out: *mut u8,
+        lows: &[u8],
     ) -> Result<(), Status> {
+        let (at, word_count) = (at as usize, word_count as usize);
+        let values = &Values::<WIDTH> { out, lows };
         // The sub-block's low bytes asked into L2, for its rounds.
         let lows = values.lows.get((WIDTH - 1) * self.first..(WIDTH - 1) * (self.first + self.len)).unwrap_or(&[]);
         for line in (128 * warp.lane() as usize..lows.len()).step_by(128 * WARP_SIZE as usize) {
@@ -329,8 +347,10 @@ impl SubBlock {
         }
         // Every sub-block's words start at an even offset in the chunk.
         match words_even {
-            true => unsafe { self.decode::<true, W, WIDTH>(warp, table, ring, chunk, at, word_count, values) },
-            false => unsafe { self.decode::<false, W, WIDTH>(warp, table, ring, chunk, at, word_count, values) },
+            true => unsafe { self.decode::<true, W, WIDTH>(warp, version, table, ring, chunk, at, word_count, values) },
+            false => unsafe {
+                self.decode::<false, W, WIDTH>(warp, version, table, ring, chunk, at, word_count, values)
+            },
         }
     }
 
@@ -340,6 +360,7 @@ impl SubBlock {
     unsafe fn decode<const EVEN: bool, W: Warp, const WIDTH: usize>(
         &self,
         warp: &W,
+        version: u8,
         table: SharedBytes,
         ring: SharedBytes,
         chunk: &[u8],
@@ -351,8 +372,8 @@ impl SubBlock {
         let mut lane_state = unsafe { LaneState::<EVEN>::new(warp, ring, chunk, at, word_count)? };
         let put = |i: usize, entry: u32| unsafe { values.put(self.first + i, entry as u8) };
         // The steps in which every lane has a symbol, then the last, where some may not.
-        let whole = if self.version == VERSION_1 { self.len / LANES } else { self.len / ROUND * RUN };
-        if self.version == VERSION_1 {
+        let whole = if version == VERSION_1 { self.len / LANES } else { self.len / ROUND * RUN };
+        if version == VERSION_1 {
             for k in 0..whole {
                 unsafe { lane_state.stage(warp) };
                 let entry = unsafe { lane_state.step(warp, table, true) };
@@ -373,8 +394,8 @@ impl SubBlock {
                 unsafe { lane_state.rounds(warp, table, rounds, lows, put_four) };
             }
         }
-        for k in whole..steps(self.version, self.len) {
-            let i = symbol_index(self.version, k, lane);
+        for k in whole..steps(version, self.len) {
+            let i = symbol_index(version, k, lane);
             unsafe { lane_state.stage(warp) };
             let entry = unsafe { lane_state.step(warp, table, i < self.len) };
             if i < self.len {

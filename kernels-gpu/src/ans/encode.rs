@@ -3,7 +3,7 @@
 //! into its warp's stage in shared memory and copied out once the round's sizes place it.
 
 use super::{BITMAP_LEN, STAGE_BYTES, STAGE_WORDS, Tables, byte_perm, set_symbols};
-use crate::block::{Block, parts_len};
+use crate::block::{Block, parts_len, strided};
 use crate::copy::{Memory, Source, spread};
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
@@ -76,7 +76,7 @@ impl Symbols {
                 unsafe { tables.add(words[byte / 4] >> (8 * (byte % 4)) & 0xFF) };
             }
         };
-        for unit in (thread..units).step_by(2 * threads) {
+        for unit in strided(thread..units, 2 * threads) {
             let more = unit + threads < units;
             let (first, second) = (load(unit), if more { load(unit + threads) } else { [0; 4] });
             add(first);
@@ -84,7 +84,7 @@ impl Symbols {
                 add(second);
             }
         }
-        for i in (units * 16 / WIDTH + thread..count).step_by(threads) {
+        for i in strided(units * 16 / WIDTH + thread..count, threads) {
             unsafe { tables.add(self.at::<WIDTH>(i)) };
         }
     }
@@ -154,8 +154,8 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     let count = symbols(n, data_type);
     // The symbols' counts, then (the first warp) the table.
     block.sync_threads(); // the block is done with the chunk before
-    for s in (thread..256).step_by(threads) {
-        unsafe { *tables.symbols.add(s) = 0 };
+    for s in strided(thread..256, threads) {
+        unsafe { tables.shared.set_u32(4 * s as u32, 0) };
     }
     if thread == 0 {
         unsafe { tables.clear_overflowed() };
@@ -168,7 +168,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     block.sync_threads(); // counted before the table overwrites them
     let freqs = normalize(warp, counts, count);
     let (before, present) = if warp_index == 0 {
-        unsafe { set_symbols(warp, tables.symbols, freqs) }
+        unsafe { set_symbols(warp, tables.shared, freqs) }
     } else {
         // The same counts in every warp, so the same frequencies: only the first writes them.
         let present = freqs.iter().filter(|&&f| f > 0).count() as u32;
@@ -195,7 +195,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     let (stage, mut at) = (tables.stage(warp_index), first_at);
     let mut size = first_at + (n - count);
     let mut stored = size >= max_size;
-    for round in (0..blocks).step_by(warps) {
+    for round in strided(0..blocks, warps) {
         if round > 0 {
             block.sync_threads(); // the stages copied out
         }

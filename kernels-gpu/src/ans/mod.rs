@@ -55,13 +55,12 @@ const BITMAP_LEN: usize = 32;
 
 /// The compressing block's tables in shared memory.
 struct Tables {
-    /// Symbol `s`'s count, then its frequency (low 16 bits) and cumulative frequency (high 16).
-    symbols: *mut u32,
     /// Each sub-block's word count.
     word_counts: *mut u16,
-    /// The three, to read and count in: from [`ENTRIES_AT`], symbol `s`'s coding entry, its
-    /// word of `symbols` and its frequency's [`reciprocal`](ferrocomp_format::ans::reciprocal),
-    /// looked up in one load.
+    /// The tables, to read and count in: from 0, symbol `s`'s word, its count, then its frequency
+    /// (low 16 bits) and cumulative frequency (high 16); from [`ENTRIES_AT`], its coding entry,
+    /// that word and its frequency's [`reciprocal`](ferrocomp_format::ans::reciprocal), looked up
+    /// in one load.
     shared: crate::raw::SharedBytes,
 }
 
@@ -74,7 +73,6 @@ const STAGES_AT: u32 = OVERFLOWED_AT + 16;
 impl Tables {
     fn new(shared: *mut u32) -> Self {
         Self {
-            symbols: shared,
             word_counts: shared.wrapping_byte_add(WORD_COUNTS_AT as usize) as *mut u16,
             shared: unsafe { crate::raw::SharedBytes::new(shared as *const u8) },
         }
@@ -92,7 +90,7 @@ impl Tables {
         unsafe { self.shared.add_u32(4 * s, 1) }
     }
 
-    /// Writes symbol `s`'s coding entry from its word of `symbols` (which this thread wrote).
+    /// Writes symbol `s`'s coding entry from its word (which this thread wrote).
     #[inline(always)]
     unsafe fn set_entry(&self, s: u32) {
         let word = unsafe { self.shared.u32(4 * s) };
@@ -138,12 +136,12 @@ impl Tables {
 /// symbols `8l .. 8l + 8` into `symbols` (256 words of shared memory); returns how many symbols
 /// have a frequency before and in this lane.
 #[inline(always)]
-unsafe fn set_symbols<W: Warp>(warp: &W, symbols: *mut u32, freqs: [u32; 8]) -> (u32, u32) {
-    let lane = warp.lane() as usize;
+unsafe fn set_symbols<W: Warp>(warp: &W, symbols: crate::raw::SharedBytes, freqs: [u32; 8]) -> (u32, u32) {
+    let lane = warp.lane();
     let own: u32 = freqs.iter().sum();
     let mut cum = crate::lz77::scan_add(warp, own) - own;
     for (j, &freq) in freqs.iter().enumerate() {
-        unsafe { *symbols.add(8 * lane + j) = freq | cum << 16 };
+        unsafe { symbols.set_u32(4 * (8 * lane + j as u32), freq | cum << 16) };
         cum += freq;
     }
     let present = freqs.iter().filter(|&&f| f > 0).count() as u32;

@@ -14,7 +14,7 @@ use super::{
     row_bytes,
 };
 use crate::bitpack::{Scatter32, Scatter64, shuffle_value};
-use crate::block::Block;
+use crate::block::{Block, strided};
 use crate::copy::{Memory, spread};
 use crate::lz77::funnel;
 use crate::raw::SharedBytes;
@@ -81,7 +81,7 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
         // have been copying through its table.
         let table = unsafe { Shared::new(shared).table() };
         block.sync_threads();
-        for k in (block.thread() as usize..SYMBOLS_LEN).step_by(block.threads() as usize) {
+        for k in strided(block.thread() as usize..SYMBOLS_LEN, block.threads() as usize) {
             unsafe { table.set_u8(k as u32, bytes[HEADER_LEN + k]) };
         }
         block.sync_threads();

@@ -22,7 +22,7 @@ use super::{
     row_bytes,
 };
 use crate::bitpack::{Scatter32, Scatter64};
-use crate::block::Block;
+use crate::block::{Block, strided};
 use crate::copy::{Memory, Sink, spread};
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
@@ -263,7 +263,7 @@ unsafe fn rank_bytes<B: Block, W: Warp>(
     // The warps' memory is the chunk before's until every warp is done with it.
     block.sync_threads();
     let histograms = unsafe { SharedBytes::new(counts) };
-    for k in (thread..COUNTS_BYTES / 16).step_by(threads) {
+    for k in strided(thread..COUNTS_BYTES / 16, threads) {
         unsafe { histograms.set_u32x4(16 * k as u32, [0; 4]) };
     }
     block.sync_threads();
@@ -274,7 +274,7 @@ unsafe fn rank_bytes<B: Block, W: Warp>(
     // Each byte's key: its count, then the lower byte higher, so that a byte's rank is the number
     // of greater keys. (Counts past 24 bits are held at the most: at most one byte can have that
     // many, and it ranks first either way.)
-    for b in (thread..SYMBOLS_LEN).step_by(threads) {
+    for b in strided(thread..SYMBOLS_LEN, threads) {
         let row = (0..WARP_SIZE / 4).map(|k| unsafe { histograms.u32x4(128 * b as u32 + 16 * k) });
         let count: u32 = row.map(|[a, b, c, d]| a + b + c + d).sum();
         unsafe { totals.set_u32(4 * b as u32, count.min(0xFF_FFFF) << 8 | (255 - b as u32)) };
@@ -282,7 +282,7 @@ unsafe fn rank_bytes<B: Block, W: Warp>(
     block.sync_threads();
     // Two bytes a thread, 128 apart, ranked in one pass over the keys.
     const HALF: usize = SYMBOLS_LEN / 2;
-    for low in (thread..HALF).step_by(threads) {
+    for low in strided(thread..HALF, threads) {
         let keys = unsafe { (totals.u32(4 * low as u32), totals.u32(4 * (low + HALF) as u32)) };
         // (Arrays taken apart by name: iterating one puts it in local memory.)
         let (mut low_rank, mut high_rank) = (0, 0);

@@ -58,7 +58,8 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
     let warp_index = (block.thread() / WARP_SIZE) as usize;
     let own = unsafe { shared.add(PARTS_BYTES + warp_index * WARP_BYTES) };
     let parts = sub_blocks(n);
-    let decode = |s: usize, at: usize, size: usize| {
+    let decode = |s: u32, at: u32, size: u32| {
+        let (s, at, size) = (s as usize, at as usize, size as usize);
         if at + size > len {
             return Err(Status::Truncated);
         }
@@ -73,9 +74,11 @@ pub unsafe fn decompress_chunk<B: Block, W: Warp>(
             }
         }
     };
-    let size = |s: usize| sub_block_size(bytes, s);
-    let end = unsafe { decode_parts(block, warp, parts, HEADER_LEN + 2 * parts, size, shared as *mut u32, decode)? };
-    if end != len { Err(Status::Malformed) } else { Ok(n) }
+    // Within 32 bits: at most 4,096 parts of 64 KiB.
+    let size = |s: u32| sub_block_size(bytes, s as usize) as u32;
+    let first_at = (HEADER_LEN + 2 * parts) as u32;
+    let end = unsafe { decode_parts(block, warp, parts as u32, first_at, size, shared as *mut u32, decode)? };
+    if end as usize != len { Err(Status::Malformed) } else { Ok(n) }
 }
 
 /// A row of `WIDTH`-byte elements in shared memory.

@@ -5,7 +5,7 @@
 
 use super::{COMPRESS_SHARED_BYTES_PER_WARP, ROW_BYTES, get, set};
 use crate::bitpack::{or_bits, reduce_extremes, shuffle64};
-use crate::block::Block;
+use crate::block::{Block, strided};
 use crate::copy::{Memory, spread};
 use crate::raw::SharedBytes;
 use crate::warp::{WARP_SIZE, Warp};
@@ -68,7 +68,7 @@ pub unsafe fn compress_chunk<B: Block, W: Warp>(
     let mut encoder = Encoder::new(unsafe { shared.add(warp_index * COMPRESS_SHARED_BYTES_PER_WARP) }, options);
     let sizes = unsafe { shared.add(warps * COMPRESS_SHARED_BYTES_PER_WARP) } as *mut u32;
     let mut at = table;
-    for round in (0..sub_blocks(n)).step_by(warps) {
+    for round in strided(0..sub_blocks(n), warps) {
         let s = round + warp_index;
         let (from, len) = (s * SUB_BLOCK, SUB_BLOCK.min(n.saturating_sub(s * SUB_BLOCK)));
         let coded = if len > 0 { unsafe { encoder.encode(warp, input.add(from), len) } } else { None };

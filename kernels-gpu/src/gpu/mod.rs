@@ -189,12 +189,10 @@ impl Block for HardwareBlock {
         unsafe { asm!("st.release.cta.u32 [{at}], {value};", at = in(reg64) at, value = in(reg32) value) };
     }
 
+    /// `atom.shared`: on a generic address, an atomic is a GPU-scope one through the memory
+    /// system.
     #[inline(always)]
     unsafe fn fetch_add(&self, at: *mut u32, value: u32) -> u32 {
-        let before;
-        unsafe {
-            asm!("atom.add.u32 {before}, [{at}], {value};", before = out(reg32) before, at = in(reg64) at, value = in(reg32) value)
-        };
-        before
+        unsafe { crate::raw::shared_fetch_add(at, value) }
     }
 }

@@ -251,6 +251,31 @@ impl SharedBytes {
     reduction!(add_u32, "add.u32", shared_add, "Adds `value` to");
     reduction!(or_u32, "or.b32", shared_or, "ORs `value` into");
 
+    /// Word `index` (at `4 * index`); the address is formed in one shift-and-add (the compiler
+    /// would fold a mask of `index` into the shift, making it three).
+    ///
+    /// # Safety
+    /// It must be readable, and in the memory [`new`](Self::new) was given.
+    #[inline(always)]
+    pub unsafe fn word(self, index: u32) -> u32 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let word: u32;
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .u32 at; shl.b32 at, {index}, 2; add.u32 at, at, {base}; ld.shared.u32 {word}, [at]; }}",
+                    base = in(reg32) self.base, index = in(reg32) index, word = out(reg32) word,
+                    options(pure, readonly, nostack)
+                )
+            };
+            word
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        unsafe {
+            (self.base as *const u32).add(index as usize).read()
+        }
+    }
+
     /// Pair `index` of words (at `8 * index`), in one load; the address is formed in one
     /// shift-and-add (the compiler would fold a mask of `index` into the shift, making it three).
     ///

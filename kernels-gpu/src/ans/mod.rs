@@ -1,7 +1,7 @@
 //! ANS on the GPU: the format crate's bytes written and read (`ferrocomp_format::ans`), a
 //! sub-block's 32 interleaved rANS states a warp's lanes.
 //!
-//! Decoding, a block of warps takes each chunk: it writes the chunk's table once, a 64-bit entry
+//! Decoding, a block of warps takes each chunk: it writes the chunk's table once, a 32-bit entry
 //! a slot (symbol, frequency and the slot's offset in the symbol's range), then each warp decodes
 //! its sub-blocks, 32 symbols a step: one table lookup a symbol, and the lanes whose state falls
 //! low take the next words in lane order, a ballot's prefix giving each the index of the word it

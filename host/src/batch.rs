@@ -87,10 +87,11 @@ pub trait BatchCodec: Send + Sync {
     }
 
     /// The shape of the block decoder (the `{codec}_decompress_blocks` kernel, for the codecs
-    /// that have one: several warps a chunk) where a batch of `count` chunks decodes faster with
-    /// it on a GPU of `multiprocessors` SMs than in [`BatchCodec::decompress_shape`]; by
-    /// default, none.
-    fn block_decoder(&self, _count: usize, _multiprocessors: u32) -> Option<Shape> {
+    /// that have one: several warps a chunk) where a batch of `count` chunks of at most
+    /// `max_chunk_bytes` (as [`BatchCodec::decompress_shape`] is told it) decodes faster with it
+    /// on a GPU of `multiprocessors` SMs than in [`BatchCodec::decompress_shape`]; by default,
+    /// none.
+    fn block_decoder(&self, _count: usize, _max_chunk_bytes: Option<usize>, _multiprocessors: u32) -> Option<Shape> {
         None
     }
 
@@ -248,7 +249,7 @@ pub trait BatchCodec: Send + Sync {
             ..batch_args(inputs, &results, Some(&scratch), count, launch.options)
         };
         unsafe {
-            match self.block_decoder(count, gpu.multiprocessors()) {
+            match self.block_decoder(count, largest, gpu.multiprocessors()) {
                 Some(shape) => {
                     let options = self.block_decoder_options(count, gpu.multiprocessors());
                     launch.run(gpu, Kernel::DecompressBlocks, shape, &BatchArgs { options, ..args }, stream)?
@@ -334,7 +335,7 @@ pub struct Launch {
 }
 
 /// Which threads code a chunk, as the kernel's `Lanes` expects.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
     /// A warp per chunk, `per_block` warps to a block, each with `shared_bytes` of shared
     /// memory; at most `max_warps` warps (the rest of the chunks are taken in turns).

@@ -71,6 +71,7 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     // Blocks of any size up to an SM's worth of warps, at the registers that many leave.
     ("ans_compress", ans::COMPRESS_WARPS_PER_SM * 32, 1),
     ("ans_decompress", ans::DECODE_WARPS_PER_SM * 32, 1),
+    ("ans_decompress_blocks", ans::BLOCK_DECODER_WARPS_PER_SM * 32, 1),
     // Blocks of any size up to an SM's worth of warps, at the registers that many leave.
     ("bitcomp_compress", bitcomp::COMPRESS_WARPS_PER_SM * 32, 1),
     ("bitcomp_decompress", bitcomp::DECODE_WARPS_PER_SM * 32, 1),

@@ -163,7 +163,7 @@ impl BatchCodec for Deflate {
     }
 
     /// Two warps a chunk (`deflate_decompress_blocks`) for batches the SMs hold at once.
-    fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
+    fn block_decoder(&self, count: usize, _: Option<usize>, multiprocessors: u32) -> Option<Shape> {
         pair_decoder(count, multiprocessors)
     }
 

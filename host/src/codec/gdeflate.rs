@@ -44,7 +44,7 @@ impl BatchCodec for GDeflate {
 
     /// Two warps a page (`gdeflate_decompress_blocks`) for batches the SMs hold at once, the
     /// smallest with their output staged in shared memory.
-    fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
+    fn block_decoder(&self, count: usize, _: Option<usize>, multiprocessors: u32) -> Option<Shape> {
         pair_decoder(count, multiprocessors)
     }
 

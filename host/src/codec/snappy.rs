@@ -32,7 +32,7 @@ impl BatchCodec for Snappy {
         snappy::max_compressed_size(chunk_bytes)
     }
 
-    fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
+    fn block_decoder(&self, count: usize, _: Option<usize>, multiprocessors: u32) -> Option<Shape> {
         block_decoder(count, multiprocessors)
     }
 

@@ -108,7 +108,7 @@ impl BatchCodec for Zstd {
     /// Teams (`zstd_decompress_blocks`): of a writer and its reader for batches of up to
     /// `PAIR_DECODE_WAVES` chunks an SM, of `team_writers` and a reader for larger ones, as
     /// many as the SMs hold at once.
-    fn block_decoder(&self, count: usize, multiprocessors: u32) -> Option<Shape> {
+    fn block_decoder(&self, count: usize, _: Option<usize>, multiprocessors: u32) -> Option<Shape> {
         let writers = match is_small_batch(count, multiprocessors, PAIR_DECODE_WAVES) {
             true => 1,
             false => team_writers(count, multiprocessors)?,
@@ -130,7 +130,8 @@ impl BatchCodec for Zstd {
         let walk = match waves {
             Some(waves) => deeper_than(*waves),
             None => {
-                let pairs = matches!(self.block_decoder(count, multiprocessors), Some(Shape::Teams { writers: 1, .. }));
+                let pairs =
+                    matches!(self.block_decoder(count, None, multiprocessors), Some(Shape::Teams { writers: 1, .. }));
                 pairs && deeper_than(WALK_DECODE_WAVES)
             }
         };

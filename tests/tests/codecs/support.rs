@@ -160,10 +160,9 @@ pub fn gpu_decompress(
     let mut scratch = scratch(gpu, codec.decompress_scratch_size(count, largest));
     let results = Results { sizes: sizes.view_mut(), statuses: statuses.view_mut() };
     let first = Some(first_failure.view_mut());
-    unsafe {
-        codec.decompress_async(gpu, inputs.chunks(), outputs.chunks(), scratch.view_mut(), results, first, stream)
-    }
-    .unwrap();
+    // The outputs' largest told, as the buffer codec and the chunk list tell it.
+    let told = outputs.chunks().with_largest(capacities.iter().copied().max().unwrap_or(0));
+    unsafe { codec.decompress_async(gpu, inputs.chunks(), told, scratch.view_mut(), results, first, stream) }.unwrap();
     stream.synchronize().unwrap();
     let (sizes, statuses) = (gpu.download(sizes.view()).unwrap(), gpu.download(statuses.view()).unwrap());
     let first = gpu.download(first_failure.view()).unwrap()[0];

@@ -60,3 +60,13 @@ def test_nvcomps_own_formats_are_refused(name, algorithm):
     encoded = np.frombuffer((DATA / f"{name}.nvcomp").read_bytes(), np.uint8)
     with pytest.raises(Exception, match=f"nvCOMP's own {algorithm} layout"):
         fc.Codec(device_id="cpu").decode(encoded)
+
+
+@pytest.mark.parametrize("name", [n for n in STREAMS if n.split("-")[1] == "70000"])
+def test_codec_decodes_nvcomps_stream_on_the_gpu(cupy, name):
+    encoded, expected = stream(name)
+    on_device = cupy.asarray(encoded)
+    policy = fc.ChecksumPolicy.COMPUTE_AND_VERIFY if name.endswith("compute_and_verify") else None
+    options = {"checksum_policy": policy} if policy else {}
+    decoded = fc.Codec(**options).decode(on_device)
+    assert cupy.asnumpy(cupy.asarray(decoded)).tobytes() == expected

@@ -36,6 +36,12 @@ impl BufferCodec {
         Ok(out)
     }
 
+    /// The size a compressed device buffer decompresses to, from its header (a raw block is
+    /// walked on the GPU): ferrocomp's container, nvCOMP's native stream or a size prefix.
+    pub fn decompressed_size_device(&self, compressed: DeviceView<'_, u8>, stream: &Stream) -> Result<usize> {
+        Ok(self.read_frame_device(self.require_gpu()?, compressed, stream)?.total_size)
+    }
+
     /// Decompresses device bytes into a new device buffer, on the GPU.
     pub fn decompress_device(&self, compressed: DeviceView<'_, u8>, stream: &Stream) -> Result<DeviceBuffer<u8>> {
         let gpu = self.require_gpu()?;

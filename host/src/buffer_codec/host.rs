@@ -2,7 +2,9 @@
 //! pipeline of [`crate::pipeline`] in segments, each processed on the GPU or the CPU.
 
 use super::{BufferCodec, Compressed};
-use crate::container::{Bitstream, Frame, NativeReader, describe, head_of, is_nvcomp, is_streamed, read_nvcomp_stream};
+use crate::container::{
+    Bitstream, FIXED_HEADER_LEN, Frame, NativeReader, describe, head_of, is_nvcomp, is_streamed, read_nvcomp_stream,
+};
 use crate::error::{Error, Result};
 use crate::file_ranges::{FileRange, RangeReader, in_file};
 use crate::gpu::Gpu;
@@ -14,6 +16,25 @@ use std::io::{Read, Write};
 const FILE_WORKERS: usize = 4;
 
 impl BufferCodec {
+    /// Most bytes [`Self::compress`] (or the device's `compress_device`) writes for `len` input
+    /// bytes: its header and every chunk at the codec's bound.
+    pub fn max_compressed_size(&self, len: usize) -> Result<usize> {
+        let (chunk_size, count) = self.chunking(len)?;
+        let bound = |bytes: usize| self.options.codec().max_compressed_chunk_size(bytes);
+        Ok(match self.config.bitstream {
+            Bitstream::Native => {
+                let tables = 1 + self.stores_checksums() as usize + self.stores_uncompressed_checksums() as usize;
+                let chunks = match count {
+                    0 => 0,
+                    _ => (count - 1) * bound(chunk_size) + bound(len - (count - 1) * chunk_size),
+                };
+                FIXED_HEADER_LEN + 4 * tables * count + chunks
+            }
+            Bitstream::WithUncompressedSize => 8 + bound(len),
+            Bitstream::Raw => bound(len),
+        })
+    }
+
     /// Compresses host bytes (the native bitstream as a version-1 container, one chunk table).
     pub fn compress(&self, input: &[u8]) -> Result<Vec<u8>> {
         self.compress_with_progress(input, &mut |_| {})

@@ -338,6 +338,13 @@ impl Array {
         self.nbytes()
     }
 
+    /// Bytes allocated for the array (nvCOMP's `capacity`): its data's, as ferrocomp allocates
+    /// what it returns to size and wraps other arrays as they are.
+    #[getter]
+    fn capacity(&self) -> usize {
+        self.nbytes()
+    }
+
     /// The element type, as a `numpy.dtype`.
     #[getter]
     fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

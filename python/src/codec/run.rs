@@ -52,7 +52,7 @@ impl Codec {
     /// The call's input arrays, contiguous and where the codec runs (host ones uploaded on the
     /// codec's stream for a GPU codec, device ones copied down for the CPU), and whether the call
     /// took a single array.
-    fn inputs(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<(Vec<Array>, bool)> {
+    pub(super) fn inputs(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<(Vec<Array>, bool)> {
         let single = !is_list(obj);
         let objects: Vec<Bound<'_, PyAny>> =
             if single { vec![obj.clone()] } else { obj.try_iter()?.collect::<PyResult<_>>()? };
@@ -247,6 +247,26 @@ impl Codec {
         if sync { call.finish(py) } else { Ok(Py::new(py, Pending::new(py, call, stream)?)?.into_any()) }
     }
 
+    /// The sizes `inputs` (where the codec runs) decode to, from their prefixes or by walking
+    /// their blocks; the first failing one raises.
+    pub(super) fn decoded_sizes(&self, py: Python<'_>, chunks: &ChunkListCodec, inputs: &[Array]) -> PyResult<Vec<usize>> {
+        let outcomes = match &self.backend {
+            Backend::Cpu => {
+                let ins: Vec<&[u8]> = inputs.iter().map(|a| unsafe { a.host_bytes() }).collect();
+                py.detach(|| chunks.decompressed_sizes_cpu(&ins))
+            }
+            Backend::Gpu { stream, .. } => {
+                let ins: Vec<DeviceView<'_, u8>> = inputs.iter().map(Array::device_bytes).collect();
+                py.detach(|| {
+                    let results = unsafe { chunks.decompressed_sizes_async(&ins, stream.stream())? };
+                    results.outcomes()
+                })
+                .map_err(|e| to_py(e, Direction::Decode))?
+            }
+        };
+        first_failure(outcomes, Direction::Decode)
+    }
+
     /// Outputs for a batched call without `out=`, back to back in one allocation: room for the
     /// largest input's bound each when encoding; each chunk's decompressed size when decoding
     /// (asked first, which waits for the device).
@@ -262,23 +282,7 @@ impl Codec {
                 let largest = inputs.iter().map(Array::nbytes).max().unwrap_or(0);
                 vec![chunks.max_compressed_size(largest); inputs.len()]
             }
-            Direction::Decode => {
-                let outcomes = match &self.backend {
-                    Backend::Cpu => {
-                        let ins: Vec<&[u8]> = inputs.iter().map(|a| unsafe { a.host_bytes() }).collect();
-                        py.detach(|| chunks.decompressed_sizes_cpu(&ins))
-                    }
-                    Backend::Gpu { stream, .. } => {
-                        let ins: Vec<DeviceView<'_, u8>> = inputs.iter().map(Array::device_bytes).collect();
-                        py.detach(|| {
-                            let results = unsafe { chunks.decompressed_sizes_async(&ins, stream.stream())? };
-                            results.outcomes()
-                        })
-                        .map_err(|e| to_py(e, direction))?
-                    }
-                };
-                first_failure(outcomes, direction)?
-            }
+            Direction::Decode => self.decoded_sizes(py, chunks, inputs)?,
         };
         let total = sizes.iter().sum();
         let (base, keep, device) = match &self.backend {

@@ -69,3 +69,14 @@ def test_the_uncompressed_size_of_nvcomps_stream_is_read_from_its_header():
 def test_capacity_is_the_buffer_size():
     array = fc.as_array(np.zeros((3, 5), np.float32))
     assert array.capacity == array.buffer_size == 60
+
+
+def test_sizes_of_device_arrays_are_read_on_the_gpu(cupy):
+    nvcomps = np.frombuffer((DATA / "zstd-70000-4096-compute_and_verify.nvcomp").read_bytes(), np.uint8)
+    assert fc.Codec().get_uncomp_buffer_size(cupy.asarray(nvcomps)) == 70000
+    data = cupy.arange(50000, dtype=cupy.uint8)
+    for kind in (NATIVE, RAW, SIZED):
+        c = fc.Codec("LZ4", bitstream_kind=kind)
+        encoded = c.encode(data)
+        assert encoded.buffer_size <= c.get_max_comp_buffer_size(data)
+        assert c.get_uncomp_buffer_size(encoded) == 50000

@@ -19,6 +19,7 @@ from ferrocomp._errors import ChunkError, DecodeError, EncodeError
 from ferrocomp._ferrocomp import (
     Array,
     ArrayBufferKind,
+    BatchArray,
     BitstreamKind,
     ChecksumPolicy,
     Codec,
@@ -55,6 +56,7 @@ __all__ = [
     "STRIDED_HOST",
     "Array",
     "ArrayBufferKind",
+    "BatchArray",
     "BitstreamKind",
     "ChecksumPolicy",
     "ChunkError",

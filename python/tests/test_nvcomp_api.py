@@ -16,11 +16,11 @@ import ferrocomp as fc
 API = (Path(__file__).resolve().parents[2] / "tests" / "data" / "nvcomp6" / "api.txt").read_text()
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "nvcomp6"
 
-# What nvCOMP 6.0 has that ferrocomp has not yet (issue 50): its batch type, reusable configurations, execution
+# What nvCOMP 6.0 has that ferrocomp has not yet (issue 50): its reusable configurations, execution
 # policy and decompression backend, and the option enums of its own Cascaded, Bitcomp and bit-shuffled LZ4 formats.
 NOT_YET = {
-    "ASYMMETRIC", "BITCOMP_LOSSLESS", "BITCOMP_LOSSY_FP_TO_SIGNED", "BITCOMP_LOSSY_FP_TO_UNSIGNED", "BatchArray",
-    "BitcompMode", "BitshuffleMode", "CASCADED_BITPACK", "CascadedCoarseGrainedEncoding", "CascadedFineGrainedEncoding",
+    "ASYMMETRIC", "BITCOMP_LOSSLESS", "BITCOMP_LOSSY_FP_TO_SIGNED", "BITCOMP_LOSSY_FP_TO_UNSIGNED", "BitcompMode",
+    "BitshuffleMode", "CASCADED_BITPACK", "CascadedCoarseGrainedEncoding", "CascadedFineGrainedEncoding",
     "CascadedMode", "CascadedTerminalCodec", "CompressConfig", "DELTA", "DecompressBackend", "DecompressConfig",
     "ExecutionPolicy", "FOR", "NONE", "NVCOMP_BITSHUFFLE_LSB_FIRST", "NVCOMP_BITSHUFFLE_MSB_FIRST",
     "NVCOMP_BITSHUFFLE_NONE", "NVCOMP_DECOMPRESS_BACKEND_CUDA", "NVCOMP_DECOMPRESS_BACKEND_DEFAULT",

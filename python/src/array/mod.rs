@@ -3,6 +3,7 @@
 //! `__array_interface__` and DLPack; with host and device copies. A device array may carry the
 //! stream its data is produced on: consumers wait for it.
 
+pub mod batch;
 pub mod wrap;
 
 use crate::alloc::host_memory;

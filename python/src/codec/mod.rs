@@ -9,7 +9,7 @@ mod run;
 
 use crate::array::Array;
 use crate::array::wrap::integers;
-use crate::call::{Call, Outcomes, Pending};
+use crate::call::{Call, Outcomes, Pending, Returns};
 use crate::device::{self, StreamRef, stream_arg};
 use crate::dtype::DType;
 use crate::enums::{BitstreamKind, PyChecksumPolicy};
@@ -380,7 +380,7 @@ impl Codec {
             outputs: vec![output],
             callers_outputs: true,
             dtype: DType::bytes(),
-            single: true,
+            returns: Returns::One,
             prefix_len: chunks.prefix_len(),
             packed: true,
             outcomes,

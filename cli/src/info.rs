@@ -43,28 +43,30 @@ fn format(path: &Path, description: &Description) -> String {
         uncompressed_checksums,
         compressed_checksums,
     } = description;
+    let nvcomp = *version == container::NVCOMP_VERSION;
+    let sum = if nvcomp { "nvCOMP's checksum" } else { "CRC-32" };
     let checksums = match (uncompressed_checksums, compressed_checksums) {
-        (true, true) => "CRC-32 of each chunk's uncompressed and compressed bytes",
-        (true, false) => "CRC-32 of each chunk's uncompressed bytes",
-        (false, true) => "CRC-32 of each chunk's compressed bytes",
-        (false, false) => "none",
+        (true, true) => format!("{sum} of each chunk's uncompressed and compressed bytes"),
+        (true, false) => format!("{sum} of each chunk's uncompressed bytes"),
+        (false, true) => format!("{sum} of each chunk's compressed bytes"),
+        (false, false) => "none".into(),
     };
     let ratio = *uncompressed as f64 / (*compressed).max(1) as f64;
     let mut fields = vec![
-        ("container version", version.to_string()),
+        ("container version", if nvcomp { "nvCOMP 6 native stream".into() } else { version.to_string() }),
         ("algorithm", describe(options)),
         ("chunk size", format!("{chunk_size} bytes")),
         ("chunks", chunks.to_string()),
     ];
-    // Version 1 holds one chunk table, no blocks.
-    if *version != container::VERSION {
+    // Version 1 and nvCOMP's streams hold one chunk table, no blocks.
+    if *version == container::STREAM_VERSION {
         fields.push(("blocks", blocks.to_string()));
     }
     fields.extend([
         ("uncompressed", format!("{uncompressed} bytes")),
         ("compressed", format!("{compressed} bytes")),
         ("ratio", format!("{ratio:.3}")),
-        ("checksums", checksums.to_string()),
+        ("checksums", checksums),
     ]);
     let lines = fields.iter().map(|(field, value)| format!("  {field}: {value}\n"));
     format!("{}\n{}", path.display(), lines.collect::<String>())

@@ -37,16 +37,16 @@ pub enum Error {
         /// Bytes it decoded to.
         actual: usize,
     },
-    /// A chunk's CRC-32 does not match the one stored in the container.
-    #[error("chunk {chunk}: CRC-32 of its {part} bytes is {actual:#010x}, the container stores {expected:#010x}")]
+    /// A chunk's checksum (a CRC-32, or nvCOMP's in its streams) does not match the stored one.
+    #[error("chunk {chunk}: the checksum of its {part} bytes is {actual:#010x}, the container stores {expected:#010x}")]
     ChecksumMismatch {
         /// Index of the chunk in its stream.
         chunk: usize,
         /// Whether the compressed or the decompressed bytes were checked.
         part: ChecksumPart,
-        /// The CRC-32 the container stores.
+        /// The checksum the container stores.
         expected: u32,
-        /// The CRC-32 of the bytes.
+        /// The checksum of the bytes.
         actual: u32,
     },
     /// The checksum policy requires checksums the container does not have.

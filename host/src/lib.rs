@@ -59,7 +59,7 @@ pub use chunk_list::{ChunkListCodec, ChunkResults};
 pub use codec::{
     Ans, AnsDataType, Bitcomp, Blosc, Cascaded, Deflate, ElementType, ErrorBound, GDeflate, Lz4, Options, Snappy, Zstd,
 };
-pub use container::{Bitstream, Description, Frame, describe};
+pub use container::{Bitstream, Checksums, Description, Frame, NVCOMP_MAGIC, describe, is_nvcomp};
 pub use error::{ChecksumPart, Error, Result};
 pub use ferrocomp_format::blosc::Shuffle;
 pub use ferrocomp_format::deflate::Wrapper;

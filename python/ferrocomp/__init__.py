@@ -19,6 +19,7 @@ from ferrocomp._errors import ChunkError, DecodeError, EncodeError
 from ferrocomp._ferrocomp import (
     Array,
     ArrayBufferKind,
+    BatchArray,
     BitstreamKind,
     ChecksumPolicy,
     Codec,
@@ -36,9 +37,26 @@ from ferrocomp._ferrocomp import (
 )
 from ferrocomp.external_memory import ExternalMemory
 
+# nvCOMP's module exports these enums' members by name too.
+NO_COMPUTE_NO_VERIFY = ChecksumPolicy.NO_COMPUTE_NO_VERIFY
+COMPUTE_AND_NO_VERIFY = ChecksumPolicy.COMPUTE_AND_NO_VERIFY
+NO_COMPUTE_AND_VERIFY_IF_PRESENT = ChecksumPolicy.NO_COMPUTE_AND_VERIFY_IF_PRESENT
+COMPUTE_AND_VERIFY_IF_PRESENT = ChecksumPolicy.COMPUTE_AND_VERIFY_IF_PRESENT
+COMPUTE_AND_VERIFY = ChecksumPolicy.COMPUTE_AND_VERIFY
+STRIDED_DEVICE = ArrayBufferKind.STRIDED_DEVICE
+STRIDED_HOST = ArrayBufferKind.STRIDED_HOST
+
 __all__ = [
+    "COMPUTE_AND_NO_VERIFY",
+    "COMPUTE_AND_VERIFY",
+    "COMPUTE_AND_VERIFY_IF_PRESENT",
+    "NO_COMPUTE_AND_VERIFY_IF_PRESENT",
+    "NO_COMPUTE_NO_VERIFY",
+    "STRIDED_DEVICE",
+    "STRIDED_HOST",
     "Array",
     "ArrayBufferKind",
+    "BatchArray",
     "BitstreamKind",
     "ChecksumPolicy",
     "ChunkError",

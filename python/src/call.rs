@@ -3,6 +3,7 @@
 //! returns at once with the statuses and sizes (on the device for a GPU codec).
 
 use crate::array::Array;
+use crate::array::batch::BatchArray;
 use crate::device::StreamRef;
 use crate::dtype::DType;
 use crate::errors::{Direction, to_py_at, value_error};
@@ -29,8 +30,8 @@ pub struct Call {
     pub callers_outputs: bool,
     /// The element type of outputs ferrocomp allocated.
     pub dtype: DType,
-    /// Whether the call took one array (and returns one) rather than a list.
-    pub single: bool,
+    /// What the call returns: one array, a list or a `BatchArray`, as it took.
+    pub returns: Returns,
     /// Bytes before each block (a size prefix), not counted in the device sizes.
     pub prefix_len: usize,
     /// Whether the chunks are packed in one input and one output array (`decode_packed`): the
@@ -65,7 +66,7 @@ impl Call {
             .zip(sizes)
             .map(|(output, size)| filled(output, size, self.callers_outputs, &self.dtype))
             .collect::<PyResult<Vec<_>>>()?;
-        returned(py, arrays, self.single)
+        returned(py, arrays, self.returns)
     }
 
     /// The device (or host) arrays of statuses and sizes, for an asynchronous call.
@@ -115,11 +116,23 @@ pub fn filled(output: &Array, size: usize, callers: bool, dtype: &DType) -> PyRe
     Ok(ready.prefix(size, dtype.clone()))
 }
 
-/// One array for a single-array call, else a list.
-pub fn returned(py: Python<'_>, arrays: Vec<Array>, single: bool) -> PyResult<Py<PyAny>> {
+/// What a call returns for its arrays: one array, a list of them, or a `BatchArray` (no Python
+/// object per array).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Returns {
+    One,
+    List,
+    Batch,
+}
+
+/// The arrays as the call returns them.
+pub fn returned(py: Python<'_>, arrays: Vec<Array>, returns: Returns) -> PyResult<Py<PyAny>> {
+    if returns == Returns::Batch {
+        return Ok(BatchArray::new_py(py, arrays)?.into_any());
+    }
     let mut arrays = arrays.into_iter().map(|array| Py::new(py, array)).collect::<PyResult<Vec<_>>>()?;
-    match (single, arrays.pop()) {
-        (true, Some(array)) => Ok(array.into_any()),
+    match (returns, arrays.pop()) {
+        (Returns::One, Some(array)) => Ok(array.into_any()),
         (_, last) => Ok(PyList::new(py, arrays.into_iter().chain(last))?.into_any().unbind()),
     }
 }

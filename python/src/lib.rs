@@ -23,6 +23,7 @@ fn _ferrocomp(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     device::on_load(alloc::apply);
     module.add_class::<array::Array>()?;
+    module.add_class::<array::batch::BatchArray>()?;
     module.add_class::<codec::Codec>()?;
     module.add_class::<call::Pending>()?;
     module.add_class::<device::CudaStream>()?;

@@ -147,7 +147,40 @@ def test_as_arrays():
     arrays = fc.as_arrays(sources)
     assert [a.shape for a in arrays] == [(4,), (3,), (2,)]
     assert [bytes(a) for a in arrays] == [sources[0].tobytes(), b"xyz", b"12"]
-    assert fc.as_arrays(()) == []
+    assert isinstance(arrays, fc.BatchArray) and len(fc.as_arrays(())) == 0
+
+
+def test_a_batch_array_is_indexed_iterated_and_sized_like_nvcomps():
+    sources = [np.arange(n, dtype=np.uint8) for n in (3, 0, 7)]
+    batch = fc.as_arrays(sources)
+    assert len(batch) == 3 and batch.buffer_sizes == [3, 0, 7]
+    assert bytes(batch[2]) == bytes(batch[-1]) == sources[2].tobytes()
+    assert [a.buffer_size for a in batch] == [3, 0, 7]
+    for index in (3, -4):
+        with pytest.raises(IndexError, match="outside a batch of 3"):
+            batch[index]
+    assert batch.cpu() is batch
+    assert repr(batch) == "BatchArray(3 arrays, 10 bytes)"
+
+
+def test_a_batch_array_in_is_a_batch_array_out():
+    codec = fc.Codec("LZ4", device_id="cpu", bitstream_kind=fc.BitstreamKind.RAW)
+    chunks = [np.frombuffer(bytes([i]) * (100 + i), np.uint8) for i in range(20)]
+    encoded = codec.encode(fc.as_arrays(chunks))
+    assert isinstance(encoded, fc.BatchArray) and len(encoded) == 20
+    decoded = codec.decode(encoded)
+    assert isinstance(decoded, fc.BatchArray)
+    assert [bytes(a) for a in decoded] == [c.tobytes() for c in chunks]
+    # Into one buffer carved by offsets, as nvCOMP 6's decode(batch, out=as_arrays(...)) does.
+    sizes = [len(c) for c in chunks]
+    out = np.zeros(sum(sizes), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
+    codec.decode(encoded, out=fc.as_arrays(out, offsets, sizes))
+    assert out.tobytes() == b"".join(c.tobytes() for c in chunks)
+    # A list in is still a list out (nvCOMP 5's way).
+    assert isinstance(codec.decode(list(encoded)), list)
+    with pytest.raises(ValueError, match="out= is a list of arrays or a BatchArray"):
+        codec.decode(encoded, out=np.zeros(10, np.uint8))
 
 
 @pytest.mark.parametrize("bad", ["text", 3, 1.5, None, object()])

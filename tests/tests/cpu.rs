@@ -187,3 +187,21 @@ fn oversized_single_chunk_input_is_refused() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn max_compressed_size_bounds_every_bitstream() {
+    for bitstream in [Bitstream::Native, Bitstream::Raw, Bitstream::WithUncompressedSize] {
+        for checksum in [ChecksumPolicy::NoComputeNoVerify, ChecksumPolicy::ComputeAndVerify] {
+            let codec = codec(bitstream, checksum);
+            for n in sizes().into_iter().filter(|&n| bitstream == Bitstream::Native || n <= 1 << 16) {
+                let bound = codec.max_compressed_size(n).unwrap();
+                for data in [random_bytes(n, 4), text_bytes(n, 5)] {
+                    assert!(codec.compress(&data).unwrap().len() <= bound, "{bitstream:?}, {n} bytes");
+                }
+                // Incompressible data comes within the chunks' headers of the bound.
+                let random = codec.compress(&random_bytes(n, 4)).unwrap().len();
+                assert!(bound - random <= 32 + n / 100, "{bitstream:?}, {n} bytes: {random} of {bound}");
+            }
+        }
+    }
+}

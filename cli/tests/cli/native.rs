@@ -57,7 +57,7 @@ fn checksums_are_stored_and_checked_by_default() {
     dir.file("bad.fcmp", &bytes);
     let stderr = dir.code_err(&["-d"], "bad.fcmp", "out");
     assert!(
-        stderr.starts_with("ferrocomp: decompressing bad.fcmp: chunk 6: CRC-32 of its compressed bytes is "),
+        stderr.starts_with("ferrocomp: decompressing bad.fcmp: chunk 6: the checksum of its compressed bytes is "),
         "{stderr}"
     );
     // Without checksums, none is stored; none is checked.
@@ -65,7 +65,7 @@ fn checksums_are_stored_and_checked_by_default() {
     let info = String::from_utf8(dir.run(&["info", "in.fcmp"]).stdout).unwrap();
     assert!(info.contains("\n  checksums: none\n"), "{info}");
     let unchecked = dir.run(&["--cpu", "-dc", "--no-check", "bad.fcmp"]);
-    assert!(!String::from_utf8_lossy(&unchecked.stderr).contains("CRC-32"));
+    assert!(!String::from_utf8_lossy(&unchecked.stderr).contains("checksum"));
 }
 
 /// Every checksum policy, by each of its names, round-trips; `--no-check` is no-compute-no-verify.
@@ -172,4 +172,19 @@ fn chunk_size_takes_units() {
     let usage = dir.run(&["--cpu", "--segment-size", "1X", "in", "-o", "bad"]);
     assert_eq!(usage.status.code(), Some(2));
     assert!(!dir.path("bad").exists());
+}
+
+/// nvCOMP 6's own native streams decode and are described (`tests/data/nvcomp6`).
+#[test]
+fn nvcomps_native_streams_decode_and_are_described() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/nvcomp6");
+    let dir = TempDir::new("nvcomp");
+    let stream = std::fs::read(data.join("zstd-70000-4096-compute_and_verify.nvcomp")).unwrap();
+    dir.file("in.nvcomp", &stream);
+    let decoded = dir.ok(&["-dc", "in.nvcomp"]);
+    assert_eq!(decoded, std::fs::read(data.join("text-70000.raw")).unwrap());
+    let info = String::from_utf8(dir.run(&["info", "in.nvcomp"]).stdout).unwrap();
+    assert!(info.contains("\n  container version: nvCOMP 6 native stream\n  algorithm: zstd"), "{info}");
+    assert!(info.contains("\n  chunks: 18\n  uncompressed: 70000 bytes\n"), "{info}");
+    assert!(info.contains("\n  checksums: nvCOMP's checksum of each chunk's uncompressed and compressed bytes\n"));
 }

@@ -64,15 +64,16 @@ impl BufferCodec {
             .map(|(i, out)| {
                 let chunk = first_chunk + i;
                 let input = &compressed[offsets[i]..offsets[i] + segment.compressed_sizes[i]];
+                let sums = &segment.checksums;
                 if let Some(crcs) = verify_compressed {
-                    check_crc(chunk, ChecksumPart::Compressed, crcs[i], crc32(input))?;
+                    check_crc(chunk, ChecksumPart::Compressed, crcs[i], sums.of(ChecksumPart::Compressed, i, input))?;
                 }
                 let size = codec.decompress_cpu(input, out).map_err(|status| Error::Chunk { chunk, status })?;
                 if size != out.len() {
                     return Err(Error::ChunkSize { chunk, expected: out.len(), actual: size });
                 }
                 if let Some(crcs) = verify_uncompressed {
-                    check_crc(chunk, ChecksumPart::Uncompressed, crcs[i], crc32(out))?;
+                    check_crc(chunk, ChecksumPart::Uncompressed, crcs[i], sums.of(ChecksumPart::Uncompressed, i, out))?;
                 }
                 Ok(())
             })

@@ -5,13 +5,16 @@ use super::{BufferCodec, Compressed, check_crc};
 use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, HostBuffer};
 use crate::batch::{Chunks, Results};
 use crate::checksum::crc32_async;
-use crate::container::{Bitstream, Checksums, FIXED_HEADER_LEN, Frame, native_header_len_from_fixed};
+use crate::container::{
+    Bitstream, Checksums, FIXED_HEADER_LEN, Frame, NVCOMP_HEADER_LEN, native_header_len_from_fixed,
+};
 use crate::error::{ChecksumPart, Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::pipeline::{SegmentSlot, Staging};
 use crate::scatter::gather_async;
 use crate::scratch::Scratch;
 use ferrocomp_format::Status;
+use rayon::prelude::*;
 
 impl BufferCodec {
     /// Compresses device bytes into a new device buffer, on the GPU.
@@ -31,6 +34,12 @@ impl BufferCodec {
             stream.synchronize()?;
         }
         Ok(out)
+    }
+
+    /// The size a compressed device buffer decompresses to, from its header (a raw block is
+    /// walked on the GPU): ferrocomp's container, nvCOMP's native stream or a size prefix.
+    pub fn decompressed_size_device(&self, compressed: DeviceView<'_, u8>, stream: &Stream) -> Result<usize> {
+        Ok(self.read_frame_device(self.require_gpu()?, compressed, stream)?.total_size)
     }
 
     /// Decompresses device bytes into a new device buffer, on the GPU.
@@ -184,6 +193,7 @@ impl BufferCodec {
             checksums: Checksums {
                 uncompressed: crcs(lossless, 0..count),
                 compressed: crcs(computes, count..2 * count),
+                nvcomp_skews: None,
             },
         })
     }
@@ -212,7 +222,8 @@ impl BufferCodec {
         };
         match self.config.bitstream {
             Bitstream::Native => {
-                let fixed = prefix(FIXED_HEADER_LEN)?;
+                // Enough for ferrocomp's fixed header and nvCOMP's.
+                let fixed = prefix(FIXED_HEADER_LEN.max(NVCOMP_HEADER_LEN))?;
                 if fixed.len() < FIXED_HEADER_LEN {
                     return Frame::parse_native(&fixed, compressed.len());
                 }
@@ -284,6 +295,8 @@ impl BufferCodec {
         let results = Results { sizes: scratch.result_sizes.view_mut(), statuses: scratch.statuses.view_mut() };
         let codec = frame.options.codec();
         let (verify_uncompressed, verify_compressed) = self.checksums_to_verify(frame);
+        // nvCOMP's checksums are computed on the host (the kernel computes CRC-32s).
+        let on_device = frame.checksums.nvcomp_skews.is_none();
         unsafe {
             codec.decompress_async(
                 gpu,
@@ -294,23 +307,27 @@ impl BufferCodec {
                 Some(scratch.first_failure.view_mut()),
                 stream,
             )?;
-            if verify_compressed.is_some() {
+            if verify_compressed.is_some() && on_device {
                 crc32_async(gpu, inputs, scratch.crcs_compressed.view_mut(), stream)?;
             }
-            if verify_uncompressed.is_some() {
+            if verify_uncompressed.is_some() && on_device {
                 let decoded = Chunks::new(outputs.addresses, scratch.result_sizes.view().slice(0, count));
                 crc32_async(gpu, decoded, scratch.crcs_uncompressed.view_mut(), stream)?;
             }
         }
         stream.copy_to_host(scratch.first_failure.address(), &mut scratch.host_first_failure[..])?;
         stream.copy_to_host(scratch.result_sizes.address(), &mut scratch.host_result_sizes[..count])?;
-        if verify_uncompressed.is_some() {
+        if verify_uncompressed.is_some() && on_device {
             stream.copy_to_host(scratch.crcs_uncompressed.address(), &mut scratch.host_crcs[..count])?;
         }
-        if verify_compressed.is_some() {
+        if verify_compressed.is_some() && on_device {
             stream.copy_to_host(scratch.crcs_compressed.address(), &mut scratch.host_crcs[count..2 * count])?;
         }
         stream.synchronize()?;
+        if !on_device && (verify_uncompressed.is_some() || verify_compressed.is_some()) {
+            let sums = nvcomp_checksums(gpu, frame, compressed, output.as_view())?;
+            scratch.host_crcs[..2 * count].copy_from_slice(&sums);
+        }
         // Each chunk in the CPU path's order: its stored bytes' CRC, its decoding, its size and
         // its decoded bytes' CRC; chunks past the first that failed to decode are not reached.
         let first_failure = scratch.host_first_failure[0] as usize;
@@ -334,6 +351,29 @@ impl BufferCodec {
         }
         Ok(())
     }
+}
+
+/// nvCOMP's checksums of `frame`'s decoded chunks in `output`, then of its chunks in
+/// `compressed`, computed on the host from copies of both.
+fn nvcomp_checksums(
+    gpu: &Gpu,
+    frame: &Frame,
+    compressed: DeviceView<'_, u8>,
+    output: DeviceView<'_, u8>,
+) -> Result<Vec<u32>> {
+    let (mut stream, mut decoded) = (vec![0u8; compressed.len()], vec![0u8; frame.total_size]);
+    gpu.copy_to_host_sync(compressed, &mut stream)?;
+    gpu.copy_to_host_sync(output, &mut decoded)?;
+    let offsets = frame.compressed_offsets();
+    let sums = &frame.checksums;
+    let uncompressed = (0..frame.count()).into_par_iter().map(|i| {
+        let at = i * frame.chunk_size;
+        sums.of(ChecksumPart::Uncompressed, i, &decoded[at..at + frame.uncompressed_size(i)])
+    });
+    let compressed = (0..frame.count())
+        .into_par_iter()
+        .map(|i| sums.of(ChecksumPart::Compressed, i, &stream[offsets[i]..offsets[i] + frame.compressed_sizes[i]]));
+    Ok(uncompressed.chain(compressed).collect())
 }
 
 /// The address array as written for a call of `count` chunks: inputs, then outputs.

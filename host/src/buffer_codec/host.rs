@@ -2,7 +2,9 @@
 //! pipeline of [`crate::pipeline`] in segments, each processed on the GPU or the CPU.
 
 use super::{BufferCodec, Compressed};
-use crate::container::{Bitstream, Frame, NativeReader, describe, is_streamed};
+use crate::container::{
+    Bitstream, FIXED_HEADER_LEN, Frame, NativeReader, describe, head_of, is_nvcomp, is_streamed, read_nvcomp_stream,
+};
 use crate::error::{Error, Result};
 use crate::file_ranges::{FileRange, RangeReader, in_file};
 use crate::gpu::Gpu;
@@ -14,6 +16,25 @@ use std::io::{Read, Write};
 const FILE_WORKERS: usize = 4;
 
 impl BufferCodec {
+    /// Most bytes [`Self::compress`] (or the device's `compress_device`) writes for `len` input
+    /// bytes: its header and every chunk at the codec's bound.
+    pub fn max_compressed_size(&self, len: usize) -> Result<usize> {
+        let (chunk_size, count) = self.chunking(len)?;
+        let bound = |bytes: usize| self.options.codec().max_compressed_chunk_size(bytes);
+        Ok(match self.config.bitstream {
+            Bitstream::Native => {
+                let tables = 1 + self.stores_checksums() as usize + self.stores_uncompressed_checksums() as usize;
+                let chunks = match count {
+                    0 => 0,
+                    _ => (count - 1) * bound(chunk_size) + bound(len - (count - 1) * chunk_size),
+                };
+                FIXED_HEADER_LEN + 4 * tables * count + chunks
+            }
+            Bitstream::WithUncompressedSize => 8 + bound(len),
+            Bitstream::Raw => bound(len),
+        })
+    }
+
     /// Compresses host bytes (the native bitstream as a version-1 container, one chunk table).
     pub fn compress(&self, input: &[u8]) -> Result<Vec<u8>> {
         self.compress_with_progress(input, &mut |_| {})
@@ -151,7 +172,9 @@ impl BufferCodec {
         progress: &mut (dyn FnMut(u64) + Send),
     ) -> Result<Totals> {
         let file = std::fs::File::open(path).map_err(|e| in_file(path, e))?;
-        let (Some(gpu), Bitstream::Native) = (&self.gpu, self.config.bitstream) else {
+        let mut magic = [0; 4];
+        let nvcomp = std::os::unix::fs::FileExt::read_at(&file, &mut magic, 0).is_ok_and(|n| is_nvcomp(&magic[..n]));
+        let (Some(gpu), Bitstream::Native, false) = (&self.gpu, self.config.bitstream, nvcomp) else {
             let mut read = 0;
             let counted = ReadProgress { inner: file, read: &mut read, progress };
             return self.decompress_to(counted, Output::File(output), &mut |_| {});
@@ -211,22 +234,32 @@ impl BufferCodec {
             #[cfg(unix)]
             Output::File(file) => (None, Some(file)),
         };
-        if self.config.bitstream != Bitstream::Native {
-            let codec = self.options.codec();
-            // Every decoder takes chunks of up to 16 MiB, above what some codecs write.
-            let limit = 8 + codec.max_compressed_chunk_size(1 << 24);
-            let compressed = read_at_most(&mut input, limit, "a single-chunk bitstream")?;
-            let data = self.decompress(&compressed)?;
-            match (stream, file) {
+        // A stream read whole and decoded in memory: the single-chunk bitstreams and nvCOMP's.
+        let mut whole = |compressed: &[u8], data: Vec<u8>| -> Result<Totals> {
+            match (&mut stream, file) {
                 (Some(stream), _) => stream.write_all(&data)?,
                 #[cfg(unix)]
                 (_, Some(file)) => std::os::unix::fs::FileExt::write_all_at(file, &data, 0)?,
                 _ => unreachable!("one output"),
             }
             progress(data.len() as u64);
-            return Ok(Totals { uncompressed: data.len() as u64, compressed: compressed.len() as u64 });
+            Ok(Totals { uncompressed: data.len() as u64, compressed: compressed.len() as u64 })
+        };
+        if self.config.bitstream != Bitstream::Native {
+            let codec = self.options.codec();
+            // Every decoder takes chunks of up to 16 MiB, above what some codecs write.
+            let limit = 8 + codec.max_compressed_chunk_size(1 << 24);
+            let compressed = read_at_most(&mut input, limit, "a single-chunk bitstream")?;
+            return whole(&compressed, self.decompress(&compressed)?);
         }
-        let mut reader = NativeReader::new(input, self.segment_size)?;
+        let head = head_of(&mut input)?;
+        if is_nvcomp(&head) {
+            let (compressed, frame) = read_nvcomp_stream(&head, input)?;
+            let mut data = vec![0; frame.total_size];
+            self.decompress_frame(&frame, &compressed, &mut data, &mut |_| {})?;
+            return whole(&compressed, data);
+        }
+        let mut reader = NativeReader::new(head.chain(input), self.segment_size)?;
         let workers = if file.is_some() { FILE_WORKERS } else { self.workers() };
         let mut uncompressed = 0;
         self.pipeline(

@@ -146,6 +146,7 @@ impl BufferCodec {
         Checksums {
             uncompressed: table(self.stores_uncompressed_checksums()),
             compressed: table(self.stores_checksums()),
+            nvcomp_skews: None,
         }
     }
 
@@ -156,6 +157,7 @@ impl BufferCodec {
             total_size,
             compressed_sizes: compressed.sizes.clone(),
             data_offset: 0,
+            chunk_offsets: None,
             checksums: compressed.checksums.clone(),
         }
     }

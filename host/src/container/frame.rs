@@ -2,8 +2,9 @@
 //! [`Frame`], which describes a buffer's chunks and writes and parses the headers.
 
 use crate::codec::Options;
-use crate::error::{Error, Result};
+use crate::error::{ChecksumPart, Error, Result};
 use ferrocomp_format::Algorithm;
+use ferrocomp_format::crc32::{crc32, nvcomp_chunk_crc};
 
 /// The native header's first four bytes.
 pub const MAGIC: [u8; 4] = *b"FCMP";
@@ -34,13 +35,36 @@ pub enum Bitstream {
     WithUncompressedSize,
 }
 
-/// CRC-32s stored per chunk.
+/// Checksums stored per chunk.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Checksums {
     /// Of each chunk's uncompressed bytes.
     pub uncompressed: Option<Vec<u32>>,
     /// Of each chunk's compressed bytes.
     pub compressed: Option<Vec<u32>>,
+    /// Of an nvCOMP stream, whose checksums depend on where a chunk lies: each chunk's offset
+    /// modulo 32 in the output and in the stream ([`NVCOMP_UNCHECKED`] for an uncompressed chunk
+    /// of which nvCOMP checksums no byte). `None`: the checksums are CRC-32s.
+    pub nvcomp_skews: Option<Vec<[u8; 2]>>,
+}
+
+/// The skew of an uncompressed chunk that nvCOMP checksums as empty: the last one, where the
+/// chunk size divides the total (nvCOMP checksums `total mod chunk size` bytes of it).
+pub const NVCOMP_UNCHECKED: u8 = u8::MAX;
+
+impl Checksums {
+    /// The checksum stored for chunk `i`'s `part` if that is `bytes`.
+    pub fn of(&self, part: ChecksumPart, i: usize, bytes: &[u8]) -> u32 {
+        let Some(skews) = &self.nvcomp_skews else { return crc32(bytes) };
+        let skew = skews[i][match part {
+            ChecksumPart::Uncompressed => 0,
+            ChecksumPart::Compressed => 1,
+        }];
+        match skew {
+            NVCOMP_UNCHECKED => nvcomp_chunk_crc(&[], 0),
+            skew => nvcomp_chunk_crc(bytes, skew as usize),
+        }
+    }
 }
 
 /// Everything needed to decode a compressed buffer: where its chunks are, what they hold.
@@ -56,6 +80,9 @@ pub struct Frame {
     pub compressed_sizes: Vec<usize>,
     /// Where the first chunk's bytes start.
     pub data_offset: usize,
+    /// Where each chunk starts, counted from `data_offset`, in a stream whose chunks are not
+    /// back to back (nvCOMP's align theirs); `None` where they are.
+    pub chunk_offsets: Option<Vec<usize>>,
     /// Stored checksums.
     pub checksums: Checksums,
 }
@@ -73,6 +100,9 @@ impl Frame {
 
     /// Offset of each chunk's compressed bytes in the buffer.
     pub fn compressed_offsets(&self) -> Vec<usize> {
+        if let Some(offsets) = &self.chunk_offsets {
+            return offsets.iter().map(|&offset| self.data_offset + offset).collect();
+        }
         let mut at = self.data_offset;
         self.compressed_sizes
             .iter()
@@ -88,15 +118,21 @@ impl Frame {
     pub fn segment(&self, chunks: std::ops::Range<usize>) -> Frame {
         let first = chunks.start;
         let table = |crcs: &Option<Vec<u32>>| crcs.as_ref().map(|c| c[chunks.clone()].to_vec());
+        let offsets = self.chunk_offsets.as_ref().map(|offsets| {
+            let segment = &offsets[chunks.clone()];
+            segment.iter().map(|&offset| offset - segment.first().copied().unwrap_or(0)).collect()
+        });
         Frame {
             options: self.options,
             chunk_size: self.chunk_size,
             total_size: (chunks.end * self.chunk_size).min(self.total_size) - first * self.chunk_size,
             compressed_sizes: self.compressed_sizes[chunks.clone()].to_vec(),
             data_offset: 0,
+            chunk_offsets: offsets,
             checksums: Checksums {
                 uncompressed: table(&self.checksums.uncompressed),
                 compressed: table(&self.checksums.compressed),
+                nvcomp_skews: self.checksums.nvcomp_skews.as_ref().map(|skews| skews[chunks.clone()].to_vec()),
             },
         }
     }
@@ -171,6 +207,9 @@ impl Frame {
     /// the chunks may be elsewhere) of a stream of `buffer_len` bytes, checking it against itself
     /// and the length before anything is allocated on its word.
     pub fn parse_native(buffer: &[u8], buffer_len: usize) -> Result<Self> {
+        if super::is_nvcomp(buffer) {
+            return super::nvcomp::parse(buffer, buffer_len);
+        }
         let bad = |what: String| Err(Error::Container(what));
         if buffer_len < FIXED_HEADER_LEN || buffer.len() < FIXED_HEADER_LEN {
             return bad(format!("{buffer_len} bytes is too short for a native header"));
@@ -223,8 +262,9 @@ impl Frame {
         let checksums = Checksums {
             uncompressed: table(flags & FLAG_UNCOMPRESSED_CRCS != 0),
             compressed: table(flags & FLAG_COMPRESSED_CRCS != 0),
+            nvcomp_skews: None,
         };
-        Frame { options, chunk_size, total_size, compressed_sizes, data_offset: 0, checksums }
+        Frame { options, chunk_size, total_size, compressed_sizes, data_offset: 0, chunk_offsets: None, checksums }
     }
 
     fn data_offset_at(mut self, data_offset: usize) -> Self {
@@ -277,6 +317,7 @@ impl Frame {
             total_size: total,
             compressed_sizes: vec![compressed_len],
             data_offset,
+            chunk_offsets: None,
             checksums: Checksums::default(),
         })
     }
@@ -287,8 +328,12 @@ pub fn is_streamed(bytes: &[u8]) -> bool {
     bytes.len() > 4 && bytes[..4] == MAGIC && bytes[4] == STREAM_VERSION
 }
 
-/// Length of the whole native header (version 1), from its first [`FIXED_HEADER_LEN`] bytes.
+/// Length of the whole native header (version 1), from its first [`FIXED_HEADER_LEN`] bytes;
+/// of an nvCOMP stream's header and chunk table, from its first [`super::NVCOMP_HEADER_LEN`].
 pub fn native_header_len_from_fixed(fixed: &[u8]) -> Result<usize> {
+    if super::is_nvcomp(fixed) {
+        return super::nvcomp::header_len(fixed);
+    }
     if fixed.len() < FIXED_HEADER_LEN {
         return Err(Error::Container(format!("{} bytes is too short for a native header", fixed.len())));
     }

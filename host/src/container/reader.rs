@@ -4,15 +4,29 @@ use super::frame::{
     FIXED_HEADER_LEN, FLAG_COMPRESSED_CRCS, FLAG_UNCOMPRESSED_CRCS, Fixed, Frame, MAX_BLOCK_BYTES, MAX_BLOCK_CHUNKS,
     STREAM_HEADER_LEN, STREAM_VERSION, VERSION, check_chunk_size, parse_prefix, table_count,
 };
+use super::nvcomp::{NVCOMP_HEADER_LEN, is_nvcomp, read_stream};
 use crate::codec::Options;
 use crate::error::{Error, Result};
 use crate::io::read_full;
 use std::io::{Read, Seek, SeekFrom};
 
+/// The [`Description::version`] of an nvCOMP 6 native stream.
+pub const NVCOMP_VERSION: u8 = 6;
+
+/// The first bytes of `input` (up to [`NVCOMP_HEADER_LEN`], fewer where it ends): enough to tell
+/// an nvCOMP stream from ferrocomp's container, and to read its header.
+pub(crate) fn head_of(input: &mut impl Read) -> Result<Vec<u8>> {
+    let mut head = vec![0; NVCOMP_HEADER_LEN];
+    let len = read_full(input, &mut head)?;
+    head.truncate(len);
+    Ok(head)
+}
+
 /// What a native container holds, from its headers (its chunks are read past, not decoded).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Description {
-    /// Container version: 1 (one chunk table) or 2 (streamed, a table per block).
+    /// Container version: 1 (one chunk table) or 2 (streamed, a table per block); or
+    /// [`NVCOMP_VERSION`], an nvCOMP 6 native stream (its checksums are nvCOMP's).
     pub version: u8,
     /// Algorithm and options the chunks were compressed with.
     pub options: Options,
@@ -32,10 +46,25 @@ pub struct Description {
     pub compressed_checksums: bool,
 }
 
-/// Describes the native container `input` holds (either version), reading it to its end and
-/// checking its structure, without decoding a chunk.
-pub fn describe(input: impl Read) -> Result<Description> {
-    let mut reader = NativeReader::new(input, MAX_BLOCK_BYTES)?;
+/// Describes the native container `input` holds (either version, or an nvCOMP 6 stream),
+/// reading it to its end and checking its structure, without decoding a chunk.
+pub fn describe(mut input: impl Read) -> Result<Description> {
+    let head = head_of(&mut input)?;
+    if is_nvcomp(&head) {
+        let (bytes, frame) = read_stream(&head, input)?;
+        return Ok(Description {
+            version: NVCOMP_VERSION,
+            options: frame.options,
+            chunk_size: frame.chunk_size,
+            chunks: frame.count() as u64,
+            blocks: 0,
+            uncompressed: frame.total_size as u64,
+            compressed: bytes.len() as u64,
+            uncompressed_checksums: frame.checksums.uncompressed.is_some(),
+            compressed_checksums: frame.checksums.compressed.is_some(),
+        });
+    }
+    let mut reader = NativeReader::new(head.chain(input), MAX_BLOCK_BYTES)?;
     let (mut chunks, mut uncompressed) = (0, 0);
     while let Some((first_chunk, block)) = reader.next_block()? {
         reader.read_data(first_chunk, &block, None)?;

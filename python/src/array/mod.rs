@@ -3,6 +3,7 @@
 //! `__array_interface__` and DLPack; with host and device copies. A device array may carry the
 //! stream its data is produced on: consumers wait for it.
 
+pub mod batch;
 pub mod wrap;
 
 use crate::alloc::host_memory;
@@ -335,6 +336,13 @@ impl Array {
     /// Bytes of the array's data.
     #[getter]
     fn buffer_size(&self) -> usize {
+        self.nbytes()
+    }
+
+    /// Bytes allocated for the array (nvCOMP's `capacity`): its data's, as ferrocomp allocates
+    /// what it returns to size and wraps other arrays as they are.
+    #[getter]
+    fn capacity(&self) -> usize {
         self.nbytes()
     }
 

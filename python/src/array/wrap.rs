@@ -3,6 +3,7 @@
 //! `as_arrays` and `from_dlpack` take them), a device array ready in order on the caller's stream.
 
 use super::Array;
+use super::batch::BatchArray;
 use crate::buffer::HeldBuffer;
 use crate::device::{self, LEGACY_STREAM, StreamRef, stream_arg};
 use crate::dlpack::{self, DL_CPU};
@@ -148,7 +149,7 @@ pub fn as_array(source: &Bound<'_, PyAny>, cuda_stream: Option<&Bound<'_, PyAny>
 
 /// `as_array` over a list; or, as nvCOMP's `as_arrays(buffer, offsets, sizes)`, byte arrays
 /// carved from one contiguous buffer (`offsets[i]` and `sizes[i]` in bytes), sharing its memory,
-/// with no Python object per piece read.
+/// with no Python object per piece read. Either way a `BatchArray`, as nvCOMP 6 returns.
 #[pyfunction]
 #[pyo3(signature = (sources, offsets = None, sizes = None, cuda_stream = None))]
 pub fn as_arrays(
@@ -156,9 +157,15 @@ pub fn as_arrays(
     offsets: Option<&Bound<'_, PyAny>>,
     sizes: Option<&Bound<'_, PyAny>>,
     cuda_stream: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<Py<Array>>> {
+) -> PyResult<Py<BatchArray>> {
+    let py = sources.py();
     let (offsets, sizes) = match (offsets, sizes) {
-        (None, None) => return sources.try_iter()?.map(|source| as_array(&source?, cuda_stream)).collect(),
+        (None, None) => {
+            let stream = stream_arg(cuda_stream)?;
+            let arrays =
+                sources.try_iter()?.map(|source| Array::from_object(&source?, stream)).collect::<PyResult<_>>()?;
+            return BatchArray::new_py(py, arrays);
+        }
         (Some(offsets), Some(sizes)) => (offsets.extract::<Vec<usize>>()?, sizes.extract::<Vec<usize>>()?),
         _ => return Err(value_error("as_arrays takes offsets and sizes together")),
     };
@@ -167,8 +174,8 @@ pub fn as_arrays(
     }
     let buffer = Array::from_object(sources, stream_arg(cuda_stream)?)?;
     buffer.require_contiguous("the buffer")?;
-    let (py, len) = (sources.py(), buffer.nbytes());
-    offsets
+    let len = buffer.nbytes();
+    let pieces = offsets
         .into_iter()
         .zip(sizes)
         .enumerate()
@@ -178,10 +185,10 @@ pub fn as_arrays(
                     "piece {i} ({offset} + {size} bytes) is outside the {len}-byte buffer"
                 )));
             }
-            let piece = Array { ptr: buffer.ptr + offset as u64, ..buffer.prefix(size, DType::bytes()) };
-            Py::new(py, piece)
+            Ok(Array { ptr: buffer.ptr + offset as u64, ..buffer.prefix(size, DType::bytes()) })
         })
-        .collect()
+        .collect::<PyResult<_>>()?;
+    BatchArray::new_py(py, pieces)
 }
 
 /// An array from a DLPack capsule or an object with `__dlpack__`, without copying.

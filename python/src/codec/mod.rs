@@ -9,7 +9,7 @@ mod run;
 
 use crate::array::Array;
 use crate::array::wrap::integers;
-use crate::call::{Call, Outcomes, Pending};
+use crate::call::{Call, Outcomes, Pending, Returns};
 use crate::device::{self, StreamRef, stream_arg};
 use crate::dtype::DType;
 use crate::enums::{BitstreamKind, PyChecksumPolicy};
@@ -102,6 +102,10 @@ fn packed_ranges(py: Python<'_>, offsets: &Bound<'_, PyAny>, len: usize, what: &
     }
     Ok(offsets.windows(2).map(|pair| pair[0]..pair[1]).collect())
 }
+
+/// The alignment the codecs' buffers are fastest at (none is required): their kernels' 16-byte
+/// loads and stores.
+const PREFERRED_ALIGNMENT: usize = 16;
 
 /// Whether `obj` is a list of arrays (one batch) rather than one array.
 fn is_list(obj: &Bound<'_, PyAny>) -> bool {
@@ -223,6 +227,50 @@ impl Codec {
         Ok(chunks.max_compressed_size(nbytes))
     }
 
+    /// Most bytes `encode` writes for the array `source` (nvCOMP's `get_max_comp_buffer_size`),
+    /// in this codec's bitstream.
+    fn get_max_comp_buffer_size(&self, source: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let nbytes = Array::from_object(source, None)?.nbytes();
+        match &self.chunks {
+            Some(chunks) => Ok(chunks.max_compressed_size(nbytes)),
+            None => self.native.max_compressed_size(nbytes).map_err(|e| to_py(e, Direction::Encode)),
+        }
+    }
+
+    /// The size the compressed array `source` decodes to (nvCOMP's `get_uncomp_buffer_size`):
+    /// from a native stream's header (ferrocomp's or nvCOMP's) or a size prefix, or by walking
+    /// a raw block (on the GPU for device arrays, which waits for it).
+    fn get_uncomp_buffer_size(&self, py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let (inputs, _) = self.inputs(py, source)?;
+        let input = &inputs[0];
+        if let Some(chunks) = &self.chunks {
+            return Ok(self.decoded_sizes(py, chunks, std::slice::from_ref(input))?[0]);
+        }
+        let size = match &self.backend {
+            Backend::Cpu => self.native.decompressed_size(unsafe { input.host_bytes() }),
+            Backend::Gpu { gpu, stream, .. } => {
+                for producer in Self::producers([input], stream.raw()) {
+                    device::wait_for(gpu, stream.raw(), producer).map_err(device_error)?;
+                }
+                py.detach(|| self.native.decompressed_size_device(input.device_bytes(), stream.stream()))
+            }
+        };
+        size.map_err(|e| to_py(e, Direction::Decode))
+    }
+
+    /// The alignment of buffers `encode` reads and writes fastest (nvCOMP's
+    /// `get_required_compression_alignment`): ferrocomp requires none, and its kernels take 16
+    /// bytes at a time where the buffers allow.
+    fn get_required_compression_alignment(&self) -> usize {
+        PREFERRED_ALIGNMENT
+    }
+
+    /// The alignment of buffers `decode` reads and writes fastest (nvCOMP's
+    /// `get_required_decompression_alignment`): none is required; 16 as for compression.
+    fn get_required_decompression_alignment(&self) -> usize {
+        PREFERRED_ALIGNMENT
+    }
+
     /// Compresses one array (returns an `Array`) or a list of them (one batch; returns a list).
     /// `out`: the caller's arrays to write into (each as large as `max_compressed_size` of the
     /// largest input). `sync=False` (`RAW`/`WITH_UNCOMPRESSED_SIZE`) returns a `Pending` at once.
@@ -332,7 +380,7 @@ impl Codec {
             outputs: vec![output],
             callers_outputs: true,
             dtype: DType::bytes(),
-            single: true,
+            returns: Returns::One,
             prefix_len: chunks.prefix_len(),
             packed: true,
             outcomes,

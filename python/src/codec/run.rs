@@ -4,7 +4,8 @@
 use super::{Backend, Codec, is_list};
 use crate::alloc::host_memory;
 use crate::array::Array;
-use crate::call::{Call, Outcomes, Pending, filled, first_failure, returned};
+use crate::array::batch::BatchArray;
+use crate::call::{Call, Outcomes, Pending, Returns, filled, first_failure, returned};
 use crate::device;
 use crate::dtype::DType;
 use crate::errors::{Direction, device_error, to_py, value_error};
@@ -14,14 +15,27 @@ use pyo3::prelude::*;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+/// The arrays `obj` holds (one, a list's or a `BatchArray`'s), and what a call that took it
+/// returns.
+fn arrays_of(obj: &Bound<'_, PyAny>) -> PyResult<(Vec<Array>, Returns)> {
+    if let Ok(batch) = obj.cast::<BatchArray>() {
+        return Ok((batch.get().arrays.clone(), Returns::Batch));
+    }
+    if !is_list(obj) {
+        return Ok((vec![Array::from_object(obj, None)?], Returns::One));
+    }
+    let arrays = obj.try_iter()?.map(|item| Array::from_object(&item?, None)).collect::<PyResult<_>>()?;
+    Ok((arrays, Returns::List))
+}
+
 /// One `encode` or `decode` call: its arrays where the codec runs, and what it returns.
 struct Request {
     direction: Direction,
     inputs: Vec<Array>,
     /// The caller's `out=` arrays, one per input.
     outs: Option<Vec<Array>>,
-    /// Whether the call took one array (and returns one) rather than a list.
-    single: bool,
+    /// What the call returns: one array, a list or a `BatchArray`, as it took.
+    returns: Returns,
     /// The element type of the arrays returned.
     dtype: DType,
     /// Whether the call waits for the result (else it returns a `Pending`).
@@ -40,9 +54,9 @@ impl Codec {
         dtype: DType,
         sync: bool,
     ) -> PyResult<Py<PyAny>> {
-        let (inputs, single) = self.inputs(py, src)?;
-        let outs = self.outs(out, inputs.len(), single)?;
-        let request = Request { direction, inputs, outs, single, dtype, sync };
+        let (inputs, returns) = self.inputs(py, src)?;
+        let outs = self.outs(out, inputs.len(), returns)?;
+        let request = Request { direction, inputs, outs, returns, dtype, sync };
         match &self.chunks {
             Some(chunks) => self.run_chunks(py, chunks, request),
             None => self.run_native(py, request),
@@ -50,15 +64,12 @@ impl Codec {
     }
 
     /// The call's input arrays, contiguous and where the codec runs (host ones uploaded on the
-    /// codec's stream for a GPU codec, device ones copied down for the CPU), and whether the call
-    /// took a single array.
-    fn inputs(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<(Vec<Array>, bool)> {
-        let single = !is_list(obj);
-        let objects: Vec<Bound<'_, PyAny>> =
-            if single { vec![obj.clone()] } else { obj.try_iter()?.collect::<PyResult<_>>()? };
-        let mut arrays = Vec::with_capacity(objects.len());
-        for (i, object) in objects.iter().enumerate() {
-            let array = Array::from_object(object, None)?;
+    /// codec's stream for a GPU codec, device ones copied down for the CPU), and what the call
+    /// returns for them: one array, a list or a `BatchArray`, as it took.
+    pub(super) fn inputs(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<(Vec<Array>, Returns)> {
+        let (given, returns) = arrays_of(obj)?;
+        let mut arrays = Vec::with_capacity(given.len());
+        for (i, array) in given.into_iter().enumerate() {
             array.require_contiguous(format_args!("input {i}"))?;
             let placed = match &self.backend {
                 Backend::Cpu => array.to_host(py)?,
@@ -72,24 +83,22 @@ impl Codec {
             };
             arrays.push(placed);
         }
-        Ok((arrays, single))
+        Ok((arrays, returns))
     }
 
     /// The caller's `out=` arrays: one per input, contiguous, writable, where the codec runs.
-    fn outs(&self, out: Option<&Bound<'_, PyAny>>, count: usize, single: bool) -> PyResult<Option<Vec<Array>>> {
+    fn outs(&self, out: Option<&Bound<'_, PyAny>>, count: usize, returns: Returns) -> PyResult<Option<Vec<Array>>> {
         let Some(out) = out.filter(|out| !out.is_none()) else { return Ok(None) };
-        let objects: Vec<Bound<'_, PyAny>> = match (single, is_list(out)) {
-            (true, false) => vec![out.clone()],
-            (false, true) => out.try_iter()?.collect::<PyResult<_>>()?,
-            (true, true) => return Err(value_error("one array in, so out= is one array, not a list")),
-            (false, false) => return Err(value_error("a list in, so out= is a list of arrays")),
-        };
-        if objects.len() != count {
-            return Err(value_error(format!("{count} inputs but {} out= arrays", objects.len())));
+        let (given, kind) = arrays_of(out)?;
+        match (returns == Returns::One, kind == Returns::One) {
+            (true, false) => return Err(value_error("one array in, so out= is one array, not a list")),
+            (false, true) => return Err(value_error("a list in, so out= is a list of arrays or a BatchArray")),
+            _ => {}
         }
-        let mut arrays = Vec::with_capacity(count);
-        for (i, object) in objects.iter().enumerate() {
-            let array = Array::from_object(object, None)?;
+        if given.len() != count {
+            return Err(value_error(format!("{count} inputs but {} out= arrays", given.len())));
+        }
+        for (i, array) in given.iter().enumerate() {
             let what = format_args!("out array {i}");
             array.require_contiguous(what)?;
             array.require_writable(what)?;
@@ -103,9 +112,8 @@ impl Codec {
                     return Err(value_error(format!("{what} must be device memory on device {ordinal}")));
                 }
             }
-            arrays.push(array);
         }
-        Ok(Some(arrays))
+        Ok(Some(given))
     }
 
     /// The distinct streams producing `arrays`' data, other than `own`.
@@ -115,7 +123,7 @@ impl Codec {
 
     /// One array (native bitstream) at a time, each a whole `BufferCodec` call.
     fn run_native(&self, py: Python<'_>, request: Request) -> PyResult<Py<PyAny>> {
-        let Request { direction, inputs, outs, single, dtype, sync } = request;
+        let Request { direction, inputs, outs, returns, dtype, sync } = request;
         if !sync {
             return Err(value_error("sync=False needs RAW or WITH_UNCOMPRESSED_SIZE; native streams decode whole"));
         }
@@ -178,7 +186,7 @@ impl Codec {
             };
             results.push(result);
         }
-        returned(py, results, single)
+        returned(py, results, returns)
     }
 
     /// Copies encoded bytes into the caller's `out` array (the native bitstream's size is only
@@ -202,7 +210,7 @@ impl Codec {
 
     /// A whole list as one batched call (one block per array).
     fn run_chunks(&self, py: Python<'_>, chunks: &ChunkListCodec, request: Request) -> PyResult<Py<PyAny>> {
-        let Request { direction, inputs, outs, single, dtype, sync } = request;
+        let Request { direction, inputs, outs, returns, dtype, sync } = request;
         let callers_outputs = outs.is_some();
         let fail = |e| to_py(e, direction);
         let (outputs, outcomes, stream) = match &self.backend {
@@ -243,8 +251,33 @@ impl Codec {
         };
         let prefix_len = chunks.prefix_len();
         let call =
-            Call { direction, inputs, outputs, callers_outputs, dtype, single, prefix_len, packed: false, outcomes };
+            Call { direction, inputs, outputs, callers_outputs, dtype, returns, prefix_len, packed: false, outcomes };
         if sync { call.finish(py) } else { Ok(Py::new(py, Pending::new(py, call, stream)?)?.into_any()) }
+    }
+
+    /// The sizes `inputs` (where the codec runs) decode to, from their prefixes or by walking
+    /// their blocks; the first failing one raises.
+    pub(super) fn decoded_sizes(
+        &self,
+        py: Python<'_>,
+        chunks: &ChunkListCodec,
+        inputs: &[Array],
+    ) -> PyResult<Vec<usize>> {
+        let outcomes = match &self.backend {
+            Backend::Cpu => {
+                let ins: Vec<&[u8]> = inputs.iter().map(|a| unsafe { a.host_bytes() }).collect();
+                py.detach(|| chunks.decompressed_sizes_cpu(&ins))
+            }
+            Backend::Gpu { stream, .. } => {
+                let ins: Vec<DeviceView<'_, u8>> = inputs.iter().map(Array::device_bytes).collect();
+                py.detach(|| {
+                    let results = unsafe { chunks.decompressed_sizes_async(&ins, stream.stream())? };
+                    results.outcomes()
+                })
+                .map_err(|e| to_py(e, Direction::Decode))?
+            }
+        };
+        first_failure(outcomes, Direction::Decode)
     }
 
     /// Outputs for a batched call without `out=`, back to back in one allocation: room for the
@@ -262,23 +295,7 @@ impl Codec {
                 let largest = inputs.iter().map(Array::nbytes).max().unwrap_or(0);
                 vec![chunks.max_compressed_size(largest); inputs.len()]
             }
-            Direction::Decode => {
-                let outcomes = match &self.backend {
-                    Backend::Cpu => {
-                        let ins: Vec<&[u8]> = inputs.iter().map(|a| unsafe { a.host_bytes() }).collect();
-                        py.detach(|| chunks.decompressed_sizes_cpu(&ins))
-                    }
-                    Backend::Gpu { stream, .. } => {
-                        let ins: Vec<DeviceView<'_, u8>> = inputs.iter().map(Array::device_bytes).collect();
-                        py.detach(|| {
-                            let results = unsafe { chunks.decompressed_sizes_async(&ins, stream.stream())? };
-                            results.outcomes()
-                        })
-                        .map_err(|e| to_py(e, direction))?
-                    }
-                };
-                first_failure(outcomes, direction)?
-            }
+            Direction::Decode => self.decoded_sizes(py, chunks, inputs)?,
         };
         let total = sizes.iter().sum();
         let (base, keep, device) = match &self.backend {

@@ -61,6 +61,12 @@ def test_sizes_bound_the_encoding_and_give_the_decoding(algorithm, kind):
     assert c.get_required_compression_alignment() == c.get_required_decompression_alignment() == 16
 
 
+@pytest.mark.parametrize("batch", [[], [np.zeros(4, np.uint8)], fc.as_arrays([])], ids=["empty", "list", "batch"])
+def test_the_size_queries_take_one_array(batch):
+    with pytest.raises(ValueError, match="takes one array"):
+        codec("LZ4", NATIVE).get_uncomp_buffer_size(batch)
+
+
 def test_the_uncompressed_size_of_nvcomps_stream_is_read_from_its_header():
     encoded = np.frombuffer((DATA / "gdeflate-70000-65536-no_compute_no_verify.nvcomp").read_bytes(), np.uint8)
     assert fc.Codec(device_id="cpu").get_uncomp_buffer_size(encoded) == 70000

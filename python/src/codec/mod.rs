@@ -241,8 +241,13 @@ impl Codec {
     /// from a native stream's header (ferrocomp's or nvCOMP's) or a size prefix, or by walking
     /// a raw block (on the GPU for device arrays, which waits for it).
     fn get_uncomp_buffer_size(&self, py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let (inputs, _) = self.inputs(py, source)?;
-        let input = &inputs[0];
+        let (inputs, returns) = self.inputs(py, source)?;
+        let [input] = &inputs[..] else {
+            return Err(value_error(format!("get_uncomp_buffer_size takes one array, not {} of them", inputs.len())));
+        };
+        if returns != Returns::One {
+            return Err(value_error("get_uncomp_buffer_size takes one array, not a list or a BatchArray"));
+        }
         if let Some(chunks) = &self.chunks {
             return Ok(self.decoded_sizes(py, chunks, std::slice::from_ref(input))?[0]);
         }

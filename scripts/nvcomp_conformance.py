@@ -8,7 +8,8 @@ library decodes the other's streams (`--peer`).
 usage:
   nvcomp_conformance.py run MODULE OUT [--peer PEER.npz]   MODULE: nvidia.nvcomp or ferrocomp; writes OUT.json
                                                           and OUT.npz (the streams it wrote)
-  nvcomp_conformance.py compare NVCOMP.json FERROCOMP.json REPORT.md"""
+  nvcomp_conformance.py compare NVCOMP.json FERROCOMP.json NVCOMP-PEER.json REPORT.md
+                                                          (NVCOMP-PEER: nvCOMP's run given ferrocomp's streams)"""
 
 from __future__ import annotations
 
@@ -460,25 +461,35 @@ def peer(run: Run, streams: Path) -> None:
         run.case(f"peer's {name}", decode)
 
 
-def compare(nvcomps: dict[str, Any], ours: dict[str, Any]) -> str:
-    """The markdown report: each case's observations side by side where they differ."""
+def compare(nvcomps: dict[str, Any], ours: dict[str, Any], nvcomp_peer: dict[str, Any]) -> str:
+    """The markdown report: the cases observed differently under the two imports, side by side; then each
+    library decoding the other's streams (`ours` and `nvcomp_peer` hold the peer cases)."""
+    peers = {case for case in ours if case.startswith("peer's ")}
+    cases = sorted((set(nvcomps) | set(ours)) - peers)
     rows = ["| case | nvidia.nvcomp | ferrocomp |", "|---|---|---|"]
-    same = 0
-    for case in sorted(set(nvcomps) | set(ours)):
+    for case in cases:
         theirs, mine = nvcomps.get(case, "(not run)"), ours.get(case, "(not run)")
-        if theirs == mine:
-            same += 1
-            continue
-        rows.append(f"| {case} | `{json.dumps(theirs)}` | `{json.dumps(mine)}` |")
-    head = f"{same} of {len(set(nvcomps) | set(ours))} cases observed the same under both imports; the others:\n\n"
-    return head + "\n".join(rows) + "\n"
+        if theirs != mine:
+            rows.append(f"| {case} | `{json.dumps(theirs)}` | `{json.dumps(mine)}` |")
+    same = len(cases) - (len(rows) - 2)
+    report = [f"{same} of {len(cases)} cases observed the same under both imports; the others:", "", *rows, ""]
+    report += [
+        "Each library decoding the other's stream of the same data (True: the data came back):",
+        "",
+        "| stream | ferrocomp reads nvCOMP's | nvCOMP reads ferrocomp's |",
+        "|---|---|---|",
+    ]
+    for case in sorted(peers | {c for c in nvcomp_peer if c.startswith("peer's ")}):
+        stream = case.removeprefix("peer's ")
+        report.append(f"| {stream} | `{json.dumps(ours.get(case))}` | `{json.dumps(nvcomp_peer.get(case))}` |")
+    return "\n".join(report) + "\n"
 
 
 def main() -> None:
     args = sys.argv[1:]
-    if args[:1] == ["compare"] and len(args) == 4:
-        nvcomps, ours = (json.loads(Path(path).read_text()) for path in args[1:3])
-        Path(args[3]).write_text(compare(nvcomps, ours))
+    if args[:1] == ["compare"] and len(args) == 5:
+        nvcomps, ours, nvcomp_peer = (json.loads(Path(path).read_text()) for path in args[1:4])
+        Path(args[4]).write_text(compare(nvcomps, ours, nvcomp_peer))
         return
     if args[:1] != ["run"] or len(args) not in (3, 5):
         sys.exit(__doc__)

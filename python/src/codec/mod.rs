@@ -57,6 +57,12 @@ enum Backend {
 /// float64 `data_type` (the default "<f4") decoded within this absolute error of its value. ANS:
 /// `data_type` "|u1" (default: every byte a symbol), "float8_e4m3" (each value a symbol, whole),
 /// "<f2" or "<f4" (each value's high byte a symbol, its other bytes stored as they are).
+/// nvCOMP 6's other options: `execution_policy`, `use_de_sort` and `skip_validate` are accepted
+/// hints (one implementation, no hardware engine, every chunk checked anyway);
+/// `decompress_backend` and `bitshuffle_mode` take their defaults only; Cascaded's `mode`
+/// (`search_layers`), `terminal_codecs` (bit-packing), `fine_grained_encodings` and
+/// `compression_level` (which layers, and how many) and Bitcomp's lossy `mode` with `delta`
+/// (`error_bound` = `delta / 2`) become ferrocomp's options; ANS's layout options take 0 only.
 #[pyclass(module = "ferrocomp", frozen)]
 pub struct Codec {
     options: Option<Options>,

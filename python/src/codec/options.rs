@@ -105,16 +105,8 @@ impl NvcompArgs<'_, '_> {
 
     /// The first Cascaded or Bitcomp option given, by name.
     fn cascaded_or_bitcomp_option(&self) -> Option<&'static str> {
-        [
-            ("mode", self.mode.is_some()),
-            ("delta", self.delta.is_some()),
-            ("compression_level", self.compression_level.is_some()),
-            ("terminal_codecs", self.terminal_codecs.is_some()),
-            ("fine_grained_encodings", self.fine_grained_encodings.is_some()),
-            ("coarse_grained_encodings", self.coarse_grained_encodings.is_some()),
-        ]
-        .into_iter()
-        .find_map(|(name, given)| given.then_some(name))
+        let shared = [("mode", self.mode.is_some()), ("delta", self.delta.is_some())];
+        shared.into_iter().find_map(|(name, given)| given.then_some(name)).or_else(|| self.cascaded_option())
     }
 
     /// Bitcomp's `mode` and `delta`: lossy quantises to steps of `delta`, each value within

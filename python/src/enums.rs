@@ -200,12 +200,12 @@ pub enum PyStatus {
     DictionaryRequired = 8,
 }
 
-/// `name`, `value` and a hash (as Python's and pybind11's enums have them) for an enum class, with
-/// any methods of its own.
+/// `name`, `value`, a hash and a constructor from the value (as Python's and pybind11's enums
+/// have them) for an enum class of the variants listed, with any methods of its own.
 macro_rules! enum_members {
     // A bit mask's members combine with `|` into an int, as nvCOMP's do.
-    (@flags $class:ty) => {
-        enum_members!($class {
+    (@flags $class:ident [$($variant:ident),*]) => {
+        enum_members!($class [$($variant),*] {
             fn __or__(&self, other: &Bound<'_, PyAny>) -> PyResult<u32> {
                 Ok(*self as u32 | mask(other)?)
             }
@@ -219,9 +219,18 @@ macro_rules! enum_members {
             }
         });
     };
-    ($class:ty { $($own:tt)* }) => {
+    ($class:ident [$($variant:ident),*] { $($own:tt)* }) => {
         #[pymethods]
         impl $class {
+            /// The member of this value, as nvCOMP's enums are made from an int.
+            #[new]
+            fn from_value(value: u32) -> PyResult<Self> {
+                let members = [$(Self::$variant),*];
+                members.into_iter().find(|&member| member as u32 == value).ok_or_else(|| {
+                    crate::errors::value_error(format!("{value} is not a value of {}", stringify!($class)))
+                })
+            }
+
             /// The member's name (`"RAW"`).
             #[getter]
             fn name(slf: &Bound<'_, Self>) -> PyResult<String> {
@@ -244,18 +253,18 @@ macro_rules! enum_members {
     };
 }
 
-enum_members!(BitstreamKind {});
-enum_members!(PyChecksumPolicy {});
-enum_members!(ArrayBufferKind {});
-enum_members!(ExecutionPolicy {});
-enum_members!(DecompressBackend {});
-enum_members!(BitshuffleMode {});
-enum_members!(BitcompMode {});
-enum_members!(CascadedMode {});
-enum_members!(@flags CascadedTerminalCodec);
-enum_members!(@flags CascadedFineGrainedEncoding);
-enum_members!(@flags CascadedCoarseGrainedEncoding);
-enum_members!(PyStatus {
+enum_members!(BitstreamKind [NvcompNative, Raw, WithUncompressedSize] {});
+enum_members!(PyChecksumPolicy [NoComputeNoVerify, ComputeAndNoVerify, NoComputeAndVerifyIfPresent, ComputeAndVerifyIfPresent, ComputeAndVerify] {});
+enum_members!(ArrayBufferKind [StridedDevice, StridedHost] {});
+enum_members!(ExecutionPolicy [Concurrency, Latency] {});
+enum_members!(DecompressBackend [Default, Hardware, Cuda] {});
+enum_members!(BitshuffleMode [None, MsbFirst, LsbFirst] {});
+enum_members!(BitcompMode [Lossless, LossyFpToSigned, LossyFpToUnsigned] {});
+enum_members!(CascadedMode [Asymmetric, Symmetric] {});
+enum_members!(@flags CascadedTerminalCodec [Unspecified, CascadedBitpack]);
+enum_members!(@flags CascadedFineGrainedEncoding [None, Delta, Rle, For]);
+enum_members!(@flags CascadedCoarseGrainedEncoding [None]);
+enum_members!(PyStatus [Success, Truncated, BadOffset, OutputTooSmall, ChunkTooLarge, Malformed, BadChecksum, Unsupported, DictionaryRequired] {
     /// What the status means, in a few words.
     fn describe(&self) -> &'static str {
         Status::from(*self).describe()

@@ -5,6 +5,7 @@ options for its own formats, translated or refused; and batched calls that creat
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -30,6 +31,51 @@ def test_every_member_of_nvcomps_module_is_here():
     missing = {name for name in nvcomp_members() if not hasattr(fc, name.split(".")[0])}
     missing |= {m for m in nvcomp_members() if "." in m and not hasattr(getattr(fc, m.split(".")[0]), m.split(".")[1])}
     assert missing == set()
+
+
+def documented_keywords() -> dict[str, set[str]]:
+    """The keyword parameters of each callable in nvCOMP's reference, by `Class.member` or function name: from
+    pybind11's signature lines (all but `self` and the first, positional, argument), and for `Codec`, whose
+    constructor takes `**kwargs`, from its `Args:` list."""
+    keywords: dict[str, set[str]] = {}
+    for section in re.split(r"^(?=##+ )", API, flags=re.M):
+        header = re.match(r"^##+ ((?:(\w+)\.)?(\w+)): (\w+)$", section, re.M)
+        if not header or header[4] not in ("instancemethod", "builtin_function_or_method"):
+            continue
+        name, member = header[1], header[3]
+        for params in re.findall(rf"^(?:\d\. )?{member}\((.*)\) -> ", section, re.M):
+            names = re.findall(r"(?:^|, )(\w+): ", params)
+            names = [n for n in names if n != "self"][1:]
+            keywords.setdefault(name, set()).update(names)
+    init = API.split("### Codec.__init__", 1)[1].split("\n###", 1)[0]
+    keywords["Codec.__init__"] = set(re.findall(r"^    (\w+): ", init, re.M))
+    return keywords
+
+
+def test_every_documented_keyword_is_taken():
+    missing = {}
+    for name, names in documented_keywords().items():
+        owner, _, member = name.rpartition(".")
+        target = (
+            getattr(fc, owner)
+            if member == "__init__"
+            else getattr(getattr(fc, owner), member)
+            if owner
+            else getattr(fc, member)
+        )
+        ours = inspect.signature(target).parameters
+        if any(p.kind == p.VAR_KEYWORD for p in ours.values()):
+            continue
+        if names - set(ours):
+            missing[name] = names - set(ours)
+    assert missing == {}
+
+
+def test_enums_are_made_from_their_values_as_nvcomps_are():
+    assert fc.BitcompMode(1) is not None and fc.BitcompMode(1) == fc.BITCOMP_LOSSY_FP_TO_SIGNED
+    assert fc.BitstreamKind(1) == fc.BitstreamKind.RAW and fc.CascadedFineGrainedEncoding(4) == fc.FOR
+    with pytest.raises(ValueError, match="3 is not a value of CascadedMode"):
+        fc.CascadedMode(3)
 
 
 def test_module_level_enum_members_are_the_enums():

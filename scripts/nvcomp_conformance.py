@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -98,6 +100,7 @@ class Run:
         import cupy
 
         self.cp = cupy
+        self.module = module
         self.nv = importlib.import_module(module)
         self.observed: dict[str, Any] = {}
         self.streams: dict[str, np.ndarray] = {}
@@ -110,6 +113,17 @@ class Run:
             value = {"raised": type(error).__name__, "is_value_error": isinstance(error, ValueError)}
         self.observed[name] = value
         print(f"{name}: {value}", flush=True)
+
+    def isolated(self, name: str, case: str) -> None:
+        """Records case `case` of ISOLATED run in a child process: what it returns, or the signal that ended it."""
+        child = subprocess.run(
+            [sys.executable, __file__, "child", self.module, case], capture_output=True, text=True, check=False
+        )
+        if child.returncode < 0:
+            self.observed[name] = {"crashed": signal.Signals(-child.returncode).name}
+        else:
+            self.observed[name] = json.loads(child.stdout.strip().splitlines()[-1]) if child.stdout.strip() else None
+        print(f"{name}: {self.observed[name]}", flush=True)
 
     def host(self, array: Any) -> np.ndarray:
         """An array's bytes on the host, whichever library made it and wherever it is."""
@@ -415,33 +429,63 @@ def calls(run: Run) -> None:
         run.case(f"batch configurations {kind}", batch_configured)
     run.case("compression_config(0)", lambda: type(run.codec("LZ4").compression_config(0)).__name__)
 
-    def streams() -> Any:
-        made = nv.CudaStream.make_new()
-        borrowed = nv.CudaStream.borrow(cp.cuda.Stream(non_blocking=True).ptr)
-        codec = run.codec("LZ4", cuda_stream=made.ptr)
-        decoded = codec.decode(codec.encode(data))
-        return {"ptr is int": [isinstance(s.ptr, int) for s in (made, borrowed)], "decoded": run.seen(decoded)}
-
-    run.case("CudaStream make_new, borrow", streams)
-    garbage = cp.asarray(np.random.default_rng(3).integers(0, 256, 5000, np.uint8))
+    run.isolated("CudaStream make_new, borrow", "streams")
     run.case("Codec(algorithm='nope')", lambda: run.codec("nope"))
     run.case("Codec() encode", lambda: nv.Codec().encode(data))
-    for algorithm in STANDARD:
-        run.case(
-            f"{algorithm} RAW decodes garbage",
-            lambda algorithm=algorithm: run.seen(run.codec(algorithm, "RAW").decode(garbage)),
+    for name in BAD_INPUTS:
+        run.isolated(name, name)
+
+
+def garbage(run: Run) -> Any:
+    """5,000 random bytes on the device."""
+    return run.cp.asarray(np.random.default_rng(3).integers(0, 256, 5000, np.uint8))
+
+
+def flipped(run: Run) -> Any:
+    """An LZ4 native stream with checksums, one byte in its middle flipped."""
+    codec = run.codec("LZ4", checksum_policy=run.nv.COMPUTE_AND_VERIFY)
+    stream = run.host(codec.encode(run.cp.asarray(text(100_000)))).copy()
+    stream[len(stream) // 2] ^= 0xFF
+    return run.cp.asarray(stream)
+
+
+# Bad input, each case in a child process: nvCOMP's RAW decoders left the CUDA context broken (an illegal address)
+# on garbage on an H100, which would fail every later case.
+BAD_INPUTS: dict[str, Callable[[Run], Any]] = {
+    **{
+        f"{algorithm} RAW decodes garbage": lambda run, algorithm=algorithm: run.seen(
+            run.codec(algorithm, "RAW").decode(garbage(run))
         )
-    run.case("native decodes garbage", lambda: run.seen(nv.Codec().decode(garbage)))
-    native = run.codec("LZ4").encode(data)
-    cut = run.host(native)[:-100]
-    run.case("native stream truncated", lambda: run.seen(nv.Codec().decode(cp.asarray(cut))))
-    flipped = run.host(run.codec("LZ4", checksum_policy=nv.COMPUTE_AND_VERIFY).encode(data)).copy()
-    flipped[len(flipped) // 2] ^= 0xFF
-    run.case(
-        "checksum mismatch, COMPUTE_AND_VERIFY",
-        lambda: run.seen(run.codec("LZ4", checksum_policy=nv.COMPUTE_AND_VERIFY).decode(cp.asarray(flipped))),
-    )
-    run.case("get_uncomp_buffer_size of garbage", lambda: run.codec("LZ4").get_uncomp_buffer_size(nv.as_array(garbage)))
+        for algorithm in STANDARD
+    },
+    "native decodes garbage": lambda run: run.seen(run.nv.Codec().decode(garbage(run))),
+    "native stream truncated": lambda run: run.seen(
+        run.nv.Codec().decode(run.cp.asarray(run.host(run.codec("LZ4").encode(run.cp.asarray(text(100_000))))[:-100]))
+    ),
+    "checksum mismatch, COMPUTE_AND_VERIFY": lambda run: run.seen(
+        run.codec("LZ4", checksum_policy=run.nv.COMPUTE_AND_VERIFY).decode(flipped(run))
+    ),
+    "get_uncomp_buffer_size of garbage": lambda run: run.codec("LZ4").get_uncomp_buffer_size(
+        run.nv.as_array(garbage(run))
+    ),
+}
+
+
+def streams(run: Run) -> Any:
+    """`CudaStream.make_new` and `borrow`, and a codec on a stream of the caller's (run in a child process: it
+    crashed nvCOMP's on an H100)."""
+    nv, cp = run.nv, run.cp
+    data = cp.asarray(text(100_000))
+    made = nv.CudaStream.make_new()
+    theirs = cp.cuda.Stream(non_blocking=True)  # alive while borrowed
+    borrowed = nv.CudaStream.borrow(theirs.ptr)
+    codec = run.codec("LZ4", cuda_stream=made.ptr)
+    decoded = codec.decode(codec.encode(data))
+    return {"ptr is int": [isinstance(s.ptr, int) for s in (made, borrowed)], "decoded": run.seen(decoded)}
+
+
+# Cases run in a child process, by name.
+ISOLATED = {"streams": streams, **BAD_INPUTS}
 
 
 def peer(run: Run, streams: Path) -> None:
@@ -490,6 +534,11 @@ def main() -> None:
     if args[:1] == ["compare"] and len(args) == 5:
         nvcomps, ours, nvcomp_peer = (json.loads(Path(path).read_text()) for path in args[1:4])
         Path(args[4]).write_text(compare(nvcomps, ours, nvcomp_peer))
+        return
+    if args[:1] == ["child"] and len(args) == 3:
+        run = Run(args[1])
+        run.case(args[2], lambda: ISOLATED[args[2]](run))
+        print(json.dumps(run.observed[args[2]], default=str))
         return
     if args[:1] != ["run"] or len(args) not in (3, 5):
         sys.exit(__doc__)

@@ -61,9 +61,9 @@ impl From<PyChecksumPolicy> for ChecksumPolicy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArrayBufferKind {
     /// GPU memory.
-    StridedDevice,
+    StridedDevice = 1,
     /// Host memory.
-    StridedHost,
+    StridedHost = 2,
 }
 
 /// Latency or concurrency (nvCOMP's `ExecutionPolicy`). A hint ferrocomp accepts and does not

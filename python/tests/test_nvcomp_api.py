@@ -126,6 +126,7 @@ def test_sizes_of_device_arrays_are_read_on_the_gpu(cupy):
 
 # nvCOMP 6.0's enum values, from its headers (shared_types.h, cascaded.h, native/bitcomp_mode.h, nvcompManager.hpp).
 ENUM_VALUES = {
+    fc.ArrayBufferKind: {"STRIDED_DEVICE": 1, "STRIDED_HOST": 2},  # as nvCOMP 6's Python module has them (no header)
     fc.ExecutionPolicy: {"CONCURRENCY": 0, "LATENCY": 1},
     fc.DecompressBackend: {
         "NVCOMP_DECOMPRESS_BACKEND_DEFAULT": 0,

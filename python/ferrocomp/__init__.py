@@ -20,10 +20,20 @@ from ferrocomp._ferrocomp import (
     Array,
     ArrayBufferKind,
     BatchArray,
+    BitcompMode,
+    BitshuffleMode,
     BitstreamKind,
+    CascadedCoarseGrainedEncoding,
+    CascadedFineGrainedEncoding,
+    CascadedMode,
+    CascadedTerminalCodec,
     ChecksumPolicy,
     Codec,
+    CompressConfig,
     CudaStream,
+    DecompressBackend,
+    DecompressConfig,
+    ExecutionPolicy,
     Pending,
     Status,
     __version__,
@@ -37,7 +47,7 @@ from ferrocomp._ferrocomp import (
 )
 from ferrocomp.external_memory import ExternalMemory
 
-# nvCOMP's module exports these enums' members by name too.
+# nvCOMP's module exports these enums' members by name too (its NONE is CascadedCoarseGrainedEncoding's).
 NO_COMPUTE_NO_VERIFY = ChecksumPolicy.NO_COMPUTE_NO_VERIFY
 COMPUTE_AND_NO_VERIFY = ChecksumPolicy.COMPUTE_AND_NO_VERIFY
 NO_COMPUTE_AND_VERIFY_IF_PRESENT = ChecksumPolicy.NO_COMPUTE_AND_VERIFY_IF_PRESENT
@@ -45,8 +55,42 @@ COMPUTE_AND_VERIFY_IF_PRESENT = ChecksumPolicy.COMPUTE_AND_VERIFY_IF_PRESENT
 COMPUTE_AND_VERIFY = ChecksumPolicy.COMPUTE_AND_VERIFY
 STRIDED_DEVICE = ArrayBufferKind.STRIDED_DEVICE
 STRIDED_HOST = ArrayBufferKind.STRIDED_HOST
+BITCOMP_LOSSLESS = BitcompMode.BITCOMP_LOSSLESS
+BITCOMP_LOSSY_FP_TO_SIGNED = BitcompMode.BITCOMP_LOSSY_FP_TO_SIGNED
+BITCOMP_LOSSY_FP_TO_UNSIGNED = BitcompMode.BITCOMP_LOSSY_FP_TO_UNSIGNED
+NVCOMP_BITSHUFFLE_NONE = BitshuffleMode.NVCOMP_BITSHUFFLE_NONE
+NVCOMP_BITSHUFFLE_MSB_FIRST = BitshuffleMode.NVCOMP_BITSHUFFLE_MSB_FIRST
+NVCOMP_BITSHUFFLE_LSB_FIRST = BitshuffleMode.NVCOMP_BITSHUFFLE_LSB_FIRST
+NONE = CascadedCoarseGrainedEncoding.NONE
+DELTA = CascadedFineGrainedEncoding.DELTA
+RLE = CascadedFineGrainedEncoding.RLE
+FOR = CascadedFineGrainedEncoding.FOR
+ASYMMETRIC = CascadedMode.ASYMMETRIC
+SYMMETRIC = CascadedMode.SYMMETRIC
+UNSPECIFIED = CascadedTerminalCodec.UNSPECIFIED
+CASCADED_BITPACK = CascadedTerminalCodec.CASCADED_BITPACK
+NVCOMP_DECOMPRESS_BACKEND_DEFAULT = DecompressBackend.NVCOMP_DECOMPRESS_BACKEND_DEFAULT
+NVCOMP_DECOMPRESS_BACKEND_HARDWARE = DecompressBackend.NVCOMP_DECOMPRESS_BACKEND_HARDWARE
+NVCOMP_DECOMPRESS_BACKEND_CUDA = DecompressBackend.NVCOMP_DECOMPRESS_BACKEND_CUDA
 
 __all__ = [
+    "ASYMMETRIC",
+    "BITCOMP_LOSSLESS",
+    "BITCOMP_LOSSY_FP_TO_SIGNED",
+    "BITCOMP_LOSSY_FP_TO_UNSIGNED",
+    "CASCADED_BITPACK",
+    "DELTA",
+    "FOR",
+    "NONE",
+    "NVCOMP_BITSHUFFLE_LSB_FIRST",
+    "NVCOMP_BITSHUFFLE_MSB_FIRST",
+    "NVCOMP_BITSHUFFLE_NONE",
+    "NVCOMP_DECOMPRESS_BACKEND_CUDA",
+    "NVCOMP_DECOMPRESS_BACKEND_DEFAULT",
+    "NVCOMP_DECOMPRESS_BACKEND_HARDWARE",
+    "RLE",
+    "SYMMETRIC",
+    "UNSPECIFIED",
     "COMPUTE_AND_NO_VERIFY",
     "COMPUTE_AND_VERIFY",
     "COMPUTE_AND_VERIFY_IF_PRESENT",
@@ -57,13 +101,23 @@ __all__ = [
     "Array",
     "ArrayBufferKind",
     "BatchArray",
+    "BitcompMode",
+    "BitshuffleMode",
     "BitstreamKind",
+    "CascadedCoarseGrainedEncoding",
+    "CascadedFineGrainedEncoding",
+    "CascadedMode",
+    "CascadedTerminalCodec",
     "ChecksumPolicy",
     "ChunkError",
     "Codec",
+    "CompressConfig",
     "CudaStream",
     "DecodeError",
+    "DecompressBackend",
+    "DecompressConfig",
     "EncodeError",
+    "ExecutionPolicy",
     "ExternalMemory",
     "Pending",
     "Status",

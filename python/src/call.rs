@@ -3,7 +3,7 @@
 //! returns at once with the statuses and sizes (on the device for a GPU codec).
 
 use crate::array::Array;
-use crate::array::batch::BatchArray;
+use crate::array::batch::{Arrays, BatchArray};
 use crate::device::StreamRef;
 use crate::dtype::DType;
 use crate::errors::{Direction, to_py_at, value_error};
@@ -24,8 +24,8 @@ pub enum Outcomes {
 /// A chunk-list call in flight: its inputs (kept alive), outputs and outcomes.
 pub struct Call {
     pub direction: Direction,
-    pub inputs: Vec<Array>,
-    pub outputs: Vec<Array>,
+    pub inputs: Arrays,
+    pub outputs: Arrays,
     /// Whether `outputs` are the caller's (`out=`), which keep their shape when filled.
     pub callers_outputs: bool,
     /// The element type of outputs ferrocomp allocated.
@@ -179,7 +179,8 @@ pub struct Pending {
     call: Call,
     statuses: Py<Array>,
     sizes: Py<Array>,
-    arrays: Vec<Py<Array>>,
+    /// The stream the call's work is queued on (`None` on the CPU).
+    stream: Option<Arc<StreamRef>>,
     finished: Mutex<Option<PyResult<Py<PyAny>>>>,
 }
 
@@ -187,11 +188,10 @@ impl Pending {
     /// The pending form of `call`, whose work is queued on `stream` (`None` on the CPU).
     pub fn new(py: Python<'_>, call: Call, stream: Option<Arc<StreamRef>>) -> PyResult<Self> {
         let (statuses, sizes) = call.status_arrays(stream.clone())?;
-        let arrays = call.pending_arrays(stream).into_iter().map(|a| Py::new(py, a)).collect::<PyResult<_>>()?;
         Ok(Self {
             statuses: Py::new(py, statuses)?,
             sizes: Py::new(py, sizes)?,
-            arrays,
+            stream,
             call,
             finished: Mutex::new(None),
         })
@@ -212,10 +212,11 @@ impl Pending {
         self.sizes.clone_ref(py)
     }
 
-    /// The output arrays, whole, their data produced on the codec's stream.
+    /// The output arrays, whole, their data produced on the codec's stream (made when asked
+    /// for: a call creates no Python object per chunk).
     #[getter]
-    fn arrays(&self, py: Python<'_>) -> Vec<Py<Array>> {
-        self.arrays.iter().map(|a| a.clone_ref(py)).collect()
+    fn arrays(&self) -> Vec<Array> {
+        self.call.pending_arrays(self.stream.clone())
     }
 
     /// Whether the call has finished, asked without waiting.

@@ -136,8 +136,13 @@ pub fn copy_to_host(gpu: &Gpu, dst: u64, src: u64, bytes: usize) -> Result<()> {
     gpu.copy_to_host_sync(src, dst)
 }
 
-/// The device that owns memory at `address`, if the driver knows it.
+/// The device that owns device memory at `address`: the only one where there is one (no
+/// driver query per array), else the one the driver names, if it knows.
 pub fn device_of(address: u64) -> Option<u32> {
+    static ONLY_ONE: OnceLock<bool> = OnceLock::new();
+    if *ONLY_ONE.get_or_init(|| Gpu::count().is_ok_and(|count| count == 1)) {
+        return Some(0);
+    }
     ferrocomp::gpu::device_of(address)
 }
 

@@ -20,20 +20,58 @@ impl BufferCodec {
     /// Compresses device bytes into a new device buffer, on the GPU.
     pub fn compress_device(&self, input: DeviceView<'_, u8>, stream: &Stream) -> Result<DeviceBuffer<u8>> {
         let gpu = self.require_gpu()?;
+        let place = |total| {
+            let out = gpu.alloc::<u8>(total)?;
+            let address = out.address();
+            Ok((out, address))
+        };
+        Ok(self.compress_device_with(input, stream, place)?.0)
+    }
+
+    /// Compresses device bytes into the caller's device memory, allocating nothing once the
+    /// codec's scratch has grown to the input's size; returns the bytes written. Fails, writing
+    /// nothing, if `output` is smaller than the compressed stream.
+    pub fn compress_device_into(
+        &self,
+        input: DeviceView<'_, u8>,
+        output: DeviceViewMut<'_, u8>,
+        stream: &Stream,
+    ) -> Result<usize> {
+        let place = |total| {
+            if total > output.len() {
+                let room = output.len();
+                return Err(Error::InvalidArgument(format!(
+                    "output holds {room} bytes, the compressed stream is {total}"
+                )));
+            }
+            Ok(((), output.address()))
+        };
+        Ok(self.compress_device_with(input, stream, place)?.1)
+    }
+
+    /// Compresses device bytes on the GPU into the memory `place` gives (what owns it, and its
+    /// address) for the stream's size in bytes; returns the owner and that size.
+    fn compress_device_with<T>(
+        &self,
+        input: DeviceView<'_, u8>,
+        stream: &Stream,
+        place: impl FnOnce(usize) -> Result<(T, u64)>,
+    ) -> Result<(T, usize)> {
+        let gpu = self.require_gpu()?;
         let (chunk_size, _) = self.chunking(input.len())?;
         let mut guard = self.scratch.lock().unwrap();
         let compressed = self.compress_chunks_gpu(gpu, &mut guard, input, chunk_size, stream)?;
         let header = self.frame_for(input.len(), chunk_size, &compressed).header(self.config.bitstream);
-        let total: usize = compressed.sizes.iter().sum();
-        let mut out = gpu.alloc::<u8>(header.len() + total)?;
+        let total = header.len() + compressed.sizes.iter().sum::<usize>();
+        let (owner, address) = place(total)?;
         if !header.is_empty() {
-            gpu.copy_to_device_sync(&header, out.view_mut())?;
+            gpu.copy_to_device_sync(&header, unsafe { DeviceViewMut::from_raw(address, header.len()) })?;
         }
         if let Some(scratch) = guard.as_mut().filter(|_| !compressed.sizes.is_empty()) {
-            self.pack_gpu(gpu, scratch, &compressed.sizes, out.address() + header.len() as u64, stream)?;
+            self.pack_gpu(gpu, scratch, &compressed.sizes, address + header.len() as u64, stream)?;
             stream.synchronize()?;
         }
-        Ok(out)
+        Ok((owner, total))
     }
 
     /// The size a compressed device buffer decompresses to, from its header (a raw block is

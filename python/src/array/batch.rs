@@ -6,6 +6,7 @@ use crate::device::stream_arg;
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
+use std::ops::Deref;
 
 /// A batch of arrays, on the host or a device (nvCOMP 6's `BatchArray`): what `as_arrays`
 /// returns, and what `Codec.encode` and `decode` return for one. Supports `len()`, indexing
@@ -80,5 +81,22 @@ impl BatchArray {
     fn __repr__(&self) -> String {
         let total: usize = self.arrays.iter().map(Array::nbytes).sum();
         format!("BatchArray({} arrays, {total} bytes)", self.arrays.len())
+    }
+}
+
+/// The arrays a call holds: its own, or a `BatchArray`'s, shared rather than copied.
+pub enum Arrays {
+    Owned(Vec<Array>),
+    Batch(Py<BatchArray>),
+}
+
+impl Deref for Arrays {
+    type Target = [Array];
+
+    fn deref(&self) -> &[Array] {
+        match self {
+            Arrays::Owned(arrays) => arrays,
+            Arrays::Batch(batch) => &batch.get().arrays,
+        }
     }
 }

@@ -25,7 +25,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Array {
     pub(crate) ptr: u64,
-    pub(crate) shape: Vec<usize>,
+    /// Elements per dimension, shared by the array's copies.
+    pub(crate) shape: Arc<[usize]>,
     /// Byte strides, `None` for C order.
     pub(crate) strides: Option<Vec<isize>>,
     pub(crate) dtype: DType,
@@ -41,7 +42,7 @@ pub struct Array {
 impl Array {
     /// A one-dimensional array of `nbytes / dtype.size` elements at `ptr`.
     pub fn new(ptr: u64, nbytes: usize, dtype: DType, device: Option<u32>, keep: Arc<Keep>) -> Self {
-        let shape = vec![nbytes / dtype.size];
+        let shape = Arc::from([nbytes / dtype.size]);
         Self { ptr, shape, strides: None, dtype, device, readonly: false, stream: None, _owner: keep }
     }
 
@@ -95,7 +96,7 @@ impl Array {
 
     /// The first `nbytes` bytes as a one-dimensional array of `dtype`, sharing the memory.
     pub fn prefix(&self, nbytes: usize, dtype: DType) -> Self {
-        Self { shape: vec![nbytes / dtype.size], strides: None, dtype, ..self.clone() }
+        Self { shape: Arc::from([nbytes / dtype.size]), strides: None, dtype, ..self.clone() }
     }
 
     /// The same array, its data produced on `stream`.
@@ -143,7 +144,7 @@ impl Array {
         }
         let mut strides = vec![0; self.shape.len()];
         let mut step = self.dtype.size as isize;
-        for (stride, &dim) in strides.iter_mut().zip(&self.shape).rev() {
+        for (stride, &dim) in strides.iter_mut().zip(self.shape.iter()).rev() {
             *stride = step;
             step *= dim as isize;
         }
@@ -154,7 +155,7 @@ impl Array {
     fn interface<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
         let typestr = self.dtype.typestr();
-        dict.set_item("shape", PyTuple::new(py, &self.shape)?)?;
+        dict.set_item("shape", PyTuple::new(py, self.shape.iter())?)?;
         dict.set_item("typestr", &typestr)?;
         dict.set_item("descr", PyList::new(py, [("", typestr)])?)?;
         dict.set_item("data", (self.ptr, self.readonly))?;
@@ -232,7 +233,7 @@ impl Array {
         }
         let layout = TensorLayout {
             ptr: array.ptr,
-            shape: array.shape.clone(),
+            shape: array.shape.to_vec(),
             strides: array.strides.clone(),
             dtype: array.dtype.clone(),
             device: array.device,
@@ -361,7 +362,7 @@ impl Array {
     /// Elements per dimension.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, &self.shape)
+        PyTuple::new(py, self.shape.iter())
     }
 
     /// Bytes between consecutive elements per dimension.

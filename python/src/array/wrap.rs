@@ -35,7 +35,7 @@ impl Array {
             let (shape, strides) = (layout.shape, Some(layout.strides));
             let array = Self {
                 ptr: layout.ptr,
-                shape,
+                shape: shape.into(),
                 strides,
                 dtype: layout.dtype,
                 device: None,
@@ -63,7 +63,7 @@ impl Array {
         let stream = layout.device.map(|_| Arc::new(StreamRef::borrowed(cuda_stream.unwrap_or(LEGACY_STREAM))));
         let array = Self {
             ptr: layout.ptr,
-            shape: layout.shape,
+            shape: layout.shape.into(),
             strides: layout.strides,
             dtype: layout.dtype,
             device: layout.device,
@@ -96,7 +96,7 @@ impl Array {
         let dtype = DType::parse(&field("typestr")?.extract::<String>()?)?;
         let mut array = Self {
             ptr,
-            shape: field("shape")?.extract()?,
+            shape: field("shape")?.extract::<Vec<usize>>()?.into(),
             strides,
             dtype,
             device: None,

@@ -4,21 +4,24 @@
 //! block per array and run a whole list as one `ChunkListCodec` call, writing into the caller's
 //! `out=` arrays when given, and asynchronously with `sync=False`.
 
+pub mod config;
 mod options;
 mod run;
 
 use crate::array::Array;
+use crate::array::batch::Arrays;
 use crate::array::wrap::integers;
 use crate::call::{Call, Outcomes, Pending, Returns};
 use crate::device::{self, StreamRef, stream_arg};
 use crate::dtype::DType;
-use crate::enums::{BitstreamKind, PyChecksumPolicy};
+use crate::enums::{BitshuffleMode, BitstreamKind, DecompressBackend, ExecutionPolicy, PyChecksumPolicy};
 use crate::errors::{Direction, device_error, option_error, to_py, value_error};
+use config::{CompressConfig, DecompressConfig, sizes_arg};
 use ferrocomp::settings::{algorithm_name, config};
 use ferrocomp::{
     Bitstream, BufferCodec, ChecksumPolicy, ChunkListCodec, DEFAULT_CHUNK_SIZE, DeviceView, DeviceViewMut, Gpu, Options,
 };
-use options::OptionArgs;
+use options::{NvcompArgs, OptionArgs};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::ops::Range;
@@ -54,6 +57,12 @@ enum Backend {
 /// float64 `data_type` (the default "<f4") decoded within this absolute error of its value. ANS:
 /// `data_type` "|u1" (default: every byte a symbol), "float8_e4m3" (each value a symbol, whole),
 /// "<f2" or "<f4" (each value's high byte a symbol, its other bytes stored as they are).
+/// nvCOMP 6's other options: `execution_policy`, `use_de_sort` and `skip_validate` are accepted
+/// hints (one implementation, no hardware engine, every chunk checked anyway);
+/// `decompress_backend` and `bitshuffle_mode` take their defaults only; Cascaded's `mode`
+/// (`search_layers`), `terminal_codecs` (bit-packing), `fine_grained_encodings` and
+/// `compression_level` (which layers, and how many) and Bitcomp's lossy `mode` with `delta`
+/// (`error_bound` = `delta / 2`) become ferrocomp's options; ANS's layout options take 0 only.
 #[pyclass(module = "ferrocomp", frozen)]
 pub struct Codec {
     options: Option<Options>,
@@ -134,6 +143,20 @@ impl Codec {
         use_bitpack = None,
         search_layers = None,
         error_bound = None,
+        execution_policy = None,
+        decompress_backend = None,
+        use_de_sort = None,
+        bitshuffle_mode = None,
+        mode = None,
+        delta = None,
+        compression_level = None,
+        terminal_codecs = None,
+        fine_grained_encodings = None,
+        coarse_grained_encodings = None,
+        states_per_lane = None,
+        histogram_reduction_log2 = None,
+        max_sub_chunk_count = None,
+        skip_validate = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -154,7 +177,37 @@ impl Codec {
         use_bitpack: Option<bool>,
         search_layers: Option<bool>,
         error_bound: Option<f32>,
+        execution_policy: Option<ExecutionPolicy>,
+        decompress_backend: Option<DecompressBackend>,
+        use_de_sort: Option<bool>,
+        bitshuffle_mode: Option<BitshuffleMode>,
+        mode: Option<&Bound<'_, PyAny>>,
+        delta: Option<f64>,
+        compression_level: Option<u32>,
+        terminal_codecs: Option<&Bound<'_, PyAny>>,
+        fine_grained_encodings: Option<&Bound<'_, PyAny>>,
+        coarse_grained_encodings: Option<&Bound<'_, PyAny>>,
+        states_per_lane: Option<u32>,
+        histogram_reduction_log2: Option<u32>,
+        max_sub_chunk_count: Option<u32>,
+        skip_validate: Option<bool>,
     ) -> PyResult<Self> {
+        // Accepted as nvCOMP's hints, with nothing to choose: ferrocomp's kernels have one
+        // implementation, no hardware engine's chunks to sort, and check every chunk anyway.
+        let _ = (execution_policy, use_de_sort, skip_validate);
+        let nvcomp = NvcompArgs {
+            decompress_backend,
+            bitshuffle_mode,
+            mode,
+            delta,
+            compression_level,
+            terminal_codecs,
+            fine_grained_encodings,
+            coarse_grained_encodings,
+            states_per_lane,
+            histogram_reduction_log2,
+            max_sub_chunk_count,
+        };
         let option_args = OptionArgs {
             data_type,
             algorithm_type,
@@ -167,8 +220,15 @@ impl Codec {
             use_bitpack,
             search_layers,
             error_bound,
+            nvcomp,
         };
-        let options = algorithm.map(|name| option_args.options(name)).transpose()?;
+        let options = match algorithm {
+            Some(name) => Some(option_args.options(name)?),
+            None => {
+                option_args.nvcomp.check_common()?;
+                None
+            }
+        };
         let bitstream = Bitstream::from(bitstream_kind);
         let config =
             config(uncomp_chunk_size, bitstream, ChecksumPolicy::from(checksum_policy)).map_err(option_error)?;
@@ -242,25 +302,35 @@ impl Codec {
     /// a raw block (on the GPU for device arrays, which waits for it).
     fn get_uncomp_buffer_size(&self, py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<usize> {
         let (inputs, returns) = self.inputs(py, source)?;
-        let [input] = &inputs[..] else {
+        if inputs.len() != 1 {
             return Err(value_error(format!("get_uncomp_buffer_size takes one array, not {} of them", inputs.len())));
-        };
+        }
         if returns != Returns::One {
             return Err(value_error("get_uncomp_buffer_size takes one array, not a list or a BatchArray"));
         }
-        if let Some(chunks) = &self.chunks {
-            return Ok(self.decoded_sizes(py, chunks, std::slice::from_ref(input))?[0]);
+        Ok(self.uncompressed_sizes(py, &inputs)?[0])
+    }
+
+    /// A configuration for encoding arrays of `uncompressed_size` bytes (an int), or a batch of
+    /// arrays of these sizes (a list); nvCOMP's `compression_config`. It asks nothing of the
+    /// device.
+    fn compression_config(&self, uncompressed_size: &Bound<'_, PyAny>) -> PyResult<CompressConfig> {
+        Ok(CompressConfig { sizes: sizes_arg(uncompressed_size)? })
+    }
+
+    /// A configuration for decoding (nvCOMP's `decompression_config`), reusable for batches of
+    /// the same shape: from a `CompressConfig` (asking nothing of the device: the sync-free
+    /// round trip), or read from compressed arrays (one, a list or a `BatchArray`), which for
+    /// device arrays waits for the codec's stream.
+    fn decompression_config(&self, py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<DecompressConfig> {
+        if let Ok(config) = source.cast::<CompressConfig>() {
+            return Ok(DecompressConfig { sizes: config.get().sizes.clone() });
         }
-        let size = match &self.backend {
-            Backend::Cpu => self.native.decompressed_size(unsafe { input.host_bytes() }),
-            Backend::Gpu { gpu, stream, .. } => {
-                for producer in Self::producers([input], stream.raw()) {
-                    device::wait_for(gpu, stream.raw(), producer).map_err(device_error)?;
-                }
-                py.detach(|| self.native.decompressed_size_device(input.device_bytes(), stream.stream()))
-            }
-        };
-        size.map_err(|e| to_py(e, Direction::Decode))
+        let (inputs, _) = self.inputs(py, source)?;
+        if inputs.is_empty() {
+            return Err(value_error("a batch's configuration needs at least one array"));
+        }
+        Ok(DecompressConfig { sizes: self.uncompressed_sizes(py, &inputs)? })
     }
 
     /// The alignment of buffers `encode` reads and writes fastest (nvCOMP's
@@ -278,38 +348,47 @@ impl Codec {
 
     /// Compresses one array (returns an `Array`) or a list of them (one batch; returns a list).
     /// `out`: the caller's arrays to write into (each as large as `max_compressed_size` of the
-    /// largest input). `sync=False` (`RAW`/`WITH_UNCOMPRESSED_SIZE`) returns a `Pending` at once.
-    #[pyo3(signature = (array, out = None, *, sync = true))]
+    /// largest input). `compression_config`: from `compression_config`, checked against the
+    /// arrays. `sync=False` (`RAW`/`WITH_UNCOMPRESSED_SIZE`) returns a `Pending` at once.
+    #[pyo3(signature = (array, out = None, compression_config = None, *, sync = true))]
     fn encode(
         &self,
         py: Python<'_>,
         array: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
+        compression_config: Option<PyRef<'_, CompressConfig>>,
         sync: bool,
     ) -> PyResult<Py<PyAny>> {
         if self.options.is_none() {
             return Err(value_error("this Codec has no algorithm; name one to encode"));
         }
-        self.run(py, Direction::Encode, array, out, DType::bytes(), sync)
+        let sizes = compression_config.map(|config| config.sizes.clone());
+        self.run(py, Direction::Encode, array, out, DType::bytes(), sync, sizes)
     }
 
     /// Decompresses one array (returns an `Array`) or a list of them (one batch; returns a
     /// list). `data_type`: the element type of the arrays returned (default bytes, `"|u1"`).
     /// `out`: the caller's arrays to decode straight into (no copy; their decoded prefix is
-    /// returned). `sync=False` (`RAW`/`WITH_UNCOMPRESSED_SIZE`) returns a `Pending` at once, with
-    /// per-chunk statuses and sizes. A failing chunk raises one `DecodeError` naming it; the
-    /// other chunks are decoded intact.
-    #[pyo3(signature = (src, data_type = None, out = None, *, sync = true))]
+    /// returned). `decompression_config`: from `decompression_config`, the sizes to allocate
+    /// the outputs with, so that nothing is asked of the streams first. `sync=False`
+    /// (`RAW`/`WITH_UNCOMPRESSED_SIZE`) returns a `Pending` at once, with per-chunk statuses and
+    /// sizes. A failing chunk raises one `DecodeError` naming it; the other chunks are decoded
+    /// intact.
+    #[pyo3(signature = (src, data_type = None, out = None, decompression_config = None, *, sync = true))]
     fn decode(
         &self,
         py: Python<'_>,
         src: &Bound<'_, PyAny>,
         data_type: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
+        decompression_config: Option<PyRef<'_, DecompressConfig>>,
         sync: bool,
     ) -> PyResult<Py<PyAny>> {
+        // nvCOMP's default data type is the empty string.
+        let data_type = data_type.filter(|arg| !arg.extract::<String>().is_ok_and(|s| s.is_empty()));
         let dtype = data_type.map(DType::from_arg).transpose()?.unwrap_or_else(DType::bytes);
-        self.run(py, Direction::Decode, src, out, dtype, sync)
+        let sizes = decompression_config.map(|config| config.sizes.clone());
+        self.run(py, Direction::Decode, src, out, dtype, sync, sizes)
     }
 
     /// Decompresses many RAW chunks packed in one array into one array, with no Python object
@@ -381,8 +460,8 @@ impl Codec {
         };
         let call = Call {
             direction: Direction::Decode,
-            inputs: vec![input],
-            outputs: vec![output],
+            inputs: Arrays::Owned(vec![input]),
+            outputs: Arrays::Owned(vec![output]),
             callers_outputs: true,
             dtype: DType::bytes(),
             returns: Returns::One,

@@ -10,7 +10,7 @@ use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{self, LengthWork, MAX_CODE_LEN};
 use ferrocomp_format::deflate::tables::{NUM_DIST, NUM_LITLEN};
 use ferrocomp_format::deflate::{
-    self, CompressScratch, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, max_compressed_size,
+    self, CompressScratch, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, PART_SIZE, Wrapper, max_compressed_size,
 };
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
 use ferrocomp_kernels_gpu::deflate::decode::{
@@ -120,8 +120,10 @@ fn inputs() -> Vec<Vec<u8>> {
         text_bytes(100, 1),
         text_bytes(5001, 2),
         random_bytes(3001, 2),
-        vec![0; MAX_CHUNK_SIZE],
+        vec![0; PART_SIZE],
         int32_bytes(16_000),
+        // Two parts, the second short: one stream of both parts' blocks.
+        text_bytes(PART_SIZE + 5000, 7),
         text_bytes(24_000, 6),
         mixed,
     ]

@@ -6,9 +6,11 @@
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::compress::FAST_RULES;
 use ferrocomp_format::deflate::huffman::{self, Alphabet, DIST_ROOT, LITLEN_ROOT, PRECODE_ROOT};
-use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL};
+use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL, PART_SIZE};
 use ferrocomp_format::gdeflate;
-use ferrocomp_kernels_gpu::deflate::decode::{PAIR_SHARED_BYTES, PAIR_WARPS, STAGED_SHARED_BYTES, decompress_in_pair};
+use ferrocomp_kernels_gpu::deflate::decode::{
+    PAIR_SHARED_BYTES, PAIR_WARPS, STAGED_OUTPUT, STAGED_SHARED_BYTES, decompress_in_pair,
+};
 use ferrocomp_kernels_gpu::deflate::rounds::InWarp;
 use ferrocomp_kernels_gpu::{deflate as gpu_deflate, emulated, gdeflate as gpu_gdeflate};
 use ferrocomp_tests::{agreed, damaged_copies, garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
@@ -118,7 +120,12 @@ fn warp_compressor_writes_the_scalar_pages() {
     mixed.extend(random_bytes(9000, 4));
     mixed.extend(vec![b'z'; 30_000]);
     mixed.extend(text_bytes(6536, 5));
-    let large = [("zeros", vec![0; gdeflate::MAX_CHUNK_SIZE]), ("int32", int32_bytes(16_000)), ("mixed page", mixed)];
+    let large = [
+        ("zeros", vec![0; PART_SIZE]),
+        ("int32", int32_bytes(16_000)),
+        ("mixed page", mixed),
+        ("two parts", text_bytes(PART_SIZE + 5000, 7)),
+    ];
     for (k, (what, input)) in inputs().into_iter().chain(large).enumerate() {
         // Levels 2 to 5 share their parse with Deflate's: each page takes two of them, in turn.
         for level in [0, 1, 2 + k as u8 % 4, 2 + (k as u8 + 2) % 4] {
@@ -253,19 +260,18 @@ fn warp_built_tables_are_the_scalar_tables() {
 
 #[test]
 fn paired_decoder_writes_what_the_scalar_decoder_writes_and_staged_nothing_of_a_failed_page() {
-    let whole = text_bytes(gdeflate::MAX_CHUNK_SIZE, 9);
     let mut pages: Vec<(String, Vec<u8>, usize)> = inputs()
         .into_iter()
-        .chain([("whole page", whole.clone())])
+        .chain([("whole page", text_bytes(PART_SIZE, 9)), ("two parts", text_bytes(PART_SIZE + 5000, 7))])
         .map(|(what, input)| (what.to_string(), page(&input, 1), input.len()))
         .collect();
     let good = page(&text_bytes(3000, 5), 4);
     pages.extend(damaged_copies(&good, 12, 3).enumerate().map(|(i, damaged)| (format!("damaged {i}"), damaged, 3000)));
     pages.push(("cut".into(), good[..good.len() / 2].to_vec(), 3000));
     for (what, page, size) in pages {
-        // Room for the page, too little, and more than a page (decoded in place); staged and
-        // written to the output directly.
-        let rooms = [size, size.saturating_sub(1), gdeflate::MAX_CHUNK_SIZE + 7];
+        // Room for the page, too little, and more than the stage holds (decoded in place); staged
+        // and written to the output directly.
+        let rooms = [size, size.saturating_sub(1), STAGED_OUTPUT + 7];
         for (capacity, stage) in rooms.into_iter().flat_map(|c| [(c, true), (c, false)]) {
             let (result, out) = pair_decode(&page, capacity, stage);
             let what = format!("{what}, capacity {capacity}, staged {stage}");
@@ -276,7 +282,7 @@ fn paired_decoder_writes_what_the_scalar_decoder_writes_and_staged_nothing_of_a_
                 }
                 Err(status) => {
                     assert_eq!(result, Err(status), "{what}");
-                    if capacity <= gdeflate::MAX_CHUNK_SIZE && stage {
+                    if capacity <= STAGED_OUTPUT && stage {
                         assert!(out.iter().all(|&b| b == 0xA5), "{what}: a failed page wrote");
                     }
                 }

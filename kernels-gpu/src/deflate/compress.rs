@@ -33,7 +33,7 @@ use ferrocomp_format::deflate::huffman::{LengthWork, MAX_CODE_LEN, lengths_of_so
 use ferrocomp_format::deflate::tables::{
     FIXED_DIST_LENS, FIXED_LITLEN_LENS, NUM_DIST, NUM_LITLEN, dist_slot, length_slot_in,
 };
-use ferrocomp_format::deflate::{self, MAX_CHUNK_SIZE, Wrapper, wrapper};
+use ferrocomp_format::deflate::{self, MAX_CHUNK_SIZE, PART_SIZE, Wrapper, wrapper};
 
 /// Bytes of shared memory each warp of the compress kernel needs (level 1's hash table).
 pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = FAST_RULES.table_entries() * size_of::<u16>();
@@ -98,8 +98,8 @@ pub unsafe fn compress_chunk<W: Warp>(
 }
 
 /// Compresses the `n` bytes at `input` at `level` into `sink`, as the format crate's
-/// `compress_blocks` does into its sink: Deflate's and GDeflate's compressors, which differ in
-/// their sinks alone.
+/// `compress_blocks` does into its sink (a part of [`PART_SIZE`] bytes at a time): Deflate's and
+/// GDeflate's compressors, which differ in their sinks alone.
 ///
 /// # Safety
 /// As [`compress_chunk`]'s `input`, `scratch` and `table`.
@@ -111,6 +111,31 @@ pub unsafe fn compress_blocks<W: Warp, S: WarpSink>(
     scratch: *mut CompressScratch,
     table: *mut u16,
     sink: &mut S,
+) -> Result<(), Status> {
+    let mut start = 0;
+    loop {
+        let end = n.min(start + PART_SIZE);
+        let last = end == n;
+        unsafe { compress_part(warp, input.add(start), end - start, level, scratch, table, sink, last)? };
+        if last {
+            return Ok(());
+        }
+        start = end;
+    }
+}
+
+/// Compresses one part (at most [`PART_SIZE`] bytes) into blocks in `sink`, its matches within
+/// it; its last block is final if `last`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn compress_part<W: Warp, S: WarpSink>(
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    level: u8,
+    scratch: *mut CompressScratch,
+    table: *mut u16,
+    sink: &mut S,
+    last: bool,
 ) -> Result<(), Status> {
     let blocks = unsafe { &raw mut (*scratch).blocks };
     if warp.lane() == 0 {
@@ -125,7 +150,7 @@ pub unsafe fn compress_blocks<W: Warp, S: WarpSink>(
         1 => unsafe { parse_chunk(warp, input, n, table, FAST_RULES, &mut coder)? },
         _ => unsafe { parse_chains(warp, input, n, level, &raw mut (*scratch).matcher, &mut coder)? },
     }
-    unsafe { coder.finish(n) };
+    unsafe { coder.finish(n, last) };
     Ok(())
 }
 
@@ -204,13 +229,13 @@ impl<W: Warp, S: WarpSink> TokenCoder<'_, '_, W, S> {
         self.seg_tokens = 0;
     }
 
-    /// Writes the last block, the chunk's `n` bytes all parsed.
-    unsafe fn finish(&mut self, n: usize) {
+    /// Writes the part's last block (final if `last`), its `n` bytes all parsed.
+    unsafe fn finish(&mut self, n: usize, last: bool) {
         if self.seg_tokens > 0 {
             unsafe { self.close_segment() };
         }
         let start = unsafe { self.writer.first_lane(|b| b.block_start) };
-        unsafe { self.writer.write_block(self.block_tokens as usize, start, n, true) };
+        unsafe { self.writer.write_block(self.block_tokens as usize, start, n, last) };
     }
 }
 

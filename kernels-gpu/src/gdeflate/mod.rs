@@ -11,9 +11,10 @@ mod decode;
 
 pub use crate::deflate::decode::Output;
 pub use decode::decompress_page;
-use ferrocomp_format::gdeflate::MAX_CHUNK_SIZE;
+use ferrocomp_format::deflate::PART_SIZE;
 
-const _: () = assert!(MAX_CHUNK_SIZE <= crate::deflate::decode::STAGED_OUTPUT, "a page's output is staged whole");
+const _: () =
+    assert!(PART_SIZE <= crate::deflate::decode::STAGED_OUTPUT, "a page of one part (64 KiB) is staged whole");
 
 /// The batched entry points (`gdeflate_compress`, `gdeflate_decompress`,
 /// `gdeflate_decompressed_sizes`).

@@ -31,8 +31,23 @@ fn scalar_compress(input: &[u8], level: u8, capacity: usize) -> Result<Vec<u8>, 
     gdeflate::compress(input, level, &mut scratch, &mut out).map(|n| out[..n].to_vec())
 }
 
-/// The warp's page of `input` in `capacity` bytes, written `misalign` bytes into its buffer.
+/// The warp's page of `input` in `capacity` bytes, written `misalign` bytes into its buffer: the
+/// batch kernel's for a page of one part, the parts kernel's for a longer one, as the host
+/// launches them.
 fn warp_compress(input: &[u8], level: u8, capacity: usize, misalign: usize) -> Result<Vec<u8>, Status> {
+    match input.len() > PART_SIZE {
+        true => warp_compress_with::<true>(input, level, capacity, misalign),
+        false => warp_compress_with::<false>(input, level, capacity, misalign),
+    }
+}
+
+/// The page of the batch kernel's compressor, or with `PARTS` the parts kernel's.
+fn warp_compress_with<const PARTS: bool>(
+    input: &[u8],
+    level: u8,
+    capacity: usize,
+    misalign: usize,
+) -> Result<Vec<u8>, Status> {
     let mut out = vec![0xA5u8; capacity + misalign];
     let mut table = vec![0x5A5Au16; FAST_RULES.table_entries()];
     // SAFETY: the scratch is plain integers.
@@ -41,7 +56,7 @@ fn warp_compress(input: &[u8], level: u8, capacity: usize, misalign: usize) -> R
     let (t, s) = (table.as_mut_ptr() as usize, &mut *scratch as *mut CompressScratch as usize);
     let result = agreed(emulated::run(|warp| unsafe {
         let (input, out, table, scratch) = (i as *const u8, o as *mut u8, t as *mut u16, s as *mut CompressScratch);
-        gpu_gdeflate::compress::compress_page(warp, input, n, level, scratch, table, out, capacity)
+        gpu_gdeflate::compress::compress_page::<_, PARTS>(warp, input, n, level, scratch, table, out, capacity)
     }));
     result.map(|n| out[misalign..misalign + n].to_vec())
 }
@@ -135,6 +150,20 @@ fn warp_compressor_writes_the_scalar_pages() {
             assert_eq!(scalar_decode(&got, input.len()), Ok(input.clone()), "{what}, level {level}: decoded");
         }
     }
+}
+
+#[test]
+fn the_parts_kernel_writes_the_batch_kernels_pages_which_takes_one_part() {
+    for input in [text_bytes(5001, 2), vec![0; PART_SIZE]] {
+        for level in [0, 1, 4] {
+            let capacity = gdeflate::max_compressed_size(input.len());
+            let batch = warp_compress_with::<false>(&input, level, capacity, 0);
+            assert_eq!(warp_compress_with::<true>(&input, level, capacity, 0), batch, "level {level}");
+        }
+    }
+    let two_parts = text_bytes(PART_SIZE + 1, 3);
+    let capacity = gdeflate::max_compressed_size(two_parts.len());
+    assert_eq!(warp_compress_with::<false>(&two_parts, 1, capacity, 0), Err(Status::ChunkTooLarge));
 }
 
 #[test]

@@ -211,10 +211,19 @@ fn every_stream_decodes_on_the_gpu_its_checksums_verified() {
     }
 }
 
+/// One of nvCOMP's single-chunk bitstreams, its codec's and the input it holds.
+struct SingleChunk {
+    name: String,
+    bitstream: Bitstream,
+    options: Options,
+    bytes: Vec<u8>,
+    expected: Vec<u8>,
+}
+
 /// nvCOMP's single-chunk bitstreams of the five standard codecs: `ALGORITHM-with-size-SIZE.bin`
 /// (its 16-byte size prefix, then the block) and `ALGORITHM-raw-100000.bin` (Deflate's and
-/// GDeflate's a stream past 64 KiB), each with its bitstream, options and input.
-fn single_chunk_streams() -> Vec<(String, Bitstream, Options, Vec<u8>, Vec<u8>)> {
+/// GDeflate's a stream past 64 KiB).
+fn single_chunk_streams() -> Vec<SingleChunk> {
     let mut streams = Vec::new();
     for algorithm in ["lz4", "snappy", "deflate", "gdeflate", "zstd"] {
         let options = match algorithm {
@@ -232,7 +241,7 @@ fn single_chunk_streams() -> Vec<(String, Bitstream, Options, Vec<u8>, Vec<u8>)>
             let name = format!("{algorithm}-{kind}-{size}");
             let bytes = std::fs::read(data_dir().join(format!("{name}.bin"))).unwrap();
             let expected = std::fs::read(data_dir().join(format!("text-{size}.raw"))).unwrap();
-            streams.push((name, bitstream, options, bytes, expected));
+            streams.push(SingleChunk { name, bitstream, options, bytes, expected });
         }
     }
     streams
@@ -242,14 +251,14 @@ fn single_chunk_streams() -> Vec<(String, Bitstream, Options, Vec<u8>, Vec<u8>)>
 fn single_chunk_streams_decode_on_the_cpu_and_the_gpu() {
     // The CPU, and the GPU where there is one.
     let backends: Vec<Option<Gpu>> = std::iter::once(None).chain(gpu().map(Some)).collect();
-    for (name, bitstream, options, bytes, expected) in single_chunk_streams() {
+    for SingleChunk { name, bitstream, options, bytes, expected } in single_chunk_streams() {
         let config = Config { bitstream, ..Config::default() };
-        for on in backends.iter().cloned() {
-            let codec = BufferCodec::new(options, config.clone(), on.clone()).unwrap();
+        for on in &backends {
+            let codec = BufferCodec::new(options, config, on.clone()).unwrap();
             assert_eq!(codec.decompress(&bytes).unwrap(), expected, "{name}, GPU {}", on.is_some());
             let batch = ChunkListCodec::new(options, bitstream, on.clone()).unwrap();
             let mut out = vec![0; expected.len()];
-            let decoded = match &on {
+            let decoded = match on {
                 None => batch.decompress_cpu(&[&bytes], &mut [&mut out]).remove(0).unwrap(),
                 Some(gpu) => {
                     let stream = gpu.stream().unwrap();

@@ -355,7 +355,10 @@ pub trait TokenSink {
 }
 
 /// The parse of levels 2 to 5 over `n` bytes: greedy, or lazy (a match waits to see whether
-/// the next position has a longer one). The searches are all it needs of the bytes.
+/// the next position has a longer one). The searches are all it needs of the bytes. Inlined
+/// (the GPU's two compressors of each format, the batch kernels' and the parts kernels', call
+/// it: called, the batch kernels spilled twice as much).
+#[inline(always)]
 pub fn lazy_parse(n: usize, effort: &Effort, search: &mut impl Searcher, sink: &mut impl TokenSink) {
     let mut pos = 0;
     // A match found at `pos - 1`, waiting to see whether `pos` has a longer one.

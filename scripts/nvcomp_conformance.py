@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +115,11 @@ class Run:
         self.observed[name] = value
         print(f"{name}: {value}", flush=True)
 
-    def isolated(self, name: str, case: str) -> None:
-        """Records case `case` of ISOLATED run in a child process: what it returns, or the signal that ended it."""
+    def isolated(self, name: str, case: str, *args: str) -> None:
+        """Records case `case` of ISOLATED, given `args`, run in a child process: what it returns, or the signal
+        that ended it."""
         child = subprocess.run(
-            [sys.executable, __file__, "child", self.module, case], capture_output=True, text=True, check=False
+            [sys.executable, __file__, "child", self.module, case, *args], capture_output=True, text=True, check=False
         )
         if child.returncode < 0:
             self.observed[name] = {"crashed": signal.Signals(-child.returncode).name}
@@ -293,6 +295,15 @@ def codecs(run: Run) -> None:
         lambda: run.seen(
             run.codec("LZ4", data_type="<i4").decode(
                 run.codec("LZ4", data_type="<i4").encode(cp.asarray(offsets(8_000)))
+            )
+        ),
+    )
+    # Sizes that are not a whole number of the codec's elements: nvCOMP drops the remainder.
+    run.case(
+        "Cascaded <i4 of 160,001 bytes",
+        lambda: run.seen(
+            run.codec("Cascaded", data_type="<i4").decode(
+                run.codec("Cascaded", data_type="<i4").encode(cp.asarray(text(160_001)))
             )
         ),
     )
@@ -484,25 +495,26 @@ def streams(run: Run) -> Any:
     return {"ptr is int": [isinstance(s.ptr, int) for s in (made, borrowed)], "decoded": run.seen(decoded)}
 
 
+def peer_decode(run: Run, streams: str, name: str) -> Any:
+    """The other library's stream `name` (of the .npz `streams`), decoded here: whether it equals its data."""
+    algorithm, kind = name.split(" ")
+    data, options = data_for(algorithm)
+    native = kind == "NVCOMP_NATIVE"
+    codec = run.codec(None if native else algorithm, kind, **({} if native else options))
+    decoded = codec.decode(run.cp.asarray(np.load(streams)[name]))
+    return bool(np.array_equal(run.host(decoded), data.view(np.uint8)))
+
+
 # Cases run in a child process, by name.
-ISOLATED = {"streams": streams, **BAD_INPUTS}
+ISOLATED = {"streams": streams, "peer": peer_decode, **BAD_INPUTS}
 
 
 def peer(run: Run, streams: Path) -> None:
-    """The other library's streams, decoded here: equal to their data, or what was raised."""
-    saved = np.load(streams)
-    for name in sorted(saved.files):
-        algorithm, kind = name.split(" ")
-        data, options = data_for(algorithm)
-
-        def decode(name: str = name, algorithm: str = algorithm, kind: str = kind, data=data, options=options) -> Any:
-            codec = run.codec(
-                None if kind == "NVCOMP_NATIVE" else algorithm, kind, **({} if kind == "NVCOMP_NATIVE" else options)
-            )
-            decoded = codec.decode(run.cp.asarray(saved[name]))
-            return bool(np.array_equal(run.host(decoded), data.view(np.uint8)))
-
-        run.case(f"peer's {name}", decode)
+    """The other library's streams, each decoded in a child process (a stream nvCOMP cannot read leaves its CUDA
+    context broken for the ones after): equal to their data, or what was raised."""
+    names = sorted(np.load(streams).files)
+    with ThreadPoolExecutor(8) as children:
+        list(children.map(lambda name: run.isolated(f"peer's {name}", "peer", str(streams), name), names))
 
 
 def compare(nvcomps: dict[str, Any], ours: dict[str, Any], nvcomp_peer: dict[str, Any]) -> str:
@@ -535,9 +547,9 @@ def main() -> None:
         nvcomps, ours, nvcomp_peer = (json.loads(Path(path).read_text()) for path in args[1:4])
         Path(args[4]).write_text(compare(nvcomps, ours, nvcomp_peer))
         return
-    if args[:1] == ["child"] and len(args) == 3:
+    if args[:1] == ["child"] and len(args) >= 3:
         run = Run(args[1])
-        run.case(args[2], lambda: ISOLATED[args[2]](run))
+        run.case(args[2], lambda: ISOLATED[args[2]](run, *args[3:]))
         print(json.dumps(run.observed[args[2]], default=str))
         return
     if args[:1] != ["run"] or len(args) not in (3, 5):

@@ -1,7 +1,9 @@
 //! GDeflate, the format of DirectStorage and nvCOMP: deflate blocks whose bits are dealt out to
 //! 32 sub-streams so that 32 lanes can decode in parallel, one symbol each per round
-//! (docs/FORMAT.md, "GDeflate", describes the layout). A chunk is one GDeflate *page*: at most
-//! 64 KiB of input, no header, as DirectStorage's tiles and nvCOMP's batched chunks are.
+//! (docs/FORMAT.md, "GDeflate", describes the layout). A chunk is one GDeflate *page*, with no
+//! header, as DirectStorage's tiles and nvCOMP's batched chunks are: those hold at most 64 KiB,
+//! and nvCOMP's single-chunk bitstreams more, which [`compress`] writes as Deflate's compressor
+//! does, a part of 64 KiB at a time.
 //!
 //! Everything above the bit layout is deflate's: the same parsers, block choice and Huffman
 //! codes ([`deflate::block::BitSink`]) and the same header decoding ([`BitSource`]); this module
@@ -14,18 +16,18 @@ use crate::deflate::{self, CompressScratch, DecodeTables, MAX_DECOMPRESSED_CHUNK
 
 /// Sub-streams, one per lane of a warp.
 pub const LANES: usize = 32;
-/// Largest input [`compress`] accepts: one page.
-pub const MAX_CHUNK_SIZE: usize = 1 << 16;
+/// Largest input [`compress`] accepts (as Deflate's).
+pub const MAX_CHUNK_SIZE: usize = deflate::MAX_CHUNK_SIZE;
 /// Bits a sub-stream reads at a time, as a little-endian u32.
 const PACKET_BITS: u32 = 32;
 /// A lane refills when it holds fewer bits than this.
 const LOW_WATER: u32 = 32;
 
 /// Largest page [`compress`] writes for `len` input bytes: every block stored (19 bits per
-/// stored block of at most 65535 bytes, a block per 4096 tokens at least), plus each sub-stream's
-/// partly filled packets (at most 63 bits each).
+/// stored block of at most 65535 bytes, a block per 4096 tokens at least but for each part's
+/// last), plus each sub-stream's partly filled packets (at most 63 bits each).
 pub const fn max_compressed_size(len: usize) -> usize {
-    len + 3 * (len / 4096 + len / 65535 + 3) + 256
+    len + 3 * (len / 4096 + len / 65535 + deflate::extra_parts(len) + 3) + 256
 }
 
 /// Largest size `compressed_len` bytes can decode to (a Deflate64 match of 65538 bytes costs at

@@ -6,8 +6,8 @@ use std::sync::OnceLock;
 
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::{
-    self, CompressScratch, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, compress, decompress, decompressed_size,
-    max_compressed_size,
+    self, CompressScratch, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, PART_SIZE, Wrapper, compress, decompress,
+    decompressed_size, max_compressed_size,
 };
 
 mod common;
@@ -116,7 +116,7 @@ fn round_trips_at_every_level_and_wrapper() {
         &repetitive,
         &runs,
         &random(65_536, 1),
-        &text()[..MAX_CHUNK_SIZE],
+        &text()[..PART_SIZE],
         &text()[100_000..103_000],
     ];
     for input in inputs {
@@ -129,7 +129,7 @@ fn scratch_contents_do_not_matter() {
     let mut garbage = scratch();
     let mut zeroed: Box<CompressScratch> = unsafe { Box::new_zeroed().assume_init() };
     for level in 0..=MAX_LEVEL {
-        for input in [&text()[..MAX_CHUNK_SIZE], &text()[70_000..71_000]] {
+        for input in [&text()[..PART_SIZE], &text()[70_000..71_000]] {
             let a = ours(input, level, Wrapper::Raw, &mut garbage);
             assert_eq!(a, ours(input, level, Wrapper::Raw, &mut zeroed), "level {level}");
         }
@@ -137,11 +137,13 @@ fn scratch_contents_do_not_matter() {
 }
 
 #[test]
-fn chunk_sizes_up_to_the_maximum() {
+fn chunk_sizes_up_to_a_part_and_past_it() {
     let (mut s, mut t) = (scratch(), tables());
-    let data: Vec<u8> = text().iter().zip(random(MAX_CHUNK_SIZE, 9)).map(|(&a, b)| a ^ (b & 1)).collect();
+    let data: Vec<u8> = text().iter().zip(random(4 * PART_SIZE, 9)).map(|(&a, b)| a ^ (b & 1)).collect();
     let mut sizes = vec![1, 2, 3, 4, 5, 8, 13, 255, 256, 257, 4095, 4096, 4097, 32767, 32768, 32769, 65535, 65536];
-    sizes.extend((1..MAX_CHUNK_SIZE).step_by(4999));
+    sizes.extend((1..PART_SIZE).step_by(4999));
+    // Past a part: its blocks, then the next part's, one stream.
+    sizes.extend([PART_SIZE + 1, 2 * PART_SIZE, 200_000, 4 * PART_SIZE]);
     for len in sizes {
         round_trip_everywhere(&data[..len], &mut s, &mut t);
     }
@@ -200,7 +202,7 @@ fn gzip_members_decode_one_after_another() {
 fn ratios_on_text_beat_zlib() {
     let mut s = scratch();
     let text = text();
-    let total = |f: &mut dyn FnMut(&[u8]) -> usize| text.chunks(MAX_CHUNK_SIZE).map(f).sum::<usize>();
+    let total = |f: &mut dyn FnMut(&[u8]) -> usize| text.chunks(PART_SIZE).map(f).sum::<usize>();
     let ratio = |size: usize| text.len() as f64 / size as f64;
     let ours: Vec<f64> =
         (0..=MAX_LEVEL).map(|level| ratio(total(&mut |c| ours(c, level, Wrapper::Raw, &mut s).len()))).collect();

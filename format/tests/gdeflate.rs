@@ -1,7 +1,7 @@
 //! GDeflate pages: round trips, block types, agreement with deflate, corrupt pages.
 
 use ferrocomp_format::Status;
-use ferrocomp_format::deflate::{self, CompressScratch, DecodeTables, MAX_LEVEL, Wrapper};
+use ferrocomp_format::deflate::{self, CompressScratch, DecodeTables, MAX_LEVEL, PART_SIZE, Wrapper};
 use ferrocomp_format::gdeflate::{self, MAX_CHUNK_SIZE, compress, decompress, decompressed_size, max_compressed_size};
 
 mod common;
@@ -15,9 +15,9 @@ fn tables() -> Box<DecodeTables> {
     unsafe { Box::new_zeroed().assume_init() }
 }
 
-/// A page of text like the repository's sources.
+/// Four parts' worth of text like the repository's sources.
 fn text() -> Vec<u8> {
-    source_text(MAX_CHUNK_SIZE, 1)
+    source_text(4 * PART_SIZE, 1)
 }
 
 fn random(len: usize, mut seed: u64) -> Vec<u8> {
@@ -48,16 +48,19 @@ fn round_trips_and_agrees_with_deflate() {
     let (mut s, mut t) = (scratch(), tables());
     let text = text();
     let repetitive: Vec<u8> = (0..40_000).map(|i| b"abcabcabd"[i % 9]).collect();
-    let inputs: [&[u8]; 9] = [
+    let inputs: [&[u8]; 11] = [
         b"",
         b"a",
         b"hello, hello, hello world",
         &repetitive,
-        &random(MAX_CHUNK_SIZE, 1),
-        &text[..MAX_CHUNK_SIZE],
+        &random(PART_SIZE, 1),
+        &text[..PART_SIZE],
         &text[..1000],
         &text[5000..5031],
         &text[..65535],
+        // Past a part, as nvCOMP's single-chunk bitstreams hold: its blocks, then the next part's.
+        &text[..PART_SIZE + 1],
+        &text[..200_000],
     ];
     for input in inputs {
         for level in 0..=MAX_LEVEL {

@@ -10,6 +10,7 @@ use std::cell::Cell;
 use std::sync::OnceLock;
 use std::thread::LocalKey;
 
+use ferrocomp::container::SIZE_PREFIX_LEN;
 use ferrocomp::{
     Algorithm, Bitstream, BufferCodec, ChecksumPolicy, Config, Deflate, Options, Status, Wrapper, describe,
 };
@@ -172,7 +173,7 @@ pub fn native(data: &[u8]) {
 }
 
 /// Decodes the input after an algorithm id and 8 option bytes as nvCOMP's two single-chunk
-/// bitstreams: with its uncompressed size before it, and raw. Each must agree with [`decode`]'s
+/// bitstreams: with its size prefix (the uncompressed size, then reserved bytes) before it, and raw. Each must agree with [`decode`]'s
 /// scalar decoder, and the size prefix with what decodes.
 pub fn with_size(data: &[u8]) {
     let Some((&id, rest)) = data.split_first() else { return };
@@ -185,7 +186,7 @@ pub fn with_size(data: &[u8]) {
     if let Ok(out) = single(Bitstream::WithUncompressedSize) {
         let declared = u64::from_le_bytes(stream[..8].try_into().unwrap());
         assert_eq!(out.len() as u64, declared, "decoded other than the size prefix says");
-        assert_eq!(scalar(options, &stream[8..], out.len()).as_deref(), Ok(out.as_slice()));
+        assert_eq!(scalar(options, &stream[SIZE_PREFIX_LEN..], out.len()).as_deref(), Ok(out.as_slice()));
     }
     if let Ok(out) = single(Bitstream::Raw) {
         assert_eq!(scalar(options, stream, out.len()).as_deref(), Ok(out.as_slice()));

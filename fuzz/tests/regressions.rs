@@ -2,6 +2,7 @@
 //! target's checks, each finding's exact outcome asserted, and every seed of `fuzz/corpus/`
 //! through its target (so a seed that stops decoding is noticed here, not in a campaign).
 
+use ferrocomp::container::size_prefix;
 use ferrocomp::{Bitstream, BufferCodec, Config, Error, Options, Snappy, Status, Zstd};
 use ferrocomp_fuzz::{TARGETS, run};
 use std::path::Path;
@@ -53,7 +54,7 @@ fn an_empty_chunk_of_a_single_chunk_stream_is_still_decoded() {
     assert!(matches!(refused, Err(Error::Chunk { chunk: 0, status: Status::Malformed })), "{refused:?}");
     let sized =
         BufferCodec::new(options, Config { bitstream: Bitstream::WithUncompressedSize, ..Config::default() }, None);
-    let prefixed = [&0u64.to_le_bytes()[..], chunk].concat();
+    let prefixed = [&size_prefix(0)[..], chunk].concat();
     let refused = sized.unwrap().decompress(&prefixed);
     assert!(matches!(refused, Err(Error::Chunk { chunk: 0, status: Status::Malformed })), "{refused:?}");
 }

@@ -78,6 +78,12 @@ pub trait BatchCodec: Send + Sync {
         self.launch().compress
     }
 
+    /// The compress kernel for chunks of at most `max_chunk_bytes` (as
+    /// [`BatchCodec::compress_shape`]'s): by default `{codec}_compress`, whatever their size.
+    fn compress_kernel(&self, _max_chunk_bytes: usize) -> Kernel {
+        Kernel::Compress
+    }
+
     /// The decompress kernel's shape for `count` chunks of at most `max_chunk_bytes` where the host
     /// knows it (the outputs' [`Chunks::largest`], or the largest the call's scratch has room for
     /// where the codec's scratch grows with the chunks) on a GPU of `multiprocessors` SMs; by
@@ -192,7 +198,7 @@ pub trait BatchCodec: Send + Sync {
             largest_fitting(self.max_chunk_size(), |bytes| self.max_compressed_chunk_size(bytes) <= output_capacity);
         let largest = inputs.largest.map_or(largest, |given| given.min(largest));
         let shape = self.compress_shape(count, largest, gpu.multiprocessors());
-        unsafe { launch.run(gpu, Kernel::Compress, shape, &args, stream) }
+        unsafe { launch.run(gpu, self.compress_kernel(largest), shape, &args, stream) }
     }
 
     /// Enqueues finding the decompressed size of each chunk of `inputs`.

@@ -281,6 +281,39 @@ macro_rules! batch_kernels {
     };
 }
 
+/// A codec's compressor of chunks longer than its batch kernels take: Deflate's and GDeflate's,
+/// past one 64 KiB part (nvCOMP's single-chunk bitstreams), kept in a kernel of its own,
+/// `{codec}_compress_parts`, so that the common one compiles without the parts' loop.
+pub trait PartsCompress {
+    /// Compresses `chunk`'s input into its output, a part at a time.
+    ///
+    /// # Safety
+    /// As [`ChunkKernels::compress`].
+    unsafe fn compress_parts(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status>;
+}
+
+/// Runs `C`'s parts compressor over the batch `args`, a warp per chunk.
+///
+/// # Safety
+/// As [`run`].
+#[inline(always)]
+pub unsafe fn run_parts<C: PartsCompress>(args: &BatchArgs) {
+    unsafe { for_each_chunk(Lanes::Warp, args, |warp, chunk| C::compress_parts(warp, chunk, args)) }
+}
+
+/// Defines a codec's parts compressor kernel `$name`, taking one [`BatchArgs`] and running the
+/// codec's [`PartsCompress`] impl `$codec` over the batch.
+#[macro_export]
+macro_rules! compress_parts_kernel {
+    ($codec:ty: $name:ident) => {
+        /// Compresses each chunk of the batch, any size, a part at a time.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(args: ferrocomp_format::BatchArgs) {
+            unsafe { $crate::batch::run_parts::<$codec>(&args) }
+        }
+    };
+}
+
 /// Defines a codec's block decoder kernel `$name`, taking one [`BatchArgs`] and running the
 /// codec's [`BlockDecompress`] impl `$codec` over the batch.
 #[macro_export]

@@ -82,6 +82,8 @@ pub const LAUNCH_BOUNDS: &[(&str, u32, u32)] = &[
     ("cascaded_decompress", cascaded::MAX_WARPS * 32, 1),
     ("deflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("gdeflate_compress", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
+    ("deflate_compress_parts", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
+    ("gdeflate_compress_parts", deflate::compress::COMPRESS_WARPS * 32, deflate::compress::COMPRESS_BLOCKS_PER_SM),
     ("deflate_decompress", deflate::DECODE_WARPS * 32, deflate::DECOMPRESS_BLOCKS_PER_SM),
     ("gdeflate_decompress", deflate::DECODE_WARPS * 32, deflate::DECOMPRESS_BLOCKS_PER_SM),
     ("deflate_decompress_blocks", deflate::decode::PAIR_WARPS * 32, deflate::decode::PAIR_BLOCKS_PER_SM),

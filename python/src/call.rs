@@ -5,8 +5,8 @@
 use crate::array::Array;
 use crate::array::batch::{Arrays, BatchArray};
 use crate::device::StreamRef;
-use crate::dtype::DType;
-use crate::errors::{Direction, to_py_at, value_error};
+use crate::dtype::{DType, ReturnType};
+use crate::errors::{Direction, to_py_at};
 use crate::keep::Keep;
 use ferrocomp::{ChunkResults, Error, Status};
 use pyo3::prelude::*;
@@ -29,7 +29,7 @@ pub struct Call {
     /// Whether `outputs` are the caller's (`out=`), which keep their shape when filled.
     pub callers_outputs: bool,
     /// The element type of outputs ferrocomp allocated.
-    pub dtype: DType,
+    pub dtype: ReturnType,
     /// What the call returns: one array, a list or a `BatchArray`, as it took.
     pub returns: Returns,
     /// Bytes before each block (a size prefix), not counted in the device sizes.
@@ -98,7 +98,7 @@ impl Call {
 
 /// `output` as filled with `size` bytes: a caller's array (`callers`) whole when filled exactly,
 /// otherwise its first `size` bytes (as `dtype` for arrays ferrocomp allocated), ready to use.
-pub fn filled(output: &Array, size: usize, callers: bool, dtype: &DType) -> PyResult<Array> {
+pub fn filled(output: &Array, size: usize, callers: bool, dtype: &ReturnType) -> PyResult<Array> {
     let ready = output.produced_on(None);
     if callers {
         if size == output.nbytes() {
@@ -107,13 +107,7 @@ pub fn filled(output: &Array, size: usize, callers: bool, dtype: &DType) -> PyRe
         let dtype = if size.is_multiple_of(output.dtype.size) { output.dtype.clone() } else { DType::bytes() };
         return Ok(ready.prefix(size, dtype));
     }
-    if !size.is_multiple_of(dtype.size) {
-        return Err(value_error(format!(
-            "the data is {size} bytes, not a whole number of {} elements",
-            dtype.typestr()
-        )));
-    }
-    Ok(ready.prefix(size, dtype.clone()))
+    Ok(ready.prefix(size, dtype.of(size)?))
 }
 
 /// What a call returns for its arrays: one array, a list of them, or a `BatchArray` (no Python

@@ -21,9 +21,14 @@ pub struct DType {
 }
 
 impl DType {
-    /// Bytes (`"|u1"`): what compressed data is.
+    /// Bytes (`"|u1"`).
     pub fn bytes() -> Self {
         Self { kind: 'u', size: 1, big_endian: false }
+    }
+
+    /// nvCOMP's `char` (`"|i1"`): the type of its compressed arrays.
+    pub fn chars() -> Self {
+        Self { kind: 'i', size: 1, big_endian: false }
     }
 
     /// The type a typestring (`"<f4"`) names.
@@ -113,5 +118,33 @@ impl DType {
             '<'
         };
         format!("{order}{}{}", self.kind, self.size)
+    }
+}
+
+/// The element type of the arrays a call allocates and returns, and whether the caller asked
+/// for it: a size it does not divide is then an error. A codec's own type (nvCOMP's default for
+/// decoded arrays) gives such a size as bytes instead, as nvCOMP's does not (it drops the tail).
+#[derive(Clone, Debug)]
+pub struct ReturnType {
+    pub dtype: DType,
+    pub asked: bool,
+}
+
+impl ReturnType {
+    /// Bytes, as a default.
+    pub fn bytes() -> Self {
+        Self { dtype: DType::bytes(), asked: false }
+    }
+
+    /// The type of an array of `size` bytes.
+    pub fn of(&self, size: usize) -> PyResult<DType> {
+        match (size.is_multiple_of(self.dtype.size), self.asked) {
+            (true, _) => Ok(self.dtype.clone()),
+            (false, false) => Ok(DType::bytes()),
+            (false, true) => Err(value_error(format!(
+                "the data is {size} bytes, not a whole number of {} elements",
+                self.dtype.typestr()
+            ))),
+        }
     }
 }

@@ -16,6 +16,15 @@ RAW = fc.BitstreamKind.RAW
 SIZED = fc.BitstreamKind.WITH_UNCOMPRESSED_SIZE
 KINDS = {"native": NATIVE, "raw": RAW, "sized": SIZED}
 ALGORITHMS = ["LZ4", "Snappy", "Deflate", "zlib", "gzip", "GDeflate", "Blosc", "Zstd"]
+# nvCOMP 6's WITH_UNCOMPRESSED_SIZE prefix: the size as a u64, then eight reserved bytes (zero).
+SIZE_PREFIX_LEN = 16
+
+
+def size_prefix(size: int) -> bytes:
+    """The WITH_UNCOMPRESSED_SIZE prefix of a `size`-byte input."""
+    return struct.pack("<QQ", size, 0)
+
+
 # zlib's window bits for each Deflate wrapper.
 WBITS = {"Deflate": -15, "zlib": 15, "gzip": 31}
 

@@ -14,6 +14,7 @@ from codec_helpers import (
     KINDS,
     NATIVE,
     RAW,
+    SIZE_PREFIX_LEN,
     SIZED,
     batch,
     codec,
@@ -23,6 +24,7 @@ from codec_helpers import (
     native_chunks,
     oracle,
     sample,
+    size_prefix,
 )
 
 import ferrocomp as fc
@@ -37,12 +39,13 @@ def test_round_trip_one_array(algorithm, kind):
     c = codec(algorithm, kind)
     encoded = c.encode(data)
     assert isinstance(encoded, fc.Array)
-    assert encoded.dtype == np.uint8 and encoded.ndim == 1
+    # nvCOMP's element types: `char` compressed, and its algorithm's default decoded.
+    assert encoded.dtype == np.int8 and encoded.ndim == 1
     assert encoded.buffer_kind == fc.ArrayBufferKind.STRIDED_HOST
     decoded = c.decode(encoded)
     assert isinstance(decoded, fc.Array)
     assert host(decoded) == data.tobytes()
-    assert decoded.dtype == np.uint8 and decoded.shape == (len(data),)
+    assert decoded.dtype == (np.int8 if algorithm == "LZ4" else np.uint8) and decoded.shape == (len(data),)
 
 
 @pytest.mark.parametrize("kind", KINDS.values(), ids=KINDS.keys())
@@ -81,11 +84,9 @@ def test_with_uncompressed_size_is_a_size_then_a_block(algorithm):
     encoded = c.encode(chunks)
     for block, chunk in zip(encoded, chunks, strict=True):
         raw = host(block)
-        assert struct.unpack_from("<Q", raw)[0] == len(chunk)
-        assert decode_block(algorithm, raw[8:], len(chunk)) == chunk.tobytes()
-    built = [
-        np.frombuffer(struct.pack("<Q", len(ch)) + encode_block(algorithm, ch.tobytes()), np.uint8) for ch in chunks
-    ]
+        assert raw[:SIZE_PREFIX_LEN] == size_prefix(len(chunk))
+        assert decode_block(algorithm, raw[SIZE_PREFIX_LEN:], len(chunk)) == chunk.tobytes()
+    built = [np.frombuffer(size_prefix(len(ch)) + encode_block(algorithm, ch.tobytes()), np.uint8) for ch in chunks]
     assert [host(d) for d in c.decode(built)] == [chunk.tobytes() for chunk in chunks]
 
 

@@ -7,7 +7,19 @@ import struct
 
 import numpy as np
 import pytest
-from codec_helpers import NATIVE, RAW, SIZED, batch, codec, host, native_chunks, oracle, sample
+from codec_helpers import (
+    NATIVE,
+    RAW,
+    SIZE_PREFIX_LEN,
+    SIZED,
+    batch,
+    codec,
+    host,
+    native_chunks,
+    oracle,
+    sample,
+    size_prefix,
+)
 
 import ferrocomp as fc
 
@@ -19,7 +31,7 @@ def corrupt_batch(algorithm: str, kind=RAW):
     chunks = batch((1000, 2000, 3000, 4000))
     c = codec(algorithm, kind)
     encoded = [host(e) for e in c.encode(chunks)]
-    keep = 8 + 5 if kind == SIZED else 5
+    keep = SIZE_PREFIX_LEN + 5 if kind == SIZED else 5
     encoded[2] = encoded[2][:keep] + bytes(range(256)) * 2
     return c, chunks, [np.frombuffer(e, np.uint8) for e in encoded]
 
@@ -73,11 +85,11 @@ def test_truncated_chunk(algorithm, kind):
 def test_with_uncompressed_size_lying_prefix():
     c = codec("LZ4", SIZED)
     block = oracle("lz4.block").compress(b"a" * 1000, store_size=False)
-    huge = np.frombuffer(struct.pack("<Q", 1 << 60) + block, np.uint8)
+    huge = np.frombuffer(size_prefix(1 << 60) + block, np.uint8)
     with pytest.raises(fc.DecodeError) as error:
-        c.decode([np.frombuffer(struct.pack("<Q", 1000) + block, np.uint8), huge])
+        c.decode([np.frombuffer(size_prefix(1000) + block, np.uint8), huge])
     assert error.value.chunk == 1
-    lying = np.frombuffer(struct.pack("<Q", 999) + block, np.uint8)
+    lying = np.frombuffer(size_prefix(999) + block, np.uint8)
     with pytest.raises(fc.DecodeError) as error:
         c.decode(lying)
     assert error.value.chunk == 0

@@ -1,6 +1,7 @@
 """nvCOMP 6's own NVCOMP_NATIVE streams (tests/data/nvcomp6, written by `nvidia.nvcomp.Codec.encode` on an H100):
 `Codec()` and `Codec(algorithm=...)` decode them on the CPU, their checksums verified as the policy says, and
-nvCOMP's own Cascaded, Bitcomp and ANS streams are refused with the reason."""
+nvCOMP's own Cascaded, Bitcomp and ANS streams are refused with the reason. Its RAW and WITH_UNCOMPRESSED_SIZE
+streams of the five standard codecs decode too."""
 
 from __future__ import annotations
 
@@ -69,4 +70,34 @@ def test_codec_decodes_nvcomps_stream_on_the_gpu(cupy, name):
     policy = fc.ChecksumPolicy.COMPUTE_AND_VERIFY if name.endswith("compute_and_verify") else None
     options = {"checksum_policy": policy} if policy else {}
     decoded = fc.Codec(**options).decode(on_device)
+    assert cupy.asnumpy(cupy.asarray(decoded)).tobytes() == expected
+
+
+# nvCOMP's single-chunk bitstreams: `ALGORITHM-with-size-SIZE.bin` (its 16-byte size prefix, then the block) and
+# `ALGORITHM-raw-100000.bin` (Deflate's and GDeflate's a stream past 64 KiB).
+SINGLE = [(name, kind) for name in STANDARD for kind in ("with-size-1", "with-size-1000", "raw-100000")]
+
+
+def single(name: str, kind: str) -> tuple[fc.Codec, np.ndarray, bytes]:
+    """A CPU codec for nvCOMP's stream `NAME-KIND.bin`, the stream and the bytes it holds."""
+    bitstream = fc.BitstreamKind.RAW if kind.startswith("raw") else fc.BitstreamKind.WITH_UNCOMPRESSED_SIZE
+    codec = fc.Codec(NAMES[name], device_id="cpu", bitstream_kind=bitstream)
+    encoded = np.frombuffer((DATA / f"{name}-{kind}.bin").read_bytes(), np.uint8)
+    return codec, encoded, (DATA / f"text-{kind.rsplit('-', 1)[1]}.raw").read_bytes()
+
+
+@pytest.mark.parametrize("name, kind", SINGLE)
+def test_nvcomps_single_chunk_streams_decode(name, kind):
+    codec, encoded, expected = single(name, kind)
+    assert bytes(codec.decode(encoded)) == expected
+    assert [bytes(d) for d in codec.decode([encoded, encoded])] == [expected, expected]
+    if kind.startswith("with-size"):
+        assert bytes(codec.encode(np.frombuffer(expected, np.uint8)))[:16] == encoded[:16].tobytes()
+
+
+@pytest.mark.parametrize("name, kind", SINGLE)
+def test_nvcomps_single_chunk_streams_decode_on_the_gpu(cupy, name, kind):
+    _, encoded, expected = single(name, kind)
+    bitstream = fc.BitstreamKind.RAW if kind.startswith("raw") else fc.BitstreamKind.WITH_UNCOMPRESSED_SIZE
+    decoded = fc.Codec(NAMES[name], bitstream_kind=bitstream).decode(cupy.asarray(encoded))
     assert cupy.asnumpy(cupy.asarray(decoded)).tobytes() == expected

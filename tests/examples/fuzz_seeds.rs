@@ -6,6 +6,7 @@
 //!
 //! `cargo run -p ferrocomp-tests --example fuzz_seeds`
 
+use ferrocomp::container::size_prefix;
 use ferrocomp::{
     Algorithm, Ans, AnsDataType, Bitcomp, Bitstream, BufferCodec, ChecksumPolicy, Config, DataType, Deflate,
     ElementType, ErrorBound, GDeflate, Lz4, Options, Shuffle, Snappy, Wrapper, Zstd,
@@ -86,7 +87,7 @@ fn main() {
             let prefixed = [&options.to_bytes()[..], data].concat();
             corpus.add(&format!("roundtrip_{}", algorithm.name()), &format!("{label}-{name}"), &prefixed);
             if *name == "text" {
-                let sized = [&[algorithm as u8][..], &options.to_bytes(), &(data.len() as u64).to_le_bytes(), &chunk];
+                let sized = [&[algorithm as u8][..], &options.to_bytes(), &size_prefix(data.len() as u64), &chunk];
                 corpus.add("container_with_size", &format!("{label}-{name}"), &sized.concat());
             }
         }

@@ -1,5 +1,6 @@
 //! The CPU path: containers, checksum policies, interop with lz4_flex and liblz4, bad input.
 
+use ferrocomp::container::size_prefix;
 use ferrocomp::{Bitstream, BufferCodec, ChecksumPart, ChecksumPolicy, Config, DataType, Error, Lz4, Options, Status};
 use ferrocomp_tests::{random_bytes, text_bytes};
 
@@ -36,8 +37,10 @@ fn single_chunk_bitstreams_are_plain_lz4_blocks() {
         assert_eq!(codec(Bitstream::Raw, ChecksumPolicy::default()).decompress(&raw).unwrap(), data);
 
         let sized = codec(Bitstream::WithUncompressedSize, ChecksumPolicy::default()).compress(&data).unwrap();
+        // nvCOMP 6's prefix: the size as a u64, then eight zero bytes.
         assert_eq!(sized[..8], (n as u64).to_le_bytes());
-        assert_eq!(sized[8..], raw[..]);
+        assert_eq!(sized[8..16], [0; 8]);
+        assert_eq!(sized[16..], raw[..]);
         assert_eq!(codec(Bitstream::WithUncompressedSize, ChecksumPolicy::default()).decompress(&sized).unwrap(), data);
     }
 }
@@ -170,11 +173,12 @@ fn raw_streams_of_garbage_are_refused() {
     let raw = codec(Bitstream::Raw, ChecksumPolicy::default());
     assert!(matches!(raw.decompress(&[0xF0, 0xFF]), Err(Error::Chunk { chunk: 0, status: Status::Truncated })));
     let sized = codec(Bitstream::WithUncompressedSize, ChecksumPolicy::default());
-    let mut lying = (1u64 << 40).to_le_bytes().to_vec();
-    lying.extend_from_slice(&[0x10, b'a']);
-    assert!(matches!(sized.decompress(&lying), Err(Error::Container(_))));
-    let mut short = 2u64.to_le_bytes().to_vec();
-    short.extend_from_slice(&[0x10, b'a']);
+    let lying = [&size_prefix(1 << 40)[..], &[0x10, b'a']].concat();
+    let refused = sized.decompress(&lying);
+    assert!(matches!(&refused, Err(Error::Container(what)) if what.contains("cannot hold")), "{refused:?}");
+    let too_short = sized.decompress(&lying[..15]);
+    assert!(matches!(&too_short, Err(Error::Container(what)) if what.contains("too short")), "{too_short:?}");
+    let short = [&size_prefix(2)[..], &[0x10, b'a']].concat();
     assert!(matches!(sized.decompress(&short), Err(Error::ChunkSize { chunk: 0, expected: 2, actual: 1 })));
 }
 

@@ -10,7 +10,7 @@ use ferrocomp_format::Status;
 use ferrocomp_format::deflate::huffman::{self, LengthWork, MAX_CODE_LEN};
 use ferrocomp_format::deflate::tables::{NUM_DIST, NUM_LITLEN};
 use ferrocomp_format::deflate::{
-    self, CompressScratch, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, max_compressed_size,
+    self, CompressScratch, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, PART_SIZE, Wrapper, max_compressed_size,
 };
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, build_lengths, compress_chunk};
 use ferrocomp_kernels_gpu::deflate::decode::{
@@ -23,7 +23,22 @@ use std::io::{Read, Write};
 
 const WRAPPERS: [Wrapper; 3] = [Wrapper::Raw, Wrapper::Zlib, Wrapper::Gzip];
 
+/// The warp compressor's stream of `input` in `capacity` bytes: the batch kernel's for a chunk of
+/// one part, the parts kernel's for a longer one, as the host launches them.
 fn warp_compress(input: &[u8], level: u8, wrapper: Wrapper, capacity: usize) -> Result<Vec<u8>, Status> {
+    match input.len() > PART_SIZE {
+        true => warp_compress_with::<true>(input, level, wrapper, capacity),
+        false => warp_compress_with::<false>(input, level, wrapper, capacity),
+    }
+}
+
+/// The stream of the batch kernel's compressor, or with `PARTS` the parts kernel's.
+fn warp_compress_with<const PARTS: bool>(
+    input: &[u8],
+    level: u8,
+    wrapper: Wrapper,
+    capacity: usize,
+) -> Result<Vec<u8>, Status> {
     let mut out = vec![0u8; capacity];
     let mut table = vec![0x5A5Au16; COMPRESS_SHARED_BYTES_PER_WARP / 2];
     let mut scratch = unsafe { garbage::<CompressScratch>() };
@@ -31,7 +46,7 @@ fn warp_compress(input: &[u8], level: u8, wrapper: Wrapper, capacity: usize) -> 
     let (t, s) = (table.as_mut_ptr() as usize, &mut *scratch as *mut CompressScratch as usize);
     let result = agreed(emulated::run(|warp| unsafe {
         let (input, out, table) = (i as *const u8, o as *mut u8, t as *mut u16);
-        compress_chunk(warp, input, n, level, wrapper, s as *mut CompressScratch, table, out, capacity)
+        compress_chunk::<_, PARTS>(warp, input, n, level, wrapper, s as *mut CompressScratch, table, out, capacity)
     }));
     result.map(|n| out[..n].to_vec())
 }
@@ -120,8 +135,10 @@ fn inputs() -> Vec<Vec<u8>> {
         text_bytes(100, 1),
         text_bytes(5001, 2),
         random_bytes(3001, 2),
-        vec![0; MAX_CHUNK_SIZE],
+        vec![0; PART_SIZE],
         int32_bytes(16_000),
+        // Two parts, the second short: one stream of both parts' blocks.
+        text_bytes(PART_SIZE + 5000, 7),
         text_bytes(24_000, 6),
         mixed,
     ]
@@ -148,6 +165,20 @@ fn warp_compressor_writes_the_scalar_streams() {
             }
         }
     }
+}
+
+#[test]
+fn the_parts_kernel_writes_the_batch_kernels_streams_which_takes_one_part() {
+    for input in [text_bytes(5001, 2), vec![0; PART_SIZE]] {
+        for level in [0, 1, 4] {
+            let capacity = max_compressed_size(input.len(), Wrapper::Zlib);
+            let batch = warp_compress_with::<false>(&input, level, Wrapper::Zlib, capacity);
+            assert_eq!(warp_compress_with::<true>(&input, level, Wrapper::Zlib, capacity), batch, "level {level}");
+        }
+    }
+    let two_parts = text_bytes(PART_SIZE + 1, 3);
+    let capacity = max_compressed_size(two_parts.len(), Wrapper::Raw);
+    assert_eq!(warp_compress_with::<false>(&two_parts, 1, Wrapper::Raw, capacity), Err(Status::ChunkTooLarge));
 }
 
 #[test]

@@ -6,9 +6,11 @@
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::compress::FAST_RULES;
 use ferrocomp_format::deflate::huffman::{self, Alphabet, DIST_ROOT, LITLEN_ROOT, PRECODE_ROOT};
-use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL};
+use ferrocomp_format::deflate::{CompressScratch, DecodeTables, MAX_LEVEL, PART_SIZE};
 use ferrocomp_format::gdeflate;
-use ferrocomp_kernels_gpu::deflate::decode::{PAIR_SHARED_BYTES, PAIR_WARPS, STAGED_SHARED_BYTES, decompress_in_pair};
+use ferrocomp_kernels_gpu::deflate::decode::{
+    PAIR_SHARED_BYTES, PAIR_WARPS, STAGED_OUTPUT, STAGED_SHARED_BYTES, decompress_in_pair,
+};
 use ferrocomp_kernels_gpu::deflate::rounds::InWarp;
 use ferrocomp_kernels_gpu::{deflate as gpu_deflate, emulated, gdeflate as gpu_gdeflate};
 use ferrocomp_tests::{agreed, damaged_copies, garbage, int32_bytes, random_bytes, random_u64s, text_bytes};
@@ -29,8 +31,23 @@ fn scalar_compress(input: &[u8], level: u8, capacity: usize) -> Result<Vec<u8>, 
     gdeflate::compress(input, level, &mut scratch, &mut out).map(|n| out[..n].to_vec())
 }
 
-/// The warp's page of `input` in `capacity` bytes, written `misalign` bytes into its buffer.
+/// The warp's page of `input` in `capacity` bytes, written `misalign` bytes into its buffer: the
+/// batch kernel's for a page of one part, the parts kernel's for a longer one, as the host
+/// launches them.
 fn warp_compress(input: &[u8], level: u8, capacity: usize, misalign: usize) -> Result<Vec<u8>, Status> {
+    match input.len() > PART_SIZE {
+        true => warp_compress_with::<true>(input, level, capacity, misalign),
+        false => warp_compress_with::<false>(input, level, capacity, misalign),
+    }
+}
+
+/// The page of the batch kernel's compressor, or with `PARTS` the parts kernel's.
+fn warp_compress_with<const PARTS: bool>(
+    input: &[u8],
+    level: u8,
+    capacity: usize,
+    misalign: usize,
+) -> Result<Vec<u8>, Status> {
     let mut out = vec![0xA5u8; capacity + misalign];
     let mut table = vec![0x5A5Au16; FAST_RULES.table_entries()];
     // SAFETY: the scratch is plain integers.
@@ -39,7 +56,7 @@ fn warp_compress(input: &[u8], level: u8, capacity: usize, misalign: usize) -> R
     let (t, s) = (table.as_mut_ptr() as usize, &mut *scratch as *mut CompressScratch as usize);
     let result = agreed(emulated::run(|warp| unsafe {
         let (input, out, table, scratch) = (i as *const u8, o as *mut u8, t as *mut u16, s as *mut CompressScratch);
-        gpu_gdeflate::compress::compress_page(warp, input, n, level, scratch, table, out, capacity)
+        gpu_gdeflate::compress::compress_page::<_, PARTS>(warp, input, n, level, scratch, table, out, capacity)
     }));
     result.map(|n| out[misalign..misalign + n].to_vec())
 }
@@ -118,7 +135,12 @@ fn warp_compressor_writes_the_scalar_pages() {
     mixed.extend(random_bytes(9000, 4));
     mixed.extend(vec![b'z'; 30_000]);
     mixed.extend(text_bytes(6536, 5));
-    let large = [("zeros", vec![0; gdeflate::MAX_CHUNK_SIZE]), ("int32", int32_bytes(16_000)), ("mixed page", mixed)];
+    let large = [
+        ("zeros", vec![0; PART_SIZE]),
+        ("int32", int32_bytes(16_000)),
+        ("mixed page", mixed),
+        ("two parts", text_bytes(PART_SIZE + 5000, 7)),
+    ];
     for (k, (what, input)) in inputs().into_iter().chain(large).enumerate() {
         // Levels 2 to 5 share their parse with Deflate's: each page takes two of them, in turn.
         for level in [0, 1, 2 + k as u8 % 4, 2 + (k as u8 + 2) % 4] {
@@ -128,6 +150,20 @@ fn warp_compressor_writes_the_scalar_pages() {
             assert_eq!(scalar_decode(&got, input.len()), Ok(input.clone()), "{what}, level {level}: decoded");
         }
     }
+}
+
+#[test]
+fn the_parts_kernel_writes_the_batch_kernels_pages_which_takes_one_part() {
+    for input in [text_bytes(5001, 2), vec![0; PART_SIZE]] {
+        for level in [0, 1, 4] {
+            let capacity = gdeflate::max_compressed_size(input.len());
+            let batch = warp_compress_with::<false>(&input, level, capacity, 0);
+            assert_eq!(warp_compress_with::<true>(&input, level, capacity, 0), batch, "level {level}");
+        }
+    }
+    let two_parts = text_bytes(PART_SIZE + 1, 3);
+    let capacity = gdeflate::max_compressed_size(two_parts.len());
+    assert_eq!(warp_compress_with::<false>(&two_parts, 1, capacity, 0), Err(Status::ChunkTooLarge));
 }
 
 #[test]
@@ -253,19 +289,18 @@ fn warp_built_tables_are_the_scalar_tables() {
 
 #[test]
 fn paired_decoder_writes_what_the_scalar_decoder_writes_and_staged_nothing_of_a_failed_page() {
-    let whole = text_bytes(gdeflate::MAX_CHUNK_SIZE, 9);
     let mut pages: Vec<(String, Vec<u8>, usize)> = inputs()
         .into_iter()
-        .chain([("whole page", whole.clone())])
+        .chain([("whole page", text_bytes(PART_SIZE, 9)), ("two parts", text_bytes(PART_SIZE + 5000, 7))])
         .map(|(what, input)| (what.to_string(), page(&input, 1), input.len()))
         .collect();
     let good = page(&text_bytes(3000, 5), 4);
     pages.extend(damaged_copies(&good, 12, 3).enumerate().map(|(i, damaged)| (format!("damaged {i}"), damaged, 3000)));
     pages.push(("cut".into(), good[..good.len() / 2].to_vec(), 3000));
     for (what, page, size) in pages {
-        // Room for the page, too little, and more than a page (decoded in place); staged and
-        // written to the output directly.
-        let rooms = [size, size.saturating_sub(1), gdeflate::MAX_CHUNK_SIZE + 7];
+        // Room for the page, too little, and more than the stage holds (decoded in place); staged
+        // and written to the output directly.
+        let rooms = [size, size.saturating_sub(1), STAGED_OUTPUT + 7];
         for (capacity, stage) in rooms.into_iter().flat_map(|c| [(c, true), (c, false)]) {
             let (result, out) = pair_decode(&page, capacity, stage);
             let what = format!("{what}, capacity {capacity}, staged {stage}");
@@ -276,7 +311,7 @@ fn paired_decoder_writes_what_the_scalar_decoder_writes_and_staged_nothing_of_a_
                 }
                 Err(status) => {
                     assert_eq!(result, Err(status), "{what}");
-                    if capacity <= gdeflate::MAX_CHUNK_SIZE && stage {
+                    if capacity <= STAGED_OUTPUT && stage {
                         assert!(out.iter().all(|&b| b == 0xA5), "{what}: a failed page wrote");
                     }
                 }

@@ -2,7 +2,7 @@
 //! decoder produces from `n` compressed bytes, the largest chunk, and the memory the host path
 //! allocates before it has checked a header.
 
-use ferrocomp::container::MAX_BLOCK_CHUNKS;
+use ferrocomp::container::{MAX_BLOCK_CHUNKS, SIZE_PREFIX_LEN, size_prefix};
 use ferrocomp::{
     Ans, Bitcomp, Bitstream, BufferCodec, Cascaded, ChunkListCodec, Config, Deflate, Error, GDeflate, Options, Snappy,
     Wrapper, Zstd,
@@ -136,7 +136,7 @@ fn sizes_declared_over_the_bound_are_refused_before_decoding() {
         let codec = |bitstream| BufferCodec::new(options, Config { bitstream, ..Config::default() }, None).unwrap();
         let with_size = codec(Bitstream::WithUncompressedSize);
         for declared in [bound + 1, u64::MAX] {
-            let stream = [&declared.to_le_bytes()[..], &chunk].concat();
+            let stream = [&size_prefix(declared)[..], &chunk].concat();
             let refused = with_size.decompress(&stream);
             let expected = format!("{} compressed bytes cannot hold {declared} bytes", chunk.len());
             assert!(matches!(&refused, Err(Error::Container(what)) if *what == expected), "{refused:?}");
@@ -163,7 +163,7 @@ fn the_host_allocates_little_before_it_has_checked_a_header() {
         let mut streamed = Vec::new();
         native.compress_stream(&data[..], &mut streamed, &mut |_| {}).unwrap();
         assert!(native.decompress(&container).unwrap() == data); // warm: thread pools and per-thread tables
-        let chunk = &with_size.compress(&data).unwrap()[8..];
+        let chunk = &with_size.compress(&data).unwrap()[SIZE_PREFIX_LEN..];
         for (what, lying) in lying_containers(&container, &streamed) {
             let largest = largest_allocation(|| {
                 assert!(native.decompress(&lying).is_err(), "{options:?} {what}");
@@ -173,7 +173,7 @@ fn the_host_allocates_little_before_it_has_checked_a_header() {
             assert!(largest <= BEFORE_A_HEADER_IS_CHECKED, "{options:?} {what}: allocated {largest} bytes");
         }
         for declared in [u64::MAX, 1 << 40, data.len() as u64 + 1] {
-            let lying = [&declared.to_le_bytes()[..], chunk].concat();
+            let lying = [&size_prefix(declared)[..], chunk].concat();
             let largest = largest_allocation(|| assert!(with_size.decompress(&lying).is_err()));
             assert!(largest <= BEFORE_A_HEADER_IS_CHECKED, "{options:?} declaring {declared}: {largest} bytes");
         }

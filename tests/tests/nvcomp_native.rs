@@ -5,7 +5,8 @@
 
 use ferrocomp::container::NVCOMP_VERSION;
 use ferrocomp::{
-    BufferCodec, ChecksumPart, ChecksumPolicy, Config, Error, Gpu, NVCOMP_MAGIC, Options, Zstd, describe, is_nvcomp,
+    Bitstream, BufferCodec, ChecksumPart, ChecksumPolicy, ChunkListCodec, Config, Error, Gpu, NVCOMP_MAGIC, Options,
+    Zstd, describe, is_nvcomp,
 };
 use ferrocomp_format::crc32::nvcomp_header_crc;
 use ferrocomp_tests::{damaged_copies, gpu};
@@ -207,6 +208,76 @@ fn every_stream_decodes_on_the_gpu_its_checksums_verified() {
     match codec.decompress_device(compressed.view(), &device_stream) {
         Err(Error::ChecksumMismatch { chunk: 0, part: ChecksumPart::Compressed, .. }) => {}
         other => panic!("{:?}", other.err()),
+    }
+}
+
+/// One of nvCOMP's single-chunk bitstreams, its codec's and the input it holds.
+struct SingleChunk {
+    name: String,
+    bitstream: Bitstream,
+    options: Options,
+    bytes: Vec<u8>,
+    expected: Vec<u8>,
+}
+
+/// nvCOMP's single-chunk bitstreams of the five standard codecs: `ALGORITHM-with-size-SIZE.bin`
+/// (its 16-byte size prefix, then the block) and `ALGORITHM-raw-100000.bin` (Deflate's and
+/// GDeflate's a stream past 64 KiB).
+fn single_chunk_streams() -> Vec<SingleChunk> {
+    let mut streams = Vec::new();
+    for algorithm in ["lz4", "snappy", "deflate", "gdeflate", "zstd"] {
+        let options = match algorithm {
+            "lz4" => Options::Lz4(Default::default()),
+            "snappy" => Options::Snappy(Default::default()),
+            "deflate" => Options::Deflate(Default::default()),
+            "gdeflate" => Options::GDeflate(Default::default()),
+            _ => Options::Zstd(Default::default()),
+        };
+        for (kind, bitstream, size) in [
+            ("with-size", Bitstream::WithUncompressedSize, 1),
+            ("with-size", Bitstream::WithUncompressedSize, 1000),
+            ("raw", Bitstream::Raw, 100_000),
+        ] {
+            let name = format!("{algorithm}-{kind}-{size}");
+            let bytes = std::fs::read(data_dir().join(format!("{name}.bin"))).unwrap();
+            let expected = std::fs::read(data_dir().join(format!("text-{size}.raw"))).unwrap();
+            streams.push(SingleChunk { name, bitstream, options, bytes, expected });
+        }
+    }
+    streams
+}
+
+#[test]
+fn single_chunk_streams_decode_on_the_cpu_and_the_gpu() {
+    // The CPU, and the GPU where there is one.
+    let backends: Vec<Option<Gpu>> = std::iter::once(None).chain(gpu().map(Some)).collect();
+    for SingleChunk { name, bitstream, options, bytes, expected } in single_chunk_streams() {
+        let config = Config { bitstream, ..Config::default() };
+        for on in &backends {
+            let codec = BufferCodec::new(options, config, on.clone()).unwrap();
+            assert_eq!(codec.decompress(&bytes).unwrap(), expected, "{name}, GPU {}", on.is_some());
+            let batch = ChunkListCodec::new(options, bitstream, on.clone()).unwrap();
+            let mut out = vec![0; expected.len()];
+            let decoded = match on {
+                None => batch.decompress_cpu(&[&bytes], &mut [&mut out]).remove(0).unwrap(),
+                Some(gpu) => {
+                    let stream = gpu.stream().unwrap();
+                    let (input, mut output) = (gpu.upload(&bytes).unwrap(), gpu.alloc::<u8>(expected.len()).unwrap());
+                    let size = unsafe { batch.decompress_async(&[input.view()], &[output.view_mut()], &stream) }
+                        .unwrap()
+                        .wait()
+                        .unwrap()[0];
+                    out = gpu.download(output.view()).unwrap();
+                    size
+                }
+            };
+            assert_eq!((decoded, &out), (expected.len(), &expected), "{name} as a batch, GPU {}", on.is_some());
+        }
+        // ferrocomp writes nvCOMP's size prefix.
+        if bitstream == Bitstream::WithUncompressedSize {
+            let ours = BufferCodec::new(options, config, None).unwrap().compress(&expected).unwrap();
+            assert_eq!(ours[..16], bytes[..16], "{name}");
+        }
     }
 }
 

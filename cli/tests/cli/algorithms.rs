@@ -28,7 +28,7 @@ fn raw_output_is_standard_lz4() {
     assert_eq!(dir.code(&["-d", "--bitstream", "raw"], "flex.lz4", "flex.out"), data);
 }
 
-/// The size-prefixed bitstream is a u64 size, then a standard block.
+/// The size-prefixed bitstream is nvCOMP 6's: a u64 size and eight zero bytes, then a standard block.
 #[test]
 fn with_size_round_trip() {
     let dir = TempDir::new("with-size");
@@ -36,7 +36,8 @@ fn with_size_round_trip() {
     dir.file("in", &data);
     let packed = dir.code(&["--bitstream", "with-size"], "in", "in.lz4s");
     assert_eq!(packed[..8], (data.len() as u64).to_le_bytes());
-    assert_eq!(lz4_flex::block::decompress(&packed[8..], data.len()).unwrap(), data);
+    assert_eq!(packed[8..16], [0; 8]);
+    assert_eq!(lz4_flex::block::decompress(&packed[16..], data.len()).unwrap(), data);
     assert_eq!(dir.code(&["-d", "--bitstream", "with-size"], "in.lz4s", "out"), data);
 }
 

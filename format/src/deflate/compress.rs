@@ -1,7 +1,7 @@
 //! The compressor's front end: LZ77 parsing into tokens (one parser per level) and cutting the
 //! token stream into blocks, which [`block`](super::block) writes through any [`BitSink`].
 
-use super::MAX_CHUNK_SIZE;
+use super::PART_SIZE;
 use super::block::{BitSink, BlockPlan, Freqs, StreamKind, token, write_block};
 use super::estimate::Estimate;
 use super::tables::{MAX_MATCH, MIN_MATCH, WINDOW};
@@ -26,7 +26,7 @@ pub struct CompressScratch {
     pub blocks: Blocks,
 }
 
-/// Hash chains over the chunk's positions (chunks are at most 64 KiB, so a u16 names any): the
+/// Hash chains over a part's positions (parts are at most 64 KiB, so a u16 names any): the
 /// positions with at least 3 bytes from them sorted by [`chain_slot`], each slot's in input
 /// order, so that a position's chain (the earlier positions of its slot, nearest first) lies in
 /// one piece just before it, which 32 lanes read at once.
@@ -35,9 +35,9 @@ pub struct Matcher {
     /// Where each slot's positions start in `sorted` (level 1's hash table on the CPU).
     pub starts: [u16; HASH_SLOTS],
     /// Where each position is in `sorted`.
-    pub index: [u16; MAX_CHUNK_SIZE],
+    pub index: [u16; PART_SIZE],
     /// The chained positions, by slot, each slot's in input order.
-    pub sorted: [u16; MAX_CHUNK_SIZE],
+    pub sorted: [u16; PART_SIZE],
 }
 
 /// Hash chains' slots.
@@ -179,14 +179,14 @@ impl<S: BitSink> Emit<'_, S> {
         }
     }
 
-    /// Writes the last block.
-    fn finish(mut self) {
+    /// Writes the part's last block, final if `last`.
+    fn finish(mut self, last: bool) {
         if self.blocks.seg_tokens > 0 {
             self.end_segment(self.input.len());
         }
         let b = &mut *self.blocks;
         let data = &self.input[b.block_start..];
-        write_block(self.sink, &mut b.plan, &b.block, &b.tokens[..b.block_tokens], data, true);
+        write_block(self.sink, &mut b.plan, &b.block, &b.tokens[..b.block_tokens], data, last);
     }
 }
 
@@ -214,8 +214,23 @@ impl Effort {
     }
 }
 
-/// Compresses `input` (at most [`MAX_CHUNK_SIZE`] bytes) at `level` (0..=5) into blocks in `sink`.
+/// Compresses `input` at `level` (0..=5) into blocks in `sink`, [`PART_SIZE`] bytes at a time,
+/// the last block final.
 pub(crate) fn compress_blocks<S: BitSink>(input: &[u8], level: u8, scratch: &mut CompressScratch, sink: &mut S) {
+    let mut start = 0;
+    loop {
+        let end = input.len().min(start + PART_SIZE);
+        compress_part(&input[start..end], level, scratch, sink, end == input.len());
+        if end == input.len() {
+            return;
+        }
+        start = end;
+    }
+}
+
+/// Compresses one part (at most [`PART_SIZE`] bytes) into blocks in `sink`, its matches within
+/// it; its last block is final if `last`.
+fn compress_part<S: BitSink>(input: &[u8], level: u8, scratch: &mut CompressScratch, sink: &mut S, last: bool) {
     let blocks = &mut scratch.blocks;
     blocks.clear();
     let mut emit = Emit { input, blocks, sink };
@@ -229,7 +244,7 @@ pub(crate) fn compress_blocks<S: BitSink>(input: &[u8], level: u8, scratch: &mut
             lazy_parse(input.len(), &effort, &mut ChainSearch { input, matcher: m, effort: &effort }, &mut emit);
         }
     }
-    emit.finish();
+    emit.finish(last);
 }
 
 #[inline(always)]
@@ -340,7 +355,10 @@ pub trait TokenSink {
 }
 
 /// The parse of levels 2 to 5 over `n` bytes: greedy, or lazy (a match waits to see whether
-/// the next position has a longer one). The searches are all it needs of the bytes.
+/// the next position has a longer one). The searches are all it needs of the bytes. Inlined
+/// (the GPU's two compressors of each format, the batch kernels' and the parts kernels', call
+/// it: called, the batch kernels spilled twice as much).
+#[inline(always)]
 pub fn lazy_parse(n: usize, effort: &Effort, search: &mut impl Searcher, sink: &mut impl TokenSink) {
     let mut pos = 0;
     // A match found at `pos - 1`, waiting to see whether `pos` has a longer one.

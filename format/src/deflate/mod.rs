@@ -1,7 +1,9 @@
 //! Deflate (RFC 1951), raw or wrapped in zlib (RFC 1950) or gzip (RFC 1952).
 //!
 //! [`compress`](fn@compress) turns one chunk of at most [`MAX_CHUNK_SIZE`] bytes into one stream at a level
-//! from 0 (Huffman-coded literals only) to [`MAX_LEVEL`], deterministically. [`decompress`] and
+//! from 0 (Huffman-coded literals only) to [`MAX_LEVEL`], deterministically, [`PART_SIZE`] bytes at a
+//! time: a longer chunk's stream is its parts' blocks one after another, each part's matches
+//! within it. [`decompress`] and
 //! [`decompressed_size`] read any valid stream (stored, fixed and dynamic blocks, matches
 //! anywhere back in the output) and never panic on invalid ones.
 //!
@@ -65,16 +67,24 @@ impl Wrapper {
 pub const MAX_LEVEL: u8 = 5;
 /// The default level.
 pub const DEFAULT_LEVEL: u8 = 1;
-/// Largest input [`compress`](fn@compress) accepts.
-pub const MAX_CHUNK_SIZE: usize = 1 << 16;
+/// Largest input [`compress`](fn@compress) accepts (16 MiB, as LZ4's).
+pub const MAX_CHUNK_SIZE: usize = 1 << 24;
+/// Bytes compressed at a time, matches within them: the most a u16 indexes in the scratch, and
+/// nvCOMP's recommended chunk size.
+pub const PART_SIZE: usize = 1 << 16;
 /// Largest output [`decompressed_size`] reports (beyond it, `ChunkTooLarge`).
 pub const MAX_DECOMPRESSED_CHUNK_SIZE: usize = 1 << 24;
 
 /// Largest stream [`compress`](fn@compress) writes for `len` input bytes: every block stored. A block holds at
-/// least 4096 tokens (so bytes) unless it is the last, a stored block at most 65535 bytes, and each
-/// stored block costs at most 3 + 7 + 32 bits beyond its bytes.
+/// least 4096 tokens (so bytes) unless it is its part's last, a stored block at most 65535 bytes, and
+/// each stored block costs at most 3 + 7 + 32 bits beyond its bytes.
 pub const fn max_compressed_size(len: usize, wrapper: Wrapper) -> usize {
-    len + 6 * (len / 4096 + len / 65535 + 3) + wrapper.overhead()
+    len + 6 * (len / 4096 + len / 65535 + extra_parts(len) + 3) + wrapper.overhead()
+}
+
+/// Parts of a `len`-byte input after the first.
+pub const fn extra_parts(len: usize) -> usize {
+    len.saturating_sub(1) / PART_SIZE
 }
 
 /// Largest size `compressed_len` bytes can decode to (a 258-byte match costs at least 2 bits),

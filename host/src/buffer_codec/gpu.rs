@@ -6,7 +6,7 @@ use crate::alloc::{DeviceBuffer, DeviceView, DeviceViewMut, HostBuffer};
 use crate::batch::{Chunks, Results};
 use crate::checksum::crc32_async;
 use crate::container::{
-    Bitstream, Checksums, FIXED_HEADER_LEN, Frame, NVCOMP_HEADER_LEN, native_header_len_from_fixed,
+    Bitstream, Checksums, FIXED_HEADER_LEN, Frame, NVCOMP_HEADER_LEN, SIZE_PREFIX_LEN, native_header_len_from_fixed,
 };
 use crate::error::{ChecksumPart, Error, Result};
 use crate::gpu::{Gpu, Stream};
@@ -268,7 +268,9 @@ impl BufferCodec {
                 let header = prefix(native_header_len_from_fixed(&fixed)?)?;
                 Frame::parse_native(&header, compressed.len())
             }
-            Bitstream::WithUncompressedSize => Frame::parse_with_size(self.options, &prefix(8)?, compressed.len()),
+            Bitstream::WithUncompressedSize => {
+                Frame::parse_with_size(self.options, &prefix(SIZE_PREFIX_LEN)?, compressed.len())
+            }
             Bitstream::Raw => {
                 let size = self.raw_size_gpu(gpu, compressed, stream)?;
                 Frame::raw(self.options, size as u64, compressed.len())

@@ -3,7 +3,8 @@
 
 use super::{BufferCodec, Compressed};
 use crate::container::{
-    Bitstream, FIXED_HEADER_LEN, Frame, NativeReader, describe, head_of, is_nvcomp, is_streamed, read_nvcomp_stream,
+    Bitstream, FIXED_HEADER_LEN, Frame, NativeReader, SIZE_PREFIX_LEN, describe, head_of, is_nvcomp, is_streamed,
+    read_nvcomp_stream,
 };
 use crate::error::{Error, Result};
 use crate::file_ranges::{FileRange, RangeReader, in_file};
@@ -30,7 +31,7 @@ impl BufferCodec {
                 };
                 FIXED_HEADER_LEN + 4 * tables * count + chunks
             }
-            Bitstream::WithUncompressedSize => 8 + bound(len),
+            Bitstream::WithUncompressedSize => SIZE_PREFIX_LEN + bound(len),
             Bitstream::Raw => bound(len),
         })
     }

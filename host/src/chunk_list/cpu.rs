@@ -2,6 +2,7 @@
 
 use super::ChunkListCodec;
 use super::layout::{Op, too_large};
+use crate::container::size_prefix;
 use crate::error::{Error, Result};
 use crate::parallel::parallel_map;
 use ferrocomp_format::Status;
@@ -23,7 +24,7 @@ impl ChunkListCodec {
                 return Err(Error::Chunk { chunk: i, status: Status::OutputTooSmall });
             }
             let (head, block) = output.split_at_mut(prefix);
-            head.copy_from_slice(&(input.len() as u64).to_le_bytes()[..prefix]);
+            head.copy_from_slice(&size_prefix(input.len() as u64)[..prefix]);
             let status = layout.options.codec().compress_cpu(input, block);
             layout.outcome(Op::Compress, i, input.len(), status, 0)
         })

@@ -2,10 +2,11 @@
 //! the read-back of the results enqueued on the caller's stream.
 
 use super::ChunkListCodec;
-use super::layout::{Op, SIZE_PREFIX_LEN, too_large};
-use super::pool::{ChunkResults, SECTIONS, Section, TableSlot};
+use super::layout::{Op, too_large};
+use super::pool::{ChunkResults, PREFIX_WORDS, Section, TABLE_WORDS, TableSlot};
 use crate::alloc::{DeviceView, DeviceViewMut};
 use crate::batch::{Chunks, Results};
+use crate::container::{SIZE_PREFIX_LEN, size_prefix};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, Stream};
 use crate::scatter::gather_async;
@@ -138,9 +139,9 @@ impl ChunkListCodec {
     ) -> Result<()> {
         let (count, prefix) = (inputs.len(), self.prefix_len());
         let tables_at = slot.tables.address();
-        let entry_at = |section: Section, i: usize| tables_at + ((section as usize * count + i) * 8) as u64;
-        let table = &mut slot.host_tables[..SECTIONS * count];
-        let mut put = |section: Section, i: usize, value: u64| table[section as usize * count + i] = value;
+        let entry_at = |section: Section, i: usize| tables_at + (section.entry(count, i) * 8) as u64;
+        let table = &mut slot.host_tables[..TABLE_WORDS * count];
+        let mut put = |section: Section, i: usize, value: u64| table[section.entry(count, i)] = value;
         // Compression reads whole inputs and writes after the prefix; the others read past it.
         let (in_skip, out_skip) = if op == Op::Compress { (0, prefix) } else { (prefix, 0) };
         let (mut largest_input, mut largest_output) = (0, 0);
@@ -148,24 +149,34 @@ impl ChunkListCodec {
             largest_input = largest_input.max(input.len() - in_skip);
             put(Section::InputAt, i, input.address() + in_skip as u64);
             put(Section::InputSize, i, (input.len() - in_skip) as u64);
-            put(Section::PrefixLen, i, SIZE_PREFIX_LEN as u64);
-            let (from, to) = match op {
-                Op::Compress => (entry_at(Section::Prefix, i), outputs[i].address()),
-                Op::Sizes => (input.address(), slot.sizes.address() + (i * 8) as u64),
-                Op::Decompress => (input.address(), entry_at(Section::Prefix, i)),
+            // Sizes gathers the size alone; compression writes whole prefixes, decompression reads them.
+            let (from, to, len) = match op {
+                Op::Compress => (entry_at(Section::Prefix, i), outputs[i].address(), SIZE_PREFIX_LEN),
+                Op::Sizes => (input.address(), slot.sizes.address() + (i * 8) as u64, 8),
+                Op::Decompress => (input.address(), entry_at(Section::Prefix, i), SIZE_PREFIX_LEN),
             };
             put(Section::PrefixFrom, i, from);
             put(Section::PrefixTo, i, to);
-            put(Section::Prefix, i, input.len() as u64);
+            put(Section::PrefixLen, i, len as u64);
         }
         for (i, output) in outputs.iter().enumerate() {
             largest_output = largest_output.max(output.len() - out_skip);
             put(Section::OutputAt, i, output.address() + out_skip as u64);
             put(Section::OutputSize, i, (output.len() - out_skip) as u64);
         }
+        if op == Op::Compress {
+            for (i, input) in inputs.iter().enumerate() {
+                let at = Section::Prefix.entry(count, i);
+                let prefix = size_prefix(input.len() as u64);
+                let (words, _) = prefix.as_chunks::<8>();
+                for (entry, word) in table[at..at + PREFIX_WORDS].iter_mut().zip(words) {
+                    *entry = u64::from_le_bytes(*word);
+                }
+            }
+        }
         // Only compression uploads prefixes; the others gather them on the device.
-        let sections = if op == Op::Compress { SECTIONS } else { Section::Prefix as usize };
-        stream.copy_to_device(&slot.host_tables[..sections * count], tables_at)?;
+        let words = if op == Op::Compress { TABLE_WORDS } else { Section::Prefix as usize };
+        stream.copy_to_device(&slot.host_tables[..words * count], tables_at)?;
         let view = |section: Section| unsafe { DeviceView::<u64>::from_raw(entry_at(section, 0), count) };
         let sizes_of = |section: Section| unsafe { DeviceView::<usize>::from_raw(entry_at(section, 0), count) };
         let inputs = Chunks::new(view(Section::InputAt), sizes_of(Section::InputSize)).with_largest(largest_input);
@@ -196,7 +207,7 @@ impl ChunkListCodec {
         stream.copy_to_host(slot.sizes.address(), &mut slot.host_sizes[..count])?;
         stream.copy_to_host(slot.statuses.address(), &mut slot.host_statuses[..count])?;
         if prefix > 0 && op == Op::Decompress {
-            stream.copy_to_host(entry_at(Section::Prefix, 0), &mut slot.host_prefixes[..count])?;
+            stream.copy_to_host(entry_at(Section::Prefix, 0), &mut slot.host_prefixes[..PREFIX_WORDS * count])?;
         }
         Ok(())
     }

@@ -2,12 +2,9 @@
 //! chunk's outcome reads from its status, its size and its prefix.
 
 use crate::codec::Options;
-use crate::container::Frame;
+use crate::container::{Frame, SIZE_PREFIX_LEN};
 use crate::error::{Error, Result};
 use ferrocomp_format::Status;
-
-/// Bytes of the size prefix before each `WithUncompressedSize` block.
-pub const SIZE_PREFIX_LEN: usize = 8;
 
 /// What a call computes, which decides how its results read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +32,7 @@ impl Layout {
             return Ok(None);
         }
         let prefix = input.first_chunk::<SIZE_PREFIX_LEN>().ok_or(Error::Chunk { chunk, status: Status::Truncated })?;
-        Ok(Some(u64::from_le_bytes(*prefix)))
+        Ok(Some(u64::from_le_bytes(*prefix.first_chunk().unwrap())))
     }
 
     /// One chunk's outcome from its status and size; `declared` is its size prefix, if any.

@@ -19,7 +19,7 @@ mod gpu;
 mod layout;
 mod pool;
 
-pub use layout::SIZE_PREFIX_LEN;
+pub use crate::container::SIZE_PREFIX_LEN;
 pub use pool::ChunkResults;
 
 use crate::codec::Options;

@@ -1,6 +1,7 @@
 //! The pinned and device memory a GPU call's tables and results go through: a pool of slots
 //! per codec, each held by the [`ChunkResults`] of one call until they are dropped.
 
+use super::SIZE_PREFIX_LEN;
 use super::layout::{Layout, Op};
 use crate::alloc::{DeviceBuffer, DeviceView, PinnedBuffer};
 use crate::error::Result;
@@ -30,14 +31,24 @@ pub(super) enum Section {
     PrefixFrom,
     /// Where each size prefix is copied to.
     PrefixTo,
-    /// [`SIZE_PREFIX_LEN`](super::SIZE_PREFIX_LEN) for each chunk.
+    /// Bytes of each size prefix copied.
     PrefixLen,
-    /// The size prefixes themselves.
+    /// The size prefixes themselves, as in the stream: [`PREFIX_WORDS`] entries each.
     Prefix,
 }
 
-/// Number of [`Section`]s.
-pub(super) const SECTIONS: usize = 8;
+/// Entries of a [`Section::Prefix`] entry.
+pub(super) const PREFIX_WORDS: usize = SIZE_PREFIX_LEN / 8;
+/// Entries of a slot's table per chunk: one in each section, [`PREFIX_WORDS`] in the last.
+pub(super) const TABLE_WORDS: usize = Section::Prefix as usize + PREFIX_WORDS;
+
+impl Section {
+    /// Index in the table of chunk `i`'s entry, in a call of `count` chunks.
+    pub(super) fn entry(self, count: usize, i: usize) -> usize {
+        let width = if let Section::Prefix = self { PREFIX_WORDS } else { 1 };
+        self as usize * count + i * width
+    }
+}
 
 /// The results of a batched GPU call: per-chunk sizes and statuses, on the device while the
 /// call runs. Holds its slot of the codec's pool until dropped; drop it so the slot can be reused.
@@ -93,7 +104,8 @@ impl ChunkResults {
                     Status::Success => Ok(slot.host_sizes[i]),
                     failure => Err(failure),
                 };
-                let declared = if self.op == Op::Sizes { slot.host_sizes[i] as u64 } else { slot.host_prefixes[i] };
+                let declared =
+                    if self.op == Op::Sizes { slot.host_sizes[i] as u64 } else { slot.host_prefixes[i * PREFIX_WORDS] };
                 self.layout.outcome(self.op, i, self.input_sizes[i], status, declared)
             })
             .collect())
@@ -174,7 +186,8 @@ impl Pool {
 pub(super) struct TableSlot {
     capacity: usize,
     pub(super) event: Event,
-    /// The tables as filled on the host: [`SECTIONS`] sections of the call's chunk count.
+    /// The tables as filled on the host: [`TABLE_WORDS`] entries per chunk of the call, section
+    /// by section.
     pub(super) host_tables: PinnedBuffer<u64>,
     pub(super) tables: DeviceBuffer<u64>,
     pub(super) sizes: DeviceBuffer<usize>,
@@ -194,14 +207,14 @@ impl TableSlot {
         Ok(Self {
             capacity,
             event: Event::new()?,
-            host_tables: PinnedBuffer::new(&pinned, SECTIONS * capacity)?,
-            tables: gpu.alloc(SECTIONS * capacity)?,
+            host_tables: PinnedBuffer::new(&pinned, TABLE_WORDS * capacity)?,
+            tables: gpu.alloc(TABLE_WORDS * capacity)?,
             sizes: gpu.alloc(capacity)?,
             statuses: gpu.alloc(capacity)?,
             scratch: gpu.alloc(scratch_bytes)?,
             host_sizes: PinnedBuffer::new(&pinned, capacity)?,
             host_statuses: PinnedBuffer::new(&pinned, capacity)?,
-            host_prefixes: PinnedBuffer::new(&pinned, capacity)?,
+            host_prefixes: PinnedBuffer::new(&pinned, PREFIX_WORDS * capacity)?,
         })
     }
 }

@@ -6,9 +6,10 @@
 
 use crate::alloc::zeroed;
 use crate::batch::{BatchCodec, Launch, Shape, is_small_batch};
+use crate::gpu::Kernel;
 use ferrocomp_format::deflate::inflate::Decoded;
 use ferrocomp_format::deflate::{
-    self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, Wrapper, wrapper,
+    self, CompressScratch, DEFAULT_LEVEL, DecodeTables, MAX_CHUNK_SIZE, MAX_LEVEL, PART_SIZE, Wrapper, wrapper,
 };
 use ferrocomp_format::{Algorithm, Status};
 use ferrocomp_kernels_gpu::deflate::compress::{COMPRESS_SHARED_BYTES_PER_WARP, COMPRESS_WARPS};
@@ -72,6 +73,13 @@ pub(crate) fn pair_decoder(count: usize, multiprocessors: u32) -> Option<Shape> 
     let shared_bytes = if staged { STAGED_SHARED_BYTES } else { PAIR_SHARED_BYTES };
     is_small_batch(count, multiprocessors, PAIR_BLOCKS_PER_SM as usize)
         .then_some(Shape::blocks(PAIR_WARPS, shared_bytes))
+}
+
+/// The compress kernel of Deflate and GDeflate for chunks of at most `max_chunk_bytes`: the batch
+/// kernel for chunks of one part (nvCOMP's 64 KiB and less), else the parts kernel, which
+/// compresses any size a part at a time (kept apart: the parts' loop slows the batch kernel).
+pub(crate) fn compress_kernel(max_chunk_bytes: usize) -> Kernel {
+    if max_chunk_bytes > PART_SIZE { Kernel::CompressParts } else { Kernel::Compress }
 }
 
 /// The launch of Deflate's kernels (`deflate`) or GDeflate's, which share its shapes.
@@ -160,6 +168,10 @@ impl BatchCodec for Deflate {
 
     fn launch(&self) -> Launch {
         launch(Algorithm::Deflate, self.options())
+    }
+
+    fn compress_kernel(&self, max_chunk_bytes: usize) -> Kernel {
+        compress_kernel(max_chunk_bytes)
     }
 
     /// Two warps a chunk (`deflate_decompress_blocks`) for batches the SMs hold at once.

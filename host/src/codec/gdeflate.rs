@@ -2,8 +2,11 @@
 //! DirectStorage and nvCOMP write it) per chunk. Launched and scratched as Deflate is
 //! ([`super::deflate`]).
 
-use super::deflate::{compress_scratch_size, launch, pair_decoder, with_compress_scratch, with_decode_tables};
+use super::deflate::{
+    compress_kernel, compress_scratch_size, launch, pair_decoder, with_compress_scratch, with_decode_tables,
+};
 use crate::batch::{BatchCodec, Launch, Shape};
+use crate::gpu::Kernel;
 use ferrocomp_format::deflate::DEFAULT_LEVEL;
 use ferrocomp_format::gdeflate::{self, MAX_CHUNK_SIZE};
 use ferrocomp_format::{Algorithm, Status};
@@ -40,6 +43,10 @@ impl BatchCodec for GDeflate {
 
     fn launch(&self) -> Launch {
         launch(Algorithm::GDeflate, self.level as u64)
+    }
+
+    fn compress_kernel(&self, max_chunk_bytes: usize) -> Kernel {
+        compress_kernel(max_chunk_bytes)
     }
 
     /// Two warps a page (`gdeflate_decompress_blocks`) for batches the SMs hold at once, the

@@ -20,6 +20,9 @@ pub const STREAM_HEADER_LEN: usize = 24;
 pub const MAX_BLOCK_CHUNKS: usize = 1 << 20;
 /// Most uncompressed bytes in one block of a streamed container.
 pub const MAX_BLOCK_BYTES: usize = 256 << 20;
+/// Bytes of a `WithUncompressedSize` stream's prefix, as nvCOMP 6 writes it: the size as a u64,
+/// then eight reserved bytes, written as zero.
+pub const SIZE_PREFIX_LEN: usize = 16;
 pub(super) const FLAG_UNCOMPRESSED_CRCS: u8 = 1;
 pub(super) const FLAG_COMPRESSED_CRCS: u8 = 2;
 
@@ -31,7 +34,8 @@ pub enum Bitstream {
     Native,
     /// One standard block of the whole input, readable by the algorithm's own CPU library.
     Raw,
-    /// The uncompressed size (u64, little-endian), then one standard block.
+    /// nvCOMP's size prefix ([`SIZE_PREFIX_LEN`] bytes: the uncompressed size as a u64,
+    /// little-endian, then eight reserved bytes), then one standard block.
     WithUncompressedSize,
 }
 
@@ -141,7 +145,7 @@ impl Frame {
     pub fn header(&self, bitstream: Bitstream) -> Vec<u8> {
         match bitstream {
             Bitstream::Native => self.native_header(),
-            Bitstream::WithUncompressedSize => (self.total_size as u64).to_le_bytes().to_vec(),
+            Bitstream::WithUncompressedSize => size_prefix(self.total_size as u64).to_vec(),
             Bitstream::Raw => Vec::new(),
         }
     }
@@ -292,12 +296,12 @@ impl Frame {
     }
 
     /// The frame of a `WithUncompressedSize` stream of `buffer_len` bytes starting with `prefix`.
+    /// The reserved bytes are not read.
     pub fn parse_with_size(options: Options, prefix: &[u8], buffer_len: usize) -> Result<Self> {
-        if buffer_len < 8 || prefix.len() < 8 {
-            return Err(Error::Container(format!("{buffer_len} bytes is too short for a size prefix")));
-        }
-        let total = u64::from_le_bytes(prefix[..8].try_into().unwrap());
-        Self::single_chunk(options, total, 8, buffer_len - 8)
+        let size = prefix.first_chunk::<8>().filter(|_| buffer_len >= SIZE_PREFIX_LEN).ok_or_else(|| {
+            Error::Container(format!("{buffer_len} bytes is too short for the {SIZE_PREFIX_LEN}-byte size prefix"))
+        })?;
+        Self::single_chunk(options, u64::from_le_bytes(*size), SIZE_PREFIX_LEN, buffer_len - SIZE_PREFIX_LEN)
     }
 
     /// The frame of a `Raw` stream of `compressed_len` bytes that decodes to `total` bytes.
@@ -321,6 +325,13 @@ impl Frame {
             checksums: Checksums::default(),
         })
     }
+}
+
+/// The size prefix of a `WithUncompressedSize` stream of `total` uncompressed bytes.
+pub fn size_prefix(total: u64) -> [u8; SIZE_PREFIX_LEN] {
+    let mut prefix = [0; SIZE_PREFIX_LEN];
+    prefix[..8].copy_from_slice(&total.to_le_bytes());
+    prefix
 }
 
 /// Whether `bytes` start a streamed native container (version 2).

@@ -56,6 +56,9 @@ struct CodecKernels {
     decompressed_sizes: cu::CUfunction,
     /// `{codec}_decompress_blocks`, for the codecs with a block decoder.
     decompress_blocks: Option<cu::CUfunction>,
+    /// `{codec}_compress_parts`, for the codecs whose chunks longer than a part have their own
+    /// compress kernel.
+    compress_parts: Option<cu::CUfunction>,
 }
 
 // The handles are plain driver handles, usable from any thread once the context is current.
@@ -94,20 +97,23 @@ impl Gpu {
         };
         let function = |name: &str| module.function(name);
         let codec = |name: &str| -> Result<CodecKernels> {
-            // A codec has a block decoder where the kernels' launch bounds name one. Its kernels
-            // may take as much shared memory as a block may have (Cascaded's, given few chunks,
-            // put up to an SM's worth of warps on each).
+            // A codec's kernels may take as much shared memory as a block may have (Cascaded's,
+            // given few chunks, put up to an SM's worth of warps on each). It has a block decoder,
+            // or a parts compressor, where the kernels' launch bounds name one.
             let with_shared = |name: &str| module.function_with_shared(name, kernels::MAX_SHARED_BYTES_PER_BLOCK);
-            let blocks = format!("{name}_decompress_blocks");
-            let decompress_blocks = match kernels::LAUNCH_BOUNDS.iter().any(|&(kernel, ..)| kernel == blocks) {
-                true => Some(with_shared(&blocks)?),
-                false => None,
+            let optional = |kernel: &str| -> Result<Option<cu::CUfunction>> {
+                let name = format!("{name}_{kernel}");
+                match kernels::LAUNCH_BOUNDS.iter().any(|&(bounded, ..)| bounded == name) {
+                    true => Ok(Some(with_shared(&name)?)),
+                    false => Ok(None),
+                }
             };
             Ok(CodecKernels {
                 compress: with_shared(&format!("{name}_compress"))?,
                 decompress: with_shared(&format!("{name}_decompress"))?,
                 decompressed_sizes: function(&format!("{name}_decompressed_sizes"))?,
-                decompress_blocks,
+                decompress_blocks: optional("decompress_blocks")?,
+                compress_parts: optional("compress_parts")?,
             })
         };
         let kernels = Kernels {
@@ -234,6 +240,9 @@ impl Gpu {
             Kernel::DecompressBlocks => codec
                 .decompress_blocks
                 .ok_or_else(|| Error::InvalidArgument(format!("{} has no block decoder", algorithm.name()))),
+            Kernel::CompressParts => codec
+                .compress_parts
+                .ok_or_else(|| Error::InvalidArgument(format!("{} has no parts compressor", algorithm.name()))),
         }
     }
 
@@ -290,4 +299,6 @@ pub enum Kernel {
     DecompressedSizes,
     /// Decompresses each chunk with a block of threads (`{codec}_decompress_blocks`).
     DecompressBlocks,
+    /// Compresses each chunk, past one part if need be (`{codec}_compress_parts`).
+    CompressParts,
 }

@@ -27,6 +27,9 @@ use ferrocomp_format::deflate::tables::{MAX_MATCH, MIN_MATCH, WINDOW};
 /// # Safety
 /// `input` must be readable for `n` bytes (at most a chunk), and `matcher` writable, by this
 /// warp alone.
+// Inlined into each compressor (the batch kernels' and the parts kernels'), as when it had one
+// caller: called, the batch kernels spilled twice as much.
+#[inline(always)]
 pub unsafe fn parse_chains<W: Warp, E: SequenceEncoder>(
     warp: &W,
     input: *const u8,

@@ -19,8 +19,8 @@ use crate::adler32::adler32_chunk;
 use crate::crc32::crc32_chunk;
 use crate::entropy::{BitStream, Field, NO_BIN, count, unrolled};
 use crate::lz4::{SequenceEncoder, parse_chunk};
-use crate::raw::{bytes, bytes_mut};
-use crate::warp::{WARP_SIZE, Warp, first_lane};
+use crate::raw::bytes_mut;
+use crate::warp::{WARP_SIZE, Warp};
 use crate::{SHARED_BYTES_PER_BLOCK, blocks_per_sm};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::block::{
@@ -33,7 +33,7 @@ use ferrocomp_format::deflate::huffman::{LengthWork, MAX_CODE_LEN, lengths_of_so
 use ferrocomp_format::deflate::tables::{
     FIXED_DIST_LENS, FIXED_LITLEN_LENS, NUM_DIST, NUM_LITLEN, dist_slot, length_slot_in,
 };
-use ferrocomp_format::deflate::{self, MAX_CHUNK_SIZE, Wrapper, wrapper};
+use ferrocomp_format::deflate::{self, MAX_CHUNK_SIZE, PART_SIZE, Wrapper, wrapper};
 
 /// Bytes of shared memory each warp of the compress kernel needs (level 1's hash table).
 pub const COMPRESS_SHARED_BYTES_PER_WARP: usize = FAST_RULES.table_entries() * size_of::<u16>();
@@ -44,14 +44,15 @@ pub const COMPRESS_BLOCKS_PER_SM: u32 = blocks_per_sm(COMPRESS_WARPS, COMPRESS_S
 
 /// Compresses the `n` bytes at `input` at `level` into one stream in `wrapper` at `out` (room
 /// for `capacity` bytes); returns its size (every lane returns the same), or the status
-/// `ferrocomp_format::deflate::compress` gives.
+/// `ferrocomp_format::deflate::compress` gives. `PARTS`: whether `n` may exceed one part
+/// ([`PART_SIZE`]; else such a chunk is `ChunkTooLarge`), see [`compress_blocks`].
 ///
 /// # Safety
 /// `input` must be readable for `n` bytes, `out` writable for `capacity` bytes, `scratch` for a
 /// [`CompressScratch`] and `table` for [`COMPRESS_SHARED_BYTES_PER_WARP`] bytes, none written by
 /// anyone else meanwhile.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn compress_chunk<W: Warp>(
+pub unsafe fn compress_chunk<W: Warp, const PARTS: bool>(
     warp: &W,
     input: *const u8,
     n: usize,
@@ -63,10 +64,8 @@ pub unsafe fn compress_chunk<W: Warp>(
     capacity: usize,
 ) -> Result<usize, Status> {
     let level = level.min(deflate::MAX_LEVEL);
-    if n > MAX_CHUNK_SIZE {
-        return first_lane(warp, || unsafe {
-            deflate::compress(bytes(input, n), level, wrapper, &mut *scratch, bytes_mut(out, capacity))
-        });
+    if n > if PARTS { MAX_CHUNK_SIZE } else { PART_SIZE } {
+        return Err(Status::ChunkTooLarge);
     }
     let zlib_header = wrapper::zlib_header(level);
     let header: &[u8] = match wrapper {
@@ -80,7 +79,7 @@ pub unsafe fn compress_chunk<W: Warp>(
     }
     // Safety: the caller's `out` is writable for `capacity` bytes.
     let mut stream = unsafe { BitStream::new(out.wrapping_add(header.len()), capacity.saturating_sub(header.len())) };
-    unsafe { compress_blocks(warp, input, n, level, scratch, table, &mut stream)? };
+    unsafe { compress_blocks::<W, BitStream, PARTS>(warp, input, n, level, scratch, table, &mut stream)? };
     let len = header.len() + stream.finish(warp)?;
     let (trailer, trailer_len) = match wrapper {
         Wrapper::Raw => ([0; 8], 0),
@@ -98,12 +97,16 @@ pub unsafe fn compress_chunk<W: Warp>(
 }
 
 /// Compresses the `n` bytes at `input` at `level` into `sink`, as the format crate's
-/// `compress_blocks` does into its sink: Deflate's and GDeflate's compressors, which differ in
-/// their sinks alone.
+/// `compress_blocks` does into its sink, a part of [`PART_SIZE`] bytes at a time: Deflate's and
+/// GDeflate's compressors, which differ in their sinks alone. Without `PARTS`, `n` is at most one
+/// part and the parts' loop is left out: so the batch kernels (`*_compress`, for nvCOMP's chunks
+/// of 64 KiB and less) are compiled, while longer chunks have their own kernels
+/// (`*_compress_parts`), because the loop's state held through the parse cost compression up to 17%
+/// in spills (H100).
 ///
 /// # Safety
 /// As [`compress_chunk`]'s `input`, `scratch` and `table`.
-pub unsafe fn compress_blocks<W: Warp, S: WarpSink>(
+pub unsafe fn compress_blocks<W: Warp, S: WarpSink, const PARTS: bool>(
     warp: &W,
     input: *const u8,
     n: usize,
@@ -111,6 +114,35 @@ pub unsafe fn compress_blocks<W: Warp, S: WarpSink>(
     scratch: *mut CompressScratch,
     table: *mut u16,
     sink: &mut S,
+) -> Result<(), Status> {
+    if !PARTS {
+        return unsafe { compress_part(warp, input, n, level, scratch, table, sink, true) };
+    }
+    let mut start = 0;
+    loop {
+        let end = n.min(start + PART_SIZE);
+        let last = end == n;
+        unsafe { compress_part(warp, input.add(start), end - start, level, scratch, table, sink, last)? };
+        if last {
+            return Ok(());
+        }
+        start = end;
+    }
+}
+
+/// Compresses one part (at most [`PART_SIZE`] bytes) into blocks in `sink`, its matches within
+/// it; its last block is final if `last`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn compress_part<W: Warp, S: WarpSink>(
+    warp: &W,
+    input: *const u8,
+    n: usize,
+    level: u8,
+    scratch: *mut CompressScratch,
+    table: *mut u16,
+    sink: &mut S,
+    last: bool,
 ) -> Result<(), Status> {
     let blocks = unsafe { &raw mut (*scratch).blocks };
     if warp.lane() == 0 {
@@ -125,7 +157,7 @@ pub unsafe fn compress_blocks<W: Warp, S: WarpSink>(
         1 => unsafe { parse_chunk(warp, input, n, table, FAST_RULES, &mut coder)? },
         _ => unsafe { parse_chains(warp, input, n, level, &raw mut (*scratch).matcher, &mut coder)? },
     }
-    unsafe { coder.finish(n) };
+    unsafe { coder.finish(n, last) };
     Ok(())
 }
 
@@ -204,13 +236,13 @@ impl<W: Warp, S: WarpSink> TokenCoder<'_, '_, W, S> {
         self.seg_tokens = 0;
     }
 
-    /// Writes the last block, the chunk's `n` bytes all parsed.
-    unsafe fn finish(&mut self, n: usize) {
+    /// Writes the part's last block (final if `last`), its `n` bytes all parsed.
+    unsafe fn finish(&mut self, n: usize, last: bool) {
         if self.seg_tokens > 0 {
             unsafe { self.close_segment() };
         }
         let start = unsafe { self.writer.first_lane(|b| b.block_start) };
-        unsafe { self.writer.write_block(self.block_tokens as usize, start, n, true) };
+        unsafe { self.writer.write_block(self.block_tokens as usize, start, n, last) };
     }
 }
 

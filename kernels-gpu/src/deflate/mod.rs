@@ -319,7 +319,7 @@ mod kernels {
     use super::decode::{Output, decompress_chunk, decompress_in_pair};
     use super::rounds::InWarp;
     use super::*;
-    use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
+    use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, PartsCompress, scratch_slot, warp_shared};
     use crate::gpu::{HardwareBlock, HardwareWarp, dynamic_shared_memory};
     use ferrocomp_format::deflate::CompressScratch;
     use ferrocomp_format::deflate::compress::FAST_RULES;
@@ -330,19 +330,31 @@ mod kernels {
     /// memory.
     pub struct Deflate;
 
+    impl Deflate {
+        /// Compresses `chunk`, which may be longer than a part where `PARTS`.
+        #[inline(always)]
+        unsafe fn compress_with<const PARTS: bool>(
+            warp: &HardwareWarp,
+            chunk: &Chunk,
+            args: &BatchArgs,
+        ) -> Result<usize, Status> {
+            let (level, wrapper) = unpack_options(args.options as u32);
+            unsafe {
+                let scratch = scratch_slot::<CompressScratch>(args, chunk.slot);
+                let table = warp_shared::<u16>(FAST_RULES.table_entries());
+                let (input, n, output, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
+                compress::compress_chunk::<_, PARTS>(warp, input, n, level, wrapper, scratch, table, output, capacity)
+            }
+        }
+    }
+
     impl ChunkKernels for Deflate {
         const COMPRESS: Lanes = Lanes::Warp;
         const DECOMPRESS: Lanes = Lanes::Warp;
         const SIZES: Lanes = Lanes::Warp;
 
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-            let (level, wrapper) = unpack_options(args.options as u32);
-            unsafe {
-                let scratch = scratch_slot::<CompressScratch>(args, chunk.slot);
-                let table = warp_shared::<u16>(FAST_RULES.table_entries());
-                let (input, n, output, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
-                compress::compress_chunk(warp, input, n, level, wrapper, scratch, table, output, capacity)
-            }
+            unsafe { Self::compress_with::<false>(warp, chunk, args) }
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
@@ -363,6 +375,14 @@ mod kernels {
     }
 
     crate::batch_kernels!(Deflate: deflate_compress, deflate_decompress, deflate_decompressed_sizes);
+
+    impl PartsCompress for Deflate {
+        unsafe fn compress_parts(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            unsafe { Self::compress_with::<true>(warp, chunk, args) }
+        }
+    }
+
+    crate::compress_parts_kernel!(Deflate: deflate_compress_parts);
 
     /// A block of two warps a chunk, one decoding, one copying its matches.
     impl BlockDecompress for Deflate {

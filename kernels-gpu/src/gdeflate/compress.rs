@@ -8,11 +8,10 @@
 
 use crate::deflate::compress::{WarpSink, compress_blocks, ready_codes, token_fields};
 use crate::entropy::Field;
-use crate::raw::{bytes, bytes_mut};
-use crate::warp::{WARP_SIZE, Warp, first_lane};
+use crate::warp::{WARP_SIZE, Warp};
 use ferrocomp_format::Status;
 use ferrocomp_format::deflate::block::{BlockKind, BlockPlan, StreamKind, block_type};
-use ferrocomp_format::deflate::{self, CompressScratch};
+use ferrocomp_format::deflate::{self, CompressScratch, PART_SIZE};
 use ferrocomp_format::gdeflate::{self, LANES, STORED_LEN_BITS, SubStream};
 
 /// Compresses the `n` bytes at `input` at `level` into one page at `out` (room for `capacity`
@@ -20,9 +19,9 @@ use ferrocomp_format::gdeflate::{self, LANES, STORED_LEN_BITS, SubStream};
 /// `ferrocomp_format::gdeflate::compress` gives.
 ///
 /// # Safety
-/// As `crate::deflate::compress::compress_chunk`'s arguments.
+/// As `crate::deflate::compress::compress_chunk`'s arguments, `PARTS` too.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn compress_page<W: Warp>(
+pub unsafe fn compress_page<W: Warp, const PARTS: bool>(
     warp: &W,
     input: *const u8,
     n: usize,
@@ -33,14 +32,12 @@ pub unsafe fn compress_page<W: Warp>(
     capacity: usize,
 ) -> Result<usize, Status> {
     let level = level.min(deflate::MAX_LEVEL);
-    if n > gdeflate::MAX_CHUNK_SIZE {
-        return first_lane(warp, || unsafe {
-            gdeflate::compress(bytes(input, n), level, &mut *scratch, bytes_mut(out, capacity))
-        });
+    if n > if PARTS { gdeflate::MAX_CHUNK_SIZE } else { PART_SIZE } {
+        return Err(Status::ChunkTooLarge);
     }
     // Safety: the caller's `out` is writable for `capacity` bytes.
     let mut page = unsafe { SubStreams::new(warp, out, capacity) };
-    unsafe { compress_blocks(warp, input, n, level, scratch, table, &mut page)? };
+    unsafe { compress_blocks::<W, SubStreams, PARTS>(warp, input, n, level, scratch, table, &mut page)? };
     page.finish()
 }
 

@@ -11,16 +11,17 @@ mod decode;
 
 pub use crate::deflate::decode::Output;
 pub use decode::decompress_page;
-use ferrocomp_format::gdeflate::MAX_CHUNK_SIZE;
+use ferrocomp_format::deflate::PART_SIZE;
 
-const _: () = assert!(MAX_CHUNK_SIZE <= crate::deflate::decode::STAGED_OUTPUT, "a page's output is staged whole");
+const _: () =
+    assert!(PART_SIZE <= crate::deflate::decode::STAGED_OUTPUT, "a page of one part (64 KiB) is staged whole");
 
 /// The batched entry points (`gdeflate_compress`, `gdeflate_decompress`,
 /// `gdeflate_decompressed_sizes`).
 #[cfg(target_arch = "nvptx64")]
 mod kernels {
     use super::{Output, compress, decompress_page};
-    use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, scratch_slot, warp_shared};
+    use crate::batch::{BlockDecompress, Chunk, ChunkKernels, Lanes, PartsCompress, scratch_slot, warp_shared};
     use crate::deflate::decode::{STAGED_SHARED_BYTES, decompress_in_pair};
     use crate::deflate::rounds::InWarp;
     use crate::deflate::shared_tables;
@@ -33,18 +34,31 @@ mod kernels {
     /// table in shared memory (`options` is the level), decoding with its tables there.
     pub struct GDeflate;
 
+    impl GDeflate {
+        /// Compresses `chunk`, which may be longer than a part where `PARTS`.
+        #[inline(always)]
+        unsafe fn compress_with<const PARTS: bool>(
+            warp: &HardwareWarp,
+            chunk: &Chunk,
+            args: &BatchArgs,
+        ) -> Result<usize, Status> {
+            unsafe {
+                let scratch = scratch_slot::<CompressScratch>(args, chunk.slot);
+                let table = warp_shared::<u16>(FAST_RULES.table_entries());
+                let (input, n, output, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
+                let level = args.options as u8;
+                compress::compress_page::<_, PARTS>(warp, input, n, level, scratch, table, output, capacity)
+            }
+        }
+    }
+
     impl ChunkKernels for GDeflate {
         const COMPRESS: Lanes = Lanes::Warp;
         const DECOMPRESS: Lanes = Lanes::Warp;
         const SIZES: Lanes = Lanes::Warp;
 
         unsafe fn compress(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
-            unsafe {
-                let scratch = scratch_slot::<CompressScratch>(args, chunk.slot);
-                let table = warp_shared::<u16>(FAST_RULES.table_entries());
-                let (input, n, output, capacity) = (chunk.input, chunk.input_len, chunk.output, chunk.capacity);
-                compress::compress_page(warp, input, n, args.options as u8, scratch, table, output, capacity)
-            }
+            unsafe { Self::compress_with::<false>(warp, chunk, args) }
         }
 
         unsafe fn decompress(warp: &HardwareWarp, chunk: &Chunk, _: &BatchArgs) -> Result<usize, Status> {
@@ -59,6 +73,14 @@ mod kernels {
     }
 
     crate::batch_kernels!(GDeflate: gdeflate_compress, gdeflate_decompress, gdeflate_decompressed_sizes);
+
+    impl PartsCompress for GDeflate {
+        unsafe fn compress_parts(warp: &HardwareWarp, chunk: &Chunk, args: &BatchArgs) -> Result<usize, Status> {
+            unsafe { Self::compress_with::<true>(warp, chunk, args) }
+        }
+    }
+
+    crate::compress_parts_kernel!(GDeflate: gdeflate_compress_parts);
 
     /// A block of two warps a page, one decoding, one copying its matches.
     impl BlockDecompress for GDeflate {

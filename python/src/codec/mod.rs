@@ -13,13 +13,14 @@ use crate::array::batch::Arrays;
 use crate::array::wrap::integers;
 use crate::call::{Call, Outcomes, Pending, Returns};
 use crate::device::{self, StreamRef, stream_arg};
-use crate::dtype::DType;
+use crate::dtype::{DType, ReturnType};
 use crate::enums::{BitshuffleMode, BitstreamKind, DecompressBackend, ExecutionPolicy, PyChecksumPolicy};
 use crate::errors::{Direction, device_error, option_error, to_py, value_error};
 use config::{CompressConfig, DecompressConfig, sizes_arg};
 use ferrocomp::settings::{algorithm_name, config};
 use ferrocomp::{
-    Bitstream, BufferCodec, ChecksumPolicy, ChunkListCodec, DEFAULT_CHUNK_SIZE, DeviceView, DeviceViewMut, Gpu, Options,
+    Algorithm, Bitstream, BufferCodec, ChecksumPolicy, ChunkListCodec, DEFAULT_CHUNK_SIZE, DeviceView, DeviceViewMut,
+    Gpu, Options,
 };
 use options::{NvcompArgs, OptionArgs};
 use pyo3::prelude::*;
@@ -70,6 +71,26 @@ pub struct Codec {
     native: BufferCodec,
     chunks: Option<ChunkListCodec>,
     backend: Backend,
+    /// The element type of the arrays `decode` returns unless it is given one.
+    element_type: DType,
+}
+
+/// A `data_type` argument, `None` where it is left out or empty (nvCOMP's default, `""`).
+fn given<'a, 'py>(data_type: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+    data_type.filter(|arg| !arg.extract::<String>().is_ok_and(|s| s.is_empty()))
+}
+
+/// The element type of the arrays `decode` returns by default, as nvCOMP's: the codec's
+/// `data_type`, else its algorithm's default (`char` for LZ4 and ANS, `uint32` for Cascaded,
+/// bytes for the rest). 8-bit floats, which array libraries do not name, come as bytes.
+fn element_type(data_type: Option<&Bound<'_, PyAny>>, options: Option<&Options>) -> PyResult<DType> {
+    let dtype = match (given(data_type), options.map(Options::algorithm)) {
+        (Some(arg), _) => DType::from_arg(arg)?,
+        (None, Some(Algorithm::Lz4 | Algorithm::Ans)) => DType::chars(),
+        (None, Some(Algorithm::Cascaded)) => DType { kind: 'u', size: 4, big_endian: false },
+        (None, _) => DType::bytes(),
+    };
+    Ok(if dtype.kind == 'f' && dtype.size == 1 { DType::bytes() } else { dtype })
 }
 
 /// The backend `device_id` names.
@@ -243,7 +264,8 @@ impl Codec {
             (_, Some(options)) => Some(ChunkListCodec::new(options, bitstream, gpu).map_err(device_error)?),
             (_, None) => return Err(value_error("RAW and WITH_UNCOMPRESSED_SIZE streams name no algorithm: give one")),
         };
-        Ok(Self { options, bitstream, native, chunks, backend })
+        let element_type = element_type(data_type, options.as_ref())?;
+        Ok(Self { options, bitstream, native, chunks, backend, element_type })
     }
 
     /// The algorithm, as nvCOMP spells it (`None` for a decode-only codec).
@@ -346,8 +368,8 @@ impl Codec {
         PREFERRED_ALIGNMENT
     }
 
-    /// Compresses one array (returns an `Array`) or a list of them (one batch; returns a list).
-    /// `out`: the caller's arrays to write into (each as large as `max_compressed_size` of the
+    /// Compresses one array (returns an `Array`) or a list of them (one batch; returns a list),
+    /// of `"|i1"` elements as nvCOMP's. `out`: the caller's arrays to write into (each as large as `max_compressed_size` of the
     /// largest input). `compression_config`: from `compression_config`, checked against the
     /// arrays. `sync=False` (`RAW`/`WITH_UNCOMPRESSED_SIZE`) returns a `Pending` at once.
     #[pyo3(signature = (array, out = None, compression_config = None, *, sync = true))]
@@ -363,11 +385,15 @@ impl Codec {
             return Err(value_error("this Codec has no algorithm; name one to encode"));
         }
         let sizes = compression_config.map(|config| config.sizes.clone());
-        self.run(py, Direction::Encode, array, out, DType::bytes(), sync, sizes)
+        let dtype = ReturnType { dtype: DType::chars(), asked: false };
+        self.run(py, Direction::Encode, array, out, dtype, sync, sizes)
     }
 
     /// Decompresses one array (returns an `Array`) or a list of them (one batch; returns a
-    /// list). `data_type`: the element type of the arrays returned (default bytes, `"|u1"`).
+    /// list). `data_type`: the element type of the arrays returned, which must divide their
+    /// sizes; by default the codec's `data_type`, else nvCOMP's default for the algorithm
+    /// (`"|i1"` for LZ4 and ANS, `"<u4"` for Cascaded, `"|u1"` otherwise), and bytes (`"|u1"`)
+    /// where that does not divide a size (nvCOMP drops the remainder).
     /// `out`: the caller's arrays to decode straight into (no copy; their decoded prefix is
     /// returned). `decompression_config`: from `decompression_config`, the sizes to allocate
     /// the outputs with, so that nothing is asked of the streams first. `sync=False`
@@ -384,9 +410,10 @@ impl Codec {
         decompression_config: Option<PyRef<'_, DecompressConfig>>,
         sync: bool,
     ) -> PyResult<Py<PyAny>> {
-        // nvCOMP's default data type is the empty string.
-        let data_type = data_type.filter(|arg| !arg.extract::<String>().is_ok_and(|s| s.is_empty()));
-        let dtype = data_type.map(DType::from_arg).transpose()?.unwrap_or_else(DType::bytes);
+        let dtype = match given(data_type) {
+            Some(arg) => ReturnType { dtype: DType::from_arg(arg)?, asked: true },
+            None => ReturnType { dtype: self.element_type.clone(), asked: false },
+        };
         let sizes = decompression_config.map(|config| config.sizes.clone());
         self.run(py, Direction::Decode, src, out, dtype, sync, sizes)
     }
@@ -463,7 +490,7 @@ impl Codec {
             inputs: Arrays::Owned(vec![input]),
             outputs: Arrays::Owned(vec![output]),
             callers_outputs: true,
-            dtype: DType::bytes(),
+            dtype: ReturnType::bytes(),
             returns: Returns::One,
             prefix_len: chunks.prefix_len(),
             packed: true,

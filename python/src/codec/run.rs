@@ -8,7 +8,7 @@ use crate::array::Array;
 use crate::array::batch::{Arrays, BatchArray};
 use crate::call::{Call, Outcomes, Pending, Returns, filled, first_failure, returned};
 use crate::device;
-use crate::dtype::DType;
+use crate::dtype::{DType, ReturnType};
 use crate::errors::{Direction, device_error, to_py, value_error};
 use crate::keep::Keep;
 use ferrocomp::{ChunkListCodec, DeviceView, DeviceViewMut};
@@ -35,7 +35,7 @@ fn copied_into(bytes: &[u8], out: &Array) -> PyResult<Array> {
         return Err(value_error(format!("out holds {} bytes, the encoded data is {}", out.nbytes(), bytes.len())));
     }
     unsafe { out.host_bytes_mut()[..bytes.len()].copy_from_slice(bytes) };
-    filled(out, bytes.len(), true, &DType::bytes())
+    filled(out, bytes.len(), true, &ReturnType::bytes())
 }
 
 /// One `encode` or `decode` call: its arrays where the codec runs, and what it returns.
@@ -47,7 +47,7 @@ struct Request {
     /// What the call returns: one array, a list or a `BatchArray`, as it took.
     returns: Returns,
     /// The element type of the arrays returned.
-    dtype: DType,
+    dtype: ReturnType,
     /// Whether the call waits for the result (else it returns a `Pending`).
     sync: bool,
     /// A configuration's sizes, one per input: checked against the inputs (encode), or the
@@ -66,7 +66,7 @@ impl Codec {
         direction: Direction,
         src: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
-        dtype: DType,
+        dtype: ReturnType,
         sync: bool,
         sizes: Option<Vec<usize>>,
     ) -> PyResult<Py<PyAny>> {
@@ -168,8 +168,8 @@ impl Codec {
                     match out {
                         Some(out) => copied_into(&bytes, out)?,
                         None => {
-                            let ptr = bytes.as_ptr() as u64;
-                            Array::new(ptr, bytes.len(), DType::bytes(), None, Arc::new(Keep::Bytes(bytes)))
+                            let (ptr, len) = (bytes.as_ptr() as u64, bytes.len());
+                            Array::new(ptr, len, dtype.of(len)?, None, Arc::new(Keep::Bytes(bytes)))
                         }
                     }
                 }
@@ -177,13 +177,13 @@ impl Codec {
                     let (view, target) = (input.device_bytes(), out.device_bytes_mut());
                     let size =
                         py.detach(|| self.native.compress_device_into(view, target, stream.stream())).map_err(fail)?;
-                    filled(out, size, true, &DType::bytes())?
+                    filled(out, size, true, &ReturnType::bytes())?
                 }
                 (Backend::Gpu { ordinal, stream, .. }, Direction::Encode, None) => {
                     let view = input.device_bytes();
                     let buffer = py.detach(|| self.native.compress_device(view, stream.stream())).map_err(fail)?;
                     let (ptr, nbytes) = (buffer.address(), buffer.len());
-                    Array::new(ptr, nbytes, DType::bytes(), Some(*ordinal), Arc::new(Keep::Device(buffer)))
+                    Array::new(ptr, nbytes, dtype.of(nbytes)?, Some(*ordinal), Arc::new(Keep::Device(buffer)))
                 }
                 (Backend::Cpu, Direction::Decode, Some(out)) => {
                     let (input, output) = unsafe { (input.host_bytes(), out.host_bytes_mut()) };

@@ -9,6 +9,7 @@ use ferrocomp::{
     Ans, AnsDataType, BatchCodec, Bitstream, Blosc, BufferCodec, ChecksumPolicy, Config, Deflate, GDeflate, Lz4,
     Options, Results, Shuffle, Snappy, Status, Wrapper, Zstd,
 };
+use ferrocomp_format::deflate::PART_SIZE;
 use ferrocomp_tests::{DeviceChunks, c_blosc, gpu, int32_bytes, random_bytes, short_repeats_bytes, text_bytes};
 
 #[test]
@@ -28,6 +29,34 @@ fn gpu_writes_the_cpu_bytes_and_reads_them_back() {
         for (i, (status, bytes)) in gpu_decompress(&gpu, codec, &streams, &capacities, &stream).into_iter().enumerate()
         {
             assert_eq!((status, bytes.as_slice()), (Status::Success, pieces[i]), "{options:?}");
+        }
+    }
+}
+
+#[test]
+fn deflate_chunks_past_a_part_compress_as_on_the_cpu() {
+    // nvCOMP's single-chunk bitstreams hold more than its 64 KiB chunks: a batch with one goes to
+    // the parts kernels, which write the CPU's streams for every chunk of it.
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().unwrap();
+    let data = mixed_bytes(200_000, 7);
+    let pieces: Vec<&[u8]> = vec![&data[..1000], &data[..PART_SIZE], &data[..PART_SIZE + 1], &data[..]];
+    for level in [0, 1, 4] {
+        for options in
+            [Options::Deflate(Deflate { level, wrapper: Wrapper::Gzip }), Options::GDeflate(GDeflate { level })]
+        {
+            let codec = options.codec();
+            let on_gpu = gpu_compress(&gpu, codec, &pieces, &stream);
+            for (piece, ours) in pieces.iter().zip(&on_gpu) {
+                assert_eq!(*ours, cpu_compress(codec, piece), "{options:?}, {} bytes", piece.len());
+            }
+            let streams: Vec<&[u8]> = on_gpu.iter().map(Vec::as_slice).collect();
+            let capacities: Vec<usize> = pieces.iter().map(|p| p.len()).collect();
+            for (i, (status, bytes)) in
+                gpu_decompress(&gpu, codec, &streams, &capacities, &stream).into_iter().enumerate()
+            {
+                assert_eq!((status, bytes.as_slice()), (Status::Success, pieces[i]), "{options:?}");
+            }
         }
     }
 }
